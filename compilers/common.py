@@ -1,0 +1,128 @@
+"""What every language compiler shares: parsers, diagnostics and naming rules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import PurePath
+from typing import Any
+
+import tree_sitter
+
+from executor.errors import CompileError, Problem
+
+NAME_RE = re.compile(r"[a-zA-Z0-9_.:-]+")
+
+
+@cache
+def parser(grammar: str) -> tree_sitter.Parser:
+    """A tree-sitter parser for one grammar, loaded on first use only."""
+    loaders: dict[str, Callable[[], Any]] = {
+        "python": lambda: __import__("tree_sitter_python").language(),
+        "bash": lambda: __import__("tree_sitter_bash").language(),
+        "javascript": lambda: __import__("tree_sitter_javascript").language(),
+        "typescript": lambda: __import__("tree_sitter_typescript").language_typescript(),
+    }
+    return tree_sitter.Parser(tree_sitter.Language(loaders[grammar]()))
+
+
+class Diagnostics:
+    """Collects every problem in one file so they are reported together."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.errors: list[Problem] = []
+        self.warnings: list[Problem] = []
+
+    def error(self, at: tree_sitter.Node | tuple[int, int] | None, message: str, hint: str | None = None) -> None:
+        self.errors.append(Problem(self.path, *position(at), message, hint))
+
+    def warn(self, at: tree_sitter.Node | tuple[int, int] | None, message: str, hint: str | None = None) -> None:
+        self.warnings.append(Problem(self.path, *position(at), message, hint, severity="warning"))
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise CompileError(self.path, sorted(self.errors, key=lambda p: (p.line, p.col)))
+
+    def warning_texts(self) -> tuple[str, ...]:
+        return tuple(str(w) for w in self.warnings)
+
+
+def position(at: tree_sitter.Node | tuple[int, int] | None) -> tuple[int, int]:
+    """1-based (line, column) of a node, or of a 0-based (row, column) pair."""
+    if at is None:
+        return (1, 1)
+    row, col = at.start_point if isinstance(at, tree_sitter.Node) else at
+    return (row + 1, col + 1)
+
+
+def text(node: tree_sitter.Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def tool_name(path: str, diagnostics: Diagnostics) -> str:
+    """The tool name from a file name: stem with '-' turned into '_'."""
+    name = PurePath(path).name.split(".")[0].replace("-", "_")
+    check_name(name, diagnostics, None)
+    return name
+
+
+def check_name(name: str, diagnostics: Diagnostics, at: tree_sitter.Node | None) -> None:
+    if not NAME_RE.fullmatch(name):
+        diagnostics.error(
+            at,
+            f"invalid tool name {name!r}: names may use only letters, digits, '_', '.', ':' and '-'",
+            "rename the file (or the name field) to something like 'my_tool'",
+        )
+
+
+def syntax_errors(root: tree_sitter.Node, diagnostics: Diagnostics, limit: int = 5) -> None:
+    """Report where tree-sitter could not parse the file at all."""
+    found = 0
+    stack = [root]
+    while stack and found < limit:
+        node = stack.pop()
+        if not node.has_error:
+            continue
+        if node.is_error or node.is_missing:
+            snippet = text(node).strip().split("\n", 1)[0][:40]
+            what = f"missing {node.type!r}" if node.is_missing else f"unexpected text near {snippet!r}"
+            diagnostics.error(node, f"syntax error: {what}", "fix the syntax so the file runs")
+            found += 1
+            continue
+        stack.extend(reversed(node.children))
+
+
+def is_literal(value: Any) -> bool:
+    """Defaults worth showing a model: strings, numbers, booleans and lists of them."""
+    if isinstance(value, (str, bool, int, float)):
+        return True
+    return isinstance(value, list) and all(isinstance(v, (str, bool, int, float)) for v in value)
+
+
+def json_type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "string"
+
+
+def enum_schema(values: list[Any]) -> dict[str, Any]:
+    """An enum typed by its values: one type, or a list when they are mixed."""
+    types = list(dict.fromkeys(json_type_of(v) for v in values))
+    if types == ["integer", "number"] or types == ["number", "integer"]:
+        types = ["number"]
+    return {"type": types[0] if len(types) == 1 else types, "enum": values}
+
+
+def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema

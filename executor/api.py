@@ -1,0 +1,83 @@
+"""The public Python API: one :class:`Executor` per config, safe to share between threads and tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+from executor.build import BuildReport, build, ensure_fresh
+from executor.catalog import Catalog
+from executor.config import Config, load_config
+from executor.engine import Engine
+from executor.records import ToolCall, ToolDeclaration, ToolResult
+from runtimes.process import Cancellation
+
+
+class Executor:
+    """Builds, lists and calls the tools of one config.
+
+    >>> ex = Executor("config.yaml")            # doctest: +SKIP
+    >>> ex.call("demo_py", {"text": "hi"}).output  # doctest: +SKIP
+    """
+
+    def __init__(self, config: Config | str | os.PathLike[str] | None = None) -> None:
+        self.config = config if isinstance(config, Config) else load_config(config)
+        self._catalog: Catalog | None = None
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.config.max_parallel)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog, rebuilt when a visible tool or the config changed since it was read."""
+        with self._lock:
+            if self._catalog is None or not self._catalog.is_fresh(self.config):
+                self._catalog = ensure_fresh(self.config)
+            return self._catalog
+
+    def build(self, *, force: bool = False) -> BuildReport:
+        report = build(self.config, force=force)
+        with self._lock:
+            self._catalog = report.catalog
+        return report
+
+    def tools(self, *, enabled_only: bool = True) -> list[ToolDeclaration]:
+        catalog = self.catalog
+        return catalog.enabled(self.config) if enabled_only else list(catalog.tools.values())
+
+    def describe(self, name: str) -> ToolDeclaration:
+        return self.catalog.get(name)
+
+    def call(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        call_id: str | None = None,
+        timeout: float | None = None,
+        cancel: Cancellation | None = None,
+    ) -> ToolResult:
+        """Run one tool and return its result; never raises for a failed or refused call."""
+        request = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)
+        engine = Engine(self.config, self.catalog)
+        with self._slots:
+            return engine.invoke(request, cancel)
+
+    async def acall(
+        self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
+    ) -> ToolResult:
+        """As :meth:`call`; cancelling the awaiting task ends the tool's whole process tree."""
+        cancel = Cancellation()
+        work = asyncio.ensure_future(
+            asyncio.to_thread(self.call, name, arguments, call_id=call_id, timeout=timeout, cancel=cancel)
+        )
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            cancel.cancel()
+            await asyncio.wait([work])
+            raise
+        finally:
+            if work.done():
+                cancel.close()

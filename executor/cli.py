@@ -1,0 +1,181 @@
+"""The ``toolexec`` command: parse, call the library, render, map outcomes to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from executor.errors import ToolexecError
+from executor.version import __version__
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except ToolexecError as error:
+        print(f"toolexec: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_FAILED
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolexec", description="Compile script tools for LLM agents and run them.")
+    parser.add_argument("--version", action="version", version=f"toolexec {__version__}")
+    parser.add_argument(
+        "--config", metavar="PATH", help="config file (default: $TOOLEXEC_CONFIG, ./config.yaml, user config, embedded)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    init = commands.add_parser("init", help="write a starting config.yaml and functions/tools/ into DIR")
+    init.add_argument("dir", nargs="?", default=".")
+    init.set_defaults(handler=_init)
+
+    build = commands.add_parser("build", help="compile every visible tool; write functions.json and the catalog")
+    build.add_argument("--force", action="store_true", help="recompile unchanged files too")
+    build.set_defaults(handler=_build)
+
+    compile_ = commands.add_parser("compile", help="print the declarations of FILEs as one JSON array (no config needed)")
+    compile_.add_argument("files", nargs="+", metavar="FILE")
+    compile_.set_defaults(handler=_compile)
+
+    list_ = commands.add_parser("list", help="the enabled tools, one line each")
+    list_.add_argument("--all", action="store_true", help="every visible tool, not only the enabled ones")
+    list_.add_argument("--json", action="store_true")
+    list_.set_defaults(handler=_list)
+
+    describe = commands.add_parser("describe", help="the full declaration and metadata of one tool")
+    describe.add_argument("name")
+    describe.add_argument("--json", action="store_true")
+    describe.set_defaults(handler=_describe)
+
+    run = commands.add_parser("run", help="call a tool once with a JSON object of arguments")
+    run.add_argument("name")
+    run.add_argument("arguments", nargs="?", default="-", help="JSON object; '-' or absent reads stdin")
+    run.add_argument("--json", action="store_true", help="print one result object instead of the output")
+    run.add_argument("--timeout", type=float, metavar="SECONDS", help="override the timeout for this call")
+    run.add_argument("--call-id", metavar="ID", help="the LLM_TOOL_CALL_ID to pass (default: generated)")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from executor.api import Executor
+
+    return Executor(args.config)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from executor.paths import package_defaults
+
+    source, target = package_defaults(), Path(args.dir)
+    files = [
+        Path("config.yaml"),
+        *(p.relative_to(source) for p in sorted((source / "functions" / "tools").iterdir()) if p.is_file()),
+    ]
+    for relative in files:
+        destination = target / relative
+        if destination.exists():
+            print(f"kept {destination} (already exists)", file=sys.stderr)
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / relative, destination)
+        print(f"wrote {destination}")
+    return EXIT_OK
+
+
+def _build(args: argparse.Namespace) -> int:
+    executor = _executor(args)
+    report = executor.build(force=args.force)
+    for line in [*report.warnings, *report.problems]:
+        print(line, file=sys.stderr)
+    built = len(report.catalog.tools)
+    failed = len(report.catalog.entries) - built
+    target = executor.config.state_dir / "functions.json"
+    print(f"built {built} tool(s), {failed} failed ({report.compiled} compiled); wrote {target}")
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from compilers import compile_file
+    from executor.errors import CompileError
+
+    declarations, status = [], EXIT_OK
+    for file in args.files:
+        try:
+            declaration = compile_file(file)
+        except CompileError as error:
+            print(error, file=sys.stderr)
+            status = EXIT_FAILED
+            continue
+        for warning in declaration.warnings:
+            print(warning, file=sys.stderr)
+        declarations.append(declaration.to_function())
+    print(json.dumps(declarations, indent=2, ensure_ascii=False))
+    return status
+
+
+def _list(args: argparse.Namespace) -> int:
+    tools = _executor(args).tools(enabled_only=not args.all)
+    if args.json:
+        rows = [{"name": t.name, "language": t.language, "description": t.description, "source": t.source} for t in tools]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    width = max((len(t.name) for t in tools), default=0)
+    for tool in tools:
+        summary = tool.description.strip().split("\n", 1)[0]
+        print(f"{tool.name:<{width}}  {tool.language:<10}  {summary}")
+    return EXIT_OK
+
+
+def _describe(args: argparse.Namespace) -> int:
+    declaration = _executor(args).describe(args.name)
+    if args.json:
+        print(json.dumps(declaration.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print(f"{declaration.name}  ({declaration.language}, {declaration.source})\n")
+    print(declaration.description + "\n")
+    schema = declaration.parameters
+    required = set(schema.get("required", []))
+    for name, prop in schema.get("properties", {}).items():
+        kind = prop.get("type", "any")
+        extras = [
+            f"one of {prop['enum']}" if "enum" in prop else "",
+            f"default {json.dumps(prop['default'])}" if "default" in prop else "",
+        ]
+        flags = ", ".join(x for x in ["required" if name in required else "optional", *extras] if x)
+        print(f"  {name}: {kind if isinstance(kind, str) else '|'.join(kind)} ({flags})")
+        if prop.get("description"):
+            print(f"      {prop['description']}")
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    raw = args.arguments
+    if raw == "-":
+        raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    result = _executor(args).call(args.name, raw, call_id=args.call_id, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        if result.output:
+            sys.stdout.write(result.output)
+            if sys.stdout.isatty() and not result.output.endswith("\n"):
+                sys.stdout.write("\n")
+        if result.stderr:
+            sys.stderr.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
+        if not result.ok:
+            print(f"toolexec: {result.error}", file=sys.stderr)
+        for note in result.notes:
+            print(f"toolexec: note: {note}", file=sys.stderr)
+    sys.stdout.flush()
+    return int(result.exit_code or 0)

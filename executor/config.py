@@ -1,0 +1,199 @@
+"""``config.yaml``: where it is found, what it may say, and the resulting :class:`Config`.
+
+Lookup order: ``--config``, ``$TOOLEXEC_CONFIG``, ``./config.yaml``,
+``$XDG_CONFIG_HOME/toolexec/config.yaml``, then the embedded default. A parsed
+copy is kept in the user cache keyed by the file's size and mtime, so that a
+call does not pay for a YAML parser when nothing changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from executor.errors import ConfigError, did_you_mean
+from executor.paths import digest, package_defaults, user_cache_dir, user_config_dir, write_json_atomic
+from executor.records import LANGUAGES
+
+DEFAULTS: dict[str, Any] = {
+    "functions_dir": "functions",
+    "visible_tools": [],
+    "enabled_tools": "all",
+    "mapping_tools": {},
+    "runtimes": {},
+    "timeout": 60,
+    "max_output_bytes": 1 << 20,
+    "max_parallel": 8,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    path: Path
+    functions_dir: Path
+    visible_tools: tuple[str, ...]
+    # None means every visible tool; otherwise names and mapping aliases, unexpanded.
+    enabled_tools: tuple[str, ...] | None
+    mapping_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    runtimes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    timeout: float = 60.0
+    max_output_bytes: int = 1 << 20
+    max_parallel: int = 8
+    embedded: bool = False
+
+    @property
+    def tools_dir(self) -> Path:
+        return self.functions_dir / "tools"
+
+    @property
+    def state_dir(self) -> Path:
+        """Where generated files go: the functions directory when ours to write, else the user cache."""
+        if not self.embedded and os.access(self.functions_dir, os.W_OK):
+            return self.functions_dir
+        return user_cache_dir() / "state" / digest(str(self.functions_dir))
+
+    def cache_dir(self, tool: str) -> Path:
+        return self.state_dir / "cache" / tool
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What the catalog depends on: a change here means rebuild."""
+        return {"functions_dir": str(self.functions_dir), "visible_tools": list(self.visible_tools)}
+
+
+def locate(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, bool]:
+    """The config file to use, and whether it is the embedded default."""
+    for given, origin in ((explicit, "--config"), (os.environ.get("TOOLEXEC_CONFIG"), "TOOLEXEC_CONFIG")):
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_file():
+                raise ConfigError(str(path), f"config file not found (from {origin})")
+            return path.resolve(), False
+    for candidate in (Path("config.yaml"), user_config_dir() / "config.yaml"):
+        if candidate.is_file():
+            return candidate.resolve(), False
+    return package_defaults() / "config.yaml", True
+
+
+def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
+    path, embedded = locate(explicit)
+    return from_mapping(_read(path), path, embedded=embedded)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read the config file: {exc.strerror}") from None
+    snapshot = user_cache_dir() / "config" / f"{digest(str(path))}.json"
+    key = [str(path), stat.st_mtime_ns, stat.st_size]
+    try:
+        cached = json.loads(snapshot.read_text(encoding="utf-8"))
+        if cached.get("key") == key:
+            return cached["data"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    data = _parse_yaml(path)
+    from_mapping(data, path)  # only valid configs are remembered
+    try:
+        write_json_atomic(snapshot, {"key": key, "data": data})
+    except (OSError, TypeError, ValueError):
+        pass  # the snapshot is an optimisation; a read-only cache is fine
+    return data
+
+
+def _parse_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), f"cannot read the config file: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), f"expected a mapping of settings at the top level, got {type(data).__name__}")
+    return data
+
+
+def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) -> Config:
+    where = str(path)
+    for key in data:
+        if key not in DEFAULTS:
+            raise ConfigError(where, f"unknown setting{did_you_mean(str(key), DEFAULTS)}", key=str(key))
+    values = {**DEFAULTS, **{k: v for k, v in data.items() if v is not None}}
+    functions_dir = values["functions_dir"]
+    if not isinstance(functions_dir, str) or not functions_dir:
+        raise ConfigError(where, f"expected a directory path, got {functions_dir!r}", key="functions_dir")
+    return Config(
+        path=path,
+        functions_dir=(path.parent / Path(functions_dir).expanduser()).resolve(),
+        visible_tools=_visible(values["visible_tools"], where),
+        enabled_tools=_enabled(values["enabled_tools"], where),
+        mapping_tools=_mapping(values["mapping_tools"], where),
+        runtimes=_runtimes(values["runtimes"], where),
+        timeout=_positive(values["timeout"], "timeout", where, float),
+        max_output_bytes=int(_positive(values["max_output_bytes"], "max_output_bytes", where, int)),
+        max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
+        embedded=embedded,
+    )
+
+
+def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
+    """A YAML list of names, or one comma-separated string."""
+    if isinstance(value, str):
+        return tuple(n.strip() for n in value.split(",") if n.strip())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v.strip() for v in value)
+    raise ConfigError(where, f"expected a list of names or a comma-separated string, got {value!r}", key=key)
+
+
+def _visible(value: Any, where: str) -> tuple[str, ...]:
+    files = _names(value, "visible_tools", where)
+    for name in files:
+        if "/" in name or name in (".", ".."):
+            raise ConfigError(where, f"{name!r} is not a file name in functions/tools/", key="visible_tools")
+    return files
+
+
+def _enabled(value: Any, where: str) -> tuple[str, ...] | None:
+    names = _names(value, "enabled_tools", where)
+    return None if names == ("all",) else names
+
+
+def _mapping(value: Any, where: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"expected a mapping of alias: 'tool_a,tool_b', got {value!r}", key="mapping_tools")
+    return {str(alias): _names(tools, f"mapping_tools.{alias}", where) for alias, tools in value.items()}
+
+
+def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"expected a mapping such as python: python3.12, got {value!r}", key="runtimes")
+    result: dict[str, tuple[str, ...]] = {}
+    for language, command in value.items():
+        key = f"runtimes.{language}"
+        if language not in LANGUAGES:
+            raise ConfigError(where, f"unknown language{did_you_mean(str(language), LANGUAGES)}", key=key)
+        if isinstance(command, str) and command.strip():
+            result[language] = tuple(shlex.split(command))
+        elif isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+            result[language] = tuple(command)
+        else:
+            raise ConfigError(where, f"expected a command such as 'python3.12', got {command!r}", key=key)
+    return result
+
+
+def _positive(value: Any, key: str, where: str, kind: type) -> float:
+    ok_type = isinstance(value, int) if kind is int else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type or value <= 0:
+        expected = "a positive whole number" if kind is int else "a positive number of seconds"
+        raise ConfigError(where, f"expected {expected}, got {value!r}", key=key)
+    return value

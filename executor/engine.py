@@ -1,0 +1,178 @@
+"""The call engine: one :class:`ToolCall` in, one :class:`ToolResult` out.
+
+Refusals (unknown tool, bad arguments), a missing interpreter and a failing
+tool all come back as results, so a batch, the MCP server and a Python agent
+can hand them straight to a model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from executor.catalog import Catalog
+from executor.config import Config
+from executor.errors import CallRefused, RuntimeUnavailable
+from executor.records import Status, ToolCall, ToolDeclaration, ToolResult
+from executor.validation import parse_arguments, validate_arguments
+from runtimes import Cancellation, Capture, Context, Finished, Launch, run_process, runtime_for
+from runtimes.environment import dotenv_values, tool_environment
+from runtimes.interpreter import resolve
+
+EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_TIMEOUT, EXIT_CANCELLED = 2, 127, 124, 130
+
+
+class Engine:
+    def __init__(self, config: Config, catalog: Catalog) -> None:
+        self.config = config
+        self.catalog = catalog
+
+    def invoke(self, call: ToolCall, cancel: Cancellation | None = None) -> ToolResult:
+        started = time.monotonic()
+        call_id = call.call_id or f"call_{uuid.uuid4().hex[:24]}"
+        try:
+            declaration = self.catalog.get(call.name)
+            arguments = parse_arguments(call.arguments, call.name)
+            validate_arguments(declaration.name, declaration.parameters, arguments)
+            runtime = runtime_for(declaration.language)
+            interpreter = resolve(self._interpreter(declaration, runtime), declaration.language)
+        except CallRefused as refusal:
+            return _failure(call, call_id, "refused", str(refusal), EXIT_REFUSED, started)
+        except RuntimeUnavailable as missing:
+            return _failure(call, call_id, "unavailable", str(missing), EXIT_UNAVAILABLE, started)
+        return self._run(declaration, arguments, interpreter, call, call_id, cancel, started)
+
+    def _interpreter(self, declaration: ToolDeclaration, runtime: object) -> list[str]:
+        if declaration.shebang:
+            return list(declaration.shebang)
+        if declaration.language in self.config.runtimes:
+            return list(self.config.runtimes[declaration.language])
+        context = Context(functions_dir=self.config.functions_dir, cwd=Path.cwd())
+        return runtime.default_interpreter(context)  # type: ignore[attr-defined]
+
+    def _run(
+        self,
+        declaration: ToolDeclaration,
+        arguments: dict,
+        interpreter: list[str],
+        call: ToolCall,
+        call_id: str,
+        cancel: Cancellation | None,
+        started: float,
+    ) -> ToolResult:
+        runtime = runtime_for(declaration.language)
+        cache_dir = self.config.cache_dir(declaration.name)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, output_path = tempfile.mkstemp(prefix=f"toolexec-{declaration.name}-", suffix=".out")
+        os.close(fd)
+        try:
+            env = tool_environment(
+                os.environ,
+                functions_dir=self.config.functions_dir,
+                cache_dir=cache_dir,
+                tool=declaration.name,
+                call_id=call_id,
+                output_path=output_path,
+                dotenv=dotenv_values(self.config.functions_dir),
+            )
+            refusal = runtime.preflight(declaration, env)
+            if refusal:
+                return _failure(call, call_id, "refused", refusal, EXIT_REFUSED, started)
+            timeout = call.timeout or declaration.meta.get("timeout") or self.config.timeout
+            launch = Launch(
+                argv=runtime.command(declaration, interpreter),
+                env=env,
+                stdin=runtime.stdin(declaration, arguments),
+                timeout=timeout,
+                capture_limit=self.config.max_output_bytes,
+            )
+            try:
+                finished = run_process(launch, cancel)
+            except OSError as exc:
+                message = f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}"
+                return _failure(call, call_id, "unavailable", message, EXIT_UNAVAILABLE, started)
+            output = read_capped(output_path, self.config.max_output_bytes)
+            return _result(declaration, call_id, finished, output, timeout, started)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(output_path)
+
+
+def read_capped(path: str, limit: int) -> Capture:
+    """The file's bytes within ``limit`` (head and tail), never all of a huge file in memory."""
+    capture = Capture(limit)
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= limit:
+            capture.add(handle.read(limit + 1))
+            return capture
+        capture.head += handle.read(limit // 2)
+        handle.seek(size - (limit - limit // 2))
+        capture.tail += handle.read()
+        capture.total = size
+    return capture
+
+
+def _result(
+    declaration: ToolDeclaration, call_id: str, finished: Finished, output: Capture, timeout: float, started: float
+) -> ToolResult:
+    notes: list[str] = []
+    text, lossy = output.text()
+    if not output.total and finished.stdout.total:
+        text, lossy = finished.stdout.text()  # the tool printed instead of writing LLM_OUTPUT
+    stderr, stderr_lossy = finished.stderr.text()
+    if lossy or stderr_lossy:
+        notes.append("output was not valid UTF-8; invalid bytes were replaced with U+FFFD")
+    if output.dropped or (not output.total and finished.stdout.dropped):
+        notes.append(f"output was longer than max_output_bytes ({output.limit}); the middle was dropped")
+    status: Status
+    name = declaration.name
+    if finished.timed_out:
+        status, code = "timeout", EXIT_TIMEOUT
+        loki = f"Tool call '{name}' timed out after {timeout:g}s"
+    elif finished.cancelled:
+        status, code = "cancelled", EXIT_CANCELLED
+        loki = f"Tool call '{name}' was cancelled"
+    elif finished.signal is not None:
+        status, code = "error", 128 + finished.signal
+        loki = f"Tool call '{name}' was killed by signal {finished.signal}"
+    elif finished.returncode:
+        status, code = "error", finished.returncode
+        loki = f"Tool call '{name}' exited with code {code}"
+    else:
+        status, code, loki = "ok", 0, None
+    last_line = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
+    error = None if loki is None else (f"{loki}: {last_line}" if last_line else loki)
+    return ToolResult(
+        ok=status == "ok",
+        status=status,
+        output=text,
+        error=error,
+        exit_code=code,
+        stderr=stderr,
+        duration_ms=round((time.monotonic() - started) * 1000, 1),
+        tool_call_id=call_id,
+        tool_name=name,
+        signal=finished.signal,
+        tool_call_error=loki,
+        notes=tuple(notes),
+    )
+
+
+def _failure(call: ToolCall, call_id: str, status: Status, message: str, code: int, started: float) -> ToolResult:
+    return ToolResult(
+        ok=False,
+        status=status,
+        output="",
+        error=message,
+        exit_code=code,
+        stderr="",
+        duration_ms=round((time.monotonic() - started) * 1000, 1),
+        tool_call_id=call_id,
+        tool_name=call.name,
+        tool_call_error=f"Tool call '{call.name}' failed: {message.splitlines()[0]}",
+    )

@@ -1,0 +1,142 @@
+"""Arguments checked against a tool's schema before anything is spawned.
+
+Valid arguments are accepted by a compiled ``fastjsonschema`` validator (cheap
+to import, fast to run); rejected ones are explained by ``jsonschema``, which
+lists every problem at once. Unknown parameters are refused even though the
+declaration shown to models does not say ``additionalProperties: false``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from executor.errors import BadRequest, InvalidArguments, did_you_mean
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
+    """Arguments given as a JSON string (as OpenAI sends them) or already as an object."""
+    if isinstance(raw, (str, bytes)):
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            return {}
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadRequest(
+                f"arguments for tool {tool!r} are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            ) from None
+        except RecursionError:
+            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise BadRequest(f"arguments for tool {tool!r} must be a JSON object of parameter names to values, got {_kind(raw)}")
+    return raw
+
+
+def validate_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    strict = _strict(json.dumps(schema, sort_keys=True))
+    try:
+        _fast(json.dumps(strict, sort_keys=True))(arguments)
+        return
+    except RecursionError:
+        raise InvalidArguments(tool, ["the arguments are nested too deeply"]) from None
+    except Exception:  # fastjsonschema's rejection; explained below
+        pass
+    problems = explain(strict, arguments)
+    raise InvalidArguments(tool, problems or ["the arguments do not match the tool's parameters"])
+
+
+@lru_cache(maxsize=256)
+def _strict(schema_json: str) -> dict[str, Any]:
+    schema = json.loads(schema_json)
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return schema
+
+
+@lru_cache(maxsize=256)
+def _fast(schema_json: str) -> Callable[[Any], Any]:
+    import fastjsonschema
+
+    return fastjsonschema.compile(json.loads(schema_json))
+
+
+def explain(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+    """Every way ``arguments`` breaks ``schema``, each naming the parameter, the expectation and the value."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    problems: list[str] = []
+    for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]):
+        problems.extend(_describe(error, schema))
+    return problems
+
+
+def _describe(error: Any, root: dict[str, Any]) -> list[str]:
+    where = _path(error.absolute_path)
+    rule, expected, value = error.validator, error.validator_value, error.instance
+    if rule == "required":
+        properties = error.schema.get("properties", {})
+        missing = [name for name in expected if isinstance(value, dict) and name not in value]
+        return [f"missing required parameter {_join(where, n)!r} ({_expected(properties.get(n, {}))})" for n in missing]
+    if rule == "additionalProperties":
+        known = list(error.schema.get("properties", {}))
+        extra = [k for k in value if k not in known] if isinstance(value, dict) else []
+        return [f"unknown parameter {_join(where, k)!r}{did_you_mean(k, known) or _known(known)}" for k in extra]
+    if rule == "type":
+        return [f"parameter {where!r}: expected {_expected(error.schema)}, got {_kind(value)}"]
+    if rule == "enum":
+        allowed = ", ".join(json.dumps(v, ensure_ascii=False) for v in expected)
+        return [f"parameter {where!r}: expected one of {allowed}, got {_show(value)}"]
+    return [f"parameter {where or '(arguments)'!r}: {error.message}"]
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    kind = schema.get("type", "any value")
+    kinds = kind if isinstance(kind, list) else [kind]
+    text = " or ".join(_TYPE_NAMES.get(k, str(k)) for k in kinds)
+    if kind == "array" and isinstance(schema.get("items"), dict) and "type" in schema["items"]:
+        text += f" of {schema['items']['type']}s"
+    return text
+
+
+def _kind(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "an object"}
+    if value is None:
+        return "null"
+    return f"{names.get(type(value), type(value).__name__)} {_show(value)}"
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _path(parts: Any) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _known(known: list[str]) -> str:
+    return f"; known parameters: {', '.join(known)}" if known else "; this tool takes no parameters"

@@ -1,0 +1,60 @@
+"""The environment a tool sees: the caller's, ``.env`` files, and the ``LLM_*`` variables."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+def parse_dotenv(text: str) -> dict[str, str]:
+    """``KEY=value`` lines; quotes, ``export`` and ``#`` comments as in Loki's .env files."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if not match:
+            continue
+        key, value = match.groups()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+            if match.group(2)[0] == '"':
+                value = value.replace("\\n", "\n").replace('\\"', '"')
+        else:
+            value = re.split(r"\s+#", value, maxsplit=1)[0]
+        values[key] = value
+    return values
+
+
+def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = ()) -> dict[str, str]:
+    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins)."""
+    merged: dict[str, str] = {}
+    for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
+        try:
+            merged.update(parse_dotenv(path.read_text(encoding="utf-8")))
+        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+            continue
+    return merged
+
+
+def tool_environment(
+    base: Mapping[str, str],
+    *,
+    functions_dir: Path,
+    cache_dir: Path,
+    tool: str,
+    call_id: str,
+    output_path: str,
+    dotenv: Mapping[str, str],
+) -> dict[str, str]:
+    """``.env`` values under the caller's environment (which wins), then the LLM_* variables."""
+    env = {**dotenv, **base}
+    env.update(
+        LLM_OUTPUT=output_path,
+        LLM_ROOT_DIR=str(functions_dir),
+        LLM_TOOL_NAME=tool,
+        LLM_TOOL_CACHE_DIR=str(cache_dir),
+        LLM_TOOL_CALL_ID=call_id,
+    )
+    return env

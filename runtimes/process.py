@@ -1,0 +1,255 @@
+"""The one process helper every runtime uses.
+
+A tool runs in a new session (its own process group). One loop multiplexes the
+argument bytes going in, stdout and stderr coming out (kept bounded: head and
+tail), the child's exit (a pidfd), a deadline and a cancellation pipe. When the
+call ends for any reason the whole group gets SIGTERM, then SIGKILL after a
+grace period, so nothing the tool started outlives the call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+CHUNK = 1 << 16
+
+
+class Cancellation:
+    """A thread-safe flag that wakes a running call when set."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._lock = threading.Lock()
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        with self._lock:
+            if not self.cancelled and self._write >= 0:
+                self.cancelled = True
+                with contextlib.suppress(OSError):
+                    os.write(self._write, b"x")
+
+    def fileno(self) -> int:
+        return self._read
+
+    def close(self) -> None:
+        with self._lock:
+            for fd in (self._read, self._write):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._read = self._write = -1
+
+
+@dataclass
+class Capture:
+    """Bytes from a stream kept within ``limit``: the head and the tail."""
+
+    limit: int
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        if not self.tail and len(self.head) + len(data) <= self.limit:
+            self.head += data
+            return
+        half = self.limit // 2
+        if not self.tail:  # first overflow: the head keeps exactly half, the rest may be tail
+            take = max(0, half - len(self.head))
+            self.head += data[:take]
+            data = data[take:]
+            self.tail = self.head[half:]
+            del self.head[half:]
+        self.tail += data
+        excess = len(self.tail) - (self.limit - half)
+        if excess > 0:
+            del self.tail[:excess]
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def text(self) -> tuple[str, bool]:
+        """Decoded text with a marker where bytes were dropped, and whether bytes were not UTF-8."""
+        if not self.dropped:
+            raw = bytes(self.head + self.tail)
+            decoded = raw.decode("utf-8", "replace")
+            return decoded, "\ufffd" in decoded and "\ufffd".encode() not in raw
+        head, tail = _cut_end(bytes(self.head)), _cut_start(bytes(self.tail))
+        dropped = self.total - len(head) - len(tail)
+        parts = [p.decode("utf-8", "replace") for p in (head, tail)]
+        lossy = any("\ufffd" in p for p in parts)
+        return f"{parts[0]}\n[… {dropped} bytes of output dropped …]\n{parts[1]}", lossy
+
+
+def _cut_end(data: bytes) -> bytes:
+    """Drop an incomplete UTF-8 sequence at the end."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # a lead or ASCII byte
+            need = 1 if byte < 0x80 else 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4
+            return data if need <= back else data[:-back]
+    return data
+
+
+def _cut_start(data: bytes) -> bytes:
+    """Drop continuation bytes at the start."""
+    skip = 0
+    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+        skip += 1
+    return data[skip:]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Launch:
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    stdin: bytes = b""
+    cwd: str | None = None
+    timeout: float | None = None
+    capture_limit: int = 1 << 20
+    grace: float = 2.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    returncode: int | None
+    signal: int | None
+    stdout: Capture
+    stderr: Capture
+    timed_out: bool
+    cancelled: bool
+    duration: float
+
+
+def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
+    """Run one process to completion, enforcing the deadline and cancellation."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(launch.argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(launch.env),
+        cwd=launch.cwd,
+        start_new_session=True,
+        close_fds=True,
+    )
+    try:
+        return _supervise(proc, launch, cancel, start)
+    finally:
+        _kill_group(proc.pid, signal.SIGKILL)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        if proc.returncode is None:
+            proc.wait()
+
+
+def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellation | None, start: float) -> Finished:
+    assert proc.stdin and proc.stdout and proc.stderr
+    captures = {proc.stdout.fileno(): Capture(launch.capture_limit), proc.stderr.fileno(): Capture(launch.capture_limit)}
+    out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
+    pending = memoryview(launch.stdin)
+    pidfd = os.pidfd_open(proc.pid)
+    timed_out = cancelled = False
+    deadline = start + launch.timeout if launch.timeout else None
+    kill_at: float | None = None  # set once the group has had SIGTERM
+    give_up_at: float | None = None  # after SIGKILL, or after exit: stop waiting for pipes
+    with selectors.DefaultSelector() as sel:
+        for fd in (out_fd, err_fd):
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        sel.register(pidfd, selectors.EVENT_READ)
+        if cancel is not None:
+            sel.register(cancel.fileno(), selectors.EVENT_READ)
+        if pending:
+            os.set_blocking(in_fd, False)
+            sel.register(in_fd, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        while True:
+            now = time.monotonic()
+            if proc.returncode is not None and not (out_fd in sel.get_map() or err_fd in sel.get_map()):
+                break
+            if give_up_at is not None and now >= give_up_at:
+                break
+            if kill_at is not None and now >= kill_at:
+                _kill_group(proc.pid, signal.SIGKILL)
+                kill_at, give_up_at = None, now + 1.0
+            if deadline is not None and now >= deadline and kill_at is None and give_up_at is None:
+                timed_out = proc.returncode is None
+                kill_at = now + launch.grace
+                _kill_group(proc.pid, signal.SIGTERM)
+            wakes = [t for t in (deadline if kill_at is None and give_up_at is None else None, kill_at, give_up_at) if t]
+            if proc.returncode is not None and kill_at is not None:
+                wakes.append(now + 0.02)  # leftovers without pipes send no event: look again soon
+            events = sel.select(max(0.0, min(wakes) - now) if wakes else None)
+            for key, _ in events:
+                fd = key.fd
+                if fd == pidfd:
+                    sel.unregister(pidfd)
+                    proc.wait()
+                    # The tool is done: whatever it left running in its group goes too.
+                    if kill_at is None and give_up_at is None:
+                        _kill_group(proc.pid, signal.SIGTERM)
+                        kill_at = time.monotonic() + launch.grace
+                        deadline = None
+                elif cancel is not None and fd == cancel.fileno():
+                    sel.unregister(fd)
+                    if proc.returncode is None:
+                        cancelled = True
+                        _kill_group(proc.pid, signal.SIGTERM)
+                        kill_at = time.monotonic() + launch.grace
+                elif fd == in_fd:
+                    try:
+                        written = os.write(fd, pending[:CHUNK])
+                    except (BrokenPipeError, BlockingIOError) as exc:
+                        written = 0 if isinstance(exc, BlockingIOError) else len(pending)
+                    pending = pending[written:]
+                    if not pending:
+                        sel.unregister(fd)
+                        proc.stdin.close()
+                else:
+                    data = os.read(fd, CHUNK)
+                    if data:
+                        captures[fd].add(data)
+                    else:
+                        sel.unregister(fd)
+            if proc.returncode is not None and kill_at is not None and not _group_alive(proc.pid):
+                kill_at, give_up_at = None, time.monotonic() + 0.2
+    os.close(pidfd)
+    code = proc.returncode
+    return Finished(
+        returncode=code if code is None or code >= 0 else None,
+        signal=-code if code is not None and code < 0 else None,
+        stdout=captures[out_fd],
+        stderr=captures[err_fd],
+        timed_out=timed_out,
+        cancelled=cancelled,
+        duration=time.monotonic() - start,
+    )
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -1,0 +1,7 @@
+def run(x: int) -> int:
+    """
+
+    Args:
+        x: a number
+    """
+    return x

@@ -1,0 +1,2 @@
+def run(query: str, **options) -> None:
+    """Variadic keyword parameters cannot be described."""

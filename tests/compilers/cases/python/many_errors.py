@@ -1,0 +1,2 @@
+def run(a, /, *rest, **options):
+    pass

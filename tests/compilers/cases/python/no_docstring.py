@@ -1,0 +1,2 @@
+def run(x: int) -> int:
+    return x

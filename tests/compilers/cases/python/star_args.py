@@ -1,0 +1,2 @@
+def run(*paths: str) -> None:
+    """Variadic positional parameters cannot be described."""

@@ -1,0 +1,5 @@
+def run(seconds: float) -> None:
+    """Sleep for a while.
+
+    Timeout: 90
+    """
