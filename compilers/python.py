@@ -142,7 +142,9 @@ def _type_expr(node: Node) -> TypeExpr:
         return ("generic", _type_expr(head)[1], [_type_expr(a) for a in args])
     if kind == "subscript":
         args = node.children_by_field_name("subscript")
-        return ("generic", _type_expr(node.child_by_field_name("value"))[1], [_type_expr(a) for a in args])
+        value = node.child_by_field_name("value")
+        head_name = _type_expr(value)[1] if value is not None else text(node)
+        return ("generic", head_name, [_type_expr(a) for a in args])
     if kind == "union_type" or (kind == "binary_operator" and text(node.child_by_field_name("operator")) == "|"):
         members = [_type_expr(child) for child in node.named_children]
         return ("union", [m for member in members for m in (member[1] if member[0] == "union" else [member])])
@@ -209,9 +211,9 @@ def _generic(head: str, args: list[TypeExpr], diag: Diagnostics, at: Node, top: 
     if head in _OBJECTS:
         schema = {"type": "object"}
         if len(args) == 2:
-            values = _schema(args[1], diag, at)[0]
-            if values:
-                schema["additionalProperties"] = values
+            value_schema = _schema(args[1], diag, at)[0]
+            if value_schema:
+                schema["additionalProperties"] = value_schema
         return schema, False
     return _unknown(f"{head}[...]", diag, at, top), False
 

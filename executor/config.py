@@ -8,6 +8,7 @@ call does not pay for a YAML parser when nothing changed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -98,10 +99,8 @@ def _read(path: Path) -> dict[str, Any]:
         pass
     data = _parse_yaml(path)
     from_mapping(data, path)  # only valid configs are remembered
-    try:
+    with contextlib.suppress(OSError, TypeError, ValueError):  # an optimisation: a read-only cache is fine
         write_json_atomic(snapshot, {"key": key, "data": data})
-    except (OSError, TypeError, ValueError):
-        pass  # the snapshot is an optimisation; a read-only cache is fine
     return data
 
 

@@ -33,3 +33,62 @@ def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
+
+
+@pytest.fixture(autouse=True)
+def private_tmpdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A TMPDIR of our own, so 'no temporary file left' can be checked exactly."""
+    import tempfile
+
+    tmp = tmp_path_factory.mktemp("tmpdir")
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+class Project:
+    """A config.yaml and functions/tools/ in a temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.tools = root / "functions" / "tools"
+        self.tools.mkdir(parents=True)
+        self.config = root / "config.yaml"
+
+    def tool(self, file: str, source: str) -> Path:
+        path = self.tools / file
+        path.write_text(source, encoding="utf-8")
+        return path
+
+    def configure(self, visible: list[str] | None = None, **settings: object) -> Path:
+        import yaml
+
+        visible = visible if visible is not None else sorted(p.name for p in self.tools.iterdir() if p.is_file())
+        self.config.write_text(yaml.safe_dump({"visible_tools": visible, **settings}), encoding="utf-8")
+        return self.config
+
+    def executor(self, visible: list[str] | None = None, **settings: object):  # type: ignore[no-untyped-def]
+        from executor import Executor
+
+        return Executor(self.configure(visible, **settings))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path / "project")
+
+
+def toolexec(*args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    """Run the real CLI in a child process, as a user would."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "executor", *args],
+        input=input if input is not None else "",
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )

@@ -1,0 +1,43 @@
+# One entry point for the dev loop; the README and .ci/run use these targets.
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTHON ?= python3
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.app: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@ $(VENV)/.app
+
+## The main job: compile the shipped tools and make a real call.
+demo: $(VENV)/.app
+	$(BIN)/toolexec build
+	$(BIN)/toolexec run demo_py '{"text": "hello from toolexec", "count": 2, "tags": ["demo"]}'
+	@echo
+
+## Install what the tests need, lint, type-check and run the whole suite.
+test: $(VENV)/.test lint typecheck unit
+
+lint: $(VENV)/.test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.test
+	$(BIN)/mypy
+
+unit: $(VENV)/.test
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.test
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) functions/functions.json functions/catalog.json functions/cache

@@ -1,0 +1,150 @@
+"""toolexec build and the catalog: incremental, fault-isolated, and cheap to use when fresh."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from executor.build import build
+from executor.config import load_config
+from tests.conftest import Project
+
+GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
+
+
+def test_build_writes_plain_functions_json_and_a_separate_catalog(project: Project) -> None:
+    project.tool("double.py", GOOD)
+    project.tool("greet-user.py", 'def run(name: str):\n    """Greet."""\n    return "hi " + name\n')
+    report = build(load_config(project.configure()))
+    assert report.ok and report.compiled == 2
+    functions = json.loads((project.root / "functions" / "functions.json").read_text())
+    assert functions == [
+        {
+            "name": "double",
+            "description": "Double x.",
+            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+        },
+        {
+            "name": "greet_user",
+            "description": "Greet.",
+            "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        },
+    ]
+    catalog = json.loads((project.root / "functions" / "catalog.json").read_text())
+    first = catalog["entries"][0]
+    assert (first["file"], first["declaration"]["language"], first["declaration"]["convention"]) == (
+        "double.py",
+        "python",
+        "kwargs",
+    )
+    assert len(first["sha256"]) == 64
+
+
+def test_unchanged_files_are_not_recompiled(project: Project) -> None:
+    project.tool("a.py", GOOD)
+    project.tool("b.py", GOOD)
+    config = load_config(project.configure())
+    assert build(config).compiled == 2
+    assert build(config).compiled == 0
+    project.tool("b.py", GOOD.replace("Double", "Twice"))
+    report = build(config)
+    assert report.compiled == 1
+    assert report.catalog.tools["b"].description == "Twice x."
+    assert build(config, force=True).compiled == 2
+
+
+def test_one_broken_tool_never_stops_the_others(project: Project) -> None:
+    project.tool("good.py", GOOD)
+    project.tool("bad.py", "def run(*args):\n    pass\n")
+    config = load_config(project.configure(["bad.py", "good.py", "missing.py"]))
+    report = build(config)
+    bad = project.tools / "bad.py"
+    assert not report.ok
+    assert list(report.catalog.tools) == ["good"]
+    assert report.problems == [
+        f"{bad}:1:5: function 'run' has no docstring\n"
+        '  hint: start the body with a docstring that says what the tool does: """Get the weather for a city."""\n'
+        f"{bad}:1:9: parameter '*args' cannot be described to a model\n"
+        "  hint: declare each parameter by name, e.g. def run(path: str, limit: int = 10)",
+        f"{project.config}: visible tool 'missing.py' not found in {project.tools}",
+    ]
+    result = project.executor(["bad.py", "good.py"]).call("bad", {})
+    assert (result.status, result.exit_code) == ("refused", 2)
+    assert result.error.startswith("tool 'bad' failed to build:\n")
+
+
+def test_duplicate_and_invalid_names(project: Project) -> None:
+    project.tool("same.py", GOOD)
+    project.tool("same-name.py", GOOD)
+    project.tool("same_name.py", GOOD)
+    project.tool("we ird.py", GOOD)
+    report = build(load_config(project.configure(["same.py", "same-name.py", "same_name.py", "we ird.py", "smae.py"])))
+    assert report.problems == [
+        f"{project.tools / 'same_name.py'}:1:1: tool name 'same_name' is already used by same-name.py; rename one of the files",
+        f"{project.tools / 'we ird.py'}:1:1: invalid tool name 'we ird': names may use only letters, digits, '_', '.', ':' and '-'\n"
+        "  hint: rename the file (or the name field) to something like 'my_tool'",
+        f"{project.config}: visible tool 'smae.py' not found in {project.tools}; did you mean 'same.py'?",
+    ]
+
+
+def test_enabled_tools_and_mapping_aliases(project: Project) -> None:
+    for name in ("fs_cat", "fs_ls", "web", "other"):
+        project.tool(f"{name}.py", GOOD)
+    executor = project.executor(enabled_tools="fs, web", mapping_tools={"fs": "fs_cat,fs_ls"})
+    assert [t.name for t in executor.tools()] == ["fs_cat", "fs_ls", "web"]
+    assert [t.name for t in executor.tools(enabled_only=False)] == ["fs_cat", "fs_ls", "other", "web"]
+    # a visible tool that is not enabled by default can still be called directly
+    assert executor.call("other", {"x": 2}).output == "4"
+    report = project.executor(enabled_tools=["fs", "wbe"], mapping_tools={"fs": "fs_cat,fs_lss"}).build()
+    assert report.problems == [
+        f"{project.config}: mapping_tools.fs names unknown tool 'fs_lss'; did you mean 'fs_ls'?",
+        f"{project.config}: enabled_tools names unknown tool 'wbe'; did you mean 'web'?",
+    ]
+
+
+def test_stale_catalog_is_rebuilt_before_a_call(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    executor = project.executor()
+    assert executor.call("tool", {"x": 1}).output == "2"
+    project.tool("tool.py", GOOD.replace("2 * x", "3 * x"))
+    assert executor.call("tool", {"x": 1}).output == "3"
+    project.tool("new.py", GOOD)
+    assert project.executor().call("new", {"x": 5}).output == "10"
+
+
+def test_fresh_catalog_call_loads_no_parser_no_yaml(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    config = project.configure()
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        from executor import Executor
+        result = Executor({str(config)!r}).call("tool", {{"x": 4}})
+        heavy = sorted(m for m in ("tree_sitter", "yaml", "jsonschema", "compilers") if m in sys.modules)
+        print(result.output, heavy)
+        """
+    )
+    first = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert first.stdout.strip() == "8 ['compilers', 'tree_sitter', 'yaml']"
+    second = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert second.stdout.strip() == "8 []"
+
+
+def test_generated_files_go_to_the_user_cache_when_functions_dir_is_read_only(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    config_path = project.configure()
+    functions = project.root / "functions"
+    functions.chmod(0o555)
+    try:
+        config = load_config(config_path)
+        if config.state_dir == functions:  # running as a user who can write anyway (root)
+            return
+        report = build(config)
+        assert (config.state_dir / "functions.json").exists() and report.ok
+        assert not (functions / "functions.json").exists()
+        assert Path(config.state_dir).is_relative_to(Path.home() / ".cache" / "toolexec")
+    finally:
+        functions.chmod(0o755)

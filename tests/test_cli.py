@@ -1,0 +1,157 @@
+"""The toolexec command as a user runs it: exit statuses, stdout/stderr discipline, --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import Project, toolexec
+
+ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add two numbers."""\n    return a + b\n'
+FAIL = 'import sys\n\ndef run():\n    """Fail loudly."""\n    print("partial")\n    sys.stderr.write("it broke\\n")\n    sys.exit(4)\n'
+
+
+def test_run_prints_only_the_output(project: Project) -> None:
+    project.tool("add.py", ADD)
+    config = str(project.configure())
+    done = toolexec("--config", config, "run", "add", '{"a": 2, "b": 40}')
+    assert (done.returncode, done.stdout, done.stderr) == (0, "42", "")
+    from_stdin = toolexec("--config", config, "run", "add", input='{"a": 1}')
+    assert (from_stdin.returncode, from_stdin.stdout) == (0, "2")
+    dash = toolexec("--config", config, "run", "add", "-", input='{"a": 5}')
+    assert (dash.returncode, dash.stdout) == (0, "6")
+
+
+def test_run_json_result_object(project: Project) -> None:
+    project.tool("add.py", ADD)
+    done = toolexec("--config", str(project.configure()), "run", "add", '{"a": 1}', "--json", "--call-id", "c1")
+    result = json.loads(done.stdout)
+    assert isinstance(result.pop("duration_ms"), float)
+    assert result == {
+        "ok": True,
+        "status": "ok",
+        "output": "2",
+        "error": None,
+        "exit_code": 0,
+        "stderr": "",
+        "tool_call_id": "c1",
+        "tool_name": "add",
+        "signal": None,
+        "tool_call_error": None,
+        "notes": [],
+    }
+    assert done.returncode == 0
+
+
+def test_failing_tool_exit_status_and_streams(project: Project) -> None:
+    project.tool("fail.py", FAIL)
+    config = str(project.configure())
+    done = toolexec("--config", config, "run", "fail")
+    assert (done.returncode, done.stdout) == (4, "partial\n")
+    assert done.stderr == "it broke\ntoolexec: Tool call 'fail' exited with code 4: it broke\n"
+    as_json = json.loads(toolexec("--config", config, "run", "fail", "--json").stdout)
+    assert (as_json["ok"], as_json["exit_code"], as_json["tool_call_error"], as_json["stderr"]) == (
+        False,
+        4,
+        "Tool call 'fail' exited with code 4",
+        "it broke\n",
+    )
+
+
+def test_refusals_exit_2_with_a_message(project: Project) -> None:
+    project.tool("add.py", ADD)
+    config = str(project.configure())
+    cases = {
+        ("run", "ad", "{}"): "toolexec: unknown tool 'ad'; did you mean 'add'?\n",
+        (
+            "run",
+            "add",
+            "{bad",
+        ): "toolexec: arguments for tool 'add' are not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2\n",
+        (
+            "run",
+            "add",
+            "[1]",
+        ): "toolexec: arguments for tool 'add' must be a JSON object of parameter names to values, got an array [1]\n",
+        ("run", "add", '{"a": "x", "c": 1}'): "toolexec: invalid arguments for tool 'add':\n"
+        "- unknown parameter 'c'; known parameters: a, b\n"
+        "- parameter 'a': expected an integer, got a string \"x\"\n",
+    }
+    for args, message in cases.items():
+        done = toolexec("--config", config, *args)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", message), args
+
+
+def test_timeout_exits_124(project: Project) -> None:
+    project.tool("nap.py", 'import time\n\ndef run():\n    """Sleep."""\n    time.sleep(60)\n')
+    done = toolexec("--config", str(project.configure()), "run", "nap", "--timeout", "0.5", "--json")
+    result = json.loads(done.stdout)
+    assert (done.returncode, result["status"], result["exit_code"]) == (124, "timeout", 124)
+    assert result["tool_call_error"] == "Tool call 'nap' timed out after 0.5s"
+
+
+def test_build_list_describe(project: Project) -> None:
+    project.tool("add.py", ADD)
+    project.tool("broken.py", "def run(:\n")
+    config = str(project.configure())
+    built = toolexec("--config", config, "build")
+    assert built.returncode == 1
+    assert built.stdout == f"built 1 tool(s), 1 failed (2 compiled); wrote {project.root / 'functions' / 'functions.json'}\n"
+    assert f"{project.tools / 'broken.py'}:1:" in built.stderr
+    listed = toolexec("--config", config, "list")
+    assert (listed.returncode, listed.stdout) == (0, "add  python      Add two numbers.\n")
+    as_json = json.loads(toolexec("--config", config, "list", "--json").stdout)
+    assert as_json == [
+        {"name": "add", "language": "python", "description": "Add two numbers.", "source": str(project.tools / "add.py")}
+    ]
+    described = toolexec("--config", config, "describe", "add")
+    assert described.stdout == (
+        f"add  (python, {project.tools / 'add.py'})\n\nAdd two numbers.\n\n  a: integer (required)\n  b: integer (optional, default 1)\n"
+    )
+    full = json.loads(toolexec("--config", config, "describe", "add", "--json").stdout)
+    assert (full["name"], full["convention"], full["parameters"]["required"]) == ("add", "kwargs", ["a"])
+
+
+def test_compile_needs_no_config(tmp_path: Path) -> None:
+    good, bad = tmp_path / "add.py", tmp_path / "bad.py"
+    good.write_text(ADD)
+    bad.write_text("x = 1\n")
+    done = toolexec("compile", str(good), str(bad), cwd=tmp_path)
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == [
+        {
+            "name": "add",
+            "description": "Add two numbers.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 1}},
+                "required": ["a"],
+            },
+        }
+    ]
+    assert (
+        done.stderr == f'{bad}:1:1: no top-level function \'run\'\n  hint: define the tool as def run(...): """What it does."""\n'
+    )
+
+
+def test_config_error_is_reported_not_raised(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("visible_tool: [a.py]\n")
+    done = toolexec("--config", str(config), "list")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"toolexec: {config}: key 'visible_tool': unknown setting; did you mean 'visible_tools'?\n",
+    )
+
+
+def test_init_writes_a_working_project(tmp_path: Path) -> None:
+    target = tmp_path / "mine"
+    done = toolexec("init", str(target))
+    assert done.returncode == 0
+    assert (target / "config.yaml").is_file() and (target / "functions" / "tools" / "demo_py.py").is_file()
+    again = toolexec("init", str(target))
+    assert "kept" in again.stderr and again.stdout == ""
+    ran = toolexec("run", "demo_py", '{"text": "hey", "count": 2}', cwd=target)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["said"] == "hey hey"
+    assert (target / "functions" / "functions.json").is_file()

@@ -1,0 +1,126 @@
+"""config.yaml: lookup order, every setting, and errors that name the key and the file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from executor.config import load_config, locate
+from executor.errors import ConfigError
+from executor.paths import package_defaults
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_lookup_order(isolated: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    embedded = package_defaults() / "config.yaml"
+    assert locate() == (embedded, True)
+    xdg = write(Path(os.environ["XDG_CONFIG_HOME"]) / "toolexec" / "config.yaml", "timeout: 7\n")
+    assert locate() == (xdg.resolve(), False)
+    cwd = write(isolated / "config.yaml", "timeout: 8\n")
+    assert locate() == (cwd.resolve(), False)
+    from_env = write(tmp_path / "env.yaml", "timeout: 9\n")
+    monkeypatch.setenv("TOOLEXEC_CONFIG", str(from_env))
+    assert locate() == (from_env.resolve(), False)
+    explicit = write(tmp_path / "explicit.yaml", "timeout: 10\n")
+    assert load_config(explicit).timeout == 10
+
+
+def test_missing_explicit_config_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_config(tmp_path / "nope.yaml")
+    assert str(error.value) == f"{tmp_path / 'nope.yaml'}: config file not found (from --config)"
+    monkeypatch.setenv("TOOLEXEC_CONFIG", str(tmp_path / "gone.yaml"))
+    with pytest.raises(ConfigError, match=r"gone\.yaml: config file not found \(from TOOLEXEC_CONFIG\)$"):
+        load_config()
+
+
+def test_every_setting(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "config.yaml",
+        """
+functions_dir: ../fns
+visible_tools:
+  - a.py
+  # - hidden.sh
+  - b.sh
+enabled_tools: fs, a
+mapping_tools:
+  fs: 'fs_cat,fs_ls'
+  web: [fetch, search]
+runtimes:
+  python: python3.12 -X utf8
+  typescript: [npx, tsx]
+timeout: 2.5
+max_output_bytes: 4096
+max_parallel: 3
+""",
+    )
+    config = load_config(path)
+    assert config.functions_dir == (tmp_path.parent / "fns").resolve()
+    assert config.visible_tools == ("a.py", "b.sh")
+    assert config.enabled_tools == ("fs", "a")
+    assert config.mapping_tools == {"fs": ("fs_cat", "fs_ls"), "web": ("fetch", "search")}
+    assert config.runtimes == {"python": ("python3.12", "-X", "utf8"), "typescript": ("npx", "tsx")}
+    assert (config.timeout, config.max_output_bytes, config.max_parallel) == (2.5, 4096, 3)
+
+
+def test_defaults_and_enabled_forms(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "c.yaml", "visible_tools: [a.py]\n"))
+    assert (config.enabled_tools, config.timeout, config.max_parallel, config.functions_dir) == (
+        None,
+        60,
+        8,
+        tmp_path / "functions",
+    )
+    assert load_config(write(tmp_path / "d.yaml", "enabled_tools: all\n")).enabled_tools is None
+    assert load_config(write(tmp_path / "e.yaml", "enabled_tools: [x, y]\n")).enabled_tools == ("x", "y")
+    assert load_config(write(tmp_path / "f.yaml", "")).visible_tools == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("timout: 5\n", "key 'timout': unknown setting; did you mean 'timeout'?"),
+        ("model: gpt\n", "key 'model': unknown setting"),
+        ("timeout: soon\n", "key 'timeout': expected a positive number of seconds, got 'soon'"),
+        ("timeout: -1\n", "key 'timeout': expected a positive number of seconds, got -1"),
+        ("max_parallel: 1.5\n", "key 'max_parallel': expected a positive whole number, got 1.5"),
+        ("max_output_bytes: true\n", "key 'max_output_bytes': expected a positive whole number, got True"),
+        ("visible_tools: {a: 1}\n", "key 'visible_tools': expected a list of names or a comma-separated string, got {'a': 1}"),
+        ("visible_tools: [../x.py]\n", "key 'visible_tools': '../x.py' is not a file name in functions/tools/"),
+        ("runtimes: {pyhton: python3}\n", "key 'runtimes.pyhton': unknown language; did you mean 'python'?"),
+        ("runtimes: {bash: ''}\n", "key 'runtimes.bash': expected a command such as 'python3.12', got ''"),
+        ("mapping_tools: [a]\n", "key 'mapping_tools': expected a mapping of alias: 'tool_a,tool_b', got ['a']"),
+        ("functions_dir: 3\n", "key 'functions_dir': expected a directory path, got 3"),
+        ("- a\n- b\n", "expected a mapping of settings at the top level, got list"),
+    ],
+)
+def test_errors_name_the_key_and_the_file(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "config.yaml", text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value) == f"{path}: {message}"
+
+
+def test_yaml_syntax_error_has_a_position(tmp_path: Path) -> None:
+    path = write(tmp_path / "config.yaml", "visible_tools: [a.py\ntimeout: 3\n")
+    with pytest.raises(ConfigError, match=rf"^{path}:\d+:\d+: not valid YAML: "):
+        load_config(path)
+
+
+def test_snapshot_notices_edits(tmp_path: Path) -> None:
+    path = write(tmp_path / "config.yaml", "timeout: 5\n")
+    assert load_config(path).timeout == 5
+    assert load_config(path).timeout == 5  # from the snapshot
+    path.write_text("timeout: 66\n")
+    assert load_config(path).timeout == 66
+    path.write_text("timeout: nope\n")
+    with pytest.raises(ConfigError):
+        load_config(path)
