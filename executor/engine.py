@@ -79,14 +79,18 @@ class Engine:
                 output_path=output_path,
                 dotenv=dotenv_values(self.config.functions_dir),
             )
-            refusal = runtime.preflight(declaration, env)
-            if refusal:
-                return _failure(call, call_id, "refused", refusal, EXIT_REFUSED, started)
+            try:
+                refusal = runtime.preflight(declaration, env)
+                if refusal:
+                    raise CallRefused(refusal)
+                stdin = runtime.stdin(declaration, arguments)
+            except CallRefused as refused:
+                return _failure(call, call_id, "refused", str(refused), EXIT_REFUSED, started)
             timeout = call.timeout or declaration.meta.get("timeout") or self.config.timeout
             launch = Launch(
                 argv=runtime.command(declaration, interpreter),
                 env=env,
-                stdin=runtime.stdin(declaration, arguments),
+                stdin=stdin,
                 timeout=timeout,
                 capture_limit=self.config.max_output_bytes,
             )

@@ -1,7 +1,7 @@
 """The one process helper every runtime uses.
 
-A tool runs in a new session (its own process group). One loop multiplexes the
-argument bytes going in, stdout and stderr coming out (kept bounded: head and
+A tool runs in a new session (its own process group), with its arguments in an
+unlinked file on stdin. One loop multiplexes stdout and stderr (kept bounded: head and
 tail), the child's exit (a pidfd), a deadline and a cancellation pipe. When the
 call ends for any reason the whole group gets SIGTERM, then SIGKILL after a
 grace period, so nothing the tool started outlives the call.
@@ -14,6 +14,7 @@ import os
 import selectors
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -135,21 +136,27 @@ class Finished:
 def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
     """Run one process to completion, enforcing the deadline and cancellation."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        list(launch.argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(launch.env),
-        cwd=launch.cwd,
-        start_new_session=True,
-        close_fds=True,
-    )
+    # Arguments travel in an unlinked temporary file: interpreters read a regular
+    # file in large chunks (bash reads a pipe one byte at a time), no writer is
+    # needed, and nothing is left on disk whatever happens to either process.
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write(launch.stdin)
+        stdin.seek(0)
+        proc = subprocess.Popen(
+            list(launch.argv),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(launch.env),
+            cwd=launch.cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
     try:
         return _supervise(proc, launch, cancel, start)
     finally:
         _kill_group(proc.pid, signal.SIGKILL)
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
@@ -158,10 +165,9 @@ def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
 
 
 def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellation | None, start: float) -> Finished:
-    assert proc.stdin and proc.stdout and proc.stderr
+    assert proc.stdout and proc.stderr
     captures = {proc.stdout.fileno(): Capture(launch.capture_limit), proc.stderr.fileno(): Capture(launch.capture_limit)}
-    out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
-    pending = memoryview(launch.stdin)
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     pidfd = os.pidfd_open(proc.pid)
     timed_out = cancelled = False
     deadline = start + launch.timeout if launch.timeout else None
@@ -174,11 +180,6 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
         sel.register(pidfd, selectors.EVENT_READ)
         if cancel is not None:
             sel.register(cancel.fileno(), selectors.EVENT_READ)
-        if pending:
-            os.set_blocking(in_fd, False)
-            sel.register(in_fd, selectors.EVENT_WRITE)
-        else:
-            proc.stdin.close()
         while True:
             now = time.monotonic()
             if proc.returncode is not None and not (out_fd in sel.get_map() or err_fd in sel.get_map()):
@@ -212,15 +213,6 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
                         cancelled = True
                         _kill_group(proc.pid, signal.SIGTERM)
                         kill_at = time.monotonic() + launch.grace
-                elif fd == in_fd:
-                    try:
-                        written = os.write(fd, pending[:CHUNK])
-                    except (BrokenPipeError, BlockingIOError) as exc:
-                        written = 0 if isinstance(exc, BlockingIOError) else len(pending)
-                    pending = pending[written:]
-                    if not pending:
-                        sel.unregister(fd)
-                        proc.stdin.close()
                 else:
                     data = os.read(fd, CHUNK)
                     if data:

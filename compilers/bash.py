@@ -1,0 +1,159 @@
+"""Bash tools: argc comment tags (``# @describe``, ``@option``, ``@flag``, ``@arg``, ``@env``, ``@meta``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from compilers.argc import EnvVar, Param, ParamKind, TagError, parse_env, parse_param
+from compilers.common import Diagnostics, object_schema, parser, syntax_errors, text, tool_name
+from compilers.shebang import read_shebang
+from executor.records import ToolDeclaration
+
+_SILENT = {"version", "author", "cmd", "alias"}  # argc tags that mean nothing for a tool
+_TYPES = {"INT": "integer", "NUM": "number"}
+
+
+def compile_source(source: str, path: str) -> ToolDeclaration:
+    diag = Diagnostics(path)
+    root = parser("bash").parse(source.encode("utf-8")).root_node
+    syntax_errors(root, diag)
+    name = tool_name(path, diag)
+    functions = {text(n.child_by_field_name("name")) for n in root.named_children if n.type == "function_definition"}
+    description: list[str] = []
+    described_at: int | None = None
+    describing = False
+    params: list[Param] = []
+    positions: dict[str, tuple[int, int]] = {}
+    duplicates: list[tuple[str, tuple[int, int]]] = []
+    envs: list[EnvVar] = []
+    meta: dict[str, Any] = {"require_tools": [], "dotenv": None}
+    previous_row = -2
+    for node in root.named_children:
+        if node.type != "comment" or text(node).startswith("#!"):
+            describing = False
+            continue
+        body = text(node)[1:]
+        row, col = node.start_point
+        adjacent, previous_row = row == previous_row + 1, row
+        line = body.strip()
+        if not line.startswith("@"):
+            if describing and adjacent:
+                description.append(line)  # @describe continues on the following comment lines
+            else:
+                describing = False
+            continue
+        describing = False
+        tag_at = col + 1 + (len(body) - len(body.lstrip()))
+        tag, _, rest = line[1:].partition(" ")
+        rest_at = tag_at + 1 + len(tag) + 1
+        if tag == "describe":
+            if described_at is not None:
+                diag.error((row, tag_at), "a second @describe", "keep one @describe; continue it on the next comment lines")
+            described_at, description, describing = row, [rest.strip()], True
+        elif tag in ("option", "flag", "arg"):
+            kind: ParamKind = tag  # type: ignore[assignment]
+            try:
+                param = parse_param(kind, rest)
+                if param.name in positions:
+                    duplicates.append((param.name, (row, tag_at)))
+                else:
+                    positions[param.name] = (row, tag_at)
+                params.append(param)
+            except TagError as error:
+                diag.error((row, rest_at + error.offset), f"@{tag}: {error.message}", error.hint)
+        elif tag == "env":
+            try:
+                envs.append(parse_env(rest))
+            except TagError as error:
+                diag.error((row, rest_at + error.offset), f"@env: {error.message}", error.hint)
+        elif tag == "meta":
+            _meta(rest, meta, diag, (row, rest_at))
+        elif tag not in _SILENT:
+            diag.warn((row, tag_at), f"unknown tag @{tag}; it is ignored", "known tags: @describe @option @flag @arg @env @meta")
+    described = "\n".join(description).strip()
+    if not described:
+        where = (described_at, 0) if described_at is not None else None
+        diag.error(
+            where, "no @describe text", "start the script with a comment such as: # @describe List the files in a directory"
+        )
+    for duplicate, at in duplicates:
+        first = positions[duplicate][0] + 1
+        diag.error(
+            at, f"parameter {duplicate!r} is already declared on line {first}", "give each @option, @flag and @arg its own name"
+        )
+    for param in params:
+        for fn in (param.default_fn, param.choices_fn):
+            if fn and fn not in functions:
+                diag.error(
+                    positions[param.name],
+                    f"function {fn!r} used by {param.long!r} is not defined",
+                    f"define {fn}() {{ ... }} in the script",
+                )
+    if "main" not in functions:
+        diag.warn(None, "no main function; the script's top-level code is the tool")
+    diag.raise_if_any()
+    properties = {p.name: _schema(p) for p in params}
+    required = [p.name for p in params if p.required and p.default is None and p.default_fn is None]
+    return ToolDeclaration(
+        name=name,
+        description=described,
+        parameters=object_schema(properties, required),
+        source=path,
+        language="bash",
+        convention="argc",
+        shebang=_bash_shebang(source),
+        meta={**meta, "params": [p.to_dict() for p in params], "env": [asdict(e) for e in envs], "has_main": "main" in functions},
+        warnings=diag.warning_texts(),
+    )
+
+
+def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int]) -> None:
+    key, _, value = rest.strip().partition(" ")
+    value = value.strip()
+    if key == "require-tools":
+        tools = [t for t in value.replace(",", " ").split() if t]
+        if not tools:
+            diag.error(at, "@meta require-tools names no program", "write # @meta require-tools jq,curl")
+        meta["require_tools"].extend(tools)
+    elif key == "dotenv":
+        meta["dotenv"] = value or ".env"
+    elif key == "timeout":
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1
+        if seconds <= 0:
+            diag.error(at, f"@meta timeout {value!r} is not a number of seconds", "write # @meta timeout 30")
+        else:
+            meta["timeout"] = seconds
+
+
+def _schema(param: Param) -> dict[str, Any]:
+    if param.kind == "flag":
+        schema: dict[str, Any] = {"type": "boolean"}
+    else:
+        kind = _TYPES.get(param.notation or "", "string")
+        item: dict[str, Any] = {"type": kind}
+        if param.choices:
+            item = {"type": "string", "enum": list(param.choices)}
+        schema = {"type": "array", "items": item} if param.multi else item
+        if param.default is not None:
+            default: Any = _typed(param.default, kind)
+            schema["default"] = (default.split(",") if param.split else [default]) if param.multi else default
+    if param.help:
+        schema["description"] = param.help
+    return schema
+
+
+def _typed(value: str, kind: str) -> Any:
+    try:
+        return int(value) if kind == "integer" else float(value) if kind == "number" else value
+    except ValueError:
+        return value
+
+
+def _bash_shebang(source: str) -> tuple[str, ...]:
+    """The shebang, when it names a bash: argc scripts need bash features whatever #! says."""
+    words = read_shebang(source)
+    return words if words and "bash" in words[0].rsplit("/", 1)[-1] else ()

@@ -1,0 +1,79 @@
+# toolexec: run an argc-style Bash tool. Invoked as: bash bash_bootstrap.sh TOOL_PATH.
+# $0 becomes the tool's own path (BASH_ARGV0, bash 5+); the tool is sourced, not
+# run through `bash -c`, so its exit statuses (set -e, set -u) are the ones a
+# direct run gives. Stdin holds NUL-separated binding records:
+#   s NAME VALUE        a scalar argc_NAME
+#   a NAME COUNT V...   an array argc_NAME
+#   f NAME FUNCTION     default argc_NAME to FUNCTION's output when unset
+#   c NAME FUNCTION     check argc_NAME's values against FUNCTION's output lines
+#   p COUNT V...        the positional @arg values passed to main
+# Values are only ever assigned (printf -v, array slices): never parsed or eval'd.
+BASH_ARGV0=$1
+shift
+mapfile -d '' -t __toolexec_in
+exec 0</dev/null
+argc() { :; } # the trailer  eval "$(argc --argc-eval "$0" "$@")"  becomes a no-op
+__toolexec_late=()
+argc__positionals=()
+__toolexec_i=0
+while ((__toolexec_i < ${#__toolexec_in[@]})); do
+  __toolexec_name=${__toolexec_in[__toolexec_i + 1]}
+  case ${__toolexec_in[__toolexec_i]} in
+  s)
+    printf -v "$__toolexec_name" %s "${__toolexec_in[__toolexec_i + 2]}"
+    ((__toolexec_i += 3))
+    ;;
+  a)
+    __toolexec_n=${__toolexec_in[__toolexec_i + 2]}
+    declare -n __toolexec_ref=$__toolexec_name
+    __toolexec_ref=("${__toolexec_in[@]:__toolexec_i+3:__toolexec_n}")
+    unset -n __toolexec_ref
+    ((__toolexec_i += 3 + __toolexec_n))
+    ;;
+  f | c)
+    __toolexec_late+=("${__toolexec_in[@]:__toolexec_i:3}")
+    ((__toolexec_i += 3))
+    ;;
+  p)
+    argc__positionals=("${__toolexec_in[@]:__toolexec_i+2:__toolexec_name}")
+    ((__toolexec_i += 2 + __toolexec_name))
+    ;;
+  *)
+    echo "toolexec: corrupt argument record ${__toolexec_in[__toolexec_i]}" >&2
+    exit 70
+    ;;
+  esac
+done
+unset __toolexec_in __toolexec_i __toolexec_n __toolexec_name
+argc__fn=main
+
+. "$0"
+
+for ((__toolexec_i = 0; __toolexec_i < ${#__toolexec_late[@]}; __toolexec_i += 3)); do
+  __toolexec_name=${__toolexec_late[__toolexec_i + 1]}
+  __toolexec_fn=${__toolexec_late[__toolexec_i + 2]}
+  if [[ ${__toolexec_late[__toolexec_i]} == f ]]; then
+    [[ -n ${!__toolexec_name+set} ]] || printf -v "$__toolexec_name" %s "$("$__toolexec_fn")"
+    continue
+  fi
+  [[ -n ${!__toolexec_name+set} ]] || continue
+  mapfile -t __toolexec_allowed < <("$__toolexec_fn")
+  declare -n __toolexec_ref=$__toolexec_name
+  for __toolexec_value in "${__toolexec_ref[@]}"; do
+    __toolexec_ok=
+    for __toolexec_choice in "${__toolexec_allowed[@]}"; do
+      [[ $__toolexec_value == "$__toolexec_choice" ]] && __toolexec_ok=1 && break
+    done
+    if [[ -z $__toolexec_ok ]]; then
+      __toolexec_list=$(printf '%s, ' "${__toolexec_allowed[@]}")
+      printf "toolexec: parameter '%s': expected one of %s, got '%s'\n" "${__toolexec_name#argc_}" "${__toolexec_list%, }" "$__toolexec_value" >&2
+      exit 2
+    fi
+  done
+  unset -n __toolexec_ref
+done
+unset __toolexec_late __toolexec_i __toolexec_name __toolexec_fn __toolexec_allowed __toolexec_value __toolexec_ok __toolexec_choice __toolexec_list
+
+if declare -F main >/dev/null; then
+  main "${argc__positionals[@]}"
+fi

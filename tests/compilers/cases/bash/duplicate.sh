@@ -1,0 +1,4 @@
+# @describe A name declared twice.
+# @option --path One.
+# @flag --path Two.
+main() { :; }

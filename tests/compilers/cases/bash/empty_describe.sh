@@ -1,0 +1,3 @@
+# @describe
+# @option --path The directory.
+main() { :; }

@@ -1,0 +1,2 @@
+# @option --path The directory.
+main() { :; }

@@ -1,0 +1,3 @@
+# @describe One.
+# @describe Two.
+main() { :; }

@@ -1,0 +1,3 @@
+# @describe Unknown tags are warnings.
+# @frobnicate yes
+main() { :; }

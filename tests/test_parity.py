@@ -1,0 +1,24 @@
+"""The same logical tool written in each language compiles to the same declaration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compilers import compile_file
+
+PARITY = Path(__file__).parent / "parity"
+SOURCES = sorted(PARITY.glob("search.*"))
+
+
+def test_every_language_is_represented() -> None:
+    assert [p.suffix for p in SOURCES] == [".py", ".sh"]
+
+
+@pytest.mark.parametrize("other", SOURCES[1:], ids=lambda p: p.suffix)
+def test_declarations_match_python(other: Path) -> None:
+    reference = compile_file(SOURCES[0])
+    declaration = compile_file(other)
+    assert declaration.to_function() == reference.to_function()
+    assert declaration.language != reference.language
