@@ -88,7 +88,7 @@ class Catalog:
     def is_fresh(self, config: Config) -> bool:
         if self.fingerprint != catalog_fingerprint(config):
             return False
-        return all(_stat(config.tools_dir / e.file) == e.stat for e in self.entries)
+        return all(file_stat(config.tools_dir / e.file) == e.stat for e in self.entries)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,7 +110,7 @@ def catalog_fingerprint(config: Config) -> dict[str, Any]:
     return {"version": __version__, **config.fingerprint()}
 
 
-def _stat(path: Path) -> tuple[int, int] | None:
+def file_stat(path: Path) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -134,7 +134,3 @@ def save_catalog(config: Config, catalog: Catalog) -> None:
     functions = [d.to_function() for d in catalog.tools.values()]
     write_json_atomic(config.state_dir / FUNCTIONS_FILE, functions)
     write_json_atomic(config.state_dir / CATALOG_FILE, catalog.to_dict())
-
-
-def file_stat(path: Path) -> tuple[int, int] | None:
-    return _stat(path)

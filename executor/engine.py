@@ -19,7 +19,7 @@ from executor.config import Config
 from executor.errors import CallRefused, RuntimeUnavailable
 from executor.records import Status, ToolCall, ToolDeclaration, ToolResult
 from executor.validation import parse_arguments, validate_arguments
-from runtimes import Cancellation, Capture, Context, Finished, Launch, run_process, runtime_for
+from runtimes import Cancellation, Capture, Context, Finished, Launch, Runtime, run_process, runtime_for
 from runtimes.environment import dotenv_values, tool_environment
 from runtimes.interpreter import resolve
 
@@ -46,13 +46,13 @@ class Engine:
             return _failure(call, call_id, "unavailable", str(missing), EXIT_UNAVAILABLE, started)
         return self._run(declaration, arguments, interpreter, call, call_id, cancel, started)
 
-    def _interpreter(self, declaration: ToolDeclaration, runtime: object) -> list[str]:
+    def _interpreter(self, declaration: ToolDeclaration, runtime: Runtime) -> list[str]:
         if declaration.shebang:
             return list(declaration.shebang)
         if declaration.language in self.config.runtimes:
             return list(self.config.runtimes[declaration.language])
         context = Context(functions_dir=self.config.functions_dir, cwd=Path.cwd())
-        return runtime.default_interpreter(context)  # type: ignore[attr-defined]
+        return runtime.default_interpreter(context)
 
     def _run(
         self,
