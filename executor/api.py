@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from typing import Any
@@ -68,6 +67,8 @@ class Executor:
         self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
     ) -> ToolResult:
         """As :meth:`call`; cancelling the awaiting task ends the tool's whole process tree."""
+        import asyncio  # not at module level: it costs a one-shot `toolexec run` ~50 ms
+
         cancel = Cancellation()
         work = asyncio.ensure_future(
             asyncio.to_thread(self.call, name, arguments, call_id=call_id, timeout=timeout, cancel=cancel)
