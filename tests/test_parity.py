@@ -13,7 +13,7 @@ SOURCES = sorted(PARITY.glob("search.*"))
 
 
 def test_every_language_is_represented() -> None:
-    assert [p.suffix for p in SOURCES] == [".py", ".sh"]
+    assert [p.suffix for p in SOURCES] == [".py", ".sh", ".ts"]
 
 
 @pytest.mark.parametrize("other", SOURCES[1:], ids=lambda p: p.suffix)

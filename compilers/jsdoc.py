@@ -1,0 +1,72 @@
+"""JSDoc blocks: the description and the ``@param`` / ``@property`` / other tags."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_NAME = re.compile(r"^(\[)?\s*([A-Za-z_$][\w$.]*)(\?)?\s*(?:=\s*([^\]]*))?\s*(\])?")
+
+
+@dataclass
+class Tag:
+    tag: str
+    type: str | None = None
+    name: str | None = None
+    optional: bool = False
+    default: str | None = None
+    text: str = ""
+    line: int = 0  # 0-based line within the block
+
+
+@dataclass
+class JSDoc:
+    description: str
+    tags: list[Tag] = field(default_factory=list)
+
+    def find(self, tag: str) -> list[Tag]:
+        return [t for t in self.tags if t.tag == tag]
+
+
+def is_jsdoc(comment: str) -> bool:
+    return comment.startswith("/**") and not comment.startswith("/***")
+
+
+def parse_jsdoc(comment: str) -> JSDoc:
+    body = comment[3:-2] if comment.endswith("*/") else comment[3:]
+    lines = [re.sub(r"^\s*\*? ?", "", line) for line in body.split("\n")]
+    description: list[str] = []
+    tags: list[Tag] = []
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("@"):
+            tags.append(_tag(stripped, index))
+        elif tags:
+            tags[-1].text = f"{tags[-1].text} {stripped}".strip() if stripped else tags[-1].text
+        else:
+            description.append(line.rstrip())
+    return JSDoc(description="\n".join(description).strip(), tags=tags)
+
+
+def _tag(line: str, index: int) -> Tag:
+    name, _, rest = line[1:].partition(" ")
+    tag = Tag(tag=name, line=index)
+    rest = rest.strip()
+    if rest.startswith("{"):
+        depth, end = 0, len(rest) - 1
+        for index, char in enumerate(rest):
+            depth += (char == "{") - (char == "}")
+            if depth == 0:
+                end = index
+                break
+        tag.type, rest = rest[1:end].strip(), rest[end + 1 :].strip()
+    if name in ("param", "arg", "argument", "property", "prop", "typedef"):
+        found = _NAME.match(rest)
+        if found and found.group(2):
+            bracketed = bool(found.group(1) and found.group(5))
+            tag.name = found.group(2)
+            tag.optional = bracketed or bool(found.group(3))
+            tag.default = found.group(4).strip() if bracketed and found.group(4) is not None else None
+            rest = rest[found.end() :].strip()
+    tag.text = re.sub(r"^-\s*", "", rest).strip()
+    return tag

@@ -1,0 +1,201 @@
+"""TypeScript tools: ``export function run(...)`` with a JSDoc block and typed parameters.
+
+The function-and-JSDoc reading here also serves JavaScript's flat-parameter dialect,
+where types come from ``@param {type}`` instead of annotations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tree_sitter import Node
+
+from compilers.common import Diagnostics, is_literal, json_type_of, object_schema, parser, syntax_errors, text, tool_name
+from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
+from compilers.shebang import read_shebang
+from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
+from executor.records import Language, ToolDeclaration
+
+RUN_HINT = "write the tool as: export function run(city: string, days = 1) { ... }"
+
+
+def compile_source(source: str, path: str) -> ToolDeclaration:
+    return compile_flat(source, path, "typescript")
+
+
+def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
+    diag = Diagnostics(path)
+    root = parser(language).parse(source.encode("utf-8")).root_node
+    syntax_errors(root, diag)
+    name = tool_name(path, diag)
+    found = find_run(root, diag)
+    if found is None:
+        diag.raise_if_any()
+        diag.error(None, "no exported function 'run'", RUN_HINT)
+        diag.raise_if_any()
+    assert found is not None
+    function, statement = found
+    doc = leading_jsdoc(statement, diag, function)
+    context = TypeContext(root, diag)
+    properties, required, order = flat_parameters(function, doc, context, diag, typed=language == "typescript")
+    meta: dict[str, Any] = {"order": order, "async": any(c.type == "async" for c in function.children)}
+    timeout = jsdoc_timeout(doc, function, diag)
+    if timeout:
+        meta["timeout"] = timeout
+    diag.raise_if_any()
+    return ToolDeclaration(
+        name=name,
+        description=doc.description,
+        parameters=object_schema(properties, required),
+        source=path,
+        language=language,
+        convention="positional",
+        shebang=read_shebang(source),
+        meta=meta,
+        warnings=diag.warning_texts(),
+    )
+
+
+def find_run(root: Node, diag: Diagnostics) -> tuple[Node, Node] | None:
+    """The exported ``run`` function and the statement that carries its JSDoc."""
+    for statement in root.named_children:
+        inner = statement.child_by_field_name("declaration") if statement.type == "export_statement" else statement
+        if inner is None:
+            continue
+        if (
+            inner.type in ("function_declaration", "generator_function_declaration")
+            and text(inner.child_by_field_name("name")) == "run"
+        ):
+            if statement.type != "export_statement":
+                diag.error(inner, "function 'run' is not exported", "add export: export function run(...)")
+                return None
+            return inner, statement
+        if inner.type in ("lexical_declaration", "variable_declaration"):
+            for declarator in inner.named_children:
+                value = declarator.child_by_field_name("value")
+                if text(declarator.child_by_field_name("name")) == "run" and value is not None and "function" in value.type:
+                    form = "an arrow function" if value.type == "arrow_function" else "a function expression"
+                    diag.error(declarator, f"'run' is {form} assigned to a variable", RUN_HINT)
+                    return None
+    return None
+
+
+def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
+    comment = statement.prev_named_sibling
+    if comment is not None and comment.type == "comment" and is_jsdoc(text(comment)):
+        doc = parse_jsdoc(text(comment))
+        if doc.description:
+            return doc
+        diag.error(
+            comment, "the JSDoc block has no description", "start it with what the tool does: /** Get the weather for a city. */"
+        )
+        return doc
+    diag.error(at, "function 'run' has no JSDoc block", "put /** What the tool does. @param name - what it is */ right before it")
+    return JSDoc(description="")
+
+
+def flat_parameters(
+    function: Node, doc: JSDoc, context: TypeContext, diag: Diagnostics, *, typed: bool
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    params = {tag.name: tag for tag in doc.find("param") if tag.name}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    order: list[str] = []
+    node_params = function.child_by_field_name("parameters")
+    for param in node_params.named_children if node_params is not None else ():
+        pattern = param.child_by_field_name("pattern") or param
+        if pattern.type in ("rest_pattern", "rest_parameter"):
+            diag.error(
+                param,
+                f"rest parameter '{text(pattern)}' cannot be described to a model",
+                "declare each parameter by name: run(a: string, b?: number)",
+            )
+            continue
+        if pattern.type in ("object_pattern", "array_pattern"):
+            diag.error(
+                param,
+                "destructured parameter cannot be described to a model",
+                "take named parameters instead: run(city: string, units?: string)",
+            )
+            continue
+        if param.type == "assignment_pattern":  # JavaScript: name = default
+            pattern = param.child_by_field_name("left") or param
+        name = text(pattern)
+        if pattern.type != "identifier" or name == "this":
+            continue
+        tag = params.get(name)
+        annotation = param.child_by_field_name("type")
+        if annotation is not None:
+            schema, nullable = context.schema(annotation, top=True)
+        elif tag is not None and tag.type:
+            node, _ = parse_type_text(tag.type)
+            schema, nullable = (
+                context.schema(node, top=True, ignore_case=True) if node is not None else ({"type": "string"}, False)
+            )
+        else:
+            schema, nullable = {"type": "string"}, False
+        if typed and tag is not None and tag.type and tag.type.lower() in ("integer", "int") and schema.get("type") == "number":
+            schema["type"] = "integer"
+        if tag is not None and tag.text:
+            schema["description"] = tag.text
+        value = param.child_by_field_name("value") or param.child_by_field_name("right")
+        optional = (
+            param.type == "optional_parameter"
+            or nullable
+            or value is not None
+            or (tag is not None and tag.optional and not typed)
+        )
+        default = (
+            _default(value) if value is not None else (_parse_default(tag.default) if tag is not None and tag.default else None)
+        )
+        if default is not None:
+            if annotation is None and not (tag is not None and tag.type):
+                schema = {**_inferred(default), **{k: v for k, v in schema.items() if k != "type"}}
+            schema["default"] = default
+        if not optional:
+            required.append(name)
+        properties[name] = schema
+        order.append(name)
+    return properties, required, order
+
+
+def _inferred(default: Any) -> dict[str, Any]:
+    """The type TypeScript infers from a literal default, for unannotated parameters."""
+    if isinstance(default, list):
+        return {"type": "array", "items": {"type": json_type_of(default[0])}} if default else {"type": "array"}
+    kind = json_type_of(default)
+    return {"type": "number" if kind == "integer" else kind}
+
+
+def _default(node: Node) -> Any:
+    try:
+        value = js_literal(node)
+    except NotLiteral:
+        return None
+    return value if is_literal(value) else None
+
+
+def _parse_default(raw: str) -> Any:
+    root = parser("javascript").parse(f"({raw});".encode()).root_node
+    expression = (
+        root.named_children[0].named_children[0] if root.named_children and root.named_children[0].named_children else None
+    )
+    if expression is None or root.has_error:
+        return raw
+    if expression.type == "parenthesized_expression" and expression.named_children:
+        expression = expression.named_children[0]
+    value = _default(expression)
+    return raw if value is None else value
+
+
+def jsdoc_timeout(doc: JSDoc, at: Node, diag: Diagnostics) -> float | None:
+    for tag in doc.find("timeout"):
+        try:
+            seconds = float(tag.text.split()[0].rstrip("s"))
+        except (ValueError, IndexError):
+            seconds = -1
+        if seconds <= 0:
+            diag.error(at, f"@timeout {tag.text!r} is not a number of seconds", "write @timeout 30")
+            return None
+        return seconds
+    return None

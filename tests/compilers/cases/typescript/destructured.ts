@@ -1,0 +1,2 @@
+/** Destructuring hides the parameter names. */
+export function run({ city, days }: { city: string; days: number }): void {}

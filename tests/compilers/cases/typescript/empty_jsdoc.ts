@@ -1,0 +1,6 @@
+/**
+ * @param city The city.
+ */
+export function run(city: string): string {
+  return city;
+}

@@ -1,0 +1,4 @@
+/** Not exported, so not a tool. */
+function run(city: string): string {
+  return city;
+}
