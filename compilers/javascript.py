@@ -1,0 +1,225 @@
+"""JavaScript tools in three dialects, recognised by shape.
+
+1. object-argument (llm-functions): ``@typedef {Object} Args`` + ``@property`` lines
+   before ``exports.run = …`` / ``module.exports.run = …`` / ``export function run(args)``;
+   called as ``run(args)``.
+2. flat parameters: as TypeScript, types from ``@param {type}``; called positionally.
+3. module (loaf): ``name``, ``description``, ``inputSchema`` (alias ``args``) and ``run``
+   exported directly, as ``export default {…}``, ``export const tool = {…}`` or
+   ``export const meta = {…}`` plus ``run``; called as ``run(input, context)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tree_sitter import Node
+
+from compilers.common import Diagnostics, check_name, object_schema, parser, syntax_errors, text, tool_name
+from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
+from compilers.shebang import read_shebang
+from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
+from compilers.typescript import _parse_default, compile_flat, jsdoc_timeout
+from executor.records import ToolDeclaration
+
+_MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
+
+
+def compile_source(source: str, path: str) -> ToolDeclaration:
+    if "node_modules" in path.replace("\\", "/").split("/"):
+        diag = Diagnostics(path)
+        diag.error(None, "files under node_modules/ are never tools", "move the tool into functions/tools/")
+        diag.raise_if_any()
+    root = parser("javascript").parse(source.encode("utf-8")).root_node
+    module = _module_object(root)
+    if module is not None:
+        return _compile_module(source, path, root, *module)
+    assigned = _assigned_run(root)
+    doc_node = assigned[1] if assigned else _exported_run_statement(root)
+    doc = _jsdoc_before(doc_node)
+    if doc is not None and doc.find("typedef") and doc.find("property"):
+        return _compile_object_args(source, path, root, doc, doc_node)
+    return compile_flat(source, path, "javascript")
+
+
+def _jsdoc_before(statement: Node | None) -> JSDoc | None:
+    comment = statement.prev_named_sibling if statement is not None else None
+    if comment is not None and comment.type == "comment" and is_jsdoc(text(comment)):
+        return parse_jsdoc(text(comment))
+    return None
+
+
+def _assigned_run(root: Node) -> tuple[Node, Node] | None:
+    """``exports.run = fn`` or ``module.exports.run = fn``: (the function, its statement)."""
+    for statement in root.named_children:
+        expression = (
+            statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+        )
+        if expression is None or expression.type != "assignment_expression":
+            continue
+        target = text(expression.child_by_field_name("left")).replace(" ", "")
+        if target in ("exports.run", "module.exports.run"):
+            value = expression.child_by_field_name("right")
+            return (value if value is not None else expression), statement
+    return None
+
+
+def _exported_run_statement(root: Node) -> Node | None:
+    for statement in root.named_children:
+        declaration = statement.child_by_field_name("declaration") if statement.type == "export_statement" else None
+        if declaration is not None and "function" in declaration.type and text(declaration.child_by_field_name("name")) == "run":
+            return statement
+    return None
+
+
+def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, statement: Node | None) -> ToolDeclaration:
+    diag = Diagnostics(path)
+    syntax_errors(root, diag)
+    name = tool_name(path, diag)
+    context = TypeContext(root, diag)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for tag in doc.find("property"):
+        if not tag.name:
+            diag.error(statement, "@property without a name", "write @property {string} name - what it is")
+            continue
+        node, _ = parse_type_text(tag.type or "string")
+        schema = context.schema(node, top=True, ignore_case=True)[0] if node is not None else {"type": "string"}
+        if tag.text:
+            schema["description"] = tag.text
+        if tag.default is not None:
+            schema["default"] = _parse_default(tag.default)
+        if not tag.optional:
+            required.append(tag.name)
+        properties[tag.name] = schema
+    if not doc.description:
+        diag.error(statement, "the JSDoc block has no description", "start it with what the tool does: /** Get the weather. */")
+    meta: dict[str, Any] = {}
+    timeout = jsdoc_timeout(doc, statement or root, diag)
+    if timeout:
+        meta["timeout"] = timeout
+    diag.raise_if_any()
+    return ToolDeclaration(
+        name=name,
+        description=doc.description,
+        parameters=object_schema(properties, required),
+        source=path,
+        language="javascript",
+        convention="object",
+        shebang=read_shebang(source),
+        meta=meta,
+        warnings=diag.warning_texts(),
+    )
+
+
+def _module_object(root: Node) -> tuple[str, dict[str, Node], Node] | None:
+    """Where a module tool's fields live: (form, field nodes, anchor node), or None."""
+    named: dict[str, Node] = {}
+    for statement in root.named_children:
+        if statement.type != "export_statement":
+            continue
+        value = statement.child_by_field_name("value")
+        if value is not None and value.type == "object" and any(c.type == "default" for c in statement.children):
+            return "default", _fields(value), statement
+        declaration = statement.child_by_field_name("declaration")
+        if declaration is None:
+            continue
+        if "function" in declaration.type and text(declaration.child_by_field_name("name")) == "run":
+            named["run"] = declaration
+        for declarator in declaration.named_children if declaration.type == "lexical_declaration" else ():
+            key, init = text(declarator.child_by_field_name("name")), declarator.child_by_field_name("value")
+            if init is None:
+                continue
+            if key in ("tool", "meta") and init.type == "object":
+                fields = _fields(init)
+                if key == "tool" or "run" in named or _has_exported_run(root):
+                    return key, fields, statement
+            if key in _MODULE_KEYS:
+                named[key] = init
+    if "name" in named and ("inputSchema" in named or "args" in named or "description" in named):
+        return "named", named, root
+    return None
+
+
+def _has_exported_run(root: Node) -> bool:
+    return _exported_run_statement(root) is not None or any(
+        text(d.child_by_field_name("name")) == "run"
+        for s in root.named_children
+        if s.type == "export_statement"
+        and (decl := s.child_by_field_name("declaration")) is not None
+        and decl.type == "lexical_declaration"
+        for d in decl.named_children
+    )
+
+
+def _fields(node: Node) -> dict[str, Node]:
+    fields: dict[str, Node] = {}
+    for member in node.named_children:
+        if member.type == "pair":
+            key = member.child_by_field_name("key")
+            value = member.child_by_field_name("value")
+            if key is not None and value is not None:
+                fields[text(key).strip("'\"")] = value
+        elif member.type == "method_definition":
+            fields[text(member.child_by_field_name("name"))] = member
+        elif member.type == "shorthand_property_identifier":
+            fields[text(member)] = member
+    return fields
+
+
+def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[str, Node], anchor: Node) -> ToolDeclaration:
+    diag = Diagnostics(path)
+    syntax_errors(root, diag)
+    name = _string_field(fields, "name", diag, anchor)
+    description = _string_field(fields, "description", diag, anchor)
+    if name:
+        check_name(name, diag, fields["name"])
+    schema_node = fields.get("inputSchema") or fields.get("args")
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    if schema_node is not None:
+        try:
+            value = js_literal(schema_node)
+        except NotLiteral:
+            value = None
+        if not isinstance(value, dict):
+            diag.error(
+                schema_node, "inputSchema must be an object literal", 'write inputSchema: { type: "object", properties: { … } }'
+            )
+        elif value.get("type", "object") != "object":
+            diag.error(
+                schema_node,
+                f"inputSchema must describe an object, not {value.get('type')!r}",
+                'use type: "object" with properties',
+            )
+        else:
+            parameters = {"type": "object", **value}
+    if "run" not in fields and not (form in ("meta", "named") and _has_exported_run(root)):
+        diag.error(anchor, "the module tool has no run function", "add run: async (input, context) => { … }")
+    diag.raise_if_any()
+    return ToolDeclaration(
+        name=name or tool_name(path, diag),
+        description=description or "",
+        parameters=parameters,
+        source=path,
+        language="javascript",
+        convention="module",
+        shebang=read_shebang(source),
+        meta={"export": form},
+        warnings=diag.warning_texts(),
+    )
+
+
+def _string_field(fields: dict[str, Node], key: str, diag: Diagnostics, anchor: Node) -> str | None:
+    node = fields.get(key)
+    try:
+        value = js_literal(node) if node is not None else None
+    except NotLiteral:
+        value = None
+    if not isinstance(value, str) or not value.strip():
+        diag.error(
+            node if node is not None else anchor,
+            f"the module tool needs a literal string '{key}'",
+            f'write {key}: "…" in the exported object',
+        )
+        return None
+    return value.strip()

@@ -1,0 +1,2 @@
+/** Arrow functions are not the supported form. */
+export const run = (city) => city;

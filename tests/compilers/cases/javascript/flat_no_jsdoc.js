@@ -1,0 +1,3 @@
+export function run(city) {
+  return city;
+}

@@ -1,0 +1,2 @@
+/** Rest parameters cannot be described. */
+export function run(...parts) {}

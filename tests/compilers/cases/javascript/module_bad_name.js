@@ -1,0 +1,6 @@
+export default {
+  name: "bad name!",
+  description: "The name field is validated.",
+  inputSchema: { type: "object", properties: {} },
+  run() {},
+};

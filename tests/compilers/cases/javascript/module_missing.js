@@ -1,0 +1,5 @@
+const schema = { type: "object" };
+export default {
+  name: "incomplete",
+  inputSchema: schema,
+};
