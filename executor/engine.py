@@ -51,8 +51,10 @@ class Engine:
             return list(declaration.shebang)
         if declaration.language in self.config.runtimes:
             return list(self.config.runtimes[declaration.language])
-        context = Context(functions_dir=self.config.functions_dir, cwd=Path.cwd())
-        return runtime.default_interpreter(context)
+        return runtime.default_interpreter(self._context())
+
+    def _context(self) -> Context:
+        return Context(functions_dir=self.config.functions_dir, cwd=Path.cwd(), state_dir=self.config.state_dir)
 
     def _run(
         self,
@@ -84,11 +86,14 @@ class Engine:
                 if refusal:
                     raise CallRefused(refusal)
                 stdin = runtime.stdin(declaration, arguments)
+                argv = runtime.command(declaration, interpreter, self._context())
             except CallRefused as refused:
                 return _failure(call, call_id, "refused", str(refused), EXIT_REFUSED, started)
+            except RuntimeUnavailable as missing:
+                return _failure(call, call_id, "unavailable", str(missing), EXIT_UNAVAILABLE, started)
             timeout = call.timeout or declaration.meta.get("timeout") or self.config.timeout
             launch = Launch(
-                argv=runtime.command(declaration, interpreter),
+                argv=argv,
                 env=env,
                 stdin=stdin,
                 timeout=timeout,

@@ -15,6 +15,7 @@ class Context:
 
     functions_dir: Path
     cwd: Path
+    state_dir: Path
 
 
 class Runtime(Protocol):
@@ -24,7 +25,7 @@ class Runtime(Protocol):
         """The interpreter argv used when neither the shebang nor config names one."""
         ...
 
-    def command(self, declaration: ToolDeclaration, interpreter: list[str]) -> list[str]:
+    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
         """The full argv that runs the tool (arguments never go here)."""
         ...
 

@@ -25,7 +25,7 @@ class BashRuntime:
     def default_interpreter(self, context: Context) -> list[str]:
         return ["bash"]
 
-    def command(self, declaration: ToolDeclaration, interpreter: list[str]) -> list[str]:
+    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
         return [*interpreter, str(BOOTSTRAP), declaration.source]
 
     def stdin(self, declaration: ToolDeclaration, arguments: dict[str, Any]) -> bytes:

@@ -17,7 +17,7 @@ class PythonRuntime:
     def default_interpreter(self, context: Context) -> list[str]:
         return [find_venv_python(context.functions_dir, context.cwd) or "python3"]
 
-    def command(self, declaration: ToolDeclaration, interpreter: list[str]) -> list[str]:
+    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
         return [*interpreter, str(BOOTSTRAP), declaration.source]
 
     def stdin(self, declaration: ToolDeclaration, arguments: dict[str, Any]) -> bytes:

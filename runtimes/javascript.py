@@ -1,0 +1,32 @@
+"""JavaScript tools run under node (or the shebang's runtime) through one ESM bootstrap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from executor.records import ToolDeclaration
+from runtimes.base import Context
+
+BOOTSTRAP = Path(__file__).with_name("node_bootstrap.mjs")
+
+
+class JavaScriptRuntime:
+    def default_interpreter(self, context: Context) -> list[str]:
+        return ["node"]
+
+    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
+        return [*interpreter, str(BOOTSTRAP), declaration.source]
+
+    def stdin(self, declaration: ToolDeclaration, arguments: dict[str, Any]) -> bytes:
+        request = {
+            "arguments": arguments,
+            "convention": declaration.convention,
+            "order": declaration.meta.get("order", []),
+            "export": declaration.meta.get("export", "named"),
+        }
+        return json.dumps(request).encode("ascii")
+
+    def preflight(self, declaration: ToolDeclaration, env: dict[str, str]) -> str | None:
+        return None

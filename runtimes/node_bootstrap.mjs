@@ -1,0 +1,52 @@
+// toolexec: load a JavaScript (or TypeScript) tool and call `run` with its dialect's convention.
+// Invoked as `node node_bootstrap.mjs TOOL_PATH` with {"arguments", "convention", "order", "export"}
+// on stdin (a regular file). Works under node, bun, deno and tsx alike.
+import { appendFileSync, readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+function fail(error) {
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  process.stderr.write(`${error?.stack ?? message}\n${message}\n`);
+  process.exit(1);
+}
+
+function render(value) {
+  if (value === undefined || value === null) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+const request = JSON.parse(readFileSync(0, "utf8"));
+const { arguments: args, convention, order = [], export: form = "named" } = request;
+let module;
+try {
+  module = await import(pathToFileURL(process.argv[2]).href);
+} catch (error) {
+  fail(error);
+}
+const holder = form === "default" ? module.default : form === "tool" ? module.tool : module;
+const run = holder?.run ?? module.default?.run;
+if (typeof run !== "function") fail(new Error(`${process.argv[2]} does not export a run function`));
+
+let value;
+try {
+  if (convention === "positional") {
+    value = await run(...order.map((name) => (Object.hasOwn(args, name) ? args[name] : undefined)));
+  } else if (convention === "object") {
+    value = await run(args);
+  } else {
+    const context = { toolCallId: process.env.LLM_TOOL_CALL_ID, toolName: process.env.LLM_TOOL_NAME, now: new Date() };
+    value = await run.call(holder, args, context);
+  }
+} catch (error) {
+  fail(error);
+}
+if (value && typeof value === "object" && typeof value.ok === "boolean" && Object.keys(value).every((k) => ["ok", "output", "error"].includes(k))) {
+  // The {ok, output, error} convention: ok=false is a failed call.
+  if (!value.ok) {
+    process.stderr.write(`${render(value.error) || "the tool reported failure"}\n`);
+    process.exit(1);
+  }
+  value = value.output;
+}
+const text = render(value);
+if (text) appendFileSync(process.env.LLM_OUTPUT, text);

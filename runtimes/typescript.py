@@ -1,0 +1,95 @@
+"""TypeScript tools: plain ``node`` on a cached esbuild transpile when possible, else ``npx tsx``.
+
+A shebang or ``runtimes.typescript`` naming another runtime (bun, deno, tsx) gets
+the ``.ts`` file itself. The transpile is keyed by the source's hash and checked
+against every input esbuild read (sibling imports are inlined), so an edit to
+any of them is never answered with stale code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from executor.errors import RuntimeUnavailable
+from executor.records import ToolDeclaration
+from runtimes.base import Context
+from runtimes.javascript import BOOTSTRAP, JavaScriptRuntime
+
+ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
+
+
+class TypeScriptRuntime(JavaScriptRuntime):
+    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
+        if len(interpreter) > 1 or Path(interpreter[0]).name != "node":
+            return [*interpreter, str(BOOTSTRAP), declaration.source]
+        esbuild = find_esbuild(context)
+        if esbuild is None:
+            npx = shutil.which("npx")
+            if npx is None:
+                raise RuntimeUnavailable(
+                    "npx", "install Node.js with npm, or esbuild (npm install esbuild), to run TypeScript tools"
+                )
+            return [npx, "--yes", "tsx", str(BOOTSTRAP), declaration.source]
+        return [
+            *interpreter,
+            str(BOOTSTRAP),
+            str(transpiled(declaration.source, esbuild, context.state_dir / "cache" / ".typescript")),
+        ]
+
+
+def find_esbuild(context: Context) -> str | None:
+    candidates = [
+        os.environ.get("TOOLEXEC_ESBUILD"),
+        shutil.which("esbuild"),
+        str(Path(sys.prefix) / "node" / "node_modules" / ".bin" / "esbuild"),
+        str(context.functions_dir / "node_modules" / ".bin" / "esbuild"),
+        str(context.cwd / "node_modules" / ".bin" / "esbuild"),
+    ]
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+
+
+def transpiled(source: str, esbuild: str, cache: Path) -> Path:
+    """The cached JavaScript for ``source``, rebuilt when it or anything it imports changed."""
+    key = hashlib.sha256(Path(source).read_bytes() + " ".join(ESBUILD_FLAGS).encode()).hexdigest()[:32]
+    output, inputs_file = cache / f"{key}.mjs", cache / f"{key}.inputs.json"
+    try:
+        inputs = json.loads(inputs_file.read_text())
+        if output.exists() and all(_stat(Path(p)) == stat for p, stat in inputs.items()):
+            return output
+    except (OSError, ValueError, TypeError):
+        pass
+    cache.mkdir(parents=True, exist_ok=True)
+    metafile = cache / f"{key}.meta.{os.getpid()}.json"
+    staging = cache / f".{key}.{os.getpid()}.mjs"
+    try:
+        done = subprocess.run(
+            [esbuild, source, *ESBUILD_FLAGS, f"--outfile={staging}", f"--metafile={metafile}"],
+            capture_output=True,
+            text=True,
+            cwd=Path(source).parent,
+        )
+        if done.returncode != 0:
+            raise RuntimeUnavailable("esbuild", f"it could not transpile {source}:\n{done.stderr.strip()}")
+        read = json.loads(metafile.read_text())["inputs"]
+        base = Path(source).parent
+        inputs = {str((base / p).resolve()): _stat((base / p).resolve()) for p in read}
+        os.replace(staging, output)
+        inputs_file.write_text(json.dumps(inputs))
+        return output
+    finally:
+        metafile.unlink(missing_ok=True)
+        staging.unlink(missing_ok=True)
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
