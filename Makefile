@@ -9,11 +9,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.app: pyproject.toml | $(BIN)/python
+# esbuild (npm) gives TypeScript tools their fast path: a cached transpile run on plain node.
+$(VENV)/node/node_modules/.bin/esbuild: | $(BIN)/python
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/node esbuild@0.28
+
+$(VENV)/.app: pyproject.toml | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.test: pyproject.toml | $(BIN)/python
+$(VENV)/.test: pyproject.toml | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@ $(VENV)/.app
 
@@ -21,6 +25,8 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.app
 	$(BIN)/toolexec build
 	$(BIN)/toolexec run demo_py '{"text": "hello from toolexec", "count": 2, "tags": ["demo"]}'
+	@echo
+	$(BIN)/toolexec run demo_ts '{"city": "Lisbon", "days": 2}'
 	@echo
 
 ## Install what the tests need, lint, type-check and run the whole suite.

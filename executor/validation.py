@@ -73,7 +73,8 @@ def _strict(schema_json: str) -> dict[str, Any]:
 def _fast(schema_json: str) -> Callable[[Any], Any]:
     import fastjsonschema
 
-    return fastjsonschema.compile(json.loads(schema_json))
+    # use_default=False: never write schema defaults into (the caller's) arguments
+    return fastjsonschema.compile(json.loads(schema_json), use_default=False)
 
 
 def explain(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:

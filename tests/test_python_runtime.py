@@ -204,3 +204,10 @@ def test_tool_reads_empty_stdin_and_sibling_imports(project: Project) -> None:
         'import sys\nfrom helpers import greet\n\ndef run(name: str) -> str:\n    """Greet."""\n    return greet(name) + repr(sys.stdin.read())\n',
     )
     assert project.executor(["uses_helper.py"]).call("uses_helper", {"name": "ana"}).output == "hi ana''"
+
+
+def test_arguments_are_never_mutated(project: Project) -> None:
+    project.tool("d.py", 'def run(a: int = 3) -> str:\n    """D."""\n    return str(a)\n')
+    arguments: dict = {}
+    assert project.executor().call("d", arguments).output == "3"
+    assert arguments == {}

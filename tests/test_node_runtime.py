@@ -1,0 +1,172 @@
+"""JavaScript and TypeScript tools end to end with real node: every convention, errors, caching."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+
+FLAT_TS = """
+/**
+ * Describe the call.
+ * @param city - The city.
+ * @param {integer} days - Days.
+ */
+export async function run(city: string, days: number = 3, units?: "c" | "f"): Promise<object> {
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  return { city, days, units: units ?? "unset", id: process.env.LLM_TOOL_CALL_ID };
+}
+"""
+OBJECT_JS = """
+/**
+ * Object-argument tool.
+ * @typedef {Object} Args
+ * @property {string} text - Text.
+ * @property {Integer} [count=2] - Count.
+ * @param {Args} args
+ */
+exports.run = function ({ text, count }) {
+  return `${text}:${count ?? "none"}`;
+};
+"""
+FLAT_JS = """
+/**
+ * Flat JS.
+ * @param {string} a - A.
+ * @param {number} [b] - B.
+ */
+export function run(a, b = 5) {
+  return [a, b];
+}
+"""
+MODULE_DEFAULT = """
+export default {
+  name: "mod_default",
+  description: "Module tool.",
+  inputSchema: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+  async run(input, context) {
+    return { q: input.q, id: context.toolCallId, now: context.now instanceof Date, self: this.name };
+  },
+};
+"""
+MODULE_META = """
+export const meta = { name: "mod_meta", description: "Meta form.", inputSchema: { type: "object", properties: { n: { type: "integer" } } } };
+export function run(input, context) {
+  return input.n * 2;
+}
+"""
+MODULE_TOOL = """
+export const tool = {
+  name: "mod_tool",
+  description: "Tool form.",
+  args: { type: "object", properties: { fail: { type: "boolean" } } },
+  run: async (input) => (input.fail ? { ok: false, error: "no luck" } : { ok: true, output: "fine" }),
+};
+"""
+
+
+def test_each_calling_convention(project: Project) -> None:
+    project.tool("flat_ts.ts", FLAT_TS)
+    project.tool("object_js.js", OBJECT_JS)
+    project.tool("flat_js.mjs", FLAT_JS)
+    project.tool("default.mjs", MODULE_DEFAULT)
+    project.tool("meta.mjs", MODULE_META)
+    project.tool("tool.mjs", MODULE_TOOL)
+    executor = project.executor()
+    assert json.loads(executor.call("flat_ts", {"city": "Porto"}, call_id="c7").output) == {
+        "city": "Porto",
+        "days": 3,
+        "units": "unset",
+        "id": "c7",
+    }
+    assert json.loads(executor.call("flat_ts", {"city": "Porto", "units": "f", "days": 1}).output)["units"] == "f"
+    assert executor.call("object_js", {"text": "t"}).output == "t:none"
+    assert executor.call("object_js", {"text": "t", "count": 4}).output == "t:4"
+    assert executor.call("flat_js", {"a": "x"}).output == '["x",5]'
+    assert json.loads(executor.call("mod_default", {"q": "z"}, call_id="c8").output) == {
+        "q": "z",
+        "id": "c8",
+        "now": True,
+        "self": "mod_default",
+    }
+    assert executor.call("mod_meta", {"n": 21}).output == "42"
+    assert executor.call("mod_tool", {}).output == "fine"
+    failed = executor.call("mod_tool", {"fail": True})
+    assert (failed.ok, failed.exit_code, failed.error) == (False, 1, "Tool call 'mod_tool' exited with code 1: no luck")
+
+
+def test_thrown_error_is_a_failed_result(project: Project) -> None:
+    project.tool("throws.ts", '/** Throw. */\nexport function run(): string {\n  throw new TypeError("bad input shape");\n}\n')
+    result = project.executor().call("throws", {})
+    assert (result.ok, result.exit_code) == (False, 1)
+    assert result.error == "Tool call 'throws' exited with code 1: TypeError: bad input shape"
+    assert result.stderr.startswith("TypeError: bad input shape\n    at run")
+
+
+def test_large_and_unicode_arguments(project: Project) -> None:
+    project.tool("echo.ts", "/** Echo. */\nexport function run(text: string): string {\n  return text;\n}\n")
+    executor = project.executor(max_output_bytes=32 << 20)
+    unicode_text = "naïve café — 日本語 🚀 \"q\" 'q' `b` ${x} \\ \n\n"
+    assert executor.call("echo", {"text": unicode_text}).output == unicode_text
+    big = "é✓x" * (10 * 1024 * 1024 // 6)
+    assert executor.call("echo", {"text": big}).output == big
+
+
+def test_typescript_cache_is_never_stale(project: Project) -> None:
+    helper = project.tool("helper.ts", 'export const greeting: string = "hello";\n')
+    project.tool(
+        "greet.ts",
+        'import { greeting } from "./helper";\n/** Greet. */\nexport function run(name: string): string {\n  return `${greeting} ${name}`;\n}\n',
+    )
+    executor = project.executor(["greet.ts"])
+    assert executor.call("greet", {"name": "ana"}).output == "hello ana"
+    helper.write_text('export const greeting: string = "goodbye";\n')
+    os.utime(helper, ns=(0, 10**9))  # a different mtime even on coarse clocks
+    assert executor.call("greet", {"name": "ana"}).output == "goodbye ana"
+
+
+def test_shebang_selects_the_runtime(project: Project, tmp_path: Path) -> None:
+    wrapper = tmp_path / "my-node"
+    wrapper.write_text('#!/bin/sh\nexport VIA_WRAPPER=yes\nexec node "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    body = '/** Which runtime. */\nexport function run() {\n  return process.env.VIA_WRAPPER ?? "no";\n}\n'
+    project.tool("custom.mjs", f"#!{wrapper}\n{body}")
+    project.tool("plain.mjs", body)
+    executor = project.executor()
+    assert executor.call("custom", {}).output == "yes"
+    assert executor.call("plain", {}).output == "no"
+
+
+def test_missing_node_is_a_clear_error(project: Project) -> None:
+    project.tool("x.js", "/** X. */\nexport function run() {}\n")
+    result = project.executor(runtimes={"javascript": "node-not-installed-xyz"}).call("x", {})
+    assert (result.status, result.exit_code) == ("unavailable", 127)
+    assert (
+        result.error
+        == "interpreter 'node-not-installed-xyz' not found; install Node.js (https://nodejs.org) or set runtimes.javascript in config.yaml"
+    )
+
+
+def test_no_temporary_file_left(project: Project, private_tmpdir: Path) -> None:
+    project.tool("x.ts", "/** X. */\nexport function run(a: number): number {\n  return a;\n}\n")
+    executor = project.executor()
+    assert executor.call("x", {"a": 1}).output == "1"
+    assert executor.call("x", {"a": "1"}).status == "refused"
+    assert os.listdir(private_tmpdir) == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "check"), [("demo_ts", {"city": "Lisbon", "days": 2}, "forecast"), ("demo_js", {"text": "hi"}, "said")]
+)
+def test_shipped_demos(tool: str, arguments: dict, check: str) -> None:
+    from executor import Executor
+    from tests.conftest import REPO
+
+    result = Executor(REPO / "config.yaml").call(tool, arguments)
+    assert result.ok, result.error
+    assert check in json.loads(result.output)
