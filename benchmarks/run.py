@@ -20,6 +20,8 @@ from pathlib import Path
 RUNS = int(os.environ.get("BENCH_RUNS", "30"))
 
 NOOP_PY = 'def run(text: str = "") -> str:\n    """Return the text."""\n    return text\n'
+NOOP_TS = '/** Return the text. */\nexport function run(text: string = ""): string {\n  return text;\n}\n'
+NOOP_MJS = 'import { appendFileSync } from "node:fs";\nappendFileSync(process.env.LLM_OUTPUT ?? "/dev/null", "x");\n'
 NOOP_SH = '#!/usr/bin/env bash\n# @describe Return the text.\n# @option --text The text.\nmain() {\n    printf "%s" "${argc_text:-}" >>"$LLM_OUTPUT"\n}\n'
 
 
@@ -44,9 +46,19 @@ def main() -> None:
         tools.mkdir(parents=True)
         (tools / "noop_py.py").write_text(NOOP_PY)
         (tools / "noop_sh.sh").write_text(NOOP_SH)
+        (tools / "noop_ts.ts").write_text(NOOP_TS)
+        (root / "bare.mjs").write_text(NOOP_MJS)
         config = root / "config.yaml"
-        config.write_text("visible_tools: [noop_py.py, noop_sh.sh]\n")
-        env = {**os.environ, "XDG_CACHE_HOME": str(root / "cache")}
+        config.write_text("visible_tools: [noop_py.py, noop_sh.sh, noop_ts.ts]\n")
+        # Measure an installed toolexec: bytecode compiled once, as pip does at install time
+        # (this workplace sets PYTHONDONTWRITEBYTECODE, which would recompile every start).
+        repo = Path(__file__).resolve().parent.parent
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", *(str(repo / p) for p in ("executor", "compilers", "runtimes"))],
+            check=True,
+        )
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["XDG_CACHE_HOME"] = str(root / "cache")
         cli = [sys.executable, "-m", "executor", "--config", str(config), "run"]
 
         from executor import Executor
@@ -77,6 +89,24 @@ def main() -> None:
                 median_ms(lambda: executor.call("noop_sh", {"text": "x"})),
                 "bare `bash -c`",
                 median_ms(spawn(["bash", "-c", 'printf "%s" x'])),
+            ),
+            (
+                "typescript: one-shot `toolexec run`",
+                median_ms(spawn([*cli, "noop_ts", '{"text": "x"}'], env=env)),
+                "`npx tsx` running the same .ts",
+                median_ms(spawn(["npx", "--yes", "tsx", str(tools / "noop_ts.ts")]), runs=max(5, RUNS // 4)),
+            ),
+            (
+                "typescript: one-shot `toolexec run`",
+                median_ms(spawn([*cli, "noop_ts", '{"text": "x"}'], env=env)),
+                "bare `node` on equivalent JS",
+                median_ms(spawn(["node", str(root / "bare.mjs")])),
+            ),
+            (
+                "typescript: in-process Executor.call",
+                median_ms(lambda: executor.call("noop_ts", {"text": "x"})),
+                "bare `node` on equivalent JS",
+                median_ms(spawn(["node", str(root / "bare.mjs")])),
             ),
         ]
     print(f"median of {RUNS} runs, milliseconds\n")

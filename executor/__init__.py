@@ -1,22 +1,40 @@
-"""toolexec: compile script tools into JSON-Schema declarations and run them for LLM agents."""
+"""toolexec: compile script tools into JSON-Schema declarations and run them for LLM agents.
 
-from executor.api import Executor
-from executor.build import BuildReport
-from executor.config import Config, load_config
-from executor.errors import (
-    BadRequest,
-    BuildError,
-    CallRefused,
-    CompileError,
-    ConfigError,
-    InvalidArguments,
-    Problem,
-    RuntimeUnavailable,
-    ToolexecError,
-    UnknownTool,
-)
-from executor.records import ToolCall, ToolDeclaration, ToolResult
+Names are resolved lazily (PEP 562) so that importing one submodule, as the CLI
+does on every call, does not pay for the whole package.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from executor.version import __version__
+
+_EXPORTS = {
+    "Executor": "executor.api",
+    "BuildReport": "executor.build",
+    "Config": "executor.config",
+    "load_config": "executor.config",
+    "ToolCall": "executor.records",
+    "ToolDeclaration": "executor.records",
+    "ToolResult": "executor.records",
+    **dict.fromkeys(
+        [
+            "BadRequest",
+            "BuildError",
+            "CallRefused",
+            "CompileError",
+            "ConfigError",
+            "InvalidArguments",
+            "Problem",
+            "RuntimeUnavailable",
+            "ToolexecError",
+            "UnknownTool",
+        ],
+        "executor.errors",
+    ),
+}
 
 __all__ = [
     "BadRequest",
@@ -38,3 +56,27 @@ __all__ = [
     "__version__",
     "load_config",
 ]
+
+if TYPE_CHECKING:
+    from executor.api import Executor
+    from executor.build import BuildReport
+    from executor.config import Config, load_config
+    from executor.errors import (
+        BadRequest,
+        BuildError,
+        CallRefused,
+        CompileError,
+        ConfigError,
+        InvalidArguments,
+        Problem,
+        RuntimeUnavailable,
+        ToolexecError,
+        UnknownTool,
+    )
+    from executor.records import ToolCall, ToolDeclaration, ToolResult
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'executor' has no attribute {name!r}")

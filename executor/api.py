@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from executor.build import BuildReport, build, ensure_fresh
-from executor.catalog import Catalog
+from executor.catalog import Catalog, load_catalog
 from executor.config import Config, load_config
 from executor.engine import Engine
 from executor.records import ToolCall, ToolDeclaration, ToolResult
 from runtimes.process import Cancellation
+
+if TYPE_CHECKING:
+    from executor.build import BuildReport
 
 
 class Executor:
@@ -32,13 +34,17 @@ class Executor:
         """The catalog, rebuilt when a visible tool or the config changed since it was read."""
         with self._lock:
             if self._catalog is None or not self._catalog.is_fresh(self.config):
-                self._catalog = ensure_fresh(self.config)
+                catalog = load_catalog(self.config)
+                if catalog is None or not catalog.is_fresh(self.config):
+                    catalog = self.build().catalog
+                self._catalog = catalog
             return self._catalog
 
     def build(self, *, force: bool = False) -> BuildReport:
+        from executor.build import build  # compiling is only needed when something changed
+
         report = build(self.config, force=force)
-        with self._lock:
-            self._catalog = report.catalog
+        self._catalog = report.catalog
         return report
 
     def tools(self, *, enabled_only: bool = True) -> list[ToolDeclaration]:

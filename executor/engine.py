@@ -11,7 +11,6 @@ import contextlib
 import os
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from executor.catalog import Catalog
@@ -33,7 +32,7 @@ class Engine:
 
     def invoke(self, call: ToolCall, cancel: Cancellation | None = None) -> ToolResult:
         started = time.monotonic()
-        call_id = call.call_id or f"call_{uuid.uuid4().hex[:24]}"
+        call_id = call.call_id or f"call_{os.urandom(12).hex()}"
         try:
             declaration = self.catalog.get(call.name)
             arguments = parse_arguments(call.arguments, call.name)
