@@ -4,6 +4,10 @@ enum Units {
   Fahrenheit = "f",
 }
 
+namespace Format {
+  export const temperature = (value: number, units: Units): string => `${value}${units === Units.Celsius ? "°C" : "°F"}`;
+}
+
 interface Window {
   from: string;
   to?: string;
@@ -13,8 +17,7 @@ class Forecaster {
   constructor(private readonly units: Units) {}
 
   describe(city: string, days: number): string {
-    const unit = this.units === Units.Celsius ? "°C" : "°F";
-    return `${city}: ${days} day(s) of sunshine, 21${unit}`;
+    return `${city}: ${days} day(s) of sunshine, ${Format.temperature(21, this.units)}`;
   }
 }
 
