@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="override the timeout for this call")
     run.add_argument("--call-id", metavar="ID", help="the LLM_TOOL_CALL_ID to pass (default: generated)")
     run.set_defaults(handler=_run)
+
+    call = commands.add_parser("call", help="run a batch of OpenAI tool_calls or Anthropic tool_use blocks from stdin")
+    call.set_defaults(handler=_call)
     return parser
 
 
@@ -156,6 +159,21 @@ def _describe(args: argparse.Namespace) -> int:
         print(f"  {name}: {kind if isinstance(kind, str) else '|'.join(kind)} ({flags})")
         if prop.get("description"):
             print(f"      {prop['description']}")
+    return EXIT_OK
+
+
+def _call(args: argparse.Namespace) -> int:
+    from executor.batch import parse_batch, result_messages, run_batch
+    from executor.errors import BadRequest
+
+    try:
+        data = json.loads(sys.stdin.read() if sys.stdin is not None else "")
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    executor = _executor(args)
+    batch = parse_batch(data)
+    results = run_batch(batch, lambda c: executor.call(c.name, c.arguments, call_id=c.call_id), executor.config.max_parallel)
+    print(json.dumps(result_messages(batch, results), ensure_ascii=False))
     return EXIT_OK
 
 
