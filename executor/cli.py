@@ -162,6 +162,18 @@ def _describe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cancel_on_signals() -> Any:
+    """A Cancellation set by SIGINT or SIGTERM, so the tool's tree ends and a result is still printed."""
+    import signal
+
+    from runtimes.process import Cancellation
+
+    cancel = Cancellation()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: cancel.cancel())
+    return cancel
+
+
 def _call(args: argparse.Namespace) -> int:
     from executor.batch import parse_batch, result_messages, run_batch
     from executor.errors import BadRequest
@@ -172,7 +184,10 @@ def _call(args: argparse.Namespace) -> int:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     executor = _executor(args)
     batch = parse_batch(data)
-    results = run_batch(batch, lambda c: executor.call(c.name, c.arguments, call_id=c.call_id), executor.config.max_parallel)
+    cancel = _cancel_on_signals()
+    results = run_batch(
+        batch, lambda c: executor.call(c.name, c.arguments, call_id=c.call_id, cancel=cancel), executor.config.max_parallel
+    )
     print(json.dumps(result_messages(batch, results), ensure_ascii=False))
     return EXIT_OK
 
@@ -181,7 +196,8 @@ def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    result = _executor(args).call(args.name, raw, call_id=args.call_id, timeout=args.timeout)
+    executor = _executor(args)
+    result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=_cancel_on_signals())
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:

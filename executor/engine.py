@@ -135,6 +135,8 @@ def _result(
     stderr, stderr_lossy = finished.stderr.text()
     if lossy or stderr_lossy:
         notes.append("output was not valid UTF-8; invalid bytes were replaced with U+FFFD")
+    if finished.escaped:
+        notes.append(f"killed {finished.escaped} process(es) the tool left running outside its process group")
     if output.dropped or (not output.total and finished.stdout.dropped):
         notes.append(f"output was longer than max_output_bytes ({output.limit}); the middle was dropped")
     status: Status

@@ -4,12 +4,15 @@ A tool runs in a new session (its own process group), with its arguments in an
 unlinked file on stdin. One loop multiplexes stdout and stderr (kept bounded: head and
 tail), the child's exit (a pidfd), a deadline and a cancellation pipe. When the
 call ends for any reason the whole group gets SIGTERM, then SIGKILL after a
-grace period, so nothing the tool started outlives the call.
+grace period, so nothing the tool started outlives the call. Processes that
+left the group (``setsid``, daemons) are found afterwards by a marker in their
+inherited environment and killed too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import selectors
 import signal
@@ -21,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 CHUNK = 1 << 16
+MARKER = "TOOLEXEC_CALL_MARK"
 
 
 class Cancellation:
@@ -131,11 +135,13 @@ class Finished:
     timed_out: bool
     cancelled: bool
     duration: float
+    escaped: int = 0  # processes that had left the group and were killed afterwards
 
 
 def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
     """Run one process to completion, enforcing the deadline and cancellation."""
     start = time.monotonic()
+    mark = os.urandom(12).hex()
     # Arguments travel in an unlinked temporary file: interpreters read a regular
     # file in large chunks (bash reads a pipe one byte at a time), no writer is
     # needed, and nothing is left on disk whatever happens to either process.
@@ -147,21 +153,23 @@ def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(launch.env),
+            env={**launch.env, MARKER: mark},
             cwd=launch.cwd,
             start_new_session=True,
             close_fds=True,
         )
     try:
-        return _supervise(proc, launch, cancel, start)
+        finished = _supervise(proc, launch, cancel, start)
     finally:
         _kill_group(proc.pid, signal.SIGKILL)
+        escaped = _kill_marked(mark, proc.pid)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
         if proc.returncode is None:
             proc.wait()
+    return dataclasses.replace(finished, escaped=escaped)
 
 
 def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellation | None, start: float) -> Finished:
@@ -245,3 +253,41 @@ def _group_alive(pgid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _kill_marked(mark: str, pgid: int) -> int:
+    """SIGKILL every live process of the group or carrying the call's marker; wait until they are gone.
+
+    Returns how many of them had left the tool's process group.
+    """
+    needle = f"{MARKER}={mark}".encode()
+    victims: dict[int, bool] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            state, group = _state(int(name))
+            if state in ("Z", "X", ""):
+                continue
+            if group != pgid:  # a dying group member's environ reads empty, so match it by group
+                with open(f"/proc/{name}/environ", "rb") as handle:
+                    if needle not in handle.read():
+                        continue
+            os.kill(int(name), signal.SIGKILL)
+            victims[int(name)] = group != pgid
+        except (OSError, ValueError):
+            continue
+    deadline = time.monotonic() + 5.0
+    while victims and time.monotonic() < deadline and any(_state(pid)[0] not in ("Z", "X", "") for pid in victims):
+        time.sleep(0.002)  # SIGKILL is asynchronous: the call is not over until they are gone
+    return sum(victims.values())
+
+
+def _state(pid: int) -> tuple[str, int]:
+    """(state letter, process group) from /proc, or ("", 0) once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return "", 0
+    return fields[0].decode(), int(fields[2])

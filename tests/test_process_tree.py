@@ -1,0 +1,103 @@
+"""Nothing a tool starts outlives its call: groups, escaped sessions, timeouts, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import Project
+
+LEAVES_CHILD = """#!/usr/bin/env bash
+# @describe Start a child that ignores SIGTERM and keeps our stdout open, then return.
+main() {
+    bash -c 'trap "" TERM; echo $$ > "$LLM_TOOL_CACHE_DIR/child.pid"; exec sleep 1000' &
+    while [ ! -s "$LLM_TOOL_CACHE_DIR/child.pid" ]; do :; done
+    echo "started" >>"$LLM_OUTPUT"
+}
+"""
+ESCAPES = '''
+import os, signal, sys, time
+
+def run(then_wait: bool = True) -> str:
+    """Fork a grandchild into its own session, ignoring SIGTERM and holding the pipes."""
+    pid_file = os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "escaped.pid")
+    if os.fork() == 0:
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open(pid_file + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(pid_file + ".tmp", pid_file)
+        while True:
+            time.sleep(1000)
+    while not os.path.exists(pid_file):
+        time.sleep(0.001)
+    print("partial output", flush=True)
+    if then_wait:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(1000)
+    return "returned"
+'''
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def read_pid(path: Path) -> int:
+    return int(path.read_text().strip())
+
+
+def test_background_child_in_the_group_is_killed(project: Project) -> None:
+    project.tool("leaves.sh", LEAVES_CHILD)
+    result = project.executor().call("leaves", {})
+    assert (result.ok, result.output) == (True, "started\n")
+    assert not alive(read_pid(project.root / "functions" / "cache" / "leaves" / "child.pid"))
+
+
+def test_escaped_grandchild_is_killed_after_a_normal_return(project: Project) -> None:
+    project.tool("escapes.py", ESCAPES)
+    result = project.executor().call("escapes", {"then_wait": False})
+    assert (result.ok, result.output) == (True, "returned")
+    assert result.notes == ("killed 1 process(es) the tool left running outside its process group",)
+    assert not alive(read_pid(project.root / "functions" / "cache" / "escapes" / "escaped.pid"))
+
+
+def test_timeout_kills_the_whole_tree_and_keeps_partial_output(project: Project) -> None:
+    project.tool("escapes.py", ESCAPES)
+    result = project.executor().call("escapes", {}, timeout=0.5)
+    assert (result.ok, result.status, result.exit_code) == (False, "timeout", 124)
+    assert result.tool_call_error == "Tool call 'escapes' timed out after 0.5s"
+    assert result.output == "partial output\n"
+    assert result.signal == signal.SIGKILL  # it ignored SIGTERM, so the grace period ended in SIGKILL
+    assert not alive(read_pid(project.root / "functions" / "cache" / "escapes" / "escaped.pid"))
+
+
+def test_sigterm_to_toolexec_cancels_and_still_prints_a_result(project: Project) -> None:
+    project.tool("escapes.py", ESCAPES)
+    config = project.configure()
+    pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "executor", "--config", str(config), "run", "escapes", "{}", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # wait (without sleeping a fixed time) until the tool has forked its grandchild
+    while not pid_file.exists():
+        assert child.poll() is None, child.stderr.read() if child.stderr else ""
+        os.sched_yield()
+    child.send_signal(signal.SIGTERM)
+    out, _ = child.communicate(timeout=60)
+    result = json.loads(out)
+    assert (child.returncode, result["status"], result["exit_code"]) == (130, "cancelled", 130)
+    assert result["tool_call_error"] == "Tool call 'escapes' was cancelled"
+    assert not alive(read_pid(pid_file))
