@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -51,6 +52,9 @@ class Engine:
         if declaration.language in self.config.runtimes:
             return list(self.config.runtimes[declaration.language])
         return runtime.default_interpreter(self._context())
+
+    def _outputs_dir(self) -> Path:
+        return self.config.state_dir / "cache" / ".outputs"
 
     def _context(self) -> Context:
         return Context(functions_dir=self.config.functions_dir, cwd=Path.cwd(), state_dir=self.config.state_dir)
@@ -97,6 +101,7 @@ class Engine:
                 stdin=stdin,
                 timeout=timeout,
                 capture_limit=self.config.max_output_bytes,
+                spill_dir=str(self._outputs_dir()),
             )
             try:
                 finished = run_process(launch, cancel)
@@ -104,6 +109,10 @@ class Engine:
                 message = f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}"
                 return _failure(call, call_id, "unavailable", message, EXIT_UNAVAILABLE, started)
             output = read_capped(output_path, self.config.max_output_bytes)
+            if output.dropped:  # keep the whole of it, named in the result
+                output.spill = str(self._outputs_dir() / f"{call_id}.output")
+                os.makedirs(self._outputs_dir(), exist_ok=True)
+                shutil.move(output_path, output.spill)
             return _result(declaration, call_id, finished, output, timeout, started)
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -137,8 +146,13 @@ def _result(
         notes.append("output was not valid UTF-8; invalid bytes were replaced with U+FFFD")
     if finished.escaped:
         notes.append(f"killed {finished.escaped} process(es) the tool left running outside its process group")
-    if output.dropped or (not output.total and finished.stdout.dropped):
-        notes.append(f"output was longer than max_output_bytes ({output.limit}); the middle was dropped")
+    output_file = output.spilled or (finished.stdout.spilled if not output.total else None)
+    if output_file:
+        notes.append(
+            f"output was longer than max_output_bytes ({output.limit}); the middle was dropped; all of it is in {output_file}"
+        )
+    if finished.stderr.spilled:
+        notes.append(f"stderr was longer than max_output_bytes; all of it is in {finished.stderr.spilled}")
     status: Status
     name = declaration.name
     if finished.timed_out:
@@ -170,6 +184,8 @@ def _result(
         signal=finished.signal,
         tool_call_error=loki,
         notes=tuple(notes),
+        output_file=output_file,
+        stderr_file=finished.stderr.spilled,
     )
 
 

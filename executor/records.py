@@ -79,6 +79,9 @@ class ToolResult:
     # Loki's wording for a failed call, so a model sees what it would see there.
     tool_call_error: str | None = None
     notes: tuple[str, ...] = ()
+    # The complete output / stderr when they were longer than max_output_bytes.
+    output_file: str | None = None
+    stderr_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 CHUNK = 1 << 16
 MARKER = "TOOLEXEC_CALL_MARK"
@@ -62,12 +63,21 @@ class Capture:
     head: bytearray = field(default_factory=bytearray)
     tail: bytearray = field(default_factory=bytearray)
     total: int = 0
+    # Where everything goes once the limit is passed, so the full text is never lost.
+    spill: str | None = None
+    _file: Any = None
 
     def add(self, data: bytes) -> None:
         self.total += len(data)
         if not self.tail and len(self.head) + len(data) <= self.limit:
             self.head += data
             return
+        if self.spill is not None:
+            if self._file is None:
+                os.makedirs(os.path.dirname(self.spill), exist_ok=True)
+                self._file = open(self.spill, "wb")  # noqa: SIM115 - closed by close()
+                self._file.write(self.head + self.tail)
+            self._file.write(data)
         half = self.limit // 2
         if not self.tail:  # first overflow: the head keeps exactly half, the rest may be tail
             take = max(0, half - len(self.head))
@@ -79,6 +89,15 @@ class Capture:
         excess = len(self.tail) - (self.limit - half)
         if excess > 0:
             del self.tail[:excess]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    @property
+    def spilled(self) -> str | None:
+        return self.spill if self.dropped and self.spill else None
 
     @property
     def dropped(self) -> int:
@@ -124,6 +143,8 @@ class Launch:
     timeout: float | None = None
     capture_limit: int = 1 << 20
     grace: float = 2.0
+    # Directory for the full stdout/stderr of a call whose output passes capture_limit.
+    spill_dir: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,8 +195,16 @@ def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
 
 def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellation | None, start: float) -> Finished:
     assert proc.stdout and proc.stderr
-    captures = {proc.stdout.fileno(): Capture(launch.capture_limit), proc.stderr.fileno(): Capture(launch.capture_limit)}
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    spill = (
+        (lambda stream: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{stream}"))
+        if launch.spill_dir
+        else (lambda _: None)
+    )
+    captures = {
+        out_fd: Capture(launch.capture_limit, spill=spill("stdout")),
+        err_fd: Capture(launch.capture_limit, spill=spill("stderr")),
+    }
     pidfd = os.pidfd_open(proc.pid)
     timed_out = cancelled = False
     deadline = start + launch.timeout if launch.timeout else None
@@ -230,6 +259,8 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
             if proc.returncode is not None and kill_at is not None and not _group_alive(proc.pid):
                 kill_at, give_up_at = None, time.monotonic() + 0.2
     os.close(pidfd)
+    for capture in captures.values():
+        capture.close()
     code = proc.returncode
     return Finished(
         returncode=code if code is None or code >= 0 else None,

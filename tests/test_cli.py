@@ -39,6 +39,8 @@ def test_run_json_result_object(project: Project) -> None:
         "signal": None,
         "tool_call_error": None,
         "notes": [],
+        "output_file": None,
+        "stderr_file": None,
     }
     assert done.returncode == 0
 
