@@ -44,6 +44,7 @@ unit: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/stress.py
 
 clean:
 	rm -rf $(VENV) functions/functions.json functions/catalog.json functions/cache
