@@ -48,9 +48,10 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
 
 
 def validate_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> None:
-    strict = _strict(json.dumps(schema, sort_keys=True))
+    key = json.dumps(schema)  # not sort_keys: property order is declaration order, used in messages
+    strict = _strict(key)
     try:
-        _fast(json.dumps(strict, sort_keys=True))(arguments)
+        _fast(key)(arguments)
         return
     except RecursionError:
         raise InvalidArguments(tool, ["the arguments are nested too deeply"]) from None
@@ -74,7 +75,7 @@ def _fast(schema_json: str) -> Callable[[Any], Any]:
     import fastjsonschema
 
     # use_default=False: never write schema defaults into (the caller's) arguments
-    return fastjsonschema.compile(json.loads(schema_json), use_default=False)
+    return fastjsonschema.compile(_strict(schema_json), use_default=False)
 
 
 def explain(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
@@ -82,10 +83,14 @@ def explain(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     problems: list[str] = []
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]):
+    for error in errors:
+        if error.validator == "enum" and tuple(error.absolute_path) in mistyped:
+            continue  # "expected a string" already says it; the choices would only add noise
         problems.extend(_describe(error, schema))
-    return problems
+    return list(dict.fromkeys(problems))  # 'required' is reported once per missing name
 
 
 def _describe(error: Any, root: dict[str, Any]) -> list[str]:
