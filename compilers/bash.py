@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from compilers.argc import EnvVar, Param, ParamKind, TagError, parse_env, parse_param
-from compilers.common import Diagnostics, object_schema, parser, syntax_errors, text, tool_name
+from compilers.common import LIMITS, Diagnostics, object_schema, parser, read_limits, syntax_errors, text, tool_name
 from compilers.shebang import read_shebang
 from executor.records import ToolDeclaration
 
@@ -118,15 +118,8 @@ def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int
         meta["require_tools"].extend(tools)
     elif key == "dotenv":
         meta["dotenv"] = value or ".env"
-    elif key == "timeout":
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = -1
-        if seconds <= 0:
-            diag.error(at, f"@meta timeout {value!r} is not a number of seconds", "write # @meta timeout 30")
-        else:
-            meta["timeout"] = seconds
+    elif key in LIMITS:
+        meta.update(read_limits({key: value}, diag, at, "# @meta {name} {value}"))
 
 
 def _schema(param: Param) -> dict[str, Any]:

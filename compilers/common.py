@@ -126,3 +126,35 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
     if required:
         schema["required"] = required
     return schema
+
+
+# Per-tool call limits a script may declare: name -> (unit text, whether a whole number).
+LIMITS = {"timeout": ("a number of seconds", False), "max_output_bytes": ("a whole number of bytes", True)}
+
+
+def read_limits(
+    found: dict[str, str],
+    diag: Diagnostics,
+    at: tree_sitter.Node | tuple[int, int] | None,
+    syntax: str,
+    spelling: dict[str, str] | None = None,
+) -> dict[str, float]:
+    """Validated per-tool limits from ``{name: text}``.
+
+    ``syntax`` shows how the language writes one (``{name}``, ``{value}``) and
+    ``spelling`` how it spells a limit's name, for messages.
+    """
+    limits: dict[str, float] = {}
+    for name, raw in found.items():
+        unit, whole = LIMITS[name]
+        spelled = (spelling or {}).get(name, name)
+        try:
+            value = float(raw.split()[0].rstrip("s")) if not whole else int(raw.split()[0])
+        except (ValueError, IndexError):
+            value = -1
+        if value <= 0:
+            example = syntax.format(name=spelled, value=1048576 if whole else 30)
+            diag.error(at, f"{syntax.format(name=spelled, value=raw)!r} is not {unit}", f"write {example}")
+            continue
+        limits[name] = value
+    return limits

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 SECTIONS = ("Args", "Arguments", "Parameters", "Returns", "Raises", "Examples", "Notes")
-_HEADER = re.compile(rf"^\s*({'|'.join(SECTIONS)}|Yields|Example|Note|Attributes|Timeout):\s*(.*)$")
+_HEADER = re.compile(rf"^\s*({'|'.join(SECTIONS)}|Yields|Example|Note|Attributes|Timeout|Max output bytes):\s*(.*)$")
 _ARG_SECTIONS = {"Args", "Arguments", "Parameters"}
 _ENTRY = re.compile(r"^(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 

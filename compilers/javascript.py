@@ -19,7 +19,7 @@ from compilers.common import Diagnostics, check_name, object_schema, parser, syn
 from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from compilers.shebang import read_shebang
 from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from compilers.typescript import _parse_default, compile_flat, jsdoc_timeout
+from compilers.typescript import _parse_default, compile_flat, jsdoc_limits
 from executor.records import ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
@@ -95,9 +95,7 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
     if not doc.description:
         diag.error(statement, "the JSDoc block has no description", "start it with what the tool does: /** Get the weather. */")
     meta: dict[str, Any] = {}
-    timeout = jsdoc_timeout(doc, statement or root, diag)
-    if timeout:
-        meta["timeout"] = timeout
+    meta.update(jsdoc_limits(doc, statement or root, diag))
     diag.raise_if_any()
     return ToolDeclaration(
         name=name,

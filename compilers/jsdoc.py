@@ -68,5 +68,6 @@ def _tag(line: str, index: int) -> Tag:
             tag.optional = bracketed or bool(found.group(3))
             tag.default = found.group(4).strip() if bracketed and found.group(4) is not None else None
             rest = rest[found.end() :].strip()
-    tag.text = re.sub(r"^-\s*", "", rest).strip()
+    # "@param name - text": the dash separates a name from its text; elsewhere it is content.
+    tag.text = (re.sub(r"^-\s*", "", rest) if tag.name else rest).strip()
     return tag

@@ -7,7 +7,17 @@ from typing import Any
 
 from tree_sitter import Node
 
-from compilers.common import Diagnostics, enum_schema, is_literal, object_schema, parser, syntax_errors, text, tool_name
+from compilers.common import (
+    Diagnostics,
+    enum_schema,
+    is_literal,
+    object_schema,
+    parser,
+    read_limits,
+    syntax_errors,
+    text,
+    tool_name,
+)
 from compilers.docstring import Docstring, parse_docstring
 from compilers.shebang import read_shebang
 from executor.records import ToolDeclaration
@@ -33,8 +43,9 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     for documented in doc.args.keys() - properties.keys():
         diag.warn(run, f"docstring documents {documented!r}, which is not a parameter of run")
     meta: dict[str, Any] = {"async": any(c.type == "async" for c in run.children)}
-    if "Timeout" in doc.fields:
-        meta["timeout"] = _timeout(doc.fields["Timeout"], run, diag)
+    spelling = {"timeout": "Timeout", "max_output_bytes": "Max output bytes"}
+    declared = {key: doc.fields[field] for key, field in spelling.items() if field in doc.fields}
+    meta.update(read_limits(declared, diag, run, "{name}: {value}", spelling))
     diag.raise_if_any()
     return ToolDeclaration(
         name=name,
@@ -259,14 +270,3 @@ def _literal(node: Node) -> Any:
         return ast.literal_eval(text(node))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
-
-
-def _timeout(value: str, at: Node, diag: Diagnostics) -> float | None:
-    try:
-        seconds = float(value.split()[0].rstrip("s"))
-    except (ValueError, IndexError):
-        seconds = -1.0
-    if seconds <= 0:
-        diag.error(at, f"docstring 'Timeout: {value}' is not a number of seconds", "write a line such as 'Timeout: 30'")
-        return None
-    return seconds

@@ -10,7 +10,18 @@ from typing import Any
 
 from tree_sitter import Node
 
-from compilers.common import Diagnostics, is_literal, json_type_of, object_schema, parser, syntax_errors, text, tool_name
+from compilers.common import (
+    LIMITS,
+    Diagnostics,
+    is_literal,
+    json_type_of,
+    object_schema,
+    parser,
+    read_limits,
+    syntax_errors,
+    text,
+    tool_name,
+)
 from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from compilers.shebang import read_shebang
 from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
@@ -39,9 +50,7 @@ def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
     context = TypeContext(root, diag)
     properties, required, order = flat_parameters(function, doc, context, diag, typed=language == "typescript")
     meta: dict[str, Any] = {"order": order, "async": any(c.type == "async" for c in function.children)}
-    timeout = jsdoc_timeout(doc, function, diag)
-    if timeout:
-        meta["timeout"] = timeout
+    meta.update(jsdoc_limits(doc, function, diag))
     diag.raise_if_any()
     return ToolDeclaration(
         name=name,
@@ -188,14 +197,7 @@ def _parse_default(raw: str) -> Any:
     return raw if value is None else value
 
 
-def jsdoc_timeout(doc: JSDoc, at: Node, diag: Diagnostics) -> float | None:
-    for tag in doc.find("timeout"):
-        try:
-            seconds = float(tag.text.split()[0].rstrip("s"))
-        except (ValueError, IndexError):
-            seconds = -1
-        if seconds <= 0:
-            diag.error(at, f"@timeout {tag.text!r} is not a number of seconds", "write @timeout 30")
-            return None
-        return seconds
-    return None
+def jsdoc_limits(doc: JSDoc, at: Node, diag: Diagnostics) -> dict[str, float]:
+    """``@timeout 30`` and ``@max_output_bytes 65536`` from a JSDoc block."""
+    found = {name: tags[0].text for name in LIMITS if (tags := doc.find(name))}
+    return read_limits(found, diag, at, "@{name} {value}")

@@ -95,12 +95,13 @@ class Engine:
             except RuntimeUnavailable as missing:
                 return _failure(call, call_id, "unavailable", str(missing), EXIT_UNAVAILABLE, started)
             timeout = call.timeout or declaration.meta.get("timeout") or self.config.timeout
+            limit = int(declaration.meta.get("max_output_bytes") or self.config.max_output_bytes)
             launch = Launch(
                 argv=argv,
                 env=env,
                 stdin=stdin,
                 timeout=timeout,
-                capture_limit=self.config.max_output_bytes,
+                capture_limit=limit,
                 spill_dir=str(self._outputs_dir()),
             )
             try:
@@ -108,7 +109,7 @@ class Engine:
             except OSError as exc:
                 message = f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}"
                 return _failure(call, call_id, "unavailable", message, EXIT_UNAVAILABLE, started)
-            output = read_capped(output_path, self.config.max_output_bytes)
+            output = read_capped(output_path, limit)
             if output.dropped:  # keep the whole of it, named in the result
                 output.spill = str(self._outputs_dir() / f"{call_id}.output")
                 os.makedirs(self._outputs_dir(), exist_ok=True)
