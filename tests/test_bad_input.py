@@ -51,6 +51,7 @@ def run(count: int, name: str, tags: list[int] = [], mode: Literal["fast", "slow
     "silent.sh": "# @describe Say nothing.\nmain() { :; }\n",
     "importfail.py": 'import module_that_does_not_exist_xyz\n\ndef run():\n    """Import fails."""\n',
     "throws.js": '/** Throw a non-Error. */\nexport function run() {\n  throw "plain string";\n}\n',
+    "doomed.py": 'def run():\n    """Deleted after the build."""\n',
     "odd.py": 'def run():\n    """Return something odd."""\n    return object.__new__(type("Thing", (), {"__str__": lambda s: "a Thing"}))\n',
 }
 VISIBLE = [name for name in TOOLS if name != "hidden.py"]
@@ -67,6 +68,7 @@ class Case:
     exit_code: int
     error: str | None = None
     check: Callable[[ToolResult], bool] | None = None
+    prepare: Callable[[Path], object] | None = None  # given functions/tools/, after the build
 
 
 def deep(levels: int) -> str:
@@ -334,6 +336,8 @@ def test_catalogue_is_large_enough() -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_bad_input(case: Case, catalogue, private_tmpdir: Path) -> None:  # type: ignore[no-untyped-def]
     catalogue.build()  # build first, so its files are closed before descriptors are counted
+    if case.prepare is not None:
+        case.prepare(catalogue.config.tools_dir)
     descriptors = sorted(os.listdir("/proc/self/fd"))
     result = catalogue.call(case.tool, case.arguments)
     try:
