@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from compilers.argc import EnvVar, Param, ParamKind, TagError, parse_env, parse_param
-from compilers.common import LIMITS, Diagnostics, object_schema, parser, read_limits, syntax_errors, text, tool_name
+from compilers.common import LIMITS, Diagnostics, finish, object_schema, parser, read_limits, syntax_errors, text, tool_name
 from compilers.shebang import read_shebang
 from executor.records import ToolDeclaration
 
@@ -92,19 +92,19 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
                 )
     if "main" not in functions:
         diag.warn(None, "no main function; the script's top-level code is the tool")
-    diag.raise_if_any()
     properties = {p.name: _schema(p) for p in params}
     required = [p.name for p in params if p.required and p.default is None and p.default_fn is None]
-    return ToolDeclaration(
+    return finish(
+        diag,
+        source=source,
+        path=path,
         name=name,
         description=described,
         parameters=object_schema(properties, required),
-        source=path,
         language="bash",
         convention="argc",
-        shebang=_bash_shebang(source),
         meta={**meta, "params": [p.to_dict() for p in params], "env": [asdict(e) for e in envs], "has_main": "main" in functions},
-        warnings=diag.warning_texts(),
+        shebang=_bash_shebang(source),
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import tree_sitter
 
 from executor.errors import CompileError, Problem
+from executor.records import Convention, Language, ToolDeclaration
 
 NAME_RE = re.compile(r"[a-zA-Z0-9_.:-]+")
 
@@ -158,3 +159,33 @@ def read_limits(
             continue
         limits[name] = value
     return limits
+
+
+def finish(
+    diag: Diagnostics,
+    *,
+    source: str,
+    path: str,
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    language: Language,
+    convention: Convention,
+    meta: dict[str, Any],
+    shebang: tuple[str, ...] | None = None,
+) -> ToolDeclaration:
+    """Raise every collected error, or assemble the declaration with its warnings."""
+    from compilers.shebang import read_shebang
+
+    diag.raise_if_any()
+    return ToolDeclaration(
+        name=name,
+        description=description,
+        parameters=parameters,
+        source=path,
+        language=language,
+        convention=convention,
+        shebang=read_shebang(source) if shebang is None else shebang,
+        meta=meta,
+        warnings=diag.warning_texts(),
+    )

@@ -15,9 +15,8 @@ from typing import Any
 
 from tree_sitter import Node
 
-from compilers.common import Diagnostics, check_name, object_schema, parser, syntax_errors, text, tool_name
+from compilers.common import Diagnostics, check_name, finish, object_schema, parser, syntax_errors, text, tool_name
 from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
-from compilers.shebang import read_shebang
 from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
 from compilers.typescript import _parse_default, compile_flat, jsdoc_limits
 from executor.records import ToolDeclaration
@@ -96,17 +95,16 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
         diag.error(statement, "the JSDoc block has no description", "start it with what the tool does: /** Get the weather. */")
     meta: dict[str, Any] = {}
     meta.update(jsdoc_limits(doc, statement or root, diag))
-    diag.raise_if_any()
-    return ToolDeclaration(
+    return finish(
+        diag,
+        source=source,
+        path=path,
         name=name,
         description=doc.description,
         parameters=object_schema(properties, required),
-        source=path,
         language="javascript",
         convention="object",
-        shebang=read_shebang(source),
         meta=meta,
-        warnings=diag.warning_texts(),
     )
 
 
@@ -193,17 +191,16 @@ def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[
             parameters = {"type": "object", **value}
     if "run" not in fields and not (form in ("meta", "named") and _has_exported_run(root)):
         diag.error(anchor, "the module tool has no run function", "add run: async (input, context) => { … }")
-    diag.raise_if_any()
-    return ToolDeclaration(
+    return finish(
+        diag,
+        source=source,
+        path=path,
         name=name or tool_name(path, diag),
         description=description or "",
         parameters=parameters,
-        source=path,
         language="javascript",
         convention="module",
-        shebang=read_shebang(source),
         meta={"export": form},
-        warnings=diag.warning_texts(),
     )
 
 

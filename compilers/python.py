@@ -10,6 +10,7 @@ from tree_sitter import Node
 from compilers.common import (
     Diagnostics,
     enum_schema,
+    finish,
     is_literal,
     object_schema,
     parser,
@@ -19,7 +20,6 @@ from compilers.common import (
     tool_name,
 )
 from compilers.docstring import Docstring, parse_docstring
-from compilers.shebang import read_shebang
 from executor.records import ToolDeclaration
 
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -46,17 +46,16 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     spelling = {"timeout": "Timeout", "max_output_bytes": "Max output bytes"}
     declared = {key: doc.fields[field] for key, field in spelling.items() if field in doc.fields}
     meta.update(read_limits(declared, diag, run, "{name}: {value}", spelling))
-    diag.raise_if_any()
-    return ToolDeclaration(
+    return finish(
+        diag,
+        source=source,
+        path=path,
         name=name,
         description=doc.description,
         parameters=object_schema(properties, required),
-        source=path,
         language="python",
         convention="kwargs",
-        shebang=read_shebang(source),
         meta=meta,
-        warnings=diag.warning_texts(),
     )
 
 

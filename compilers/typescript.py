@@ -13,6 +13,7 @@ from tree_sitter import Node
 from compilers.common import (
     LIMITS,
     Diagnostics,
+    finish,
     is_literal,
     json_type_of,
     object_schema,
@@ -23,7 +24,6 @@ from compilers.common import (
     tool_name,
 )
 from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
-from compilers.shebang import read_shebang
 from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
 from executor.records import Language, ToolDeclaration
 
@@ -51,17 +51,16 @@ def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
     properties, required, order = flat_parameters(function, doc, context, diag, typed=language == "typescript")
     meta: dict[str, Any] = {"order": order, "async": any(c.type == "async" for c in function.children)}
     meta.update(jsdoc_limits(doc, function, diag))
-    diag.raise_if_any()
-    return ToolDeclaration(
+    return finish(
+        diag,
+        source=source,
+        path=path,
         name=name,
         description=doc.description,
         parameters=object_schema(properties, required),
-        source=path,
         language=language,
         convention="positional",
-        shebang=read_shebang(source),
         meta=meta,
-        warnings=diag.warning_texts(),
     )
 
 

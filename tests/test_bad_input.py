@@ -2,7 +2,7 @@
 
 Each row: a tool name, raw arguments (a JSON string, or an object), the expected
 status and exit code, and the exact error (or, for successful rows, a check on the
-output). After every row: no process carrying any call's marker is alive, this
+output). After every row: no process started by the row's call is alive, this
 process has the descriptors it had before, and the temporary directory is empty.
 """
 
@@ -305,7 +305,9 @@ CASES = [
 ]
 
 
-def marked_processes() -> list[int]:
+def marked_processes(tmpdir: Path) -> list[int]:
+    """Live processes started by a call of this test: they carry a call marker and our TMPDIR."""
+    ours = f"TMPDIR={tmpdir}\0".encode()
     alive = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -314,7 +316,8 @@ def marked_processes() -> list[int]:
             state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
             if state in (b"Z", b"X"):
                 continue
-            if b"TOOLEXEC_CALL_MARK=" in Path(f"/proc/{name}/environ").read_bytes():
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            if b"TOOLEXEC_CALL_MARK=" in environ and ours in environ:
                 alive.append(int(name))
         except (OSError, IndexError):
             continue
@@ -350,6 +353,6 @@ def test_bad_input(case: Case, catalogue, private_tmpdir: Path) -> None:  # type
     finally:
         if result.output_file:
             os.unlink(result.output_file)
-    assert marked_processes() == []
+    assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
