@@ -51,14 +51,6 @@ def build(config: Config, *, force: bool = False) -> BuildReport:
     return BuildReport(catalog, compiled)
 
 
-def ensure_fresh(config: Config) -> Catalog:
-    """The catalog for ``config``, rebuilt first only if it is missing or stale."""
-    catalog = load_catalog(config)
-    if catalog is not None and catalog.is_fresh(config):
-        return catalog
-    return build(config).catalog
-
-
 def _entry(config: Config, file: str, previous: Entry | None) -> tuple[Entry, bool]:
     path = config.tools_dir / file
     stem_name = file.split(".")[0].replace("-", "_")
