@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,12 @@ class Config:
     def tools_dir(self) -> Path:
         return self.functions_dir / "tools"
 
-    @property
+    @cached_property
     def state_dir(self) -> Path:
-        """Where generated files go: the functions directory when ours to write, else the user cache."""
+        """Where generated files go: the functions directory when ours to write, else the user cache.
+
+        Decided once per config, so a call neither repeats the check nor sees the catalog move.
+        """
         if not self.embedded and os.access(self.functions_dir, os.W_OK):
             return self.functions_dir
         return user_cache_dir() / "state" / digest(str(self.functions_dir))

@@ -39,37 +39,36 @@ class Engine:
             arguments = parse_arguments(call.arguments, call.name)
             validate_arguments(declaration.name, declaration.parameters, arguments)
             runtime = runtime_for(declaration.language)
-            interpreter = resolve(self._interpreter(declaration, runtime), declaration.language)
+            context = Context(functions_dir=self.config.functions_dir, cwd=Path.cwd(), state_dir=self.config.state_dir)
+            interpreter = resolve(self._interpreter(declaration, runtime, context), declaration.language)
         except CallRefused as refusal:
             return _failure(call, call_id, "refused", str(refusal), EXIT_REFUSED, started)
         except RuntimeUnavailable as missing:
             return _failure(call, call_id, "unavailable", str(missing), EXIT_UNAVAILABLE, started)
-        return self._run(declaration, arguments, interpreter, call, call_id, cancel, started)
+        return self._run(declaration, arguments, runtime, interpreter, context, call, call_id, cancel, started)
 
-    def _interpreter(self, declaration: ToolDeclaration, runtime: Runtime) -> list[str]:
+    def _interpreter(self, declaration: ToolDeclaration, runtime: Runtime, context: Context) -> list[str]:
         if declaration.shebang:
             return list(declaration.shebang)
         if declaration.language in self.config.runtimes:
             return list(self.config.runtimes[declaration.language])
-        return runtime.default_interpreter(self._context())
+        return runtime.default_interpreter(context)
 
     def _outputs_dir(self) -> Path:
         return self.config.state_dir / "cache" / ".outputs"
-
-    def _context(self) -> Context:
-        return Context(functions_dir=self.config.functions_dir, cwd=Path.cwd(), state_dir=self.config.state_dir)
 
     def _run(
         self,
         declaration: ToolDeclaration,
         arguments: dict,
+        runtime: Runtime,
         interpreter: list[str],
+        context: Context,
         call: ToolCall,
         call_id: str,
         cancel: Cancellation | None,
         started: float,
     ) -> ToolResult:
-        runtime = runtime_for(declaration.language)
         cache_dir = self.config.cache_dir(declaration.name)
         cache_dir.mkdir(parents=True, exist_ok=True)
         fd, output_path = tempfile.mkstemp(prefix=f"toolexec-{declaration.name}-", suffix=".out")
@@ -89,7 +88,7 @@ class Engine:
                 if refusal:
                     raise CallRefused(refusal)
                 stdin = runtime.stdin(declaration, arguments)
-                argv = runtime.command(declaration, interpreter, self._context())
+                argv = runtime.command(declaration, interpreter, context)
             except CallRefused as refused:
                 return _failure(call, call_id, "refused", str(refused), EXIT_REFUSED, started)
             except RuntimeUnavailable as missing:
