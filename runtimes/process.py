@@ -206,61 +206,63 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
         err_fd: Capture(launch.capture_limit, spill=spill("stderr")),
     }
     pidfd = os.pidfd_open(proc.pid)
-    timed_out = cancelled = False
-    deadline = start + launch.timeout if launch.timeout else None
-    kill_at: float | None = None  # set once the group has had SIGTERM
-    give_up_at: float | None = None  # after SIGKILL, or after exit: stop waiting for pipes
-    with selectors.DefaultSelector() as sel:
-        for fd in (out_fd, err_fd):
-            os.set_blocking(fd, False)
-            sel.register(fd, selectors.EVENT_READ)
-        sel.register(pidfd, selectors.EVENT_READ)
-        if cancel is not None:
-            sel.register(cancel.fileno(), selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if proc.returncode is not None and not (out_fd in sel.get_map() or err_fd in sel.get_map()):
-                break
-            if give_up_at is not None and now >= give_up_at:
-                break
-            if kill_at is not None and now >= kill_at:
-                _kill_group(proc.pid, signal.SIGKILL)
-                kill_at, give_up_at = None, now + 1.0
-            if deadline is not None and now >= deadline and kill_at is None and give_up_at is None:
-                timed_out = proc.returncode is None
-                kill_at = now + launch.grace
-                _kill_group(proc.pid, signal.SIGTERM)
-            wakes = [t for t in (deadline if kill_at is None and give_up_at is None else None, kill_at, give_up_at) if t]
-            if proc.returncode is not None and kill_at is not None:
-                wakes.append(now + 0.02)  # leftovers without pipes send no event: look again soon
-            events = sel.select(max(0.0, min(wakes) - now) if wakes else None)
-            for key, _ in events:
-                fd = key.fd
-                if fd == pidfd:
-                    sel.unregister(pidfd)
-                    proc.wait()
-                    # The tool is done: whatever it left running in its group goes too.
-                    if kill_at is None and give_up_at is None:
-                        _kill_group(proc.pid, signal.SIGTERM)
-                        kill_at = time.monotonic() + launch.grace
-                        deadline = None
-                elif cancel is not None and fd == cancel.fileno():
-                    sel.unregister(fd)
-                    if proc.returncode is None:
-                        cancelled = True
-                        _kill_group(proc.pid, signal.SIGTERM)
-                        kill_at = time.monotonic() + launch.grace
-                else:
-                    data = os.read(fd, CHUNK)
-                    if data:
-                        captures[fd].add(data)
-                    else:
+    try:
+        timed_out = cancelled = False
+        deadline = start + launch.timeout if launch.timeout else None
+        kill_at: float | None = None  # set once the group has had SIGTERM
+        give_up_at: float | None = None  # after SIGKILL, or after exit: stop waiting for pipes
+        with selectors.DefaultSelector() as sel:
+            for fd in (out_fd, err_fd):
+                os.set_blocking(fd, False)
+                sel.register(fd, selectors.EVENT_READ)
+            sel.register(pidfd, selectors.EVENT_READ)
+            if cancel is not None:
+                sel.register(cancel.fileno(), selectors.EVENT_READ)
+            while True:
+                now = time.monotonic()
+                if proc.returncode is not None and not (out_fd in sel.get_map() or err_fd in sel.get_map()):
+                    break
+                if give_up_at is not None and now >= give_up_at:
+                    break
+                if kill_at is not None and now >= kill_at:
+                    _kill_group(proc.pid, signal.SIGKILL)
+                    kill_at, give_up_at = None, now + 1.0
+                if deadline is not None and now >= deadline and kill_at is None and give_up_at is None:
+                    timed_out = proc.returncode is None
+                    kill_at = now + launch.grace
+                    _kill_group(proc.pid, signal.SIGTERM)
+                wakes = [t for t in (deadline if kill_at is None and give_up_at is None else None, kill_at, give_up_at) if t]
+                if proc.returncode is not None and kill_at is not None:
+                    wakes.append(now + 0.02)  # leftovers without pipes send no event: look again soon
+                events = sel.select(max(0.0, min(wakes) - now) if wakes else None)
+                for key, _ in events:
+                    fd = key.fd
+                    if fd == pidfd:
+                        sel.unregister(pidfd)
+                        proc.wait()
+                        # The tool is done: whatever it left running in its group goes too.
+                        if kill_at is None and give_up_at is None:
+                            _kill_group(proc.pid, signal.SIGTERM)
+                            kill_at = time.monotonic() + launch.grace
+                            deadline = None
+                    elif cancel is not None and fd == cancel.fileno():
                         sel.unregister(fd)
-            if proc.returncode is not None and kill_at is not None and not _group_alive(proc.pid):
-                kill_at, give_up_at = None, time.monotonic() + 0.2
-    os.close(pidfd)
-    for capture in captures.values():
-        capture.close()
+                        if proc.returncode is None:
+                            cancelled = True
+                            _kill_group(proc.pid, signal.SIGTERM)
+                            kill_at = time.monotonic() + launch.grace
+                    else:
+                        data = os.read(fd, CHUNK)
+                        if data:
+                            captures[fd].add(data)
+                        else:
+                            sel.unregister(fd)
+                if proc.returncode is not None and kill_at is not None and not _group_alive(proc.pid):
+                    kill_at, give_up_at = None, time.monotonic() + 0.2
+    finally:  # released on every path, including an exception in the loop
+        os.close(pidfd)
+        for capture in captures.values():
+            capture.close()
     code = proc.returncode
     return Finished(
         returncode=code if code is None or code >= 0 else None,

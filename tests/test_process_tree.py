@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Project
 
 LEAVES_CHILD = """#!/usr/bin/env bash
@@ -101,3 +103,20 @@ def test_sigterm_to_toolexec_cancels_and_still_prints_a_result(project: Project)
     assert (child.returncode, result["status"], result["exit_code"]) == (130, "cancelled", 130)
     assert result["tool_call_error"] == "Tool call 'escapes' was cancelled"
     assert not alive(read_pid(pid_file))
+
+
+def test_an_exception_inside_the_loop_leaks_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from runtimes import process
+
+    def explode(self: process.Capture, data: bytes) -> None:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(process.Capture, "add", explode)
+    descriptors = sorted(os.listdir("/proc/self/fd"))
+    launch = process.Launch(
+        argv=["bash", "-c", "echo $$ > pid; echo out; exec sleep 1000"], env=dict(os.environ), cwd=str(tmp_path)
+    )
+    with pytest.raises(RuntimeError, match="injected"):
+        process.run_process(launch)
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors
+    assert not alive(read_pid(tmp_path / "pid"))
