@@ -78,6 +78,16 @@ def project(tmp_path: Path) -> Project:
     return Project(tmp_path / "project")
 
 
+def wrapper_interpreter(directory: Path, name: str, program: str) -> Path:
+    """An executable that marks the environment (VIA_WRAPPER=yes) and runs ``program``: proof of which interpreter ran."""
+    import stat
+
+    wrapper = directory / name
+    wrapper.write_text(f'#!/bin/sh\nexport VIA_WRAPPER=yes\nexec {program} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper
+
+
 def toolexec(*args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     """Run the real CLI in a child process, as a user would."""
     import subprocess

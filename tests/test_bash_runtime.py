@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import Project, wrapper_interpreter
 
 ECHO = """#!/usr/bin/env bash
 set -eo pipefail
@@ -215,9 +214,7 @@ def test_meta_dotenv_and_nul_refusal(project: Project) -> None:
 
 
 def test_shebang_selects_the_bash(project: Project, tmp_path: Path) -> None:
-    wrapper = tmp_path / "my-bash"
-    wrapper.write_text('#!/bin/sh\nexport VIA_WRAPPER=yes\nexec bash "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    wrapper = wrapper_interpreter(tmp_path, "my-bash", "bash")
     body = '# @describe Which bash.\nmain() {\n    echo "${VIA_WRAPPER:-no}" >>"$LLM_OUTPUT"\n}\n'
     project.tool("custom.sh", f"#!{wrapper}\n{body}")
     project.tool("default.sh", f"#!/usr/bin/env bash\n{body}")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from executor.build import build
 from executor.config import load_config
@@ -133,18 +137,20 @@ def test_fresh_catalog_call_loads_no_parser_no_yaml(project: Project) -> None:
     assert second.stdout.strip() == "8 []"
 
 
-def test_generated_files_go_to_the_user_cache_when_functions_dir_is_read_only(project: Project) -> None:
+@pytest.mark.parametrize("why", ["read-only", "embedded"])
+def test_generated_files_go_to_the_user_cache(project: Project, monkeypatch: pytest.MonkeyPatch, why: str) -> None:
     project.tool("tool.py", GOOD)
     config_path = project.configure()
     functions = project.root / "functions"
-    functions.chmod(0o555)
-    try:
+    if why == "read-only":
+        # what os.access answers a non-root user for a 0555 directory (root may write anyway)
+        real_access = os.access
+        monkeypatch.setattr("executor.config.os.access", lambda p, mode: False if Path(p) == functions else real_access(p, mode))
         config = load_config(config_path)
-        if config.state_dir == functions:  # running as a user who can write anyway (root)
-            return
-        report = build(config)
-        assert (config.state_dir / "functions.json").exists() and report.ok
-        assert not (functions / "functions.json").exists()
-        assert Path(config.state_dir).is_relative_to(Path.home() / ".cache" / "toolexec")
-    finally:
-        functions.chmod(0o755)
+    else:
+        config = dataclasses.replace(load_config(config_path), embedded=True)
+    report = build(config)
+    assert report.ok
+    assert config.state_dir.parent == Path.home() / ".cache" / "toolexec" / "state"
+    assert json.loads((config.state_dir / "functions.json").read_text())[0]["name"] == "tool"
+    assert not (functions / "functions.json").exists() and not (functions / "catalog.json").exists()

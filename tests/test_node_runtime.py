@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import Project, wrapper_interpreter
 
 FLAT_TS = """
 /**
@@ -131,9 +130,7 @@ def test_typescript_cache_is_never_stale(project: Project) -> None:
 
 
 def test_shebang_selects_the_runtime(project: Project, tmp_path: Path) -> None:
-    wrapper = tmp_path / "my-node"
-    wrapper.write_text('#!/bin/sh\nexport VIA_WRAPPER=yes\nexec node "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    wrapper = wrapper_interpreter(tmp_path, "my-node", "node")
     body = '/** Which runtime. */\nexport function run() {\n  return process.env.VIA_WRAPPER ?? "no";\n}\n'
     project.tool("custom.mjs", f"#!{wrapper}\n{body}")
     project.tool("plain.mjs", body)
@@ -170,3 +167,33 @@ def test_shipped_demos(tool: str, arguments: dict, check: str) -> None:
     result = Executor(REPO / "config.yaml").call(tool, arguments)
     assert result.ok, result.error
     assert check in json.loads(result.output)
+
+
+def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Plain node gets the cached transpile; another runtime gets the .ts; no esbuild means npx tsx."""
+    from compilers import compile_source
+    from runtimes import typescript
+    from runtimes.base import Context
+    from runtimes.javascript import BOOTSTRAP
+
+    source = tmp_path / "tool.ts"
+    source.write_text("/** T. */\nexport function run(): string {\n  return 'x';\n}\n")
+    declaration = compile_source(source.read_text(), str(source))
+    context = Context(functions_dir=tmp_path, cwd=tmp_path, state_dir=tmp_path)
+    runtime = typescript.TypeScriptRuntime()
+
+    fast = runtime.command(declaration, ["/usr/bin/node"], context)
+    assert fast[:2] == ["/usr/bin/node", str(BOOTSTRAP)]
+    assert Path(fast[2]).parent == tmp_path / "cache" / ".typescript" and fast[2].endswith(".mjs")
+    assert runtime.command(declaration, ["/opt/bun"], context) == ["/opt/bun", str(BOOTSTRAP), str(source)]
+    assert runtime.command(declaration, ["deno", "run", "-A"], context) == ["deno", "run", "-A", str(BOOTSTRAP), str(source)]
+
+    monkeypatch.setattr(typescript, "find_esbuild", lambda context: None)
+    monkeypatch.setattr(typescript.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert runtime.command(declaration, ["/usr/bin/node"], context) == [
+        "/usr/bin/npx",
+        "--yes",
+        "tsx",
+        str(BOOTSTRAP),
+        str(source),
+    ]
