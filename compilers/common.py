@@ -10,6 +10,7 @@ from typing import Any
 
 import tree_sitter
 
+from compilers.shebang import read_shebang
 from executor.errors import CompileError, Problem
 from executor.records import Convention, Language, ToolDeclaration
 
@@ -175,8 +176,6 @@ def finish(
     shebang: tuple[str, ...] | None = None,
 ) -> ToolDeclaration:
     """Raise every collected error, or assemble the declaration with its warnings."""
-    from compilers.shebang import read_shebang
-
     diag.raise_if_any()
     return ToolDeclaration(
         name=name,

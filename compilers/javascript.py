@@ -18,7 +18,7 @@ from tree_sitter import Node
 from compilers.common import Diagnostics, check_name, finish, object_schema, parser, syntax_errors, text, tool_name
 from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from compilers.typescript import _parse_default, compile_flat, jsdoc_limits
+from compilers.typescript import compile_flat, jsdoc_limits, parse_default
 from executor.records import ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
@@ -87,7 +87,7 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
         if tag.text:
             schema["description"] = tag.text
         if tag.default is not None:
-            schema["default"] = _parse_default(tag.default)
+            schema["default"] = parse_default(tag.default)
         if not tag.optional:
             required.append(tag.name)
         properties[tag.name] = schema

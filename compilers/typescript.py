@@ -154,7 +154,7 @@ def flat_parameters(
             or (tag is not None and tag.optional and not typed)
         )
         default = (
-            _default(value) if value is not None else (_parse_default(tag.default) if tag is not None and tag.default else None)
+            _default(value) if value is not None else (parse_default(tag.default) if tag is not None and tag.default else None)
         )
         if default is not None:
             if annotation is None and not (tag is not None and tag.type):
@@ -183,7 +183,8 @@ def _default(node: Node) -> Any:
     return value if is_literal(value) else None
 
 
-def _parse_default(raw: str) -> Any:
+def parse_default(raw: str) -> Any:
+    """A JSDoc ``[name=default]`` value as a literal, or the raw text when it is not one."""
     root = parser("javascript").parse(f"({raw});".encode()).root_node
     expression = (
         root.named_children[0].named_children[0] if root.named_children and root.named_children[0].named_children else None
