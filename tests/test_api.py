@@ -23,7 +23,7 @@ def test_cancel_a_sync_call_from_another_thread(project: Project) -> None:
     executor = project.executor()
     pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
     cancel = Cancellation()
-    canceller = threading.Thread(target=lambda: (wait_for(pid_file), cancel.cancel()))
+    canceller = threading.Thread(target=lambda: (wait_for(pid_file.with_suffix(".pid.ready")), cancel.cancel()))
     canceller.start()
     result = executor.call("escapes", {}, cancel=cancel)
     canceller.join()
@@ -40,7 +40,7 @@ def test_cancelling_an_async_task_ends_the_tree(project: Project) -> None:
 
     async def scenario() -> None:
         task = asyncio.ensure_future(executor.acall("escapes", {}))
-        while not pid_file.exists():
+        while not pid_file.with_suffix(".pid.ready").exists():
             await asyncio.sleep(0.005)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -40,6 +40,7 @@ def run(then_wait: bool = True) -> str:
     print("partial output", flush=True)
     if then_wait:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        open(pid_file + ".ready", "w").close()  # printed, and deaf to SIGTERM: tests may now cancel
         while True:
             time.sleep(1000)
     return "returned"
@@ -75,9 +76,9 @@ def test_escaped_grandchild_is_killed_after_a_normal_return(project: Project) ->
 
 def test_timeout_kills_the_whole_tree_and_keeps_partial_output(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
-    result = project.executor().call("escapes", {}, timeout=0.5)
+    result = project.executor().call("escapes", {}, timeout=2)
     assert (result.ok, result.status, result.exit_code) == (False, "timeout", 124)
-    assert result.tool_call_error == "Tool call 'escapes' timed out after 0.5s"
+    assert result.tool_call_error == "Tool call 'escapes' timed out after 2s"
     assert result.output == "partial output\n"
     assert result.signal == signal.SIGKILL  # it ignored SIGTERM, so the grace period ended in SIGKILL
     assert not alive(read_pid(project.root / "functions" / "cache" / "escapes" / "escaped.pid"))
@@ -93,8 +94,8 @@ def test_sigterm_to_toolexec_cancels_and_still_prints_a_result(project: Project)
         stderr=subprocess.PIPE,
         text=True,
     )
-    # wait (without sleeping a fixed time) until the tool has forked its grandchild
-    while not pid_file.exists():
+    # wait (without sleeping a fixed time) until the tool has printed and ignores SIGTERM
+    while not pid_file.with_suffix(".pid.ready").exists():
         assert child.poll() is None, child.stderr.read() if child.stderr else ""
         os.sched_yield()
     child.send_signal(signal.SIGTERM)
