@@ -17,7 +17,11 @@ $(VENV)/.app: pyproject.toml | $(BIN)/python $(VENV)/node/node_modules/.bin/esbu
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.test: pyproject.toml | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild
+# The other runtimes a TypeScript tool's shebang may name, so the tests run them for real.
+$(VENV)/js-runtimes/node_modules/.bin/deno: | $(BIN)/python
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/js-runtimes tsx@4 bun@1 deno@2
+
+$(VENV)/.test: pyproject.toml | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@ $(VENV)/.app
 

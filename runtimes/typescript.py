@@ -1,4 +1,4 @@
-"""TypeScript tools: plain ``node`` on a cached esbuild transpile when possible, else ``npx tsx``.
+"""TypeScript tools: plain ``node`` on a cached esbuild transpile when possible, else tsx.
 
 A shebang or ``runtimes.typescript`` naming another runtime (bun, deno, tsx) gets
 the ``.ts`` file itself. The transpile is keyed by the source's hash and checked
@@ -28,28 +28,25 @@ class TypeScriptRuntime(JavaScriptRuntime):
     def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
         if len(interpreter) > 1 or Path(interpreter[0]).name != "node":
             return [*interpreter, str(BOOTSTRAP), declaration.source]
-        esbuild = find_esbuild(context)
-        if esbuild is None:
-            npx = shutil.which("npx")
-            if npx is None:
-                raise RuntimeUnavailable(
-                    "npx", "install Node.js with npm, or esbuild (npm install esbuild), to run TypeScript tools"
-                )
-            return [npx, "--yes", "tsx", str(BOOTSTRAP), declaration.source]
-        return [
-            *interpreter,
-            str(BOOTSTRAP),
-            str(transpiled(declaration.source, esbuild, context.state_dir / "cache" / ".typescript")),
-        ]
+        esbuild = find_program("esbuild", context)
+        if esbuild is not None:
+            cache = context.state_dir / "cache" / ".typescript"
+            return [*interpreter, str(BOOTSTRAP), str(transpiled(declaration.source, esbuild, cache))]
+        tsx = find_program("tsx", context)
+        if tsx is not None:
+            return [tsx, str(BOOTSTRAP), declaration.source]
+        npx = shutil.which("npx")
+        if npx is None:
+            raise RuntimeUnavailable("npx", "install Node.js with npm, or esbuild (npm install esbuild), to run TypeScript tools")
+        return [npx, "--yes", "tsx", str(BOOTSTRAP), declaration.source]
 
 
-def find_esbuild(context: Context) -> str | None:
+def find_program(name: str, context: Context) -> str | None:
+    """``name`` from TOOLEXEC_<NAME>, PATH, or a node_modules/.bin of the venv, functions or working directory."""
     candidates = [
-        os.environ.get("TOOLEXEC_ESBUILD"),
-        shutil.which("esbuild"),
-        str(Path(sys.prefix) / "node" / "node_modules" / ".bin" / "esbuild"),
-        str(context.functions_dir / "node_modules" / ".bin" / "esbuild"),
-        str(context.cwd / "node_modules" / ".bin" / "esbuild"),
+        os.environ.get(f"TOOLEXEC_{name.upper()}"),
+        shutil.which(name),
+        *(str(base / "node_modules" / ".bin" / name) for base in (Path(sys.prefix) / "node", context.functions_dir, context.cwd)),
     ]
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,61 @@ def test_shebang_selects_the_runtime(project: Project, tmp_path: Path) -> None:
     assert executor.call("plain", {}).output == "no"
 
 
+WHICH_RUNTIME_TS = """
+enum Greeting { Hello = "hello" }  // TypeScript-only syntax: the chosen runtime must transpile it
+/** Say which runtime ran the tool. */
+export function run(name: string): string {
+  const g = globalThis as any;
+  const who = g.Bun ? "bun" : g.Deno ? "deno" : process.execArgv.join(" ").includes("tsx") ? "tsx" : "node";
+  return `${who}: ${Greeting.Hello} ${name}`;
+}
+"""
+
+
+@pytest.fixture
+def js_runtimes(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """bun, deno and tsx as `make test` installs them (npm), put first on PATH like a user's own install."""
+    bin_dir = Path(sys.prefix) / "js-runtimes" / "node_modules" / ".bin"
+    if not (bin_dir / "deno").exists():
+        pytest.skip(f"bun, deno and tsx are not installed in {bin_dir.parent.parent}; run `make test`")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
+
+
+@pytest.mark.parametrize(
+    ("shebang", "runtime"),
+    [("#!/usr/bin/env bun", "bun"), ("#!/usr/bin/env -S deno run -A", "deno"), ("#!/usr/bin/env tsx", "tsx"), ("", "node")],
+)
+def test_shebang_runtime_really_runs_the_typescript(project: Project, js_runtimes: Path, shebang: str, runtime: str) -> None:
+    project.tool("who.ts", f"{shebang}\n{WHICH_RUNTIME_TS}")
+    result = project.executor().call("who", {"name": "zoë"})
+    assert (result.status, result.output) == ("ok", f"{runtime}: hello zoë"), result.stderr
+
+
+def test_without_esbuild_tsx_runs_the_typescript(project: Project, js_runtimes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtimes import typescript
+
+    real = typescript.find_program
+    monkeypatch.setattr(typescript, "find_program", lambda name, context: None if name == "esbuild" else real(name, context))
+    project.tool("who.ts", WHICH_RUNTIME_TS)
+    result = project.executor().call("who", {"name": "ana"})
+    assert (result.status, result.output) == ("ok", "tsx: hello ana"), result.stderr
+
+
+def test_without_esbuild_or_tsx_npx_tsx_runs_the_typescript(
+    project: Project, js_runtimes: Path, monkeypatch: pytest.MonkeyPatch, isolated: Path
+) -> None:
+    """The last resort, `npx --yes tsx`, run for real (offline: npx finds tsx in the working directory's node_modules)."""
+    from runtimes import typescript
+
+    monkeypatch.setattr(typescript, "find_program", lambda name, context: None)
+    (isolated / "node_modules").symlink_to(js_runtimes.parent)
+    monkeypatch.setenv("npm_config_offline", "true")
+    project.tool("who.ts", WHICH_RUNTIME_TS)
+    result = project.executor().call("who", {"name": "ana"})
+    assert (result.status, result.output) == ("ok", "tsx: hello ana"), result.stderr
+
+
 def test_missing_node_is_a_clear_error(project: Project) -> None:
     project.tool("x.js", "/** X. */\nexport function run() {}\n")
     result = project.executor(runtimes={"javascript": "node-not-installed-xyz"}).call("x", {})
@@ -170,7 +226,7 @@ def test_shipped_demos(tool: str, arguments: dict, check: str) -> None:
 
 
 def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Plain node gets the cached transpile; another runtime gets the .ts; no esbuild means npx tsx."""
+    """Plain node gets the cached transpile; another runtime gets the .ts; no esbuild means tsx, else npx tsx."""
     from compilers import compile_source
     from runtimes import typescript
     from runtimes.base import Context
@@ -188,8 +244,14 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert runtime.command(declaration, ["/opt/bun"], context) == ["/opt/bun", str(BOOTSTRAP), str(source)]
     assert runtime.command(declaration, ["deno", "run", "-A"], context) == ["deno", "run", "-A", str(BOOTSTRAP), str(source)]
 
-    monkeypatch.setattr(typescript, "find_esbuild", lambda context: None)
-    monkeypatch.setattr(typescript.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(typescript.shutil, "which", lambda name: f"/usr/bin/{name}" if name == "npx" else None)
+    monkeypatch.setattr(typescript.sys, "prefix", str(tmp_path / "no-venv"))
+    tsx = tmp_path / "node_modules" / ".bin" / "tsx"  # the working directory's node_modules
+    tsx.parent.mkdir(parents=True)
+    tsx.write_text("#!/bin/sh\n")
+    tsx.chmod(0o755)
+    assert runtime.command(declaration, ["/usr/bin/node"], context) == [str(tsx), str(BOOTSTRAP), str(source)]
+    tsx.unlink()
     assert runtime.command(declaration, ["/usr/bin/node"], context) == [
         "/usr/bin/npx",
         "--yes",
