@@ -24,6 +24,7 @@ from runtimes.environment import dotenv_values, tool_environment
 from runtimes.interpreter import resolve
 
 EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_TIMEOUT, EXIT_CANCELLED = 2, 127, 124, 130
+OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls in <state>/cache/.outputs/
 
 
 class Engine:
@@ -109,14 +110,36 @@ class Engine:
                 message = f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}"
                 return _failure(call, call_id, "unavailable", message, EXIT_UNAVAILABLE, started)
             output = read_capped(output_path, limit)
-            if output.dropped:  # keep the whole of it, named in the result
+            if not output.total and finished.stdout.total:
+                output = finished.stdout  # the tool printed instead of writing LLM_OUTPUT
+            else:
+                _discard(finished.stdout.spilled)  # stdout is not the result: no file of it is kept
+            if output.dropped and output.spill is None:  # keep the whole of it, named in the result
                 output.spill = str(self._outputs_dir() / f"{call_id}.output")
                 os.makedirs(self._outputs_dir(), exist_ok=True)
                 shutil.move(output_path, output.spill)
+            if output.spilled or finished.stderr.spilled:
+                prune(self._outputs_dir(), keep_seconds=OUTPUT_RETENTION_SECONDS)
             return _result(declaration, call_id, finished, output, timeout, started)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(output_path)
+
+
+def prune(directory: Path, keep_seconds: float) -> None:
+    """Remove the full outputs older than ``keep_seconds``: what results named stays readable for a day."""
+    cutoff = time.time() - keep_seconds
+    with contextlib.suppress(FileNotFoundError), os.scandir(directory) as entries:
+        for entry in entries:
+            with contextlib.suppress(FileNotFoundError):
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+
+
+def _discard(path: str | None) -> None:
+    if path:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def read_capped(path: str, limit: int) -> Capture:
@@ -139,14 +162,12 @@ def _result(
 ) -> ToolResult:
     notes: list[str] = []
     text, lossy = output.text()
-    if not output.total and finished.stdout.total:
-        text, lossy = finished.stdout.text()  # the tool printed instead of writing LLM_OUTPUT
     stderr, stderr_lossy = finished.stderr.text()
     if lossy or stderr_lossy:
         notes.append("output was not valid UTF-8; invalid bytes were replaced with U+FFFD")
     if finished.escaped:
         notes.append(f"killed {finished.escaped} process(es) the tool left running outside its process group")
-    output_file = output.spilled or (finished.stdout.spilled if not output.total else None)
+    output_file = output.spilled
     if output_file:
         notes.append(
             f"output was longer than max_output_bytes ({output.limit}); the middle was dropped; all of it is in {output_file}"

@@ -106,14 +106,19 @@ class Capture:
     def text(self) -> tuple[str, bool]:
         """Decoded text with a marker where bytes were dropped, and whether bytes were not UTF-8."""
         if not self.dropped:
-            raw = bytes(self.head + self.tail)
-            decoded = raw.decode("utf-8", "replace")
-            return decoded, "\ufffd" in decoded and "\ufffd".encode() not in raw
+            return _decode(bytes(self.head + self.tail))
         head, tail = _cut_end(bytes(self.head)), _cut_start(bytes(self.tail))
         dropped = self.total - len(head) - len(tail)
-        parts = [p.decode("utf-8", "replace") for p in (head, tail)]
-        lossy = any("\ufffd" in p for p in parts)
-        return f"{parts[0]}\n[… {dropped} bytes of output dropped …]\n{parts[1]}", lossy
+        (head_text, head_lossy), (tail_text, tail_lossy) = _decode(head), _decode(tail)
+        return f"{head_text}\n[… {dropped} bytes of output dropped …]\n{tail_text}", head_lossy or tail_lossy
+
+
+def _decode(raw: bytes) -> tuple[str, bool]:
+    """UTF-8 with replacement, and whether anything was replaced (a U+FFFD the tool wrote itself is not)."""
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace"), True
 
 
 def _cut_end(data: bytes) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from tests.conftest import Project
@@ -16,6 +18,10 @@ def run(where: str, repeat: int) -> None:
         with open(os.environ["LLM_OUTPUT"], "w") as f:
             f.write(chunk)
     elif where == "stdout":
+        sys.stdout.write(chunk)
+    elif where == "both":  # a short result in LLM_OUTPUT, and a flood of progress on stdout
+        with open(os.environ["LLM_OUTPUT"], "w") as f:
+            f.write("the result")
         sys.stdout.write(chunk)
     else:
         sys.stderr.write(chunk)
@@ -52,6 +58,27 @@ def test_stdout_and_stderr_beyond_the_cap_spill_to_files(project: Project) -> No
     assert len(noisy.stderr.encode()) < 200
 
 
+def test_stdout_that_is_not_the_result_leaves_no_file(project: Project) -> None:
+    project.tool("writer.py", WRITER)
+    result = project.executor(max_output_bytes=64).call("writer", {"where": "both", "repeat": 50_000})
+    assert (result.ok, result.output, result.output_file, result.notes) == (True, "the result", None, ())
+    assert list((project.root / "functions" / "cache" / ".outputs").iterdir()) == []
+
+
+def test_full_outputs_older_than_a_day_are_pruned(project: Project) -> None:
+    project.tool("writer.py", WRITER)
+    outputs = project.root / "functions" / "cache" / ".outputs"
+    outputs.mkdir(parents=True)
+    old, recent = outputs / "call_old.output", outputs / "call_recent.output"
+    for path, age_hours in ((old, 25), (recent, 23)):
+        path.write_text("kept from an earlier call")
+        then = time.time() - age_hours * 3600
+        os.utime(path, (then, then))
+    result = project.executor(max_output_bytes=64).call("writer", {"where": "file", "repeat": 1000}, call_id="new")
+    assert sorted(p.name for p in outputs.iterdir()) == ["call_recent.output", "new.output"]
+    assert result.output_file == str(outputs / "new.output")
+
+
 def test_within_the_cap_nothing_is_kept(project: Project) -> None:
     project.tool("writer.py", WRITER)
     result = project.executor(max_output_bytes=1 << 20).call("writer", {"where": "file", "repeat": 10})
@@ -67,3 +94,13 @@ def test_invalid_utf8_is_replaced_and_said(project: Project) -> None:
     result = project.executor().call("binary", {})
     assert (result.ok, result.output) == (True, "ok \ufffd\ufffd done")
     assert result.notes == ("output was not valid UTF-8; invalid bytes were replaced with U+FFFD",)
+
+
+def test_a_replacement_character_the_tool_wrote_is_not_called_invalid(project: Project) -> None:
+    project.tool("writer.py", WRITER.replace("ab\\u2713", "ab\\ufffd"))
+    small = project.executor().call("writer", {"where": "file", "repeat": 3})
+    capped = project.executor(max_output_bytes=64).call("writer", {"where": "file", "repeat": 1000})
+    assert (small.output, small.notes) == ("ab\ufffd" * 3, ())
+    assert capped.notes == (
+        f"output was longer than max_output_bytes (64); the middle was dropped; all of it is in {capped.output_file}",
+    )
