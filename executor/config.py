@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -196,7 +197,7 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
 
 def _positive(value: Any, key: str, where: str, kind: type) -> float:
     ok_type = isinstance(value, int) if kind is int else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok_type or value <= 0:
+    if isinstance(value, bool) or not ok_type or not 0 < value < math.inf:
         expected = "a positive whole number" if kind is int else "a positive number of seconds"
         raise ConfigError(where, f"expected {expected}, got {value!r}", key=key)
     return value

@@ -8,6 +8,7 @@ can hand them straight to a model.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from executor.catalog import Catalog
 from executor.config import Config
-from executor.errors import CallRefused, RuntimeUnavailable
+from executor.errors import BadRequest, CallRefused, RuntimeUnavailable
 from executor.records import Status, ToolCall, ToolDeclaration, ToolResult
 from executor.validation import parse_arguments, validate_arguments
 from runtimes import Cancellation, Capture, Context, Finished, Launch, Runtime, run_process, runtime_for
@@ -36,6 +37,11 @@ class Engine:
         started = time.monotonic()
         call_id = call.call_id or f"call_{os.urandom(12).hex()}"
         try:
+            timeout = call.timeout
+            if timeout is not None and (
+                isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
+            ):
+                raise BadRequest(f"timeout must be a positive number of seconds, got {call.timeout!r}")
             declaration = self.catalog.get(call.name)
             arguments = parse_arguments(call.arguments, call.name)
             validate_arguments(declaration.name, declaration.parameters, arguments)

@@ -59,3 +59,14 @@ def test_async_calls_run_together(project: Project) -> None:
         return [r.output for r in results]
 
     assert asyncio.run(scenario()) == ["1", "2", "3", "4", "5", "6"]
+
+
+@pytest.mark.parametrize("timeout", [True, "5", 0, -0.5])
+def test_a_per_call_timeout_must_be_a_positive_number(project: Project, timeout: object) -> None:
+    project.tool("add.py", 'def run(a: int) -> int:\n    """Add one."""\n    return a + 1\n')
+    result = project.executor().call("add", {"a": 1}, timeout=timeout)  # type: ignore[arg-type]
+    assert (result.status, result.exit_code, result.error) == (
+        "refused",
+        2,
+        f"timeout must be a positive number of seconds, got {timeout!r}",
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Project, toolexec
 
 ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add two numbers."""\n    return a + b\n'
@@ -90,6 +92,14 @@ def test_timeout_exits_124(project: Project) -> None:
     result = json.loads(done.stdout)
     assert (done.returncode, result["status"], result["exit_code"]) == (124, "timeout", 124)
     assert result["tool_call_error"] == "Tool call 'nap' timed out after 0.5s"
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(project: Project, timeout: str) -> None:
+    project.tool("add.py", ADD)
+    done = toolexec("--config", str(project.configure()), "run", "add", '{"a": 1}', "--timeout", timeout)
+    expected = f"toolexec: timeout must be a positive number of seconds, got {float(timeout)!r}\n"
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", expected)
 
 
 def test_build_list_describe(project: Project) -> None:
