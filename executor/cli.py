@@ -178,8 +178,11 @@ def _call(args: argparse.Namespace) -> int:
     from executor.batch import parse_batch, result_messages, run_batch
     from executor.errors import BadRequest
 
+    text = sys.stdin.read() if sys.stdin is not None else ""
+    if not text.strip():
+        raise BadRequest("the batch on stdin is empty: expected OpenAI tool_calls or Anthropic tool_use blocks as JSON")
     try:
-        data = json.loads(sys.stdin.read() if sys.stdin is not None else "")
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     executor = _executor(args)

@@ -94,6 +94,12 @@ def test_malformed_batch_is_refused(project: Project) -> None:
     bad_json = toolexec("--config", config, "call", input="[{")
     assert (bad_json.returncode, bad_json.stdout) == (2, "")
     assert bad_json.stderr.startswith("toolexec: the batch on stdin is not valid JSON: ")
+    empty = toolexec("--config", config, "call", input="\n")
+    assert (empty.returncode, empty.stdout, empty.stderr) == (
+        2,
+        "",
+        "toolexec: the batch on stdin is empty: expected OpenAI tool_calls or Anthropic tool_use blocks as JSON\n",
+    )
     wrong_shape = toolexec("--config", config, "call", input='{"calls": 1}')
     assert (wrong_shape.returncode, wrong_shape.stderr) == (
         2,
