@@ -20,6 +20,12 @@ class JavaScriptRuntime:
         return [*interpreter, str(BOOTSTRAP), declaration.source]
 
     def stdin(self, declaration: ToolDeclaration, arguments: dict[str, Any]) -> bytes:
+        if declaration.convention == "object":
+            # llm-functions' `@property {T} [name=default]`: the JSDoc is the only place the default is
+            # written, so toolexec fills it in (Python and positional tools get theirs from the signature).
+            properties = declaration.parameters.get("properties", {})
+            defaults = {name: p["default"] for name, p in properties.items() if "default" in p and name not in arguments}
+            arguments = {**arguments, **defaults}
         request = {
             "arguments": arguments,
             "convention": declaration.convention,

@@ -85,7 +85,7 @@ def test_each_calling_convention(project: Project) -> None:
         "id": "c7",
     }
     assert json.loads(executor.call("flat_ts", {"city": "Porto", "units": "f", "days": 1}).output)["units"] == "f"
-    assert executor.call("object_js", {"text": "t"}).output == "t:none"
+    assert executor.call("object_js", {"text": "t"}).output == "t:2"  # the JSDoc's [count=2] applied
     assert executor.call("object_js", {"text": "t", "count": 4}).output == "t:4"
     assert executor.call("flat_js", {"a": "x"}).output == '["x",5]'
     assert json.loads(executor.call("mod_default", {"q": "z"}, call_id="c8").output) == {
