@@ -22,7 +22,7 @@ _NULLISH = {"null", "undefined", "void"}
 
 
 class TypeContext:
-    """Interfaces and type aliases declared in the same file, by name."""
+    """Interfaces, type aliases and enums declared in the same file, by name."""
 
     def __init__(self, root: Node | None, diag: Diagnostics) -> None:
         self.diag = diag
@@ -30,7 +30,7 @@ class TypeContext:
         self._active: set[str] = set()
         for node in root.named_children if root is not None else ():
             inner = node.child_by_field_name("declaration") if node.type == "export_statement" else node
-            if inner is not None and inner.type in ("interface_declaration", "type_alias_declaration"):
+            if inner is not None and inner.type in ("interface_declaration", "type_alias_declaration", "enum_declaration"):
                 self.named[text(inner.child_by_field_name("name"))] = inner
 
     def schema(self, node: Node | None, *, top: bool = False, ignore_case: bool = False) -> tuple[dict[str, Any], bool]:
@@ -52,7 +52,7 @@ class TypeContext:
             if key in _NULLISH:
                 return {}, True
             if name in self.named and name not in self._active:
-                return self._named(name), False
+                return self._named(name, node, top), False
             return self._unknown(name, node, top), False
         if kind == "literal_type":
             if text(node) in _NULLISH:
@@ -93,8 +93,11 @@ class TypeContext:
             return {"type": "boolean"}, nullable
         return self._unknown(" | ".join(text(m) for m in members), at, top), nullable
 
-    def _named(self, name: str) -> dict[str, Any]:
+    def _named(self, name: str, at: Node, top: bool) -> dict[str, Any]:
         declaration = self.named[name]
+        if declaration.type == "enum_declaration":
+            values = _enum_values(declaration)
+            return enum_schema(values) if values else self._unknown(f"{name} (an enum with computed members)", at, top)
         self._active.add(name)
         try:
             body = declaration.child_by_field_name("body") or declaration.child_by_field_name("value")
@@ -121,6 +124,31 @@ class TypeContext:
             return {}
         self.diag.warn(at, f"type {what} has no JSON Schema equivalent; the parameter is declared as a string")
         return {"type": "string"}
+
+
+def _enum_values(declaration: Node) -> list[str | int | float]:
+    """The runtime values of a TypeScript enum's members (numbered on from the last number, as tsc
+    does), or [] when a member is computed."""
+    values: list[str | int | float] = []
+    following: int | float | None = 0
+    body = declaration.child_by_field_name("body")
+    for member in body.named_children if body is not None else ():
+        if member.type == "comment":
+            continue
+        if member.type == "enum_assignment":
+            try:
+                value = js_literal(member.named_children[-1])
+            except NotLiteral:
+                return []
+        elif member.type == "property_identifier" and following is not None:
+            value = following
+        else:
+            return []
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            return []
+        values.append(value)
+        following = None if isinstance(value, str) else value + 1
+    return values
 
 
 def _flatten(node: Node) -> list[Node]:

@@ -100,6 +100,23 @@ def test_each_calling_convention(project: Project) -> None:
     assert (failed.ok, failed.exit_code, failed.error) == (False, 1, "Tool call 'mod_tool' exited with code 1: no luck")
 
 
+def test_enum_parameters_arrive_as_the_enum_values(project: Project) -> None:
+    project.tool(
+        "convert.ts",
+        'enum Units { C = "c", F = "f" }\nenum Level { Low, High }\n'
+        "/** Convert. */\nexport function run(units: Units, level: Level = Level.High): string {\n"
+        '  return `${units === Units.F ? "fahrenheit" : "celsius"} ${Level[level]}`;\n}\n',
+    )
+    executor = project.executor()
+    assert executor.call("convert", {"units": "f"}).output == "fahrenheit High"
+    assert executor.call("convert", {"units": "c", "level": 0}).output == "celsius Low"
+    refused = executor.call("convert", {"units": "k"})
+    assert (refused.status, refused.error) == (
+        "refused",
+        'invalid arguments for tool \'convert\':\n- parameter \'units\': expected one of "c", "f", got "k"',
+    )
+
+
 def test_thrown_error_is_a_failed_result(project: Project) -> None:
     project.tool("throws.ts", '/** Throw. */\nexport function run(): string {\n  throw new TypeError("bad input shape");\n}\n')
     result = project.executor().call("throws", {})
