@@ -195,9 +195,14 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
     return result
 
 
-def _positive(value: Any, key: str, where: str, kind: type) -> float:
+def is_positive(value: Any, kind: type = float) -> bool:
+    """A finite number above zero (a whole one if ``kind`` is int); booleans are not numbers here."""
     ok_type = isinstance(value, int) if kind is int else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok_type or not 0 < value < math.inf:
+    return ok_type and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def _positive(value: Any, key: str, where: str, kind: type) -> float:
+    if not is_positive(value, kind):
         expected = "a positive whole number" if kind is int else "a positive number of seconds"
         raise ConfigError(where, f"expected {expected}, got {value!r}", key=key)
     return value

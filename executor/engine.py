@@ -8,7 +8,6 @@ can hand them straight to a model.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 import tempfile
@@ -16,7 +15,7 @@ import time
 from pathlib import Path
 
 from executor.catalog import Catalog
-from executor.config import Config
+from executor.config import Config, is_positive
 from executor.errors import BadRequest, CallRefused, RuntimeUnavailable
 from executor.records import Status, ToolCall, ToolDeclaration, ToolResult
 from executor.validation import parse_arguments, validate_arguments
@@ -37,10 +36,7 @@ class Engine:
         started = time.monotonic()
         call_id = call.call_id or f"call_{os.urandom(12).hex()}"
         try:
-            timeout = call.timeout
-            if timeout is not None and (
-                isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf
-            ):
+            if call.timeout is not None and not is_positive(call.timeout):
                 raise BadRequest(f"timeout must be a positive number of seconds, got {call.timeout!r}")
             declaration = self.catalog.get(call.name)
             arguments = parse_arguments(call.arguments, call.name)
