@@ -86,9 +86,9 @@ class InvalidArguments(CallRefused):
 
 
 class RuntimeUnavailable(ToolexecError):
-    def __init__(self, interpreter: str, hint: str) -> None:
+    def __init__(self, interpreter: str, hint: str, *, found: bool = False) -> None:
         self.interpreter = interpreter
-        super().__init__(f"interpreter {interpreter!r} not found; {hint}")
+        super().__init__(f"{interpreter} {hint}" if found else f"interpreter {interpreter!r} not found; {hint}")
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

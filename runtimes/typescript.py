@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from executor.errors import RuntimeUnavailable
@@ -52,36 +53,60 @@ def find_program(name: str, context: Context) -> str | None:
 
 
 def transpiled(source: str, esbuild: str, cache: Path) -> Path:
-    """The cached JavaScript for ``source``, rebuilt when it or anything it imports changed."""
+    """The cached JavaScript for ``source``, rebuilt when it or anything it imports changed.
+
+    Safe under concurrency: threads of one process build a key once (a lock per key); processes
+    build into private files and publish each file with an atomic rename.
+    """
     key = hashlib.sha256(Path(source).read_bytes() + " ".join(ESBUILD_FLAGS).encode()).hexdigest()[:32]
     output, inputs_file = cache / f"{key}.mjs", cache / f"{key}.inputs.json"
+    if _fresh(output, inputs_file):
+        return output
+    with _lock(key):
+        if _fresh(output, inputs_file):  # another thread built it while this one waited
+            return output
+        private = f"{os.getpid()}.{threading.get_ident()}"
+        metafile, staging, inputs_staging = (cache / f".{key}.{private}.{kind}" for kind in ("meta.json", "mjs", "inputs.json"))
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(
+                [esbuild, source, *ESBUILD_FLAGS, f"--outfile={staging}", f"--metafile={metafile}"],
+                capture_output=True,
+                text=True,
+                cwd=Path(source).parent,
+            )
+            if done.returncode != 0:
+                raise RuntimeUnavailable(esbuild, f"could not transpile {source}:\n{done.stderr.strip()}", found=True)
+            read = json.loads(metafile.read_text())["inputs"]
+            base = Path(source).parent
+            inputs_staging.write_text(json.dumps({str((base / p).resolve()): _stat((base / p).resolve()) for p in read}))
+            os.replace(staging, output)
+            os.replace(inputs_staging, inputs_file)
+            return output
+        except OSError as exc:
+            raise RuntimeUnavailable(
+                esbuild, f"could not write its output to {cache}: {exc.strerror or exc}", found=True
+            ) from None
+        finally:
+            for leftover in (metafile, staging, inputs_staging):
+                leftover.unlink(missing_ok=True)
+
+
+def _fresh(output: Path, inputs_file: Path) -> bool:
     try:
         inputs = json.loads(inputs_file.read_text())
-        if output.exists() and all(_stat(Path(p)) == stat for p, stat in inputs.items()):
-            return output
-    except (OSError, ValueError, TypeError):
-        pass
-    cache.mkdir(parents=True, exist_ok=True)
-    metafile = cache / f"{key}.meta.{os.getpid()}.json"
-    staging = cache / f".{key}.{os.getpid()}.mjs"
-    try:
-        done = subprocess.run(
-            [esbuild, source, *ESBUILD_FLAGS, f"--outfile={staging}", f"--metafile={metafile}"],
-            capture_output=True,
-            text=True,
-            cwd=Path(source).parent,
-        )
-        if done.returncode != 0:
-            raise RuntimeUnavailable("esbuild", f"it could not transpile {source}:\n{done.stderr.strip()}")
-        read = json.loads(metafile.read_text())["inputs"]
-        base = Path(source).parent
-        inputs = {str((base / p).resolve()): _stat((base / p).resolve()) for p in read}
-        os.replace(staging, output)
-        inputs_file.write_text(json.dumps(inputs))
-        return output
-    finally:
-        metafile.unlink(missing_ok=True)
-        staging.unlink(missing_ok=True)
+        return output.exists() and all(_stat(Path(p)) == stat for p, stat in inputs.items())
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
+
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
 
 
 def _stat(path: Path) -> list[int] | None:

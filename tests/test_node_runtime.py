@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -145,6 +148,39 @@ def test_typescript_cache_is_never_stale(project: Project) -> None:
     helper.write_text('export const greeting: string = "goodbye";\n')
     os.utime(helper, ns=(0, 10**9))  # a different mtime even on coarse clocks
     assert executor.call("greet", {"name": "ana"}).output == "goodbye ana"
+
+
+def test_concurrent_calls_on_a_cold_transpile_cache(project: Project) -> None:
+    """Threads of one executor and separate processes all racing to transpile the same new tool."""
+    project.tool("inc.ts", "/** Increment. */\nexport function run(n: number): number {\n  return n + 1;\n}\n")
+    executor = project.executor()
+
+    async def together() -> list[str]:
+        results = await asyncio.gather(*(executor.acall("inc", {"n": n}) for n in range(8)))
+        return [r.output for r in results]
+
+    assert asyncio.run(together()) == [str(n + 1) for n in range(8)]
+    cache = project.root / "functions" / "cache" / ".typescript"
+    shutil.rmtree(cache)
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "executor", "--config", str(project.config), "run", "inc", f'{{"n": {n}}}'],
+            stdout=subprocess.PIPE,
+        )
+        for n in range(4)
+    ]
+    assert [run.communicate(timeout=60)[0] for run in runs] == [str(n + 1).encode() for n in range(4)]
+    assert sorted(p.suffixes[-1] for p in cache.iterdir()) == [".json", ".mjs"]  # no staging file left
+
+
+def test_a_tool_esbuild_cannot_bundle_says_why(project: Project) -> None:
+    project.tool("lost.ts", 'import { x } from "./missing";\n/** Lost. */\nexport function run(): string {\n  return x;\n}\n')
+    result = project.executor().call("lost", {})
+    assert (result.status, result.exit_code) == ("unavailable", 127)
+    first, *rest = (result.error or "").splitlines()
+    assert first.endswith(f"esbuild could not transpile {project.tools / 'lost.ts'}:")
+    assert '✘ [ERROR] Could not resolve "./missing"' in rest
+    assert sorted(p.name for p in (project.root / "functions" / "cache" / ".typescript").iterdir()) == []
 
 
 def test_shebang_selects_the_runtime(project: Project, tmp_path: Path) -> None:
