@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,10 @@ def digest(text: str) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader never sees half a file."""
+    """Write JSON so that a reader never sees half a file, and concurrent writers (threads or
+    processes) never share a temporary file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, path)

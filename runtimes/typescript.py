@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from executor.errors import RuntimeUnavailable
+from executor.paths import write_json_atomic
 from executor.records import ToolDeclaration
 from runtimes.base import Context
 from runtimes.javascript import BOOTSTRAP, JavaScriptRuntime
@@ -66,7 +67,7 @@ def transpiled(source: str, esbuild: str, cache: Path) -> Path:
         if _fresh(output, inputs_file):  # another thread built it while this one waited
             return output
         private = f"{os.getpid()}.{threading.get_ident()}"
-        metafile, staging, inputs_staging = (cache / f".{key}.{private}.{kind}" for kind in ("meta.json", "mjs", "inputs.json"))
+        metafile, staging = cache / f".{key}.{private}.meta.json", cache / f".{key}.{private}.mjs"
         try:
             cache.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
@@ -79,16 +80,16 @@ def transpiled(source: str, esbuild: str, cache: Path) -> Path:
                 raise RuntimeUnavailable(esbuild, f"could not transpile {source}:\n{done.stderr.strip()}", found=True)
             read = json.loads(metafile.read_text())["inputs"]
             base = Path(source).parent
-            inputs_staging.write_text(json.dumps({str((base / p).resolve()): _stat((base / p).resolve()) for p in read}))
+            inputs = {str((base / p).resolve()): _stat((base / p).resolve()) for p in read}
             os.replace(staging, output)
-            os.replace(inputs_staging, inputs_file)
+            write_json_atomic(inputs_file, inputs)
             return output
         except OSError as exc:
             raise RuntimeUnavailable(
                 esbuild, f"could not write its output to {cache}: {exc.strerror or exc}", found=True
             ) from None
         finally:
-            for leftover in (metafile, staging, inputs_staging):
+            for leftover in (metafile, staging):
                 leftover.unlink(missing_ok=True)
 
 
