@@ -304,6 +304,9 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     tsx.write_text("#!/bin/sh\n")
     tsx.chmod(0o755)
     assert runtime.command(declaration, ["/usr/bin/node"], context) == [str(tsx), str(BOOTSTRAP), str(source)]
+    monkeypatch.setenv("TOOLEXEC_TSX", "/bin/true")  # the override wins over node_modules
+    assert runtime.command(declaration, ["/usr/bin/node"], context) == ["/bin/true", str(BOOTSTRAP), str(source)]
+    monkeypatch.delenv("TOOLEXEC_TSX")
     tsx.unlink()
     assert runtime.command(declaration, ["/usr/bin/node"], context) == [
         "/usr/bin/npx",
