@@ -93,8 +93,6 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
         properties[tag.name] = schema
     if not doc.description:
         diag.error(statement, "the JSDoc block has no description", "start it with what the tool does: /** Get the weather. */")
-    meta: dict[str, Any] = {}
-    meta.update(jsdoc_limits(doc, statement or root, diag))
     return finish(
         diag,
         source=source,
@@ -104,7 +102,7 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
         parameters=object_schema(properties, required),
         language="javascript",
         convention="object",
-        meta=meta,
+        meta=dict(jsdoc_limits(doc, statement or root, diag)),
     )
 
 

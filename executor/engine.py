@@ -121,14 +121,14 @@ class Engine:
                 os.makedirs(self._outputs_dir(), exist_ok=True)
                 shutil.move(output_path, output.spill)
             if output.spilled or finished.stderr.spilled:
-                prune(self._outputs_dir(), keep_seconds=OUTPUT_RETENTION_SECONDS)
+                _prune(self._outputs_dir(), keep_seconds=OUTPUT_RETENTION_SECONDS)
             return _result(declaration, call_id, finished, output, timeout, started)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(output_path)
 
 
-def prune(directory: Path, keep_seconds: float) -> None:
+def _prune(directory: Path, keep_seconds: float) -> None:
     """Remove the full outputs older than ``keep_seconds``: what results named stays readable for a day."""
     cutoff = time.time() - keep_seconds
     with contextlib.suppress(FileNotFoundError), os.scandir(directory) as entries:

@@ -11,6 +11,7 @@
     │   ├── UnknownTool        no visible tool of that name (with a close match)
     │   └── InvalidArguments   arguments that break the tool's schema (every problem)
     └── RuntimeUnavailable     the interpreter a tool needs is not installed
+        └── PreparationFailed  it is, but readying the tool failed (esbuild could not transpile)
 
 A tool that runs and fails is not an exception: it is a ``ToolResult`` with
 ``ok=False``. Every message names the object at fault and what to do instead.
@@ -86,9 +87,21 @@ class InvalidArguments(CallRefused):
 
 
 class RuntimeUnavailable(ToolexecError):
-    def __init__(self, interpreter: str, hint: str, *, found: bool = False) -> None:
+    def __init__(self, interpreter: str, hint: str) -> None:
         self.interpreter = interpreter
-        super().__init__(f"{interpreter} {hint}" if found else f"interpreter {interpreter!r} not found; {hint}")
+        super().__init__(self.describe(interpreter, hint))
+
+    @staticmethod
+    def describe(interpreter: str, hint: str) -> str:
+        return f"interpreter {interpreter!r} not found; {hint}"
+
+
+class PreparationFailed(RuntimeUnavailable):
+    """The program that readies a tool to run (esbuild for TypeScript) is there but failed."""
+
+    @staticmethod
+    def describe(interpreter: str, hint: str) -> str:
+        return f"{interpreter} {hint}"
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

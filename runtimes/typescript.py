@@ -17,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from executor.errors import RuntimeUnavailable
+from executor.errors import PreparationFailed, RuntimeUnavailable
 from executor.paths import write_json_atomic
 from executor.records import ToolDeclaration
 from runtimes.base import Context
@@ -77,7 +77,7 @@ def transpiled(source: str, esbuild: str, cache: Path) -> Path:
                 cwd=Path(source).parent,
             )
             if done.returncode != 0:
-                raise RuntimeUnavailable(esbuild, f"could not transpile {source}:\n{done.stderr.strip()}", found=True)
+                raise PreparationFailed(esbuild, f"could not transpile {source}:\n{done.stderr.strip()}")
             read = json.loads(metafile.read_text())["inputs"]
             base = Path(source).parent
             inputs = {str((base / p).resolve()): _stat((base / p).resolve()) for p in read}
@@ -85,9 +85,7 @@ def transpiled(source: str, esbuild: str, cache: Path) -> Path:
             write_json_atomic(inputs_file, inputs)
             return output
         except OSError as exc:
-            raise RuntimeUnavailable(
-                esbuild, f"could not write its output to {cache}: {exc.strerror or exc}", found=True
-            ) from None
+            raise PreparationFailed(esbuild, f"could not write its output to {cache}: {exc.strerror or exc}") from None
         finally:
             for leftover in (metafile, staging):
                 leftover.unlink(missing_ok=True)
