@@ -9,23 +9,30 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# esbuild (npm) gives TypeScript tools their fast path: a cached transpile run on plain node.
+# The main job needs only toolexec with its Node extra (Node.js 24 from PyPI): no npm, no system Node.
+$(VENV)/.app: pyproject.toml setup.py | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[node]'
+	touch $@
+
+# esbuild (npm): the optional accelerator of the TypeScript transpile, exercised by the tests.
 $(VENV)/node/node_modules/.bin/esbuild: | $(BIN)/python
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/node esbuild@0.28
-
-$(VENV)/.app: pyproject.toml | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild
-	$(BIN)/python -m pip install -q -e .
-	touch $@
 
 # The other runtimes a TypeScript tool's shebang may name, so the tests run them for real.
 $(VENV)/js-runtimes/node_modules/.bin/deno: | $(BIN)/python
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/js-runtimes tsx@4 bun@1 deno@2
 
-$(VENV)/.test: pyproject.toml | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno
-	$(BIN)/python -m pip install -q -e '.[test]'
+# Wheels for the install tests, which build toolexec's wheel and install it offline into fresh
+# venvs beside PyPI's unrelated `executor` package.
+$(VENV)/wheelhouse/.done: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip download -q -d $(VENV)/wheelhouse executor '.[node]'
+	touch $@
+
+$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/wheelhouse/.done
+	$(BIN)/python -m pip install -q -e '.[node,test]'
 	touch $@ $(VENV)/.app
 
-## The main job: compile the shipped tools and make a real call.
+## The main job: compile the shipped tools and make real tool calls.
 demo: $(VENV)/.app
 	$(BIN)/toolexec build
 	$(BIN)/toolexec run demo_py '{"text": "hello from toolexec", "count": 2, "tags": ["demo"]}'
@@ -40,8 +47,12 @@ lint: $(VENV)/.test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy checks the import package as users see it: a tree of links named toolexec/.
 typecheck: $(VENV)/.test
-	$(BIN)/mypy
+	rm -rf $(VENV)/typecheck && mkdir -p $(VENV)/typecheck/toolexec
+	ln -s $(CURDIR)/executor/* $(VENV)/typecheck/toolexec/
+	ln -s $(CURDIR)/compilers $(CURDIR)/runtimes $(VENV)/typecheck/toolexec/
+	cd $(VENV)/typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p toolexec
 
 unit: $(VENV)/.test
 	$(BIN)/python -m pytest
@@ -51,4 +62,4 @@ bench: $(VENV)/.test
 	$(BIN)/python benchmarks/stress.py
 
 clean:
-	rm -rf $(VENV) functions/functions.json functions/catalog.json functions/cache
+	rm -rf $(VENV) build functions/functions.json functions/catalog.json functions/cache

@@ -61,9 +61,9 @@ def main() -> None:
         )
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["XDG_CACHE_HOME"] = str(root / "cache")
-        cli = [sys.executable, "-m", "executor", "--config", str(config), "run"]
+        cli = [sys.executable, "-m", "toolexec", "--config", str(config), "run"]
 
-        from executor import Executor
+        from toolexec import Executor
 
         executor = Executor(config)
         executor.build()

@@ -16,7 +16,7 @@ SLEEPER = '#!/usr/bin/env bash\n# @describe Sleep half a second.\nmain() {\n    
 FLOOD = "#!/usr/bin/env bash\n# @describe Write 2 GiB to stdout.\nmain() {\n    head -c 2147483648 /dev/zero | tr '\\\\0' x\n}\n"
 MEMORY_PROBE = """
 import json, resource, sys
-from executor import Executor
+from toolexec import Executor
 executor = Executor(sys.argv[1])
 executor.build()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -30,9 +30,9 @@ if result.output_file:
 
 
 def main() -> None:
-    from executor import Executor
-    from executor.batch import Batch, run_batch
-    from executor.records import ToolCall
+    from toolexec import Executor
+    from toolexec.batch import Batch, run_batch
+    from toolexec.records import ToolCall
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -1,7 +1,7 @@
-"""Compilers: script source in, :class:`~executor.records.ToolDeclaration` out.
+"""Compilers: script source in, :class:`~toolexec.records.ToolDeclaration` out.
 
 Each language module exposes ``compile_source(source, path)``: pure, static
-(tree-sitter), and raising :class:`~executor.errors.CompileError` with every
+(tree-sitter), and raising :class:`~toolexec.errors.CompileError` with every
 problem in the file. :func:`compile_file` is the only function here that reads disk.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from importlib import import_module
 from pathlib import Path
 
-from executor.errors import CompileError, Problem
-from executor.records import Language, ToolDeclaration
+from toolexec.errors import CompileError, Problem
+from toolexec.records import Language, ToolDeclaration
 
 SUFFIXES: dict[str, Language] = {
     ".py": "python",
@@ -36,7 +36,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         known = ", ".join(SUFFIXES)
         raise CompileError(path, [Problem(path, 1, 1, "not a tool script", f"use one of the extensions {known}")])
     try:
-        module = import_module(f"compilers.{language}")
+        module = import_module(f"{__name__}.{language}")
     except ModuleNotFoundError:
         raise CompileError(path, [Problem(path, 1, 1, f"{language} tools are not supported yet")]) from None
     return module.compile_source(source, path)

@@ -5,10 +5,20 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from compilers.argc import EnvVar, Param, ParamKind, TagError, parse_env, parse_param
-from compilers.common import LIMITS, Diagnostics, finish, object_schema, parser, read_limits, syntax_errors, text, tool_name
-from compilers.shebang import read_shebang
-from executor.records import ToolDeclaration
+from toolexec.compilers.argc import EnvVar, Param, ParamKind, TagError, parse_env, parse_param
+from toolexec.compilers.common import (
+    LIMITS,
+    Diagnostics,
+    finish,
+    object_schema,
+    parser,
+    read_limits,
+    syntax_errors,
+    text,
+    tool_name,
+)
+from toolexec.compilers.shebang import read_shebang
+from toolexec.records import ToolDeclaration
 
 _SILENT = {"version", "author", "cmd", "alias"}  # argc tags that mean nothing for a tool
 _TYPES = {"INT": "integer", "NUM": "number"}

@@ -10,9 +10,9 @@ from typing import Any
 
 import tree_sitter
 
-from compilers.shebang import read_shebang
-from executor.errors import CompileError, Problem
-from executor.records import Convention, Language, ToolDeclaration
+from toolexec.compilers.shebang import read_shebang
+from toolexec.errors import CompileError, Problem
+from toolexec.records import Convention, Language, ToolDeclaration
 
 NAME_RE = re.compile(r"[a-zA-Z0-9_.:-]+")
 

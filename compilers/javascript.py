@@ -15,11 +15,11 @@ from typing import Any
 
 from tree_sitter import Node
 
-from compilers.common import Diagnostics, check_name, finish, object_schema, parser, syntax_errors, text, tool_name
-from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
-from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from compilers.typescript import compile_flat, jsdoc_limits, parse_default
-from executor.records import ToolDeclaration
+from toolexec.compilers.common import Diagnostics, check_name, finish, object_schema, parser, syntax_errors, text, tool_name
+from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
+from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
+from toolexec.compilers.typescript import compile_flat, jsdoc_limits, parse_default
+from toolexec.records import ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
 

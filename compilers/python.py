@@ -7,7 +7,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from compilers.common import (
+from toolexec.compilers.common import (
     Diagnostics,
     enum_schema,
     finish,
@@ -19,8 +19,8 @@ from compilers.common import (
     text,
     tool_name,
 )
-from compilers.docstring import Docstring, parse_docstring
-from executor.records import ToolDeclaration
+from toolexec.compilers.docstring import Docstring, parse_docstring
+from toolexec.records import ToolDeclaration
 
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 _ARRAYS = {"list", "List", "Sequence", "MutableSequence", "Iterable", "set", "Set", "frozenset", "FrozenSet", "tuple", "Tuple"}

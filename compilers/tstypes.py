@@ -8,7 +8,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from compilers.common import Diagnostics, enum_schema, object_schema, parser, text
+from toolexec.compilers.common import Diagnostics, enum_schema, object_schema, parser, text
 
 _PRIMITIVES = {
     "string": "string",

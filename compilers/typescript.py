@@ -10,7 +10,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from compilers.common import (
+from toolexec.compilers.common import (
     LIMITS,
     Diagnostics,
     finish,
@@ -23,9 +23,9 @@ from compilers.common import (
     text,
     tool_name,
 )
-from compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
-from compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from executor.records import Language, ToolDeclaration
+from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
+from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
+from toolexec.records import Language, ToolDeclaration
 
 RUN_HINT = "write the tool as: export function run(city: string, days = 1) { ... }"
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from executor.version import __version__
+from toolexec.version import __version__
 
 _EXPORTS = {
-    "Executor": "executor.api",
-    "BuildReport": "executor.build",
-    "Config": "executor.config",
-    "load_config": "executor.config",
-    "ToolCall": "executor.records",
-    "ToolDeclaration": "executor.records",
-    "ToolResult": "executor.records",
+    "Executor": "toolexec.api",
+    "BuildReport": "toolexec.build",
+    "Config": "toolexec.config",
+    "load_config": "toolexec.config",
+    "ToolCall": "toolexec.records",
+    "ToolDeclaration": "toolexec.records",
+    "ToolResult": "toolexec.records",
     **dict.fromkeys(
         [
             "BadRequest",
@@ -33,7 +33,7 @@ _EXPORTS = {
             "ToolexecError",
             "UnknownTool",
         ],
-        "executor.errors",
+        "toolexec.errors",
     ),
 }
 
@@ -60,10 +60,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from executor.api import Executor
-    from executor.build import BuildReport
-    from executor.config import Config, load_config
-    from executor.errors import (
+    from toolexec.api import Executor
+    from toolexec.build import BuildReport
+    from toolexec.config import Config, load_config
+    from toolexec.errors import (
         BadRequest,
         BuildError,
         CallRefused,
@@ -76,10 +76,10 @@ if TYPE_CHECKING:
         ToolexecError,
         UnknownTool,
     )
-    from executor.records import ToolCall, ToolDeclaration, ToolResult
+    from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'executor' has no attribute {name!r}")
+    raise AttributeError(f"module 'toolexec' has no attribute {name!r}")

@@ -1,3 +1,3 @@
-from executor.cli import main
+from toolexec.cli import main
 
 raise SystemExit(main())

@@ -6,14 +6,14 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from executor.catalog import Catalog, load_catalog
-from executor.config import Config, load_config
-from executor.engine import Engine
-from executor.records import ToolCall, ToolDeclaration, ToolResult
-from runtimes.process import Cancellation
+from toolexec.catalog import Catalog, load_catalog
+from toolexec.config import Config, load_config
+from toolexec.engine import Engine
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.runtimes.process import Cancellation
 
 if TYPE_CHECKING:
-    from executor.build import BuildReport
+    from toolexec.build import BuildReport
 
 
 class Executor:
@@ -41,7 +41,7 @@ class Executor:
             return self._catalog
 
     def build(self, *, force: bool = False) -> BuildReport:
-        from executor.build import build  # compiling is only needed when something changed
+        from toolexec.build import build  # compiling is only needed when something changed
 
         report = build(self.config, force=force)
         self._catalog = report.catalog

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from executor.errors import BadRequest
-from executor.records import ToolCall, ToolResult
+from toolexec.errors import BadRequest
+from toolexec.records import ToolCall, ToolResult
 
 Provider = Literal["openai", "anthropic"]
 

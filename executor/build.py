@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from executor.catalog import Catalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
-from executor.config import Config
-from executor.errors import CompileError, did_you_mean
+from toolexec.catalog import Catalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
+from toolexec.config import Config
+from toolexec.errors import CompileError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def _entry(config: Config, file: str, previous: Entry | None) -> tuple[Entry, bo
     sha = hashlib.sha256(data).hexdigest()
     if previous is not None and previous.sha256 == sha:
         return Entry(**{**previous.__dict__, "stat": stat}), False
-    from compilers import compile_source  # only here: a fresh catalog never loads tree-sitter
+    from toolexec.compilers import compile_source  # only here: a fresh catalog never loads tree-sitter
 
     try:
         declaration = compile_source(data.decode("utf-8"), str(path))

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from executor.config import Config
-from executor.errors import CallRefused, UnknownTool
-from executor.paths import write_json_atomic
-from executor.records import ToolDeclaration
-from executor.version import __version__
+from toolexec.config import Config
+from toolexec.errors import CallRefused, UnknownTool
+from toolexec.paths import write_json_atomic
+from toolexec.records import ToolDeclaration
+from toolexec.version import __version__
 
 CATALOG_FILE = "catalog.json"
 FUNCTIONS_FILE = "functions.json"

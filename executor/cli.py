@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from executor.errors import ToolexecError
-from executor.version import __version__
+from toolexec.errors import ToolexecError
+from toolexec.version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 
@@ -72,13 +72,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _executor(args: argparse.Namespace) -> Any:
-    from executor.api import Executor
+    from toolexec.api import Executor
 
     return Executor(args.config)
 
 
 def _init(args: argparse.Namespace) -> int:
-    from executor.paths import package_defaults
+    from toolexec.paths import package_defaults
 
     source, target = package_defaults(), Path(args.dir)
     files = [
@@ -109,8 +109,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from compilers import compile_file
-    from executor.errors import CompileError
+    from toolexec.compilers import compile_file
+    from toolexec.errors import CompileError
 
     declarations, status = [], EXIT_OK
     for file in args.files:
@@ -166,7 +166,7 @@ def _cancel_on_signals() -> Any:
     """A Cancellation set by SIGINT or SIGTERM, so the tool's tree ends and a result is still printed."""
     import signal
 
-    from runtimes.process import Cancellation
+    from toolexec.runtimes.process import Cancellation
 
     cancel = Cancellation()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -175,8 +175,8 @@ def _cancel_on_signals() -> Any:
 
 
 def _call(args: argparse.Namespace) -> int:
-    from executor.batch import parse_batch, result_messages, run_batch
-    from executor.errors import BadRequest
+    from toolexec.batch import parse_batch, result_messages, run_batch
+    from toolexec.errors import BadRequest
 
     text = sys.stdin.read() if sys.stdin is not None else ""
     if not text.strip():

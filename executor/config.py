@@ -18,9 +18,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from executor.errors import ConfigError, did_you_mean
-from executor.paths import digest, package_defaults, user_cache_dir, user_config_dir, write_json_atomic
-from executor.records import LANGUAGES
+from toolexec.errors import ConfigError, did_you_mean
+from toolexec.paths import digest, package_defaults, user_cache_dir, user_config_dir, write_json_atomic
+from toolexec.records import LANGUAGES
 
 DEFAULTS: dict[str, Any] = {
     "functions_dir": "functions",

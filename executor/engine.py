@@ -14,14 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from executor.catalog import Catalog
-from executor.config import Config, is_positive
-from executor.errors import BadRequest, CallRefused, RuntimeUnavailable
-from executor.records import Status, ToolCall, ToolDeclaration, ToolResult
-from executor.validation import parse_arguments, validate_arguments
-from runtimes import Cancellation, Capture, Context, Finished, Launch, Runtime, run_process, runtime_for
-from runtimes.environment import dotenv_values, tool_environment
-from runtimes.interpreter import resolve
+from toolexec.catalog import Catalog
+from toolexec.config import Config, is_positive
+from toolexec.errors import BadRequest, CallRefused, RuntimeUnavailable
+from toolexec.records import Status, ToolCall, ToolDeclaration, ToolResult
+from toolexec.runtimes import Cancellation, Capture, Context, Finished, Launch, Runtime, run_process, runtime_for
+from toolexec.runtimes.environment import dotenv_values, tool_environment
+from toolexec.runtimes.interpreter import resolve
+from toolexec.validation import parse_arguments, validate_arguments
 
 EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_TIMEOUT, EXIT_CANCELLED = 2, 127, 124, 130
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls in <state>/cache/.outputs/

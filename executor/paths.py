@@ -13,7 +13,7 @@ from typing import Any
 def package_defaults() -> Path:
     """The folder holding the embedded ``config.yaml`` and ``functions/``.
 
-    In a wheel they are bundled as ``executor/_default``; in a source checkout
+    In a wheel they are bundled as ``toolexec/_default``; in a source checkout
     they are the repository's own top-level files.
     """
     here = Path(__file__).resolve().parent

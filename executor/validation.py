@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from executor.errors import BadRequest, InvalidArguments, did_you_mean
+from toolexec.errors import BadRequest, InvalidArguments, did_you_mean
 
 _TYPE_NAMES = {
     "string": "a string",

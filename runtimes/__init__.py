@@ -1,16 +1,16 @@
 """Runtimes: how each language's tools are started and their results read back.
 
-:func:`runtime_for` gives the :class:`~runtimes.base.Runtime` of a language;
-:mod:`runtimes.process` is the single process helper all of them share.
+:func:`runtime_for` gives the :class:`~toolexec.runtimes.base.Runtime` of a language;
+:mod:`toolexec.runtimes.process` is the single process helper all of them share.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 
-from executor.records import Language
-from runtimes.base import Context, Runtime
-from runtimes.process import Cancellation, Capture, Finished, Launch, run_process
+from toolexec.records import Language
+from toolexec.runtimes.base import Context, Runtime
+from toolexec.runtimes.process import Cancellation, Capture, Finished, Launch, run_process
 
 __all__ = ["Cancellation", "Capture", "Context", "Finished", "Launch", "Runtime", "run_process", "runtime_for"]
 
@@ -25,6 +25,6 @@ _cache: dict[str, Runtime] = {}
 
 def runtime_for(language: Language) -> Runtime:
     if language not in _cache:
-        module = import_module(f"runtimes.{language}")
+        module = import_module(f"{__name__}.{language}")
         _cache[language] = getattr(module, _CLASSES[language])()
     return _cache[language]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from executor.records import ToolDeclaration
+from toolexec.records import ToolDeclaration
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from executor.errors import BadRequest
-from executor.records import ToolDeclaration
-from runtimes.base import Context
-from runtimes.environment import parse_dotenv
+from toolexec.errors import BadRequest
+from toolexec.records import ToolDeclaration
+from toolexec.runtimes.base import Context
+from toolexec.runtimes.environment import parse_dotenv
 
 BOOTSTRAP = Path(__file__).with_name("bash_bootstrap.sh")
 

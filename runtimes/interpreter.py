@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from executor.errors import RuntimeUnavailable
+from toolexec.errors import RuntimeUnavailable
 
 INSTALL_HINTS = {
     "python": "install Python 3 or set runtimes.python in config.yaml",

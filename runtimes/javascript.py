@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executor.records import ToolDeclaration
-from runtimes.base import Context
+from toolexec.records import ToolDeclaration
+from toolexec.runtimes.base import Context
 
 BOOTSTRAP = Path(__file__).with_name("node_bootstrap.mjs")
 

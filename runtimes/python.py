@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executor.records import ToolDeclaration
-from runtimes.base import Context
-from runtimes.interpreter import find_venv_python
+from toolexec.records import ToolDeclaration
+from toolexec.runtimes.base import Context
+from toolexec.runtimes.interpreter import find_venv_python
 
 BOOTSTRAP = Path(__file__).with_name("python_bootstrap.py")
 

@@ -17,11 +17,11 @@ import sys
 import threading
 from pathlib import Path
 
-from executor.errors import PreparationFailed, RuntimeUnavailable
-from executor.paths import write_json_atomic
-from executor.records import ToolDeclaration
-from runtimes.base import Context
-from runtimes.javascript import BOOTSTRAP, JavaScriptRuntime
+from toolexec.errors import PreparationFailed, RuntimeUnavailable
+from toolexec.paths import write_json_atomic
+from toolexec.records import ToolDeclaration
+from toolexec.runtimes.base import Context
+from toolexec.runtimes.javascript import BOOTSTRAP, JavaScriptRuntime
 
 ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
 

@@ -68,7 +68,7 @@ class Project:
         return self.config
 
     def executor(self, visible: list[str] | None = None, **settings: object):  # type: ignore[no-untyped-def]
-        from executor import Executor
+        from toolexec import Executor
 
         return Executor(self.configure(visible, **settings))
 
@@ -94,7 +94,7 @@ def toolexec(*args: str, input: str | None = None, cwd: Path | None = None, env:
     import sys
 
     return subprocess.run(
-        [sys.executable, "-m", "executor", *args],
+        [sys.executable, "-m", "toolexec", *args],
         input=input if input is not None else "",
         capture_output=True,
         text=True,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from runtimes.process import Cancellation
 from tests.conftest import Project
 from tests.test_process_tree import ESCAPES, alive, read_pid
+from toolexec.runtimes.process import Cancellation
 
 
 def wait_for(path: Path) -> None:

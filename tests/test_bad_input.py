@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from executor.records import ToolResult
 from tests.conftest import Project
+from toolexec.records import ToolResult
 
 TOOLS = {
     "typed.py": '''from typing import Literal

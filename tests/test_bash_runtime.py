@@ -232,8 +232,8 @@ def test_no_temporary_file_left(project: Project, private_tmpdir: Path) -> None:
 
 
 def test_shipped_bash_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from executor import Executor
     from tests.conftest import REPO
+    from toolexec import Executor
 
     executor = Executor(REPO / "config.yaml")
     (tmp_path / "note.txt").write_text("hello\n")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from executor.build import build
-from executor.config import load_config
 from tests.conftest import Project
+from toolexec.build import build
+from toolexec.config import load_config
 
 GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
 
@@ -125,14 +125,14 @@ def test_fresh_catalog_call_loads_no_parser_no_yaml(project: Project) -> None:
     probe = textwrap.dedent(
         f"""
         import sys
-        from executor import Executor
+        from toolexec import Executor
         result = Executor({str(config)!r}).call("tool", {{"x": 4}})
-        heavy = sorted(m for m in ("tree_sitter", "yaml", "jsonschema", "compilers") if m in sys.modules)
+        heavy = sorted(m for m in ("tree_sitter", "yaml", "jsonschema", "toolexec.compilers") if m in sys.modules)
         print(result.output, heavy)
         """
     )
     first = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert first.stdout.strip() == "8 ['compilers', 'tree_sitter', 'yaml']"
+    assert first.stdout.strip() == "8 ['toolexec.compilers', 'tree_sitter', 'yaml']"
     second = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert second.stdout.strip() == "8 []"
 
@@ -145,7 +145,7 @@ def test_generated_files_go_to_the_user_cache(project: Project, monkeypatch: pyt
     if why == "read-only":
         # what os.access answers a non-root user for a 0555 directory (root may write anyway)
         real_access = os.access
-        monkeypatch.setattr("executor.config.os.access", lambda p, mode: False if Path(p) == functions else real_access(p, mode))
+        monkeypatch.setattr("toolexec.config.os.access", lambda p, mode: False if Path(p) == functions else real_access(p, mode))
         config = load_config(config_path)
     else:
         config = dataclasses.replace(load_config(config_path), embedded=True)

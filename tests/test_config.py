@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from executor.config import load_config, locate
-from executor.errors import ConfigError
-from executor.paths import package_defaults
+from toolexec.config import load_config, locate
+from toolexec.errors import ConfigError
+from toolexec.paths import package_defaults
 
 
 def write(path: Path, text: str) -> Path:

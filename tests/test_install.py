@@ -1,4 +1,8 @@
-"""Installed the ordinary way (a wheel, not editable) toolexec works from any directory."""
+"""Installed the ordinary way (a wheel into a fresh venv, offline) toolexec is one import package.
+
+The wheels of toolexec's dependencies and of PyPI's unrelated ``executor`` package come from
+the wheelhouse that ``make test`` downloads (``$TOOLEXEC_WHEELHOUSE``, default ``.venv/wheelhouse``).
+"""
 
 from __future__ import annotations
 
@@ -6,43 +10,82 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
+WHEELHOUSE = Path(os.environ.get("TOOLEXEC_WHEELHOUSE", REPO / ".venv" / "wheelhouse"))
+pytestmark = pytest.mark.slow
 
-def test_wheel_install_uses_the_embedded_defaults(tmp_path: Path) -> None:
-    wheels, target, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (WHEELHOUSE / ".done").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"no wheelhouse at {WHEELHOUSE}: run the tests through `make test`")
+        pytest.skip(f"no wheelhouse at {WHEELHOUSE}: run the tests through `make test`")
+    out = tmp_path_factory.mktemp("wheels")
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)], check=True, capture_output=True
-    )
-    (wheel,) = wheels.glob("toolexec-*.whl")
-    subprocess.run(
-        [*pip, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)], check=True, capture_output=True
-    )
-    env = {**os.environ, "PYTHONPATH": str(target)}
-
-    def toolexec(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "executor", *args], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120
-        )
-
-    where = subprocess.run(
-        [sys.executable, "-c", "import executor; print(executor.__file__)"],
-        cwd=elsewhere,
-        env=env,
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
+        check=True,
         capture_output=True,
-        text=True,
     )
-    assert where.stdout.strip() == str(target / "executor" / "__init__.py")
-    listed = toolexec("list")
+    (built,) = out.glob("toolexec-*.whl")
+    return built
+
+
+def fresh_venv(root: Path, *requirements: str) -> Path:
+    """A new venv holding exactly ``requirements`` (installed offline from the wheelhouse)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    python = root / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "--python", str(python)]
+    subprocess.run([*pip, "install", "--no-index", "--find-links", str(WHEELHOUSE), *requirements], check=True)
+    return root
+
+
+def test_the_wheel_adds_only_the_toolexec_package(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    top = {name.split("/", 1)[0] for name in names}
+    assert top == {"toolexec", wheel.name.split("-py3")[0] + ".dist-info"}
+    assert {"toolexec/py.typed", "toolexec/compilers/__init__.py", "toolexec/runtimes/node_bootstrap.mjs"} <= set(names)
+    assert "toolexec/_default/config.yaml" in names and "toolexec/_default/functions/tools/demo_py.py" in names
+    with zipfile.ZipFile(wheel) as archive:  # the shipped tools keep their executable bit
+        mode = archive.getinfo("toolexec/_default/functions/tools/demo_sh.sh").external_attr >> 16
+    assert mode & 0o111 == (REPO / "functions" / "tools" / "demo_sh.sh").stat().st_mode & 0o111
+
+
+def test_installed_beside_pypi_executor_both_work(wheel: Path, tmp_path: Path) -> None:
+    venv = fresh_venv(tmp_path / "venv", str(wheel), "executor")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, cwd=elsewhere, capture_output=True, text=True, timeout=120)
+
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    where = run(str(venv / "bin" / "python"), "-c", "import toolexec, executor; print(toolexec.__file__, executor.__file__)")
+    assert where.stdout.split() == [str(site / "toolexec" / "__init__.py"), str(site / "executor" / "__init__.py")]
+    other = run(str(venv / "bin" / "executor"), "--help")
+    assert other.returncode == 0 and "Usage: executor" in other.stdout
+    api = run(
+        str(venv / "bin" / "python"),
+        "-c",
+        "from toolexec import Executor; print(Executor().call('demo_py', {'text': 'api'}).output)",
+    )
+    assert json.loads(api.stdout)["said"] == "api", api.stderr
+
+    listed = run(str(venv / "bin" / "toolexec"), "list")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith("demo_py ")
-    ran = toolexec("run", "demo_py", '{"text": "installed"}')
+    ran = run(str(venv / "bin" / "toolexec"), "run", "demo_py", '{"text": "installed"}')
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["said"] == "installed"
+    module = run(str(venv / "bin" / "python"), "-m", "toolexec", "run", "demo_py", '{"text": "as a module"}')
+    assert json.loads(module.stdout)["said"] == "as a module", module.stderr
     # generated files go to the user cache, never into the installed package
-    assert not list((target / "executor" / "_default" / "functions").glob("*.json"))
+    assert not list((site / "toolexec" / "_default" / "functions").glob("*.json"))
     assert list((Path.home() / ".cache" / "toolexec" / "state").glob("*/functions.json"))

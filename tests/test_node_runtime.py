@@ -164,7 +164,7 @@ def test_concurrent_calls_on_a_cold_transpile_cache(project: Project) -> None:
     shutil.rmtree(cache)
     runs = [
         subprocess.Popen(
-            [sys.executable, "-m", "executor", "--config", str(project.config), "run", "inc", f'{{"n": {n}}}'],
+            [sys.executable, "-m", "toolexec", "--config", str(project.config), "run", "inc", f'{{"n": {n}}}'],
             stdout=subprocess.PIPE,
         )
         for n in range(4)
@@ -225,7 +225,7 @@ def test_shebang_runtime_really_runs_the_typescript(project: Project, js_runtime
 
 
 def test_without_esbuild_tsx_runs_the_typescript(project: Project, js_runtimes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from runtimes import typescript
+    from toolexec.runtimes import typescript
 
     real = typescript.find_program
     monkeypatch.setattr(typescript, "find_program", lambda name, context: None if name == "esbuild" else real(name, context))
@@ -238,7 +238,7 @@ def test_without_esbuild_or_tsx_npx_tsx_runs_the_typescript(
     project: Project, js_runtimes: Path, monkeypatch: pytest.MonkeyPatch, isolated: Path
 ) -> None:
     """The last resort, `npx --yes tsx`, run for real (offline: npx finds tsx in the working directory's node_modules)."""
-    from runtimes import typescript
+    from toolexec.runtimes import typescript
 
     monkeypatch.setattr(typescript, "find_program", lambda name, context: None)
     (isolated / "node_modules").symlink_to(js_runtimes.parent)
@@ -270,8 +270,8 @@ def test_no_temporary_file_left(project: Project, private_tmpdir: Path) -> None:
     ("tool", "arguments", "check"), [("demo_ts", {"city": "Lisbon", "days": 2}, "forecast"), ("demo_js", {"text": "hi"}, "said")]
 )
 def test_shipped_demos(tool: str, arguments: dict, check: str) -> None:
-    from executor import Executor
     from tests.conftest import REPO
+    from toolexec import Executor
 
     result = Executor(REPO / "config.yaml").call(tool, arguments)
     assert result.ok, result.error
@@ -280,10 +280,10 @@ def test_shipped_demos(tool: str, arguments: dict, check: str) -> None:
 
 def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Plain node gets the cached transpile; another runtime gets the .ts; no esbuild means tsx, else npx tsx."""
-    from compilers import compile_source
-    from runtimes import typescript
-    from runtimes.base import Context
-    from runtimes.javascript import BOOTSTRAP
+    from toolexec.compilers import compile_source
+    from toolexec.runtimes import typescript
+    from toolexec.runtimes.base import Context
+    from toolexec.runtimes.javascript import BOOTSTRAP
 
     source = tmp_path / "tool.ts"
     source.write_text("/** T. */\nexport function run(): string {\n  return 'x';\n}\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from compilers import compile_file
+from toolexec.compilers import compile_file
 
 PARITY = Path(__file__).parent / "parity"
 SOURCES = sorted(PARITY.glob("search.*"), key=lambda p: p.suffix != ".py")

@@ -89,7 +89,7 @@ def test_sigterm_to_toolexec_cancels_and_still_prints_a_result(project: Project)
     config = project.configure()
     pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
     child = subprocess.Popen(
-        [sys.executable, "-m", "executor", "--config", str(config), "run", "escapes", "{}", "--json"],
+        [sys.executable, "-m", "toolexec", "--config", str(config), "run", "escapes", "{}", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -107,7 +107,7 @@ def test_sigterm_to_toolexec_cancels_and_still_prints_a_result(project: Project)
 
 
 def test_an_exception_inside_the_loop_leaks_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from runtimes import process
+    from toolexec.runtimes import process
 
     def explode(self: process.Capture, data: bytes) -> None:
         raise RuntimeError("injected")

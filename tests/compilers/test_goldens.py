@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compilers import SUFFIXES, compile_source
-from executor.errors import CompileError
+from toolexec.compilers import SUFFIXES, compile_source
+from toolexec.errors import CompileError
 
 CASES = Path(__file__).parent / "cases"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compilers import compile_source
-from executor.errors import CompileError
 from tests.conftest import Project
+from toolexec.compilers import compile_source
+from toolexec.errors import CompileError
 
 DECLARED = {
     "t.py": 'def run():\n    """Doc.\n\n    Timeout: 90\n    Max output bytes: 4096\n    """\n',

@@ -6,8 +6,8 @@ import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compilers import compile_source
-from executor.errors import CompileError
+from toolexec.compilers import compile_source
+from toolexec.errors import CompileError
 
 FRAGMENTS = {
     ".py": [
