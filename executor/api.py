@@ -6,7 +6,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from toolexec.catalog import Catalog, load_catalog
+from toolexec.catalog import Catalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
 from toolexec.engine import Engine
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -51,8 +51,24 @@ class Executor:
         catalog = self.catalog
         return catalog.enabled(self.config) if enabled_only else list(catalog.tools.values())
 
+    def broken(self, *, enabled_only: bool = True) -> list[dict[str, Any]]:
+        """The visible tools that failed to build: ``name``, ``language``, ``source`` and ``error`` (every problem)."""
+        from toolexec.compilers import language_of
+
+        wanted = None if not enabled_only or self.config.enabled_tools is None else set(expand_enabled(self.config))
+        return [
+            {
+                "name": entry.name,
+                "language": language_of(entry.file) or "unknown",
+                "source": str(self.config.tools_dir / entry.file),
+                "error": "\n".join(entry.problems),
+            }
+            for entry in self.catalog.entries
+            if entry.problems and (wanted is None or entry.name in wanted)
+        ]
+
     def describe(self, name: str) -> ToolDeclaration:
-        return self.catalog.get(name)
+        return self.catalog.get(name, self.config)
 
     def call(
         self,

@@ -70,16 +70,34 @@ class Catalog:
         tools = {e.declaration.name: e.declaration for e in self.entries if e.declaration and not e.problems}
         object.__setattr__(self, "tools", tools)
 
-    def get(self, name: str) -> ToolDeclaration:
+    def get(self, name: str, config: Config | None = None) -> ToolDeclaration:
+        """The declaration of a visible tool that built; with ``config``, unknown names are explained."""
         if name in self.tools:
             return self.tools[name]
         broken = next((e for e in self.entries if e.name == name and e.problems), None)
         if broken is not None:
             raise CallRefused(f"tool {name!r} failed to build:\n" + "\n".join(broken.problems))
+        if config is not None and (hidden := _hidden_file(config, name)):
+            because = (
+                f"{config.tools_dir / hidden} exists but is not listed under visible_tools in {config.path}; "
+                f"add the line '  - {hidden}' there"
+            )
+            raise UnknownTool(name, (), because=because)
         raise UnknownTool(name, self.tools)
 
+    def get_enabled(self, name: str, config: Config) -> ToolDeclaration:
+        """As :meth:`get`, and refused unless the tool is enabled: only enabled tools may be called."""
+        declaration = self.get(name, config)
+        if config.enabled_tools is not None and name not in set(expand_enabled(config)):
+            where = "the embedded default config enables only tools that modify nothing" if config.embedded else str(config.path)
+            raise CallRefused(
+                f"tool {name!r} is visible but not enabled ({where}); add it to enabled_tools in your config.yaml"
+                + (" (`toolexec init` writes one)" if config.embedded else "")
+            )
+        return declaration
+
     def enabled(self, config: Config) -> list[ToolDeclaration]:
-        """The tools offered to an agent by default, in visible_tools order."""
+        """The tools offered to an agent, in visible_tools order."""
         if config.enabled_tools is None:
             return list(self.tools.values())
         wanted = set(expand_enabled(config))
@@ -96,6 +114,15 @@ class Catalog:
             "problems": list(self.problems),
             "entries": [e.to_dict() for e in self.entries],
         }
+
+
+def _hidden_file(config: Config, name: str) -> str | None:
+    """A file in tools/ that would be the tool ``name`` if it were listed under visible_tools."""
+    try:
+        files = sorted(os.listdir(config.tools_dir))
+    except OSError:
+        return None
+    return next((f for f in files if f.split(".")[0].replace("-", "_") == name and f not in config.visible_tools), None)
 
 
 def expand_enabled(config: Config) -> list[str]:

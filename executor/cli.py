@@ -28,13 +28,37 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolexec", description="Compile script tools for LLM agents and run them.")
-    parser.add_argument("--version", action="version", version=f"toolexec {__version__}")
-    parser.add_argument(
-        "--config", metavar="PATH", help="config file (default: $TOOLEXEC_CONFIG, ./config.yaml, user config, embedded)"
+def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
+    """--config and --verbose, accepted before and after the command (there they never reset the first)."""
+    options = argparse.ArgumentParser(add_help=False)
+    unset = {"default": argparse.SUPPRESS} if after_command else {}
+    options.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $TOOLEXEC_CONFIG, ./config.yaml, user config, embedded)",
+        **({"default": None} | unset),
     )
+    options.add_argument(
+        "-v", "--verbose", action="store_true", help="say which config file is used and why others were skipped", **unset
+    )
+    return options
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolexec",
+        description="Compile script tools for LLM agents and run them.",
+        parents=[_shared_options(after_command=False)],
+    )
+    parser.add_argument("--version", action="version", version=f"toolexec {__version__}")
+    shared = _shared_options(after_command=True)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add = commands.add_parser
+
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return add(name, parents=[shared], **kwargs)
+
+    commands.add_parser = command  # type: ignore[method-assign]
 
     init = commands.add_parser("init", help="write a starting config.yaml and functions/tools/ into DIR")
     init.add_argument("dir", nargs="?", default=".")
@@ -74,13 +98,20 @@ def _parser() -> argparse.ArgumentParser:
 def _executor(args: argparse.Namespace) -> Any:
     from toolexec.api import Executor
 
-    return Executor(args.config)
+    executor = Executor(args.config)
+    if args.verbose:
+        for line in executor.config.lookup:
+            print(f"toolexec: config: {line}", file=sys.stderr)
+    return executor
 
 
 def _init(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
     from toolexec.paths import package_defaults
 
     source, target = package_defaults(), Path(args.dir)
+    if target.exists() and not target.is_dir():
+        raise BadRequest(f"cannot initialise {target}: it is a file, not a directory; name a new or existing directory")
     files = [
         Path("config.yaml"),
         *(p.relative_to(source) for p in sorted((source / "functions" / "tools").iterdir()) if p.is_file()),
@@ -90,8 +121,11 @@ def _init(args: argparse.Namespace) -> int:
         if destination.exists():
             print(f"kept {destination} (already exists)", file=sys.stderr)
             continue
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / relative, destination)
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / relative, destination)  # keeps the executable bit of the tools
+        except OSError as exc:
+            raise BadRequest(f"cannot write {destination}: {exc.strerror or exc}") from None
         print(f"wrote {destination}")
     return EXIT_OK
 
@@ -128,15 +162,22 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    tools = _executor(args).tools(enabled_only=not args.all)
+    executor = _executor(args)
+    rows = [
+        {"name": t.name, "language": t.language, "description": t.description, "source": t.source, "error": None}
+        for t in executor.tools(enabled_only=not args.all)
+    ]
+    rows += [{**broken, "description": None} for broken in executor.broken(enabled_only=not args.all)]
     if args.json:
-        rows = [{"name": t.name, "language": t.language, "description": t.description, "source": t.source} for t in tools]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
-    width = max((len(t.name) for t in tools), default=0)
-    for tool in tools:
-        summary = tool.description.strip().split("\n", 1)[0]
-        print(f"{tool.name:<{width}}  {tool.language:<10}  {summary}")
+    width = max((len(row["name"]) for row in rows), default=0)
+    for row in rows:
+        if row["error"] is None:
+            summary = row["description"].strip().split("\n", 1)[0]
+        else:
+            summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
+        print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
 
 

@@ -1,7 +1,8 @@
 """``config.yaml``: where it is found, what it may say, and the resulting :class:`Config`.
 
-Lookup order: ``--config``, ``$TOOLEXEC_CONFIG``, ``./config.yaml``,
-``$XDG_CONFIG_HOME/toolexec/config.yaml``, then the embedded default. A parsed
+Lookup order: ``--config``, ``$TOOLEXEC_CONFIG``, ``./config.yaml`` when it is a toolexec
+config (it has ``visible_tools`` or ``functions_dir``), ``$XDG_CONFIG_HOME/toolexec/config.yaml``,
+then the embedded default. A parsed
 copy is kept in the user cache keyed by the file's size and mtime, so that a
 call does not pay for a YAML parser when nothing changed.
 """
@@ -9,6 +10,7 @@ call does not pay for a YAML parser when nothing changed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -16,11 +18,14 @@ import shlex
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolexec.errors import ConfigError, did_you_mean
 from toolexec.paths import digest, package_defaults, user_cache_dir, user_config_dir, write_json_atomic
 from toolexec.records import LANGUAGES
+
+# A config.yaml found in the working directory is toolexec's only when it has one of these.
+OWN_KEYS = ("visible_tools", "functions_dir")
 
 DEFAULTS: dict[str, Any] = {
     "functions_dir": "functions",
@@ -32,6 +37,12 @@ DEFAULTS: dict[str, Any] = {
     "max_output_bytes": 1 << 20,
     "max_parallel": 8,
 }
+
+
+class Located(NamedTuple):
+    path: Path
+    embedded: bool
+    trail: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +58,8 @@ class Config:
     max_output_bytes: int = 1 << 20
     max_parallel: int = 8
     embedded: bool = False
+    # How the file was found and which candidates were skipped, for ``--verbose``.
+    lookup: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def tools_dir(self) -> Path:
@@ -70,26 +83,49 @@ class Config:
         return {"functions_dir": str(self.functions_dir), "visible_tools": list(self.visible_tools)}
 
 
-def locate(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, bool]:
-    """The config file to use, and whether it is the embedded default."""
+def locate(explicit: str | os.PathLike[str] | None = None) -> Located:
+    """The config file to use, whether it is the embedded default, and why (for ``--verbose``)."""
     for given, origin in ((explicit, "--config"), (os.environ.get("TOOLEXEC_CONFIG"), "TOOLEXEC_CONFIG")):
         if given:
             path = Path(given).expanduser()
             if not path.is_file():
                 raise ConfigError(str(path), f"config file not found (from {origin})")
-            return path.resolve(), False
-    for candidate in (Path("config.yaml"), user_config_dir() / "config.yaml"):
-        if candidate.is_file():
-            return candidate.resolve(), False
-    return package_defaults() / "config.yaml", True
+            return Located(path.resolve(), False, (f"using {path.resolve()} (from {origin})",))
+    trail: list[str] = []
+    working = Path("config.yaml")
+    if working.is_file():
+        why_not = _not_ours(working.resolve())
+        if why_not is None:
+            return Located(working.resolve(), False, (f"using {working.resolve()} (config.yaml in the working directory)",))
+        trail.append(f"skipped {working.resolve()}: {why_not}")
+    user = user_config_dir() / "config.yaml"
+    if user.is_file():
+        return Located(user.resolve(), False, (*trail, f"using {user.resolve()} (the user config)"))
+    trail.append(f"no user config at {user}")
+    embedded = package_defaults() / "config.yaml"
+    return Located(embedded, True, (*trail, f"using {embedded} (the embedded default: read-only tools only)"))
+
+
+def _not_ours(path: Path) -> str | None:
+    """Why a ``config.yaml`` found in the working directory is not toolexec's, or None when it is."""
+    try:
+        data = _read(path)
+    except ConfigError as error:
+        return f"not a toolexec config ({error})"
+    if not any(key in data for key in OWN_KEYS):
+        return f"not a toolexec config (it has neither {' nor '.join(OWN_KEYS)})"
+    return None
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
-    path, embedded = locate(explicit)
-    return from_mapping(_read(path), path, embedded=embedded)
+    """Locate, read and validate the config (see :func:`locate` for the lookup order)."""
+    located = locate(explicit)
+    config = from_mapping(_read(located.path), located.path, embedded=located.embedded)
+    return dataclasses.replace(config, lookup=located.trail)
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The parsed YAML mapping, from a snapshot keyed by the file's size and mtime when there is one."""
     try:
         stat = path.stat()
     except OSError as exc:
@@ -103,7 +139,6 @@ def _read(path: Path) -> dict[str, Any]:
     except (OSError, ValueError, AttributeError):
         pass
     data = _parse_yaml(path)
-    from_mapping(data, path)  # only valid configs are remembered
     with contextlib.suppress(OSError, TypeError, ValueError):  # an optimisation: a read-only cache is fine
         write_json_atomic(snapshot, {"key": key, "data": data})
     return data

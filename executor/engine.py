@@ -38,7 +38,7 @@ class Engine:
         try:
             if call.timeout is not None and not is_positive(call.timeout):
                 raise BadRequest(f"timeout must be a positive number of seconds, got {call.timeout!r}")
-            declaration = self.catalog.get(call.name)
+            declaration = self.catalog.get_enabled(call.name, self.config)
             arguments = parse_arguments(call.arguments, call.name)
             validate_arguments(declaration.name, declaration.parameters, arguments)
             runtime = runtime_for(declaration.language)

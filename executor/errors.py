@@ -73,9 +73,11 @@ class BadRequest(CallRefused):
 
 
 class UnknownTool(CallRefused):
-    def __init__(self, name: str, known: Iterable[str]) -> None:
+    """No visible tool of that name; the message offers a close match, or says why it is not visible."""
+
+    def __init__(self, name: str, known: Iterable[str], *, because: str | None = None) -> None:
         self.name = name
-        super().__init__(f"unknown tool {name!r}{did_you_mean(name, known)}")
+        super().__init__(f"unknown tool {name!r}: {because}" if because else f"unknown tool {name!r}{did_you_mean(name, known)}")
 
 
 class InvalidArguments(CallRefused):

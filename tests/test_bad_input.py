@@ -249,7 +249,15 @@ CASES = [
     Case("shell-metachar-name", "x;rm -rf /", "{}", "refused", 2, "unknown tool 'x;rm -rf /'"),
     Case("empty-name", "", "{}", "refused", 2, "unknown tool ''"),
     Case("misspelt-name", "digets", "{}", "refused", 2, "unknown tool 'digets'; did you mean 'digest'?"),
-    Case("not-visible", "hidden", "{}", "refused", 2, "unknown tool 'hidden'"),
+    Case(
+        "not-visible",
+        "hidden",
+        "{}",
+        "refused",
+        2,
+        "unknown tool 'hidden': {tools}/hidden.py exists but is not listed under visible_tools in {config}; "
+        "add the line '  - hidden.py' there",
+    ),
     Case(
         "missing-interpreter",
         "ghost",
@@ -346,7 +354,8 @@ def test_bad_input(case: Case, catalogue, private_tmpdir: Path) -> None:  # type
     try:
         assert (result.status, result.exit_code) == (case.status, case.exit_code), result.error
         if case.error is not None:
-            assert result.error == case.error
+            config = catalogue.config
+            assert result.error == case.error.replace("{tools}", str(config.tools_dir)).replace("{config}", str(config.path))
         if case.check is not None:
             assert case.check(result), json.dumps(result.to_dict())[:2000]
         assert result.ok == (case.status == "ok")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -242,7 +243,14 @@ def test_shipped_bash_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert executor.call("fs_ls", {"path": str(tmp_path)}).output == "note.txt\nsub/\n"
     missing = executor.call("fs_ls", {"path": str(tmp_path / "nope")})
     assert (missing.ok, missing.stderr) == (False, f"not a directory: {tmp_path / 'nope'}\n")
-    assert executor.call("execute_command", {"command": "echo out; echo err >&2"}).output == "out\nerr\n"
+    refused = executor.call("execute_command", {"command": "echo out"})
+    assert (refused.status, refused.exit_code, refused.error) == (
+        "refused",
+        2,
+        f"tool 'execute_command' is visible but not enabled ({REPO / 'config.yaml'}); add it to enabled_tools in your config.yaml",
+    )
+    everything = Executor(dataclasses.replace(executor.config, enabled_tools=None))
+    assert everything.call("execute_command", {"command": "echo out; echo err >&2"}).output == "out\nerr\n"
     assert executor.call("get_current_time", {}).output.count("-") >= 2
     demo = executor.call("demo_sh", {"text": "hi", "count": 2, "csv": ["a,b"], "color": "red", "words": ["w"]})
     assert demo.ok, demo.error

@@ -100,8 +100,14 @@ def test_enabled_tools_and_mapping_aliases(project: Project) -> None:
     executor = project.executor(enabled_tools="fs, web", mapping_tools={"fs": "fs_cat,fs_ls"})
     assert [t.name for t in executor.tools()] == ["fs_cat", "fs_ls", "web"]
     assert [t.name for t in executor.tools(enabled_only=False)] == ["fs_cat", "fs_ls", "other", "web"]
-    # a visible tool that is not enabled by default can still be called directly
-    assert executor.call("other", {"x": 2}).output == "4"
+    # only enabled tools may be called: a visible one that is not enabled is refused, saying how to enable it
+    refused = executor.call("other", {"x": 2})
+    assert (refused.status, refused.exit_code, refused.error) == (
+        "refused",
+        2,
+        f"tool 'other' is visible but not enabled ({project.config}); add it to enabled_tools in your config.yaml",
+    )
+    assert executor.call("fs_cat", {"x": 2}).output == "4"
     report = project.executor(enabled_tools=["fs", "wbe"], mapping_tools={"fs": "fs_cat,fs_lss"}).build()
     assert report.problems == [
         f"{project.config}: mapping_tools.fs names unknown tool 'fs_lss'; did you mean 'fs_ls'?",

@@ -111,11 +111,30 @@ def test_build_list_describe(project: Project) -> None:
     assert built.stdout == f"built 1 tool(s), 1 failed (2 compiled); wrote {project.root / 'functions' / 'functions.json'}\n"
     assert f"{project.tools / 'broken.py'}:1:" in built.stderr
     listed = toolexec("--config", config, "list")
-    assert (listed.returncode, listed.stdout) == (0, "add  python      Add two numbers.\n")
+    assert (listed.returncode, listed.stdout) == (
+        0,
+        "add     python      Add two numbers.\n"
+        f"broken  python      FAILED TO BUILD: {project.tools / 'broken.py'}:1:5: function 'run' has no docstring\n",
+    )
     as_json = json.loads(toolexec("--config", config, "list", "--json").stdout)
+    broken = as_json.pop()
     assert as_json == [
-        {"name": "add", "language": "python", "description": "Add two numbers.", "source": str(project.tools / "add.py")}
+        {
+            "name": "add",
+            "language": "python",
+            "description": "Add two numbers.",
+            "source": str(project.tools / "add.py"),
+            "error": None,
+        }
     ]
+    assert broken == {
+        "name": "broken",
+        "language": "python",
+        "description": None,
+        "source": str(project.tools / "broken.py"),
+        "error": broken["error"],
+    }
+    assert broken["error"].startswith(f"{project.tools / 'broken.py'}:1:5: function 'run' has no docstring\n")
     described = toolexec("--config", config, "describe", "add")
     assert described.stdout == (
         f"add  (python, {project.tools / 'add.py'})\n\nAdd two numbers.\n\n  a: integer (required)\n  b: integer (optional, default 1)\n"
@@ -167,3 +186,66 @@ def test_init_writes_a_working_project(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["said"] == "hey hey"
     assert (target / "functions" / "functions.json").is_file()
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``toolexec ARGV`` in this process: (exit status, stdout, stderr)."""
+    from toolexec.cli import main
+
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_verbose_says_which_config_and_why(
+    isolated: Path, capsys: pytest.CaptureFixture[str], project: Project, where: str
+) -> None:
+    (isolated / "config.yaml").write_text("server: {port: 80}\n")  # another application's file
+    project.tool("add.py", ADD)
+    user = Path.home() / ".config" / "toolexec" / "config.yaml"
+    user.parent.mkdir(parents=True)
+    user.write_text(
+        project.configure().read_text().replace("visible_tools:", f"functions_dir: {project.root}/functions\nvisible_tools:")
+    )
+    argv = ["--verbose", "list"] if where == "before" else ["list", "--verbose"]
+    assert cli(capsys, *argv) == (
+        0,
+        "add  python      Add two numbers.\n",
+        f"toolexec: config: skipped {isolated / 'config.yaml'}: not a toolexec config (it has neither visible_tools nor functions_dir)\n"
+        f"toolexec: config: using {user} (the user config)\n",
+    )
+    # --config after the command works too, and a later --config never resets an earlier one
+    assert cli(capsys, "list", "--config", str(project.config))[1] == "add  python      Add two numbers.\n"
+    assert cli(capsys, "--config", str(project.config), "list")[1] == "add  python      Add two numbers.\n"
+
+
+def test_list_shows_tools_that_failed_to_build(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    project.tool("add.py", ADD)
+    project.tool("bad.py", "def run(*args):\n    '''Bad.'''\n")
+    config = str(project.configure())
+    status, out, err = cli(capsys, "--config", config, "list")
+    problem = f"{project.tools / 'bad.py'}:1:9: parameter '*args' cannot be described to a model"
+    assert (status, err) == (0, "")
+    assert out.splitlines() == ["add  python      Add two numbers.", f"bad  python      FAILED TO BUILD: {problem}"]
+    rows = json.loads(cli(capsys, "--config", config, "list", "--json")[1])
+    assert [(r["name"], r["error"] and r["error"].split("\n")[0]) for r in rows] == [("add", None), ("bad", problem)]
+
+
+def test_init_keeps_the_executable_bit_and_refuses_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    from tests.conftest import REPO
+
+    target = tmp_path / "new"
+    assert cli(capsys, "init", str(target))[0] == 0
+    for tool in (REPO / "functions" / "tools").iterdir():
+        assert os.access(target / "functions" / "tools" / tool.name, os.X_OK) == os.access(tool, os.X_OK), tool.name
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert cli(capsys, "init", str(a_file)) == (
+        2,
+        "",
+        f"toolexec: cannot initialise {a_file}: it is a file, not a directory; name a new or existing directory\n",
+    )
+    assert a_file.read_text() == "x"

@@ -20,16 +20,38 @@ def write(path: Path, text: str) -> Path:
 
 def test_lookup_order(isolated: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     embedded = package_defaults() / "config.yaml"
-    assert locate() == (embedded, True)
-    xdg = write(Path(os.environ["XDG_CONFIG_HOME"]) / "toolexec" / "config.yaml", "timeout: 7\n")
-    assert locate() == (xdg.resolve(), False)
-    cwd = write(isolated / "config.yaml", "timeout: 8\n")
-    assert locate() == (cwd.resolve(), False)
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "toolexec" / "config.yaml"
+    assert locate() == (
+        embedded,
+        True,
+        (f"no user config at {user}", f"using {embedded} (the embedded default: read-only tools only)"),
+    )
+    xdg = write(user, "timeout: 7\n")
+    assert locate() == (xdg.resolve(), False, (f"using {xdg.resolve()} (the user config)",))
+    cwd = write(isolated / "config.yaml", "visible_tools: []\ntimeout: 8\n")
+    assert locate() == (cwd.resolve(), False, (f"using {cwd.resolve()} (config.yaml in the working directory)",))
     from_env = write(tmp_path / "env.yaml", "timeout: 9\n")
     monkeypatch.setenv("TOOLEXEC_CONFIG", str(from_env))
-    assert locate() == (from_env.resolve(), False)
+    assert locate() == (from_env.resolve(), False, (f"using {from_env.resolve()} (from TOOLEXEC_CONFIG)",))
     explicit = write(tmp_path / "explicit.yaml", "timeout: 10\n")
-    assert load_config(explicit).timeout == 10
+    config = load_config(explicit)
+    assert (config.timeout, config.lookup) == (10, (f"using {explicit.resolve()} (from --config)",))
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("server:\n  port: 8080\n", "not a toolexec config (it has neither visible_tools nor functions_dir)"),
+        ("- a\n- b\n", "not a toolexec config ({cwd}: expected a mapping of settings at the top level, got list)"),
+        ("key: [unclosed\n", "not a toolexec config ({cwd}:2:1: not valid YAML: expected ',' or ']', but got '<stream end>')"),
+    ],
+)
+def test_another_applications_config_yaml_is_skipped(isolated: Path, text: str, why: str) -> None:
+    cwd = write(isolated / "config.yaml", text).resolve()
+    user = write(Path(os.environ["XDG_CONFIG_HOME"]) / "toolexec" / "config.yaml", "timeout: 7\n").resolve()
+    config = load_config()
+    assert (config.path, config.timeout) == (user, 7)
+    assert config.lookup == (f"skipped {cwd}: {why.replace('{cwd}', str(cwd))}", f"using {user} (the user config)")
 
 
 def test_missing_explicit_config_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
