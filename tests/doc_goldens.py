@@ -11,7 +11,6 @@ fails when a page differs from the case files; ``pytest --update-goldens`` (or
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,9 +26,7 @@ BLOCK = re.compile(r"<!-- golden: (?P<case>[^>\n]+?) -->\n.*?<!-- /golden -->", 
 def case_ids() -> list[str]:
     """Every golden case as ``<language>/<stem>``."""
     return sorted(
-        f"{p.parent.name}/{p.stem}"
-        for p in CASES.rglob("*")
-        if p.suffix in SOURCE_SUFFIXES and "node_modules" not in p.parts
+        f"{p.parent.name}/{p.stem}" for p in CASES.rglob("*") if p.suffix in SOURCE_SUFFIXES and "node_modules" not in p.parts
     )
 
 
@@ -100,4 +97,3 @@ def update() -> list[Path]:
 if __name__ == "__main__":
     for path in update():
         print(f"rewrote {path.relative_to(REPO)}")
-    sys.exit(0)

@@ -46,12 +46,10 @@ def test_golden_blocks_match_the_cases(page: Path, update_goldens: bool) -> None
 
 
 def test_every_golden_case_is_shown_on_its_page() -> None:
-    shown = {language: doc_goldens.blocks((DOCS / f"authoring-{language}.md").read_text(encoding="utf-8")) for language in LANGUAGES}
-    missing = [
-        case
-        for case in doc_goldens.case_ids()
-        if case not in shown[case.partition("/")[0]] and case not in LEFT_OUT
-    ]
+    shown = {
+        language: doc_goldens.blocks((DOCS / f"authoring-{language}.md").read_text(encoding="utf-8")) for language in LANGUAGES
+    }
+    missing = [case for case in doc_goldens.case_ids() if case not in shown[case.partition("/")[0]] and case not in LEFT_OUT]
     assert missing == [], "golden cases shown on no authoring page (add a block or list them in LEFT_OUT)"
     assert [case for case in LEFT_OUT if case not in doc_goldens.case_ids()] == []
     for language, cases in shown.items():
@@ -103,13 +101,18 @@ def test_links_stay_in_the_repository_and_resolve(page: Path) -> None:
         target = match.group(1) or match.group(2)
         if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
             continue
-        path_part, _, anchor = target.partition("#")
-        resolved = (page.parent / path_part).resolve() if path_part else page
-        if not resolved.is_relative_to(REPO) or not resolved.exists():
-            broken.append(target)
-        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+        if not _resolves(page, target):
             broken.append(target)
     assert broken == []
+
+
+def _resolves(page: Path, target: str) -> bool:
+    """A relative link from ``page`` names a file in the repository (and a heading of it, if it has ``#``)."""
+    path_part, _, anchor = target.partition("#")
+    resolved = (page.parent / path_part).resolve() if path_part else page
+    if not resolved.is_relative_to(REPO) or not resolved.exists():
+        return False
+    return not anchor or resolved.suffix != ".md" or anchor in _anchors(resolved)
 
 
 def test_the_readme_links_every_page() -> None:
