@@ -75,7 +75,10 @@ def stripped(source: str, node: str, cache: Path) -> Path | None:
 
     def build(key: str, output: Path, private: str) -> Inputs:
         files, inputs = _import_graph(Path(source), key, cache, output)
-        jobs = [{"source": str(path), "code": code, "out": str(cache / f".{target.name}.{private}")} for path, (code, target) in files.items()]
+        jobs = [
+            {"source": str(path), "code": code, "out": str(cache / f".{target.name}.{private}")}
+            for path, (code, target) in files.items()
+        ]
         try:
             done = subprocess.run(
                 [node, "--no-warnings", str(NODE_TRANSPILER)],
@@ -90,7 +93,7 @@ def stripped(source: str, node: str, cache: Path) -> Path | None:
             if done.returncode != 0:
                 raise PreparationFailed(node, f"could not transpile {source}:\n{done.stderr.strip()}")
             # siblings first, the tool itself last: a process that sees the new tool sees its new siblings
-            for path, (_, target) in sorted(files.items(), key=lambda item: item[1][1] == output):
+            for _, (_, target) in sorted(files.items(), key=lambda item: item[1][1] == output):
                 os.replace(cache / f".{target.name}.{private}", target)
             return inputs
         finally:
@@ -145,7 +148,9 @@ def _import_graph(source: Path, key: str, cache: Path, output: Path) -> tuple[di
             found = _resolve(path.parent, specifier)
             if found is None:
                 line = data.count(b"\n", 0, start) + 1
-                raise PreparationFailed("node", f"could not transpile {source}:\n{path}:{line}: cannot find the module {specifier!r}")
+                raise PreparationFailed(
+                    "node", f"could not transpile {source}:\n{path}:{line}: cannot find the module {specifier!r}"
+                )
             if found.suffix in TS_SUFFIXES:
                 if found not in targets:
                     digest = hashlib.sha256(str(found).encode()).hexdigest()[:12]
@@ -156,8 +161,8 @@ def _import_graph(source: Path, key: str, cache: Path, output: Path) -> tuple[di
                 inputs[str(found)] = _stat(found)
                 url = found.as_uri()
             edits.append((start, end, url.encode()))
-        for start, end, url in sorted(edits, reverse=True):
-            data = data[:start] + url + data[end:]
+        for start, end, absolute in sorted(edits, reverse=True):
+            data = data[:start] + absolute + data[end:]
         files[path] = (data.decode("utf-8"), targets[path])
     return files, inputs
 

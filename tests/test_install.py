@@ -110,7 +110,9 @@ def test_with_the_node_extra_typescript_and_javascript_need_no_system_node(wheel
     env = {**os.environ, "PATH": path}
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(venv / "bin" / "toolexec"), *argv], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [str(venv / "bin" / "toolexec"), *argv], cwd=project, env=env, capture_output=True, text=True, timeout=120
+        )
 
     converted = run("run", "convert", '{"units": "f"}')
     assert (converted.returncode, converted.stdout, converted.stderr) == (0, "fahrenheit on node 24", "")

@@ -240,7 +240,9 @@ def no_esbuild(monkeypatch: pytest.MonkeyPatch) -> None:
 def old_node() -> str:
     if SYSTEM_NODE is None:
         pytest.skip("no system node")
-    version = subprocess.run([SYSTEM_NODE, "-p", "typeof require('node:module').stripTypeScriptTypes"], capture_output=True, text=True)
+    version = subprocess.run(
+        [SYSTEM_NODE, "-p", "typeof require('node:module').stripTypeScriptTypes"], capture_output=True, text=True
+    )
     if version.stdout.strip() != "undefined":
         pytest.skip(f"{SYSTEM_NODE} can strip types itself")
     return SYSTEM_NODE
