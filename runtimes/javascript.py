@@ -1,4 +1,4 @@
-"""JavaScript tools run under node (or the shebang's runtime) through one ESM bootstrap."""
+"""JavaScript tools run under node (the Node extra's, else PATH's; or the shebang's runtime) through one ESM bootstrap."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from typing import Any
 
 from toolexec.records import ToolDeclaration
 from toolexec.runtimes.base import Context
+from toolexec.runtimes.interpreter import default_node
 
 BOOTSTRAP = Path(__file__).with_name("node_bootstrap.mjs")
 
 
 class JavaScriptRuntime:
     def default_interpreter(self, context: Context) -> list[str]:
-        return ["node"]
+        return default_node()
 
     def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
         return [*interpreter, str(BOOTSTRAP), declaration.source]

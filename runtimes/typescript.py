@@ -1,46 +1,55 @@
-"""TypeScript tools: plain ``node`` on a cached esbuild transpile when possible, else tsx.
+"""TypeScript tools: plain ``node`` on a cached transpile when possible, else tsx.
 
-A shebang or ``runtimes.typescript`` naming another runtime (bun, deno, tsx) gets
-the ``.ts`` file itself. The transpile is keyed by the source's hash and checked
-against every input esbuild read (sibling imports are inlined), so an edit to
-any of them is never answered with stale code.
+A shebang or ``runtimes.typescript`` naming another runtime (bun, deno, tsx) gets the ``.ts`` file
+itself. For node (by default the Node extra's, else PATH's) the order is: an esbuild bundle, node's
+own type stripping (Node >= 22.13), an installed tsx, then tsx fetched by ``npx``. Both transpiles
+are cached (:mod:`toolexec.runtimes.transpile`); tsx runs as node's loader with its cache off, so
+nothing lands in ``$TMPDIR``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
+import tempfile
 from pathlib import Path
 
-from toolexec.errors import PreparationFailed, RuntimeUnavailable
-from toolexec.paths import write_json_atomic
+from toolexec.errors import RuntimeUnavailable
 from toolexec.records import ToolDeclaration
 from toolexec.runtimes.base import Context
 from toolexec.runtimes.javascript import BOOTSTRAP, JavaScriptRuntime
+from toolexec.runtimes.transpile import ESBUILD_FLAGS, stripped, transpiled
 
-ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
+__all__ = ["ESBUILD_FLAGS", "TypeScriptRuntime", "find_program"]
+
+# Set before tsx's loader is imported: with its cache off, tsx writes nothing under $TMPDIR.
+TSX_NO_CACHE = 'data:text/javascript,process.env.TSX_DISABLE_CACHE="1"'
+NPX_TIMEOUT = 300  # seconds for npx to fetch tsx the first time
+ADVICE = "install the Node extra (pip install 'toolexec[node]') or set runtimes.typescript in config.yaml"
 
 
 class TypeScriptRuntime(JavaScriptRuntime):
     def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
         if len(interpreter) > 1 or Path(interpreter[0]).name != "node":
             return [*interpreter, str(BOOTSTRAP), declaration.source]
+        node = interpreter[0]
+        cache = context.state_dir / "cache" / ".typescript"
         esbuild = find_program("esbuild", context)
         if esbuild is not None:
-            cache = context.state_dir / "cache" / ".typescript"
-            return [*interpreter, str(BOOTSTRAP), str(transpiled(declaration.source, esbuild, cache))]
+            return [node, str(BOOTSTRAP), str(transpiled(declaration.source, esbuild, cache))]
+        javascript = stripped(declaration.source, node, cache)
+        if javascript is not None:
+            return [node, str(BOOTSTRAP), str(javascript)]
+        tried = ["esbuild (not found)", f"node's own type stripping ({node} has none; it needs Node >= 22.13)"]
         tsx = find_program("tsx", context)
-        if tsx is not None:
-            return [tsx, str(BOOTSTRAP), declaration.source]
-        npx = shutil.which("npx")
-        if npx is None:
-            raise RuntimeUnavailable("npx", "install Node.js with npm, or esbuild (npm install esbuild), to run TypeScript tools")
-        return [npx, "--yes", "tsx", str(BOOTSTRAP), declaration.source]
+        if tsx is None:
+            tried.append("tsx (not found)")
+            tsx = _tsx_from_npx(cache, tried)
+        if tsx is None:
+            raise RuntimeUnavailable("tsx", f"tried {', '.join(tried)}; {ADVICE}")
+        return [*_under_tsx(node, tsx), str(BOOTSTRAP), declaration.source]
 
 
 def find_program(name: str, context: Context) -> str | None:
@@ -53,64 +62,50 @@ def find_program(name: str, context: Context) -> str | None:
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
-def transpiled(source: str, esbuild: str, cache: Path) -> Path:
-    """The cached JavaScript for ``source``, rebuilt when it or anything it imports changed.
+def _under_tsx(node: str, tsx: str) -> list[str]:
+    """The argv prefix running a script under tsx: ``node`` with tsx's loader when tsx is its npm package."""
+    cli = Path(os.path.realpath(tsx))
+    loader = cli.with_name("loader.mjs")
+    if cli.name == "cli.mjs" and loader.is_file():
+        return [node, "--import", TSX_NO_CACHE, "--import", loader.as_uri()]
+    return [tsx]  # some other tsx launcher: run it as it is
 
-    Safe under concurrency: threads of one process build a key once (a lock per key); processes
-    build into private files and publish each file with an atomic rename.
-    """
-    key = hashlib.sha256(Path(source).read_bytes() + " ".join(ESBUILD_FLAGS).encode()).hexdigest()[:32]
-    output, inputs_file = cache / f"{key}.mjs", cache / f"{key}.inputs.json"
-    if _fresh(output, inputs_file):
-        return output
-    with _lock(key):
-        if _fresh(output, inputs_file):  # another thread built it while this one waited
-            return output
-        private = f"{os.getpid()}.{threading.get_ident()}"
-        metafile, staging = cache / f".{key}.{private}.meta.json", cache / f".{key}.{private}.mjs"
+
+def _tsx_from_npx(cache: Path, tried: list[str]) -> str | None:
+    """tsx as ``npx`` fetches it (once; the path is remembered in the cache), or None saying why in ``tried``."""
+    remembered = cache / "npx-tsx.path"
+    try:
+        known = remembered.read_text().strip()
+        if os.access(known, os.X_OK):
+            return known
+    except OSError:
+        pass
+    npx = shutil.which("npx")
+    if npx is None:
+        tried.append("npx tsx (npx not found)")
+        return None
+    with tempfile.TemporaryDirectory(prefix="toolexec-npx-") as private:  # npm's temporary files go, and go away
         try:
-            cache.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
-                [esbuild, source, *ESBUILD_FLAGS, f"--outfile={staging}", f"--metafile={metafile}"],
+                [npx, "--yes", "--package", "tsx", "--call", "command -v tsx"],
                 capture_output=True,
                 text=True,
-                cwd=Path(source).parent,
+                env={**os.environ, "TMPDIR": private},
+                stdin=subprocess.DEVNULL,
+                timeout=NPX_TIMEOUT,
             )
-            if done.returncode != 0:
-                raise PreparationFailed(esbuild, f"could not transpile {source}:\n{done.stderr.strip()}")
-            read = json.loads(metafile.read_text())["inputs"]
-            base = Path(source).parent
-            inputs = {str((base / p).resolve()): _stat((base / p).resolve()) for p in read}
-            os.replace(staging, output)
-            write_json_atomic(inputs_file, inputs)
-            return output
-        except OSError as exc:
-            raise PreparationFailed(esbuild, f"could not write its output to {cache}: {exc.strerror or exc}") from None
-        finally:
-            for leftover in (metafile, staging):
-                leftover.unlink(missing_ok=True)
-
-
-def _fresh(output: Path, inputs_file: Path) -> bool:
-    try:
-        inputs = json.loads(inputs_file.read_text())
-        return output.exists() and all(_stat(Path(p)) == stat for p, stat in inputs.items())
-    except (OSError, ValueError, TypeError, AttributeError):
-        return False
-
-
-_locks: dict[str, threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def _lock(key: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault(key, threading.Lock())
-
-
-def _stat(path: Path) -> list[int] | None:
-    try:
-        st = path.stat()
-    except OSError:
+        except subprocess.TimeoutExpired:
+            tried.append(f"npx tsx (npx could not fetch tsx within {NPX_TIMEOUT}s)")
+            return None
+    found = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+    if not found or not os.access(found[0], os.X_OK):
+        lines = [line for line in done.stderr.splitlines() if line.strip() and "complete log" not in line]
+        why = next((line for line in lines if " code " in line), lines[-1] if lines else f"exit status {done.returncode}")
+        tried.append(f"npx tsx (npx could not fetch tsx: {why.strip()})")
         return None
-    return [st.st_mtime_ns, st.st_size]
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        remembered.write_text(found[0])
+    except OSError:
+        pass  # not remembered: the next call asks npx again
+    return found[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -89,3 +90,31 @@ def test_installed_beside_pypi_executor_both_work(wheel: Path, tmp_path: Path) -
     # generated files go to the user cache, never into the installed package
     assert not list((site / "toolexec" / "_default" / "functions").glob("*.json"))
     assert list((Path.home() / ".cache" / "toolexec" / "state").glob("*/functions.json"))
+
+
+def test_with_the_node_extra_typescript_and_javascript_need_no_system_node(wheel: Path, tmp_path: Path) -> None:
+    """`pip install 'toolexec[node]'` in a venv whose PATH has no node, npm or npx: TS (with an enum) and JS tools run."""
+    venv = fresh_venv(tmp_path / "venv", f"{wheel}[node]")
+    project = tmp_path / "project"
+    (project / "functions" / "tools").mkdir(parents=True)
+    (project / "functions" / "tools" / "convert.ts").write_text(
+        'enum Units { C = "c", F = "f" }\n/** Convert. */\nexport function run(units: Units): string {\n'
+        '  return `${units === Units.F ? "fahrenheit" : "celsius"} on node ${process.versions.node.split(".")[0]}`;\n}\n'
+    )
+    (project / "functions" / "tools" / "hello.mjs").write_text(
+        "/**\n * Hello.\n * @param {string} name - Name.\n */\nexport function run(name) {\n  return `hello ${name} on ${process.version.split('.')[0]}`;\n}\n"
+    )
+    (project / "config.yaml").write_text("visible_tools: [convert.ts, hello.mjs]\n")
+    path = str(venv / "bin")
+    assert [shutil.which(program, path=path) for program in ("node", "npm", "npx")] == [None, None, None]
+    env = {**os.environ, "PATH": path}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(venv / "bin" / "toolexec"), *argv], cwd=project, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    converted = run("run", "convert", '{"units": "f"}')
+    assert (converted.returncode, converted.stdout, converted.stderr) == (0, "fahrenheit on node 24", "")
+    hello = run("run", "hello", '{"name": "zoë"}')
+    assert (hello.returncode, hello.stdout, hello.stderr) == (0, "hello zoë on v24", "")

@@ -224,28 +224,167 @@ def test_shebang_runtime_really_runs_the_typescript(project: Project, js_runtime
     assert (result.status, result.output) == ("ok", f"{runtime}: hello zoë"), result.stderr
 
 
-def test_without_esbuild_tsx_runs_the_typescript(project: Project, js_runtimes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+SYSTEM_NODE = shutil.which("node", path=os.defpath + os.pathsep + "/usr/local/bin")  # Node 20 here: no type stripping
+
+
+@pytest.fixture
+def no_esbuild(monkeypatch: pytest.MonkeyPatch) -> None:
+    """esbuild (the accelerator, installed for the tests) hidden, so the next fallback is what runs."""
     from toolexec.runtimes import typescript
 
     real = typescript.find_program
     monkeypatch.setattr(typescript, "find_program", lambda name, context: None if name == "esbuild" else real(name, context))
-    project.tool("who.ts", WHICH_RUNTIME_TS)
-    result = project.executor().call("who", {"name": "ana"})
-    assert (result.status, result.output) == ("ok", "tsx: hello ana"), result.stderr
 
 
-def test_without_esbuild_or_tsx_npx_tsx_runs_the_typescript(
-    project: Project, js_runtimes: Path, monkeypatch: pytest.MonkeyPatch, isolated: Path
+@pytest.fixture
+def old_node() -> str:
+    if SYSTEM_NODE is None:
+        pytest.skip("no system node")
+    version = subprocess.run(
+        [SYSTEM_NODE, "-p", "typeof require('node:module').stripTypeScriptTypes"], capture_output=True, text=True
+    )
+    if version.stdout.strip() != "undefined":
+        pytest.skip(f"{SYSTEM_NODE} can strip types itself")
+    return SYSTEM_NODE
+
+
+def test_without_esbuild_or_type_stripping_tsx_runs_the_typescript(
+    project: Project, js_runtimes: Path, no_esbuild: None, old_node: str, private_tmpdir: Path
 ) -> None:
-    """The last resort, `npx --yes tsx`, run for real (offline: npx finds tsx in the working directory's node_modules)."""
+    project.tool("who.ts", WHICH_RUNTIME_TS)
+    result = project.executor(runtimes={"typescript": old_node}).call("who", {"name": "ana"})
+    assert (result.status, result.output) == ("ok", "tsx: hello ana"), result.stderr
+    assert os.listdir(private_tmpdir) == []  # tsx's cache and IPC pipe stay out of $TMPDIR
+
+
+def test_without_esbuild_stripping_or_tsx_npx_tsx_runs_the_typescript(
+    project: Project, js_runtimes: Path, old_node: str, monkeypatch: pytest.MonkeyPatch, isolated: Path, private_tmpdir: Path
+) -> None:
+    """The last resort, tsx fetched by npx, run for real (offline: npx finds tsx in the working directory's node_modules)."""
     from toolexec.runtimes import typescript
 
     monkeypatch.setattr(typescript, "find_program", lambda name, context: None)
     (isolated / "node_modules").symlink_to(js_runtimes.parent)
     monkeypatch.setenv("npm_config_offline", "true")
     project.tool("who.ts", WHICH_RUNTIME_TS)
-    result = project.executor().call("who", {"name": "ana"})
-    assert (result.status, result.output) == ("ok", "tsx: hello ana"), result.stderr
+    executor = project.executor(runtimes={"typescript": old_node})
+    for name in ("ana", "bo"):  # the second call uses the tsx npx found, without asking npx again
+        result = executor.call("who", {"name": name})
+        assert (result.status, result.output) == ("ok", f"tsx: hello {name}"), result.stderr
+    remembered = project.root / "functions" / "cache" / ".typescript" / "npx-tsx.path"
+    assert Path(remembered.read_text()).resolve() == (js_runtimes / "tsx").resolve()
+    assert os.listdir(private_tmpdir) == []
+
+
+NOTHING_TRIED = "esbuild (not found), node's own type stripping ({node} has none; it needs Node >= 22.13), tsx (not found), "
+ADVICE = "install the Node extra (pip install 'toolexec[node]') or set runtimes.typescript in config.yaml"
+
+
+def test_nothing_to_run_typescript_is_unavailable_naming_what_was_tried(
+    project: Project, old_node: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, private_tmpdir: Path
+) -> None:
+    from toolexec.runtimes import typescript
+
+    monkeypatch.setattr(typescript, "find_program", lambda name, context: None)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no npx
+    project.tool("who.ts", WHICH_RUNTIME_TS)
+    result = project.executor(runtimes={"typescript": old_node}).call("who", {"name": "ana"})
+    assert (result.ok, result.status, result.exit_code, result.stderr) == (False, "unavailable", 127, "")
+    assert result.error == (
+        f"interpreter 'tsx' not found; tried {NOTHING_TRIED.format(node=old_node)}npx tsx (npx not found); {ADVICE}"
+    )
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_npx_offline_is_unavailable_not_a_tool_failure(
+    project: Project, old_node: str, monkeypatch: pytest.MonkeyPatch, private_tmpdir: Path
+) -> None:
+    """npx with an empty cache and no network: no npm log dressed as the tool's error."""
+    from toolexec.runtimes import typescript
+
+    if shutil.which("npx") is None:
+        pytest.skip("no npx")
+    monkeypatch.setattr(typescript, "find_program", lambda name, context: None)
+    monkeypatch.setenv("npm_config_offline", "true")  # HOME is private: npm's cache is empty
+    project.tool("who.ts", WHICH_RUNTIME_TS)
+    result = project.executor(runtimes={"typescript": old_node}).call("who", {"name": "ana"})
+    assert (result.status, result.exit_code, result.stderr) == ("unavailable", 127, "")
+    assert result.error == (
+        f"interpreter 'tsx' not found; tried {NOTHING_TRIED.format(node=old_node)}"
+        f"npx tsx (npx could not fetch tsx: npm error code ENOTCACHED); {ADVICE}"
+    )
+    assert result.tool_call_error == "Tool call 'who' failed: " + result.error
+    assert os.listdir(private_tmpdir) == []
+
+
+NODE24_TS = """
+enum Units { C = "c", F = "f" }
+namespace Scale {
+  export const factor = 1.8;
+}
+class Reading {
+  constructor(private readonly celsius: number, public units: Units = Units.F) {}
+  show(): string {
+    return `${this.units === Units.F ? this.celsius * Scale.factor + 32 : this.celsius}${this.units}`;
+  }
+}
+/** Convert. */
+export function run(celsius: number): string {
+  return `${process.version.split(".")[0]} ${new Reading(celsius).show()}`;
+}
+"""
+
+
+@pytest.fixture
+def node_extra() -> str:
+    from toolexec.runtimes.interpreter import bundled_node
+
+    node = bundled_node()
+    if node is None:
+        pytest.skip("the Node extra is not installed; run `make test`")
+    return node
+
+
+def test_the_node_extra_is_the_default_and_strips_types_itself(
+    project: Project, node_extra: str, no_esbuild: None, private_tmpdir: Path
+) -> None:
+    project.tool("convert.ts", NODE24_TS)
+    project.tool("version.mjs", "/** Version. */\nexport function run() {\n  return process.execPath;\n}\n")
+    executor = project.executor()
+    assert executor.call("convert", {"celsius": 100}).output == "v24 212f"
+    assert executor.call("version", {}).output == node_extra
+    cache = project.root / "functions" / "cache" / ".typescript"
+    assert sorted(p.suffix for p in cache.iterdir()) == [".json", ".mjs"]
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_type_stripping_resolves_sibling_imports_and_notices_their_edits(
+    project: Project, node_extra: str, no_esbuild: None
+) -> None:
+    helper = project.tool("helper.ts", 'export enum Mood { Happy = "happy" }\nexport const greeting: string = "hello";\n')
+    project.tool("plain.js", "export const punctuation = '!';\n")
+    (project.tools / "lib").mkdir()
+    project.tool("lib/index.ts", 'import { Mood } from "../helper.js";\nexport const mood = (): string => Mood.Happy;\n')
+    project.tool(
+        "greet.ts",
+        'import { greeting } from "./helper";\nimport { punctuation } from "./plain.js";\nimport { mood } from "./lib";\n'
+        "/** Greet. */\nexport async function run(name: string): Promise<string> {\n"
+        '  const again = await import("./helper.ts");\n'
+        "  return `${greeting} ${name}${punctuation} (${mood()}, ${again.greeting === greeting})`;\n}\n",
+    )
+    executor = project.executor(["greet.ts"])
+    assert executor.call("greet", {"name": "ana"}).output == "hello ana! (happy, true)"
+    helper.write_text('export enum Mood { Happy = "glad" }\nexport const greeting: string = "goodbye";\n')
+    os.utime(helper, ns=(0, 10**9))  # a different mtime even on coarse clocks
+    assert executor.call("greet", {"name": "ana"}).output == "goodbye ana! (glad, true)"
+
+
+def test_type_stripping_names_an_import_it_cannot_find(project: Project, node_extra: str, no_esbuild: None) -> None:
+    project.tool("lost.ts", '\nimport { x } from "./missing";\n/** Lost. */\nexport function run(): string {\n  return x;\n}\n')
+    result = project.executor().call("lost", {})
+    assert (result.status, result.exit_code) == ("unavailable", 127)
+    lost = project.tools / "lost.ts"
+    assert result.error == f"node could not transpile {lost}:\n{lost}:2: cannot find the module './missing'"
 
 
 def test_missing_node_is_a_clear_error(project: Project) -> None:
@@ -254,7 +393,7 @@ def test_missing_node_is_a_clear_error(project: Project) -> None:
     assert (result.status, result.exit_code) == ("unavailable", 127)
     assert (
         result.error
-        == "interpreter 'node-not-installed-xyz' not found; install Node.js (https://nodejs.org) or set runtimes.javascript in config.yaml"
+        == "interpreter 'node-not-installed-xyz' not found; install the Node extra (pip install 'toolexec[node]') or Node.js, or set runtimes.javascript in config.yaml"
     )
 
 
@@ -297,7 +436,21 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert runtime.command(declaration, ["/opt/bun"], context) == ["/opt/bun", str(BOOTSTRAP), str(source)]
     assert runtime.command(declaration, ["deno", "run", "-A"], context) == ["deno", "run", "-A", str(BOOTSTRAP), str(source)]
 
-    monkeypatch.setattr(typescript.shutil, "which", lambda name: f"/usr/bin/{name}" if name == "npx" else None)
+    # a node without type stripping: its answer is remembered next to the cache, so it is asked once
+    monkeypatch.setattr(typescript, "stripped", lambda source, node, cache: None)
+    npx = tmp_path / "bin" / "npx"  # stands in for npx: prints where it put tsx, as `npx --call 'command -v tsx'` does
+    cli = tmp_path / "npx-cache" / "node_modules" / "tsx" / "dist" / "cli.mjs"
+    cli.parent.mkdir(parents=True)
+    cli.write_text("")
+    (cli.parent / "loader.mjs").write_text("")
+    bin_tsx = cli.parent.parent.parent / ".bin" / "tsx"
+    bin_tsx.parent.mkdir()
+    bin_tsx.symlink_to(cli)
+    cli.chmod(0o755)
+    npx.parent.mkdir()
+    npx.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "npx.log"}\necho {bin_tsx}\n')
+    npx.chmod(0o755)
+    monkeypatch.setattr(typescript.shutil, "which", lambda name: str(npx) if name == "npx" else None)
     monkeypatch.setattr(typescript.sys, "prefix", str(tmp_path / "no-venv"))
     tsx = tmp_path / "node_modules" / ".bin" / "tsx"  # the working directory's node_modules
     tsx.parent.mkdir(parents=True)
@@ -308,10 +461,7 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert runtime.command(declaration, ["/usr/bin/node"], context) == ["/bin/true", str(BOOTSTRAP), str(source)]
     monkeypatch.delenv("TOOLEXEC_TSX")
     tsx.unlink()
-    assert runtime.command(declaration, ["/usr/bin/node"], context) == [
-        "/usr/bin/npx",
-        "--yes",
-        "tsx",
-        str(BOOTSTRAP),
-        str(source),
-    ]
+    under_tsx = ["/usr/bin/node", "--import", typescript.TSX_NO_CACHE, "--import", (cli.parent / "loader.mjs").as_uri()]
+    for _ in range(2):  # npx is asked once; its answer is remembered in the cache
+        assert runtime.command(declaration, ["/usr/bin/node"], context) == [*under_tsx, str(BOOTSTRAP), str(source)]
+    assert (tmp_path / "npx.log").read_text() == "--yes --package tsx --call command -v tsx\n"

@@ -1,0 +1,227 @@
+"""The TypeScript transpile cache: ``<state>/cache/.typescript/<key>.mjs``, built by esbuild or by node itself.
+
+A key is the hash of the tool's source and of the recipe; ``<key>.inputs.json`` lists every file the
+build read with its stat, so an edit to any of them is never answered with stale code. Safe under
+concurrency: threads of one process build a key once (a lock per key); processes build into private
+files and publish each file with an atomic rename, the inputs file last.
+
+esbuild bundles sibling imports into one file. Node's own ``stripTypeScriptTypes`` (Node >= 22.13)
+transforms one file at a time, so the tool's relative imports are rewritten to absolute file URLs:
+a TypeScript sibling is transpiled too (``<key>.<digest of its path>.mjs``), a JavaScript one is
+imported from where it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from toolexec.errors import PreparationFailed
+from toolexec.paths import write_json_atomic
+
+ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
+NODE_RECIPE = "node stripTypeScriptTypes transform v1"
+NODE_TRANSPILER = Path(__file__).with_name("node_transpile.mjs")
+UNSUPPORTED = 3  # node_transpile.mjs's exit status when this node has no stripTypeScriptTypes
+TS_SUFFIXES = (".ts", ".mts", ".cts")
+RESOLVE_SUFFIXES = (".ts", ".mts", ".js", ".mjs", ".cjs", "/index.ts", "/index.js", "/index.mjs")
+
+Inputs = dict[str, list[int] | None]
+
+
+def transpiled(source: str, esbuild: str, cache: Path) -> Path:
+    """The cached esbuild bundle of ``source``, rebuilt when it or anything it imports changed."""
+
+    def build(key: str, output: Path, private: str) -> Inputs:
+        metafile, staging = cache / f".{key}.{private}.meta.json", cache / f".{key}.{private}.mjs"
+        try:
+            done = subprocess.run(
+                [esbuild, source, *ESBUILD_FLAGS, f"--outfile={staging}", f"--metafile={metafile}"],
+                capture_output=True,
+                text=True,
+                cwd=Path(source).parent,
+            )
+            if done.returncode != 0:
+                raise PreparationFailed(esbuild, f"could not transpile {source}:\n{done.stderr.strip()}")
+            read = json.loads(metafile.read_text())["inputs"]
+            base = Path(source).parent
+            inputs = {str((base / p).resolve()): _stat((base / p).resolve()) for p in read}
+            os.replace(staging, output)
+            return inputs
+        finally:
+            for leftover in (metafile, staging):
+                leftover.unlink(missing_ok=True)
+
+    return _cached(source, " ".join(ESBUILD_FLAGS), cache, esbuild, build)
+
+
+def stripped(source: str, node: str, cache: Path) -> Path | None:
+    """The cached JavaScript of ``source`` made by ``node``'s own type stripping, or None when that node cannot.
+
+    Only a cache miss starts node; a node found unable is remembered (by path and stat) so later calls
+    go straight to the next fallback.
+    """
+    key = _key(source, NODE_RECIPE)
+    if _fresh(cache / f"{key}.mjs", cache / f"{key}.inputs.json"):
+        return cache / f"{key}.mjs"
+    marker = cache / f"no-strip.{hashlib.sha256(repr((os.path.realpath(node), _stat(Path(node)))).encode()).hexdigest()[:16]}"
+    if marker.exists():
+        return None
+
+    def build(key: str, output: Path, private: str) -> Inputs:
+        files, inputs = _import_graph(Path(source), key, cache, output)
+        jobs = [
+            {"source": str(path), "code": code, "out": str(cache / f".{target.name}.{private}")}
+            for path, (code, target) in files.items()
+        ]
+        try:
+            done = subprocess.run(
+                [node, "--no-warnings", str(NODE_TRANSPILER)],
+                input=json.dumps(jobs),
+                capture_output=True,
+                text=True,
+                cwd=Path(source).parent,
+            )
+            if done.returncode == UNSUPPORTED:
+                marker.touch()
+                raise _Unsupported
+            if done.returncode != 0:
+                raise PreparationFailed(node, f"could not transpile {source}:\n{done.stderr.strip()}")
+            # siblings first, the tool itself last: a process that sees the new tool sees its new siblings
+            for _, (_, target) in sorted(files.items(), key=lambda item: item[1][1] == output):
+                os.replace(cache / f".{target.name}.{private}", target)
+            return inputs
+        finally:
+            for job in jobs:
+                Path(job["out"]).unlink(missing_ok=True)
+
+    try:
+        return _cached(source, NODE_RECIPE, cache, node, build)
+    except _Unsupported:
+        return None
+
+
+class _Unsupported(Exception):
+    """This node has no ``stripTypeScriptTypes``."""
+
+
+def _cached(source: str, recipe: str, cache: Path, program: str, build: Callable[[str, Path, str], Inputs]) -> Path:
+    key = _key(source, recipe)
+    output, inputs_file = cache / f"{key}.mjs", cache / f"{key}.inputs.json"
+    if _fresh(output, inputs_file):
+        return output
+    with _lock(key):
+        if _fresh(output, inputs_file):  # another thread built it while this one waited
+            return output
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            inputs = build(key, output, f"{os.getpid()}.{threading.get_ident()}")
+            write_json_atomic(inputs_file, inputs)
+            return output
+        except OSError as exc:
+            raise PreparationFailed(program, f"could not write its output to {cache}: {exc.strerror or exc}") from None
+
+
+def _key(source: str, recipe: str) -> str:
+    return hashlib.sha256(Path(source).read_bytes() + recipe.encode()).hexdigest()[:32]
+
+
+def _import_graph(source: Path, key: str, cache: Path, output: Path) -> tuple[dict[Path, tuple[str, Path]], Inputs]:
+    """Each TypeScript file reachable from ``source`` by relative imports: its code with those imports
+    made absolute, and where its JavaScript goes; plus every file read, for freshness."""
+    source = source.resolve()
+    targets = {source: output}
+    files: dict[Path, tuple[str, Path]] = {}
+    inputs: Inputs = {}
+    pending = [source]
+    while pending:
+        path = pending.pop()
+        data = path.read_bytes()
+        inputs[str(path)] = _stat(path)
+        edits: list[tuple[int, int, bytes]] = []
+        for start, end, specifier in _relative_specifiers(data):
+            found = _resolve(path.parent, specifier)
+            if found is None:
+                line = data.count(b"\n", 0, start) + 1
+                raise PreparationFailed(
+                    "node", f"could not transpile {source}:\n{path}:{line}: cannot find the module {specifier!r}"
+                )
+            if found.suffix in TS_SUFFIXES:
+                if found not in targets:
+                    digest = hashlib.sha256(str(found).encode()).hexdigest()[:12]
+                    targets[found] = cache / f"{key}.{digest}.mjs"
+                    pending.append(found)
+                url = targets[found].as_uri()
+            else:
+                inputs[str(found)] = _stat(found)
+                url = found.as_uri()
+            edits.append((start, end, url.encode()))
+        for start, end, absolute in sorted(edits, reverse=True):
+            data = data[:start] + absolute + data[end:]
+        files[path] = (data.decode("utf-8"), targets[path])
+    return files, inputs
+
+
+def _relative_specifiers(data: bytes) -> list[tuple[int, int, str]]:
+    """(start, end, text) of each ``./`` or ``../`` module specifier: static imports, re-exports, ``import("…")``."""
+    import tree_sitter
+    import tree_sitter_typescript
+
+    tree = tree_sitter.Parser(tree_sitter.Language(tree_sitter_typescript.language_typescript())).parse(data)
+    found = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        string = None
+        if node.type in ("import_statement", "export_statement"):
+            string = node.child_by_field_name("source")
+        elif node.type == "call_expression" and (function := node.child_by_field_name("function")) and function.type == "import":
+            arguments = node.child_by_field_name("arguments")
+            string = arguments.named_children[0] if arguments and arguments.named_children else None
+        if string is None or string.type != "string":
+            continue
+        start, end = string.start_byte + 1, string.end_byte - 1  # inside the quotes
+        text = data[start:end].decode("utf-8")
+        if text.startswith(("./", "../")):
+            found.append((start, end, text))
+    return found
+
+
+def _resolve(base: Path, specifier: str) -> Path | None:
+    """The file a relative specifier names, as TypeScript's resolution finds it (``./x`` and ``./x.js`` may be ``x.ts``)."""
+    plain = (base / specifier).resolve()
+    candidates = [plain, *(Path(f"{plain}{suffix}") for suffix in RESOLVE_SUFFIXES)]
+    if plain.suffix in (".js", ".mjs"):
+        candidates.insert(0, plain.with_suffix(".ts" if plain.suffix == ".js" else ".mts"))
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _fresh(output: Path, inputs_file: Path) -> bool:
+    try:
+        inputs = json.loads(inputs_file.read_text())
+        return output.exists() and all(_stat(Path(p)) == stat for p, stat in inputs.items())
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
+
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
