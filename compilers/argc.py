@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
+
+from toolexec.records import ArgcEnv, ArgcParam
 
 ParamKind = Literal["option", "flag", "arg"]
 _LONG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -43,10 +45,22 @@ class Param:
 
     @property
     def var(self) -> str:
+        """The shell variable argc binds: ``argc_<name>``."""
         return f"argc_{self.name}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "var": self.var}
+    def invocation(self) -> ArgcParam:
+        """What the Bash runtime needs of this parameter at call time."""
+        return ArgcParam(
+            kind=self.kind,
+            name=self.name,
+            var=self.var,
+            multi=self.multi,
+            split=self.split,
+            default=self.default,
+            default_fn=self.default_fn,
+            choices_fn=self.choices_fn,
+            check_choices=self.check_choices,
+        )
 
 
 @dataclass
@@ -56,6 +70,10 @@ class EnvVar:
     default: str | None = None
     choices: list[str] = field(default_factory=list)
     help: str = ""
+
+    def invocation(self) -> ArgcEnv:
+        """The runtime's immutable copy of this ``@env`` line."""
+        return ArgcEnv(name=self.name, required=self.required, default=self.default, choices=tuple(self.choices), help=self.help)
 
 
 class _Scanner:

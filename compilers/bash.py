@@ -18,7 +18,7 @@ from toolexec.compilers.common import (
     tool_name,
 )
 from toolexec.compilers.shebang import read_shebang
-from toolexec.records import ToolDeclaration
+from toolexec.records import Argc, Limits, ToolDeclaration
 
 _SILENT = {"version", "author", "cmd", "alias"}  # argc tags that mean nothing for a tool
 _TYPES = {"INT": "integer", "NUM": "number"}
@@ -37,7 +37,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     positions: dict[str, tuple[int, int]] = {}
     duplicates: list[tuple[str, tuple[int, int]]] = []
     envs: list[EnvVar] = []
-    meta: dict[str, Any] = {"require_tools": [], "dotenv": None}
+    meta: dict[str, Any] = {"require_tools": [], "dotenv": None, "limits": {}}
     previous_row = -2
     for node in root.named_children:
         if node.type != "comment" or text(node).startswith("#!"):
@@ -112,8 +112,13 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         description=described,
         parameters=object_schema(properties, required),
         language="bash",
-        convention="argc",
-        meta={**meta, "params": [p.to_dict() for p in params], "env": [asdict(e) for e in envs], "has_main": "main" in functions},
+        invocation=Argc(
+            params=tuple(p.invocation() for p in params),
+            env=tuple(e.invocation() for e in envs),
+            require_tools=tuple(meta["require_tools"]),
+            dotenv=meta["dotenv"],
+        ),
+        limits=Limits(**meta["limits"]),
         shebang=_bash_shebang(source),
     )
 
@@ -129,7 +134,8 @@ def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int
     elif key == "dotenv":
         meta["dotenv"] = value or ".env"
     elif key in LIMITS:
-        meta.update(read_limits({key: value}, diag, at, "# @meta {name} {value}"))
+        limits = read_limits({key: value}, diag, at, "# @meta {name} {value}")
+        meta["limits"].update({k: v for k, v in asdict(limits).items() if v is not None})
 
 
 def _schema(param: Param) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import PurePath
@@ -12,9 +11,7 @@ import tree_sitter
 
 from toolexec.compilers.shebang import read_shebang
 from toolexec.errors import CompileError, Problem
-from toolexec.records import Convention, Language, ToolDeclaration
-
-NAME_RE = re.compile(r"[a-zA-Z0-9_.:-]+")
+from toolexec.records import Invocation, Language, Limits, Metadata, ToolDeclaration, name_problem
 
 
 @cache
@@ -36,6 +33,7 @@ class Diagnostics:
         self.path = path
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
+        self.name: str | None = None  # the tool's name, once known: a broken tool is filed under it
 
     def error(self, at: tree_sitter.Node | tuple[int, int] | None, message: str, hint: str | None = None) -> None:
         self.errors.append(Problem(self.path, *position(at), message, hint))
@@ -45,7 +43,7 @@ class Diagnostics:
 
     def raise_if_any(self) -> None:
         if self.errors:
-            raise CompileError(self.path, sorted(self.errors, key=lambda p: (p.line, p.col)))
+            raise CompileError(self.path, sorted(self.errors, key=lambda p: (p.line, p.col)), name=self.name)
 
     def warning_texts(self) -> tuple[str, ...]:
         return tuple(str(w) for w in self.warnings)
@@ -63,20 +61,25 @@ def text(node: tree_sitter.Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
+def stem_name(path: str | PurePath) -> str:
+    """The tool name a file gives: its name up to the first '.', with '-' turned into '_'."""
+    return PurePath(path).name.split(".")[0].replace("-", "_")
+
+
 def tool_name(path: str, diagnostics: Diagnostics) -> str:
-    """The tool name from a file name: stem with '-' turned into '_'."""
-    name = PurePath(path).name.split(".")[0].replace("-", "_")
-    check_name(name, diagnostics, None)
+    """The tool name from a file name, checked by the one name rule."""
+    name = stem_name(path)
+    if check_name(name, diagnostics, None) and diagnostics.name is None:
+        diagnostics.name = name
     return name
 
 
-def check_name(name: str, diagnostics: Diagnostics, at: tree_sitter.Node | None) -> None:
-    if not NAME_RE.fullmatch(name):
-        diagnostics.error(
-            at,
-            f"invalid tool name {name!r}: names may use only letters, digits, '_', '.', ':' and '-'",
-            "rename the file (or the name field) to something like 'my_tool'",
-        )
+def check_name(name: str, diagnostics: Diagnostics, at: tree_sitter.Node | None) -> bool:
+    """Whether the one rule (:func:`toolexec.records.name_problem`) accepts ``name``; reported when not."""
+    problem = name_problem(name)
+    if problem is not None:
+        diagnostics.error(at, problem, "rename the file (or the name field) to something like 'my_tool'")
+    return problem is None
 
 
 def syntax_errors(root: tree_sitter.Node, diagnostics: Diagnostics, limit: int = 5) -> None:
@@ -140,13 +143,13 @@ def read_limits(
     at: tree_sitter.Node | tuple[int, int] | None,
     syntax: str,
     spelling: dict[str, str] | None = None,
-) -> dict[str, float]:
+) -> Limits:
     """Validated per-tool limits from ``{name: text}``.
 
     ``syntax`` shows how the language writes one (``{name}``, ``{value}``) and
     ``spelling`` how it spells a limit's name, for messages.
     """
-    limits: dict[str, float] = {}
+    limits: dict[str, Any] = {}
     for name, raw in found.items():
         unit, whole = LIMITS[name]
         spelled = (spelling or {}).get(name, name)
@@ -159,7 +162,7 @@ def read_limits(
             diag.error(at, f"{syntax.format(name=spelled, value=raw)!r} is not {unit}", f"write {example}")
             continue
         limits[name] = value
-    return limits
+    return Limits(**limits)
 
 
 def finish(
@@ -171,8 +174,9 @@ def finish(
     description: str,
     parameters: dict[str, Any],
     language: Language,
-    convention: Convention,
-    meta: dict[str, Any],
+    invocation: Invocation,
+    limits: Limits | None = None,
+    metadata: Metadata | None = None,
     shebang: tuple[str, ...] | None = None,
 ) -> ToolDeclaration:
     """Raise every collected error, or assemble the declaration with its warnings."""
@@ -183,8 +187,9 @@ def finish(
         parameters=parameters,
         source=path,
         language=language,
-        convention=convention,
+        invocation=invocation,
         shebang=read_shebang(source) if shebang is None else shebang,
-        meta=meta,
+        limits=limits or Limits(),
+        metadata=metadata or Metadata(),
         warnings=diag.warning_texts(),
     )

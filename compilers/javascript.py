@@ -19,7 +19,7 @@ from toolexec.compilers.common import Diagnostics, check_name, finish, object_sc
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
 from toolexec.compilers.typescript import compile_flat, jsdoc_limits, parse_default
-from toolexec.records import ToolDeclaration
+from toolexec.records import Module, ObjectArgument, ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
 
@@ -101,8 +101,8 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
         description=doc.description,
         parameters=object_schema(properties, required),
         language="javascript",
-        convention="object",
-        meta=dict(jsdoc_limits(doc, statement or root, diag)),
+        invocation=ObjectArgument(),
+        limits=jsdoc_limits(doc, statement or root, diag),
     )
 
 
@@ -166,8 +166,8 @@ def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[
     syntax_errors(root, diag)
     name = _string_field(fields, "name", diag, anchor)
     description = _string_field(fields, "description", diag, anchor)
-    if name:
-        check_name(name, diag, fields["name"])
+    if name and check_name(name, diag, fields["name"]):
+        diag.name = name
     schema_node = fields.get("inputSchema") or fields.get("args")
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
     if schema_node is not None:
@@ -197,8 +197,7 @@ def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[
         description=description or "",
         parameters=parameters,
         language="javascript",
-        convention="module",
-        meta={"export": form},
+        invocation=Module(export=form),  # type: ignore[arg-type]
     )
 
 

@@ -20,7 +20,7 @@ from toolexec.compilers.common import (
     tool_name,
 )
 from toolexec.compilers.docstring import Docstring, parse_docstring
-from toolexec.records import ToolDeclaration
+from toolexec.records import Kwargs, ToolDeclaration
 
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 _ARRAYS = {"list", "List", "Sequence", "MutableSequence", "Iterable", "set", "Set", "frozenset", "FrozenSet", "tuple", "Tuple"}
@@ -42,10 +42,9 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     properties, required = _parameters(run.child_by_field_name("parameters"), doc, diag)
     for documented in doc.args.keys() - properties.keys():
         diag.warn(run, f"docstring documents {documented!r}, which is not a parameter of run")
-    meta: dict[str, Any] = {"async": any(c.type == "async" for c in run.children)}
     spelling = {"timeout": "Timeout", "max_output_bytes": "Max output bytes"}
     declared = {key: doc.fields[field] for key, field in spelling.items() if field in doc.fields}
-    meta.update(read_limits(declared, diag, run, "{name}: {value}", spelling))
+    limits = read_limits(declared, diag, run, "{name}: {value}", spelling)
     return finish(
         diag,
         source=source,
@@ -54,8 +53,8 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         description=doc.description,
         parameters=object_schema(properties, required),
         language="python",
-        convention="kwargs",
-        meta=meta,
+        invocation=Kwargs(),
+        limits=limits,
     )
 
 

@@ -25,7 +25,7 @@ from toolexec.compilers.common import (
 )
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from toolexec.records import Language, ToolDeclaration
+from toolexec.records import Language, Limits, Positional, ToolDeclaration
 
 RUN_HINT = "write the tool as: export function run(city: string, days = 1) { ... }"
 
@@ -49,8 +49,7 @@ def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
     doc = leading_jsdoc(statement, diag, function)
     context = TypeContext(root, diag)
     properties, required, order = flat_parameters(function, doc, context, diag, typed=language == "typescript")
-    meta: dict[str, Any] = {"order": order, "async": any(c.type == "async" for c in function.children)}
-    meta.update(jsdoc_limits(doc, function, diag))
+    limits = jsdoc_limits(doc, function, diag)
     return finish(
         diag,
         source=source,
@@ -59,8 +58,8 @@ def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
         description=doc.description,
         parameters=object_schema(properties, required),
         language=language,
-        convention="positional",
-        meta=meta,
+        invocation=Positional(order=tuple(order)),
+        limits=limits,
     )
 
 
@@ -197,7 +196,7 @@ def parse_default(raw: str) -> Any:
     return raw if value is None else value
 
 
-def jsdoc_limits(doc: JSDoc, at: Node, diag: Diagnostics) -> dict[str, float]:
+def jsdoc_limits(doc: JSDoc, at: Node, diag: Diagnostics) -> Limits:
     """``@timeout 30`` and ``@max_output_bytes 65536`` from a JSDoc block."""
     found = {name: tags[0].text for name in LIMITS if (tags := doc.find(name))}
     return read_limits(found, diag, at, "@{name} {value}")

@@ -1,11 +1,13 @@
 """``toolexec build``: compile every visible tool into the catalog and functions.json.
 
 Unchanged files (same content hash) keep their previous declaration; one
-broken tool never stops the others.
+broken tool never stops the others, and a tool whose edit broke it keeps serving
+its last good version while the build reports the error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterator
@@ -18,83 +20,93 @@ from toolexec.errors import CompileError, did_you_mean
 
 @dataclass(frozen=True)
 class BuildReport:
+    """What a build did: the catalog it wrote, how many files it compiled, and the config it used."""
+
     catalog: Catalog
     compiled: int  # how many files were compiled (the rest were unchanged)
+    config: Config
 
     @property
     def problems(self) -> list[str]:
-        return [*self.catalog.problems, *(p for e in self.catalog.entries for p in e.problems)]
+        """Every error: config-level ones first, then each file's."""
+        return [*self.catalog.problems(self.config), *(p for e in self.catalog.entries for p in e.problems)]
 
     @property
     def warnings(self) -> list[str]:
+        """Every warning, file by file."""
         return [w for e in self.catalog.entries for w in e.warnings]
 
     @property
     def ok(self) -> bool:
+        """Whether nothing failed."""
         return not self.problems
 
 
 def build(config: Config, *, force: bool = False) -> BuildReport:
-    previous = None if force else load_catalog(config)
-    reusable = {e.file: e for e in previous.entries} if previous and previous.fingerprint == catalog_fingerprint(config) else {}
+    """Compile what changed since the stored catalog (everything with ``force``) and write the catalog."""
+    previous = load_catalog(config)
+    same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
+    known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
     entries: list[Entry] = []
     compiled = 0
     for file in config.visible_tools:
-        entry, fresh = _entry(config, file, reusable.get(file))
+        entry, fresh = _entry(config, file, known.get(file), reuse=not force)
         entries.append(entry)
         compiled += fresh
-    entries = list(_check_duplicates(entries))
-    catalog = Catalog(
-        fingerprint=catalog_fingerprint(config), entries=tuple(entries), problems=tuple(_config_problems(config, entries))
-    )
+    catalog = Catalog(fingerprint=catalog_fingerprint(config), entries=tuple(_check_duplicates(entries)))
     save_catalog(config, catalog)
-    return BuildReport(catalog, compiled)
+    return BuildReport(catalog, compiled, config)
 
 
-def _entry(config: Config, file: str, previous: Entry | None) -> tuple[Entry, bool]:
+def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) -> tuple[Entry, bool]:
+    """The entry of one visible file: reused when its content is unchanged, else compiled."""
+    from toolexec.compilers.common import stem_name
+
     path = config.tools_dir / file
-    stem_name = file.split(".")[0].replace("-", "_")
     stat = file_stat(path)
+    last_good = previous.serving if previous is not None else None
     if stat is None or not path.is_file():
         existing = sorted(os.listdir(config.tools_dir)) if config.tools_dir.is_dir() else []
         problem = f"{config.path}: visible tool {file!r} not found in {config.tools_dir}{did_you_mean(file, existing)}"
-        return Entry(file=file, name=stem_name, stat=None, sha256=None, declaration=None, problems=(problem,)), False
+        return Entry(file=file, name=stem_name(file), stat=None, sha256=None, declaration=None, problems=(problem,)), False
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    if previous is not None and previous.sha256 == sha:
-        return Entry(**{**previous.__dict__, "stat": stat}), False
+    if reuse and previous is not None and previous.sha256 == sha:
+        return dataclasses.replace(previous, stat=stat), False
     from toolexec.compilers import compile_source  # only here: a fresh catalog never loads tree-sitter
 
     try:
         declaration = compile_source(data.decode("utf-8"), str(path))
     except UnicodeDecodeError as exc:
         problem = f"{path}:1:1: the file is not UTF-8 text ({exc.reason} at byte {exc.start})"
-        return Entry(file=file, name=stem_name, stat=stat, sha256=sha, declaration=None, problems=(problem,)), True
+        broken = Entry(
+            file=file, name=_name(previous, stem_name(file)), stat=stat, sha256=sha, declaration=None, problems=(problem,)
+        )
+        return dataclasses.replace(broken, last_good=last_good), True
     except CompileError as exc:
-        return Entry(file=file, name=stem_name, stat=stat, sha256=sha, declaration=None, problems=(str(exc),)), True
+        name = exc.name or _name(previous, stem_name(file))
+        broken = Entry(file=file, name=name, stat=stat, sha256=sha, declaration=None, problems=(str(exc),))
+        return dataclasses.replace(broken, last_good=last_good if last_good and last_good.name == name else None), True
     entry = Entry(file=file, name=declaration.name, stat=stat, sha256=sha, declaration=declaration, warnings=declaration.warnings)
     return entry, True
 
 
+def _name(previous: Entry | None, fallback: str) -> str:
+    """A broken file keeps the name it had while it built (a module tool's declared name)."""
+    return previous.name if previous is not None else fallback
+
+
 def _check_duplicates(entries: list[Entry]) -> Iterator[Entry]:
+    """Every file whose tool name an earlier file already took is an error; the first keeps the name."""
     owners: dict[str, Entry] = {}
     for entry in entries:
         first = owners.get(entry.name)
-        if entry.declaration is not None and first is not None:
-            problem = f"{entry.declaration.source}:1:1: tool name {entry.name!r} is already used by {first.file}; rename one of the files"
-            yield Entry(**{**entry.__dict__, "declaration": None, "problems": (problem,)})
+        if entry.serving is not None and first is not None:
+            problem = (
+                f"{entry.serving.source}:1:1: tool name {entry.name!r} is already used by {first.file}; rename one of the files"
+            )
+            yield dataclasses.replace(entry, declaration=None, last_good=None, problems=(problem,))
             continue
-        if entry.declaration is not None:
+        if entry.serving is not None:
             owners[entry.name] = entry
         yield entry
-
-
-def _config_problems(config: Config, entries: list[Entry]) -> Iterator[str]:
-    names = [e.name for e in entries]
-    for alias, tools in config.mapping_tools.items():
-        for tool in tools:
-            if tool not in names:
-                yield f"{config.path}: mapping_tools.{alias} names unknown tool {tool!r}{did_you_mean(tool, names)}"
-    for name in config.enabled_tools or ():
-        if name not in names and name not in config.mapping_tools:
-            yield f"{config.path}: enabled_tools names unknown tool {name!r}{did_you_mean(name, [*names, *config.mapping_tools])}"

@@ -1,7 +1,9 @@
 """The catalog: every visible tool's declaration and provenance, kept next to functions.json.
 
 Loading it and checking that it is fresh costs one JSON read and a ``stat`` per
-visible tool; no parser or compiler is imported unless something changed.
+visible tool; no parser or compiler is imported unless something changed. An entry
+whose file no longer builds keeps its ``last_good`` declaration: the tool stays
+callable as it was, and the build reports the error.
 """
 
 from __future__ import annotations
@@ -10,16 +12,18 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolexec.config import Config
-from toolexec.errors import CallRefused, UnknownTool
-from toolexec.paths import write_json_atomic
+from toolexec.errors import BuildError, NotEnabled, StateUnavailable, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
+from toolexec.state import write_json_atomic
 from toolexec.version import __version__
 
-CATALOG_FILE = "catalog.json"
-FUNCTIONS_FILE = "functions.json"
+if TYPE_CHECKING:
+    from toolexec.validation import Validator
+
+Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,13 +32,21 @@ class Entry:
 
     file: str
     name: str
-    stat: tuple[int, int] | None  # (mtime_ns, size); None when the file is missing
+    stat: Stat | None  # None when the file is missing
     sha256: str | None
     declaration: ToolDeclaration | None
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    # The declaration of the last version that built, kept while the file is broken.
+    last_good: ToolDeclaration | None = None
+
+    @property
+    def serving(self) -> ToolDeclaration | None:
+        """What a call of this tool runs: the current declaration, else the last good one."""
+        return self.declaration or self.last_good
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form stored in catalog.json."""
         return {
             "file": self.file,
             "name": self.name,
@@ -43,11 +55,13 @@ class Entry:
             "declaration": self.declaration.to_dict() if self.declaration else None,
             "problems": list(self.problems),
             "warnings": list(self.warnings),
+            "last_good": self.last_good.to_dict() if self.last_good else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Entry:
-        declaration = data.get("declaration")
+        """The entry :meth:`to_dict` stored."""
+        declaration, last_good = data.get("declaration"), data.get("last_good")
         return cls(
             file=data["file"],
             name=data["name"],
@@ -56,27 +70,41 @@ class Entry:
             declaration=ToolDeclaration.from_dict(declaration) if declaration else None,
             problems=tuple(data.get("problems", ())),
             warnings=tuple(data.get("warnings", ())),
+            last_good=ToolDeclaration.from_dict(last_good) if last_good else None,
         )
+
+
+class Diff(NamedTuple):
+    """How one catalog's tools differ from another's, by name, judged by what a model sees."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Catalog:
+    """Every visible tool of one config, in ``visible_tools`` order."""
+
     fingerprint: dict[str, Any]
     entries: tuple[Entry, ...]
-    problems: tuple[str, ...] = ()  # config-level problems (unknown enabled_tools …)
     tools: dict[str, ToolDeclaration] = field(init=False)
+    _validators: dict[str, Validator] = field(init=False, default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        tools = {e.declaration.name: e.declaration for e in self.entries if e.declaration and not e.problems}
+        tools = {e.name: e.serving for e in self.entries if e.serving is not None and not _shadowed(e)}
         object.__setattr__(self, "tools", tools)
 
     def get(self, name: str, config: Config | None = None) -> ToolDeclaration:
-        """The declaration of a visible tool that built; with ``config``, unknown names are explained."""
+        """The declaration a call of ``name`` runs; with ``config``, an unknown name is explained."""
         if name in self.tools:
             return self.tools[name]
         broken = next((e for e in self.entries if e.name == name and e.problems), None)
         if broken is not None:
-            raise CallRefused(f"tool {name!r} failed to build:\n" + "\n".join(broken.problems))
+            raise ToolBroken(name, broken.problems)
         if config is not None and (hidden := _hidden_file(config, name)):
             because = (
                 f"{config.tools_dir / hidden} exists but is not listed under visible_tools in {config.path}; "
@@ -90,11 +118,20 @@ class Catalog:
         declaration = self.get(name, config)
         if config.enabled_tools is not None and name not in set(expand_enabled(config)):
             where = "the embedded default config enables only tools that modify nothing" if config.embedded else str(config.path)
-            raise CallRefused(
+            raise NotEnabled(
                 f"tool {name!r} is visible but not enabled ({where}); add it to enabled_tools in your config.yaml"
                 + (" (`toolexec init` writes one)" if config.embedded else "")
             )
         return declaration
+
+    def validator(self, name: str) -> Validator:
+        """The compiled argument validator of a tool, made once per catalog."""
+        check = self._validators.get(name)
+        if check is None:
+            from toolexec.validation import compile_validator
+
+            check = self._validators[name] = compile_validator(self.tools[name].parameters)
+        return check
 
     def enabled(self, config: Config) -> list[ToolDeclaration]:
         """The tools offered to an agent, in visible_tools order."""
@@ -103,26 +140,55 @@ class Catalog:
         wanted = set(expand_enabled(config))
         return [d for d in self.tools.values() if d.name in wanted]
 
+    def problems(self, config: Config) -> list[str]:
+        """Config-level problems (enabled_tools or mapping_tools naming no tool), computed from the config in use."""
+        names = [e.name for e in self.entries]
+        found = []
+        for alias, tools in config.mapping_tools.items():
+            for tool in tools:
+                if tool not in names:
+                    found.append(f"{config.path}: mapping_tools.{alias} names unknown tool {tool!r}{did_you_mean(tool, names)}")
+        for name in config.enabled_tools or ():
+            if name not in names and name not in config.mapping_tools:
+                known = [*names, *config.mapping_tools]
+                found.append(f"{config.path}: enabled_tools names unknown tool {name!r}{did_you_mean(name, known)}")
+        return found
+
     def is_fresh(self, config: Config) -> bool:
+        """Whether nothing the catalog was built from changed (config fingerprint, every file's stat)."""
         if self.fingerprint != catalog_fingerprint(config):
             return False
         return all(file_stat(config.tools_dir / e.file) == e.stat for e in self.entries)
 
+    def diff(self, other: Catalog) -> Diff:
+        """What changed from ``other`` (the older catalog) to this one."""
+        old = {n: d.fingerprint() for n, d in other.tools.items()}
+        new = {n: d.fingerprint() for n, d in self.tools.items()}
+        return Diff(
+            added=tuple(n for n in new if n not in old),
+            removed=tuple(n for n in old if n not in new),
+            changed=tuple(n for n in new if n in old and new[n] != old[n]),
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "fingerprint": self.fingerprint,
-            "problems": list(self.problems),
-            "entries": [e.to_dict() for e in self.entries],
-        }
+        """The JSON-ready form stored in catalog.json."""
+        return {"fingerprint": self.fingerprint, "entries": [e.to_dict() for e in self.entries]}
+
+
+def _shadowed(entry: Entry) -> bool:
+    """A file whose name another file already took (reported by the build) is never served."""
+    return entry.declaration is None and entry.last_good is None
 
 
 def _hidden_file(config: Config, name: str) -> str | None:
     """A file in tools/ that would be the tool ``name`` if it were listed under visible_tools."""
+    from toolexec.compilers.common import stem_name
+
     try:
         files = sorted(os.listdir(config.tools_dir))
     except OSError:
         return None
-    return next((f for f in files if f.split(".")[0].replace("-", "_") == name and f not in config.visible_tools), None)
+    return next((f for f in files if stem_name(f) == name and f not in config.visible_tools), None)
 
 
 def expand_enabled(config: Config) -> list[str]:
@@ -134,30 +200,37 @@ def expand_enabled(config: Config) -> list[str]:
 
 
 def catalog_fingerprint(config: Config) -> dict[str, Any]:
+    """What the whole catalog depends on besides the files: a change here means rebuild."""
     return {"version": __version__, **config.fingerprint()}
 
 
-def file_stat(path: Path) -> tuple[int, int] | None:
+def file_stat(path: Path) -> Stat | None:
+    """What says a file changed without reading it: mtime, size, inode and ctime (so a file replaced by
+    one of the same size and mtime, as ``cp -p`` or ``tar x`` do, is noticed)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size)
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
 def load_catalog(config: Config) -> Catalog | None:
+    """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt)."""
     try:
-        data = json.loads((config.state_dir / CATALOG_FILE).read_text(encoding="utf-8"))
-        return Catalog(
-            fingerprint=data["fingerprint"],
-            entries=tuple(Entry.from_dict(e) for e in data["entries"]),
-            problems=tuple(data.get("problems", ())),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+        data = json.loads(config.state.catalog_file.read_text(encoding="utf-8"))
+        return Catalog(fingerprint=data["fingerprint"], entries=tuple(Entry.from_dict(e) for e in data["entries"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def save_catalog(config: Config, catalog: Catalog) -> None:
+    """Write functions.json (the declarations a model sees) and catalog.json."""
     functions = [d.to_function() for d in catalog.tools.values()]
-    write_json_atomic(config.state_dir / FUNCTIONS_FILE, functions)
-    write_json_atomic(config.state_dir / CATALOG_FILE, catalog.to_dict())
+    try:
+        write_json_atomic(config.state.functions_file, functions)
+        write_json_atomic(config.state.catalog_file, catalog.to_dict())
+    except OSError as exc:
+        raise StateUnavailable(str(config.state.root), exc.strerror or str(exc)) from None
+
+
+__all__ = ["BuildError", "Catalog", "Diff", "Entry", "catalog_fingerprint", "file_stat", "load_catalog", "save_catalog"]

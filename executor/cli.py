@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
     """--config and --verbose, accepted before and after the command (there they never reset the first)."""
     options = argparse.ArgumentParser(add_help=False)
-    unset = {"default": argparse.SUPPRESS} if after_command else {}
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if after_command else {}
     options.add_argument(
         "--config",
         metavar="PATH",

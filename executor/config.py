@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from toolexec.errors import ConfigError, did_you_mean
-from toolexec.paths import digest, package_defaults, user_cache_dir, user_config_dir, write_json_atomic
+from toolexec.paths import package_defaults, user_config_dir
 from toolexec.records import LANGUAGES
+from toolexec.state import State, config_snapshot, write_json_atomic
 
 # A config.yaml found in the working directory is toolexec's only when it has one of these.
 OWN_KEYS = ("visible_tools", "functions_dir")
@@ -47,6 +48,8 @@ class Located(NamedTuple):
 
 @dataclass(frozen=True, kw_only=True)
 class Config:
+    """A validated config: every key resolved (paths absolute, names split, limits checked)."""
+
     path: Path
     functions_dir: Path
     visible_tools: tuple[str, ...]
@@ -66,17 +69,17 @@ class Config:
         return self.functions_dir / "tools"
 
     @cached_property
-    def state_dir(self) -> Path:
-        """Where generated files go: the functions directory when ours to write, else the user cache.
+    def state(self) -> State:
+        """Where generated files go (see :mod:`toolexec.state`).
 
         Decided once per config, so a call neither repeats the check nor sees the catalog move.
         """
-        if not self.embedded and os.access(self.functions_dir, os.W_OK):
-            return self.functions_dir
-        return user_cache_dir() / "state" / digest(str(self.functions_dir))
+        return State.for_functions(self.functions_dir, embedded=self.embedded)
 
-    def cache_dir(self, tool: str) -> Path:
-        return self.state_dir / "cache" / tool
+    @property
+    def state_dir(self) -> Path:
+        """The root of :attr:`state`."""
+        return self.state.root
 
     def fingerprint(self) -> dict[str, Any]:
         """What the catalog depends on: a change here means rebuild."""
@@ -130,7 +133,7 @@ def _read(path: Path) -> dict[str, Any]:
         stat = path.stat()
     except OSError as exc:
         raise ConfigError(str(path), f"cannot read the config file: {exc.strerror}") from None
-    snapshot = user_cache_dir() / "config" / f"{digest(str(path))}.json"
+    snapshot = config_snapshot(path)
     key = [str(path), stat.st_mtime_ns, stat.st_size]
     try:
         cached = json.loads(snapshot.read_text(encoding="utf-8"))

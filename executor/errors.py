@@ -2,17 +2,23 @@
 
 ::
 
-    ToolexecError
-    ├── ConfigError            a config file is missing, unreadable or wrong (names key and file)
-    ├── CompileError           one source file cannot become a declaration (every problem in it)
-    ├── BuildError             the catalog could not be written or read
-    ├── CallRefused            a call toolexec will not start: exit status 2
-    │   ├── BadRequest         arguments that are not a JSON object
-    │   ├── UnknownTool        no visible tool of that name (with a close match)
-    │   └── InvalidArguments   arguments that break the tool's schema (every problem)
-    └── RuntimeUnavailable     the interpreter a tool needs is not installed
-        └── PreparationFailed  it is, but readying the tool failed (esbuild could not transpile)
+    ToolexecError                 status / exit code / reason of a call it stops
+    ├── ConfigError               a config file is missing, unreadable or wrong (names key and file)
+    ├── CompileError              one source file cannot become a declaration (every problem in it)
+    ├── BuildError                the catalog could not be written or read
+    ├── StateUnavailable          toolexec's state directory cannot be written (names it)   unavailable 127
+    ├── CallRefused               a call toolexec will not start                               refused 2
+    │   ├── BadRequest            a malformed request (not a JSON object, a bad timeout or call id)
+    │   ├── UnknownTool           no visible tool of that name (with a close match)
+    │   ├── NotEnabled            a visible tool that enabled_tools does not enable
+    │   ├── ToolBroken            the tool failed to build (every problem)
+    │   ├── InvalidArguments      arguments that break the tool's schema (every problem)
+    │   └── PreconditionFailed    what the tool declares it needs is missing (@env, require-tools)
+    └── RuntimeUnavailable        the interpreter a tool needs is not installed              unavailable 127
+        └── PreparationFailed     it is, but readying the tool failed (esbuild could not transpile)
 
+Each class carries the ``status``, ``exit_code`` and ``reason`` of the result of a call it
+stops (as click's exceptions carry exit codes), so the engine maps every error in one place.
 A tool that runs and fails is not an exception: it is a ``ToolResult`` with
 ``ok=False``. Every message names the object at fault and what to do instead.
 """
@@ -23,12 +29,22 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from toolexec.records import Reason, Status
+
+EXIT_FAILED, EXIT_REFUSED, EXIT_TIMEOUT, EXIT_UNAVAILABLE, EXIT_CANCELLED = 1, 2, 124, 127, 130
+
 
 class ToolexecError(Exception):
     """Base class of every error toolexec raises on purpose."""
 
+    status: Status = "refused"
+    exit_code: int = EXIT_REFUSED
+    reason: Reason = "bad_request"
+
 
 class ConfigError(ToolexecError):
+    """A config file that is missing, unreadable or wrong; the message names the file and the key."""
+
     def __init__(self, path: str, message: str, *, key: str | None = None) -> None:
         self.path = path
         self.key = key
@@ -54,14 +70,39 @@ class Problem:
 
 
 class CompileError(ToolexecError):
-    def __init__(self, path: str, problems: Sequence[Problem]) -> None:
+    """One source file that cannot become a declaration, with every problem in it.
+
+    ``name`` is the tool name the file declares when the compiler got that far (a module
+    tool's ``name`` field), so a broken tool is filed under the name callers use.
+    """
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, path: str, problems: Sequence[Problem], *, name: str | None = None) -> None:
         self.path = path
         self.problems = tuple(problems)
+        self.name = name
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
 class BuildError(ToolexecError):
-    pass
+    """The catalog could not be written or read."""
+
+    exit_code = EXIT_FAILED
+
+
+class StateUnavailable(ToolexecError):
+    """toolexec's state directory (catalog, tool caches, kept outputs) cannot be written."""
+
+    status = "unavailable"
+    exit_code = EXIT_UNAVAILABLE
+    reason = "state"
+
+    def __init__(self, directory: str, why: str) -> None:
+        self.directory = directory
+        super().__init__(
+            f"cannot write toolexec's state in {directory}: {why}; make it writable, or remove it so that the user cache is used"
+        )
 
 
 class CallRefused(ToolexecError):
@@ -69,18 +110,46 @@ class CallRefused(ToolexecError):
 
 
 class BadRequest(CallRefused):
-    pass
+    """A malformed request: arguments that are not a JSON object, a bad timeout or call id, a closed executor."""
 
 
 class UnknownTool(CallRefused):
     """No visible tool of that name; the message offers a close match, or says why it is not visible."""
+
+    reason = "unknown_tool"
 
     def __init__(self, name: str, known: Iterable[str], *, because: str | None = None) -> None:
         self.name = name
         super().__init__(f"unknown tool {name!r}: {because}" if because else f"unknown tool {name!r}{did_you_mean(name, known)}")
 
 
+class NotEnabled(CallRefused):
+    """A visible tool that ``enabled_tools`` does not enable: only enabled tools may be called."""
+
+    reason = "not_enabled"
+
+
+class ToolBroken(CallRefused):
+    """A visible tool that failed to build (and has no earlier good version to fall back on)."""
+
+    reason = "tool_broken"
+
+    def __init__(self, name: str, problems: Sequence[str]) -> None:
+        self.name = name
+        super().__init__(f"tool {name!r} failed to build:\n" + "\n".join(problems))
+
+
+class PreconditionFailed(CallRefused):
+    """What the tool declares it needs is missing: an ``@env`` variable, a required program, a dotenv file."""
+
+    reason = "precondition"
+
+
 class InvalidArguments(CallRefused):
+    """Arguments that break the tool's schema, with every problem."""
+
+    reason = "invalid_arguments"
+
     def __init__(self, tool: str, problems: Sequence[str]) -> None:
         self.tool = tool
         self.problems = tuple(problems)
@@ -89,12 +158,19 @@ class InvalidArguments(CallRefused):
 
 
 class RuntimeUnavailable(ToolexecError):
+    """The interpreter a tool needs is not installed; the message says how to install or override it."""
+
+    status = "unavailable"
+    exit_code = EXIT_UNAVAILABLE
+    reason = "unavailable"
+
     def __init__(self, interpreter: str, hint: str) -> None:
         self.interpreter = interpreter
         super().__init__(self.describe(interpreter, hint))
 
     @staticmethod
     def describe(interpreter: str, hint: str) -> str:
+        """The message: which interpreter, and the hint."""
         return f"interpreter {interpreter!r} not found; {hint}"
 
 
@@ -103,6 +179,7 @@ class PreparationFailed(RuntimeUnavailable):
 
     @staticmethod
     def describe(interpreter: str, hint: str) -> str:
+        """The message: the program, then what went wrong."""
         return f"{interpreter} {hint}"
 
 

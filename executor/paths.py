@@ -1,13 +1,9 @@
-"""Where toolexec finds its defaults and keeps what it generates."""
+"""Where toolexec finds its embedded defaults and the user's config and cache folders."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import threading
 from pathlib import Path
-from typing import Any
 
 
 def package_defaults() -> Path:
@@ -22,24 +18,10 @@ def package_defaults() -> Path:
 
 
 def user_config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/toolexec`` (``~/.config/toolexec``)."""
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "toolexec"
 
 
 def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/toolexec`` (``~/.cache/toolexec``)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolexec"
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader never sees half a file, and concurrent writers (threads or
-    processes) never share a temporary file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

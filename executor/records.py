@@ -3,53 +3,237 @@
 A compiler produces a :class:`ToolDeclaration`; the catalog stores it, the
 runtime receives it and the exporters read it. Only :meth:`ToolDeclaration.to_function`
 is ever shown to a model; everything else is provenance for toolexec itself.
+
+What a compiler tells a runtime is typed: the calling convention is one small frozen
+record (:data:`Invocation`), the per-tool call limits are :class:`Limits`, and the
+metadata agent surfaces show (title, tags, examples, annotations, output shape) is
+:class:`Metadata`. Records are immutable; the JSON-like schema inside a declaration is
+copied on the way out by :meth:`ToolDeclaration.to_function`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 Language = Literal["python", "bash", "typescript", "javascript"]
-# How a runtime hands the validated arguments to the tool's entry point.
-Convention = Literal["kwargs", "positional", "object", "module", "argc"]
 Status = Literal["ok", "error", "refused", "timeout", "cancelled", "unavailable"]
+# Why a call did not succeed, for callers that act on it (MCP maps unknown_tool to a protocol error).
+Reason = Literal[
+    "unknown_tool",  # no visible tool of that name
+    "not_enabled",  # visible, but not in enabled_tools
+    "tool_broken",  # the tool failed to build
+    "bad_request",  # the request itself is malformed (not a JSON object, bad timeout, closed executor)
+    "invalid_arguments",  # arguments that break the tool's schema
+    "precondition",  # what the tool declares it needs is missing (@env, require-tools, a dotenv file)
+    "unavailable",  # the interpreter is missing, or readying the tool (a transpile) failed
+    "state",  # toolexec's state directory cannot be written
+    "tool_failed",  # the tool ran and failed (non-zero exit, exception, a signal)
+    "timeout",
+    "cancelled",
+]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
+
+# The one tool-name rule: the design card's characters, no leading dot (so never '.', '..' or one of
+# toolexec's own hidden folders), and short enough to be a file name.
+_NAME = re.compile(r"[a-zA-Z0-9_:-][a-zA-Z0-9_.:-]{0,127}")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a tool name, or None when it can."""
+    if _NAME.fullmatch(name):
+        return None
+    if name.startswith("."):
+        return f"invalid tool name {name!r}: a name may not start with '.'"
+    if len(name) > 128:
+        return f"invalid tool name {name[:40]!r}…: at most 128 characters"
+    return f"invalid tool name {name!r}: names may use only letters, digits, '_', '.', ':' and '-'"
+
+
+# --- how a runtime hands the validated arguments to the tool ------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kwargs:
+    """Python: ``run(**arguments)``."""
+
+    kind: Literal["kwargs"] = "kwargs"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Positional:
+    """TypeScript / JavaScript flat parameters: ``run(a, b, c)`` in declaration order."""
+
+    order: tuple[str, ...]
+    kind: Literal["positional"] = "positional"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectArgument:
+    """llm-functions JavaScript: ``run(arguments)`` with the JSDoc ``[name=default]`` defaults filled in."""
+
+    kind: Literal["object"] = "object"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Module:
+    """A module tool (``export default {…}``, ``export const tool``/``meta``, named exports): ``run(input, context)``."""
+
+    export: Literal["default", "tool", "meta", "named"]
+    kind: Literal["module"] = "module"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgcParam:
+    """What the Bash runtime needs of one ``@option`` / ``@flag`` / ``@arg`` to bind it as argc would."""
+
+    kind: Literal["option", "flag", "arg"]
+    name: str  # the property name
+    var: str  # the shell variable, argc_<name>
+    multi: bool = False
+    split: bool = False  # `*,`: values are also split on commas
+    default: str | None = None
+    default_fn: str | None = None  # default computed by calling this script function
+    choices_fn: str | None = None  # choices printed by this script function
+    check_choices: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgcEnv:
+    """One ``@env`` line: checked, defaulted or refused before the script starts."""
+
+    name: str
+    required: bool = False
+    default: str | None = None
+    choices: tuple[str, ...] = ()
+    help: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Argc:
+    """Bash: argc variables bound from the arguments, then ``main`` runs."""
+
+    params: tuple[ArgcParam, ...] = ()
+    env: tuple[ArgcEnv, ...] = ()
+    require_tools: tuple[str, ...] = ()
+    dotenv: str | None = None
+    kind: Literal["argc"] = "argc"
+
+
+Invocation = Kwargs | Positional | ObjectArgument | Module | Argc
+Convention = Literal["kwargs", "positional", "object", "module", "argc"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Per-tool call limits declared in the script; None means the config's value applies."""
+
+    timeout: float | None = None
+    max_output_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Annotations:
+    """Behaviour hints (MCP's tool annotations); None means not declared."""
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metadata:
+    """What a script may declare besides its description and parameters, for agent surfaces."""
+
+    title: str | None = None
+    summary: str | None = None
+    tags: tuple[str, ...] = ()
+    examples: tuple[dict[str, Any], ...] = ()
+    annotations: Annotations = field(default_factory=Annotations)
+    output_schema: dict[str, Any] | None = None
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
 class ToolDeclaration:
-    """One compiled tool: the wire declaration plus where it came from."""
+    """One compiled tool: the wire declaration plus where it came from and how to call it."""
 
     name: str
     description: str
     parameters: dict[str, Any]
     source: str
     language: Language
-    convention: Convention
+    invocation: Invocation
     # Interpreter named by the script's shebang, already split into argv.
     shebang: tuple[str, ...] = ()
-    # Language-specific facts the runtime needs (positional order, @env, …).
-    meta: dict[str, Any] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    metadata: Metadata = field(default_factory=Metadata)
     warnings: tuple[str, ...] = ()
 
+    @property
+    def convention(self) -> Convention:
+        """The calling convention's name."""
+        return self.invocation.kind
+
     def to_function(self) -> dict[str, Any]:
-        """The provider-neutral function declaration sent to a model."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+        """The provider-neutral function declaration sent to a model (a copy: safe to change)."""
+        return {"name": self.name, "description": self.description, "parameters": copy.deepcopy(self.parameters)}
+
+    def fingerprint(self) -> str:
+        """A digest of everything a model or an agent surface sees of this tool: equal means unchanged."""
+        seen = {**self.to_function(), "metadata": asdict(self.metadata)}
+        return hashlib.sha256(json.dumps(seen, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
     def to_dict(self) -> dict[str, Any]:
+        """The whole record as JSON-ready data (the catalog's storage form)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolDeclaration:
+        """The record :meth:`to_dict` wrote."""
+        metadata = dict(data.get("metadata") or {})
         return cls(
-            **{
-                **data,
-                "shebang": tuple(data.get("shebang", ())),
-                "warnings": tuple(data.get("warnings", ())),
-            }
+            name=data["name"],
+            description=data["description"],
+            parameters=data["parameters"],
+            source=data["source"],
+            language=data["language"],
+            invocation=_invocation(data["invocation"]),
+            shebang=tuple(data.get("shebang", ())),
+            limits=Limits(**data.get("limits", {})),
+            metadata=Metadata(
+                **{
+                    **metadata,
+                    "tags": tuple(metadata.get("tags", ())),
+                    "examples": tuple(metadata.get("examples", ())),
+                    "errors": tuple(metadata.get("errors", ())),
+                    "annotations": Annotations(**metadata.get("annotations", {})),
+                }
+            ),
+            warnings=tuple(data.get("warnings", ())),
         )
+
+
+def _invocation(data: dict[str, Any]) -> Invocation:
+    kind = data["kind"]
+    if kind == "argc":
+        return Argc(
+            params=tuple(ArgcParam(**p) for p in data["params"]),
+            env=tuple(ArgcEnv(**{**e, "choices": tuple(e["choices"])}) for e in data["env"]),
+            require_tools=tuple(data["require_tools"]),
+            dotenv=data["dotenv"],
+        )
+    record = {"kwargs": Kwargs, "positional": Positional, "object": ObjectArgument, "module": Module}[kind]
+    values = {f.name: data[f.name] for f in fields(record) if f.name in data}
+    if kind == "positional":
+        values["order"] = tuple(values["order"])
+    return record(**values)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +266,11 @@ class ToolResult:
     # The complete output / stderr when they were longer than max_output_bytes.
     output_file: str | None = None
     stderr_file: str | None = None
+    # Why the call failed, as a closed vocabulary (None when it succeeded).
+    reason: Reason | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready data (``toolexec run --json`` prints this)."""
         data = asdict(self)
         data["notes"] = list(self.notes)
         return data

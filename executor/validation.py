@@ -8,9 +8,9 @@ declaration shown to models does not say ``additionalProperties: false``.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 from toolexec.errors import BadRequest, InvalidArguments, did_you_mean
@@ -47,35 +47,38 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
     return raw
 
 
-def validate_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> None:
-    key = json.dumps(schema)  # not sort_keys: property order is declaration order, used in messages
-    strict = _strict(key)
-    try:
-        _fast(key)(arguments)
-        return
-    except RecursionError:
-        raise InvalidArguments(tool, ["the arguments are nested too deeply"]) from None
-    except Exception:  # fastjsonschema's rejection; explained below
-        pass
-    problems = explain(strict, arguments)
-    raise InvalidArguments(tool, problems or ["the arguments do not match the tool's parameters"])
+Validator = Callable[[str, dict[str, Any]], None]
 
 
-@lru_cache(maxsize=256)
-def _strict(schema_json: str) -> dict[str, Any]:
-    schema = json.loads(schema_json)
-    schema.setdefault("type", "object")
-    schema.setdefault("properties", {})
-    schema["additionalProperties"] = False
-    return schema
-
-
-@lru_cache(maxsize=256)
-def _fast(schema_json: str) -> Callable[[Any], Any]:
+def compile_validator(schema: dict[str, Any]) -> Validator:
+    """A validator for one tool's schema: ``validator(tool_name, arguments)`` raises InvalidArguments."""
     import fastjsonschema
 
+    strict = _strict(schema)
     # use_default=False: never write schema defaults into (the caller's) arguments
-    return fastjsonschema.compile(_strict(schema_json), use_default=False)
+    fast = fastjsonschema.compile(strict, use_default=False)
+
+    def validate(tool: str, arguments: dict[str, Any]) -> None:
+        try:
+            fast(arguments)
+            return
+        except RecursionError:
+            raise InvalidArguments(tool, ["the arguments are nested too deeply"]) from None
+        except Exception:  # fastjsonschema's rejection; explained below
+            pass
+        problems = explain(strict, arguments)
+        raise InvalidArguments(tool, problems or ["the arguments do not match the tool's parameters"])
+
+    return validate
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with unknown parameters refused (models are shown it without additionalProperties)."""
+    strict = copy.deepcopy(schema)
+    strict.setdefault("type", "object")
+    strict.setdefault("properties", {})
+    strict["additionalProperties"] = False
+    return strict
 
 
 def explain(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:

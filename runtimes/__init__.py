@@ -9,10 +9,10 @@ from __future__ import annotations
 from importlib import import_module
 
 from toolexec.records import Language
-from toolexec.runtimes.base import Context, Runtime
+from toolexec.runtimes.base import Prepared, Runtime, Site
 from toolexec.runtimes.process import Cancellation, Capture, Finished, Launch, run_process
 
-__all__ = ["Cancellation", "Capture", "Context", "Finished", "Launch", "Runtime", "run_process", "runtime_for"]
+__all__ = ["Cancellation", "Capture", "Finished", "Launch", "Prepared", "Runtime", "Site", "run_process", "runtime_for"]
 
 _CLASSES = {
     "python": "PythonRuntime",
@@ -24,6 +24,7 @@ _cache: dict[str, Runtime] = {}
 
 
 def runtime_for(language: Language) -> Runtime:
+    """The runtime of a language, made once per process (its module is imported on first use)."""
     if language not in _cache:
         module = import_module(f"{__name__}.{language}")
         _cache[language] = getattr(module, _CLASSES[language])()

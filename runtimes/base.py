@@ -1,38 +1,42 @@
-"""What a language runtime provides to the call engine."""
+"""What a language runtime provides to the call engine: one method, :meth:`Runtime.prepare`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from toolexec.records import ToolDeclaration
+from toolexec.state import State
 
 
-@dataclass(frozen=True)
-class Context:
-    """Where a call happens: used to pick default interpreters."""
+@dataclass(frozen=True, kw_only=True)
+class Site:
+    """Where a call happens: what a runtime may consult to prepare it (never changes it)."""
 
     functions_dir: Path
     cwd: Path
-    state_dir: Path
+    state: State
+    # Interpreter overrides from config (``runtimes:``), per language.
+    runtimes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The environment the tool will get (caller's, .env files, LLM_* variables).
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """How to start one call: the argv, the bytes on stdin, and variables to add to the environment."""
+
+    argv: list[str]
+    stdin: bytes
+    env_additions: dict[str, str] = field(default_factory=dict)
 
 
 class Runtime(Protocol):
-    """How one language's tools are started. The process itself is run by runtimes.process."""
+    """How one language's tools are started. The process itself is run by :mod:`toolexec.runtimes.process`."""
 
-    def default_interpreter(self, context: Context) -> list[str]:
-        """The interpreter argv used when neither the shebang nor config names one."""
-        ...
-
-    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
-        """The full argv that runs the tool (arguments never go here)."""
-        ...
-
-    def stdin(self, declaration: ToolDeclaration, arguments: dict[str, Any]) -> bytes:
-        """The bytes fed to the process's stdin: how the arguments travel."""
-        ...
-
-    def preflight(self, declaration: ToolDeclaration, env: dict[str, str]) -> str | None:
-        """A reason to refuse before starting (missing @env, programs), or None."""
+    def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
+        """The launch of one call, or ``CallRefused`` (a precondition, an argument the runtime cannot
+        pass) or ``RuntimeUnavailable`` (no interpreter, a failed transpile)."""
         ...

@@ -1,4 +1,6 @@
-"""Which interpreter runs a tool: the shebang, then config, then the language default."""
+"""Which interpreter runs a tool — the shebang, then config, then the language default — and where
+the programs toolexec looks for (interpreters, esbuild, tsx) are found. The only place that decides.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +8,13 @@ import functools
 import importlib.util
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from toolexec.errors import RuntimeUnavailable
+from toolexec.records import ToolDeclaration
+from toolexec.runtimes.base import Site
 
 INSTALL_HINTS = {
     "python": "install Python 3 or set runtimes.python in config.yaml",
@@ -17,6 +22,42 @@ INSTALL_HINTS = {
     "javascript": "install the Node extra (pip install 'toolexec[node]') or Node.js, or set runtimes.javascript in config.yaml",
     "typescript": "install the Node extra (pip install 'toolexec[node]') or Node.js, or set runtimes.typescript in config.yaml",
 }
+
+
+def interpreter_for(tool: ToolDeclaration, site: Site) -> list[str]:
+    """The argv prefix that runs ``tool``, its program made absolute: the shebang, else ``runtimes:`` in
+    config, else the language default; RuntimeUnavailable naming the program when it is missing."""
+    if tool.shebang:
+        chosen = list(tool.shebang)
+    elif tool.language in site.runtimes:
+        chosen = list(site.runtimes[tool.language])
+    else:
+        chosen = default_interpreter(tool.language, site)
+    return resolve(chosen, tool.language)
+
+
+def default_interpreter(language: str, site: Site) -> list[str]:
+    """The interpreter used when neither the shebang nor config names one."""
+    if language == "python":
+        return [find_venv_python(site.functions_dir, site.cwd) or "python3"]
+    if language == "bash":
+        return ["bash"]
+    return default_node()
+
+
+def is_plain_node(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` is just a node binary (so toolexec may choose how TypeScript reaches it)."""
+    return len(argv) == 1 and Path(argv[0]).name == "node"
+
+
+def find_program(name: str, site: Site) -> str | None:
+    """``name`` from TOOLEXEC_<NAME>, PATH, or a node_modules/.bin of the venv, functions or working directory."""
+    candidates = [
+        os.environ.get(f"TOOLEXEC_{name.upper()}"),
+        shutil.which(name),
+        *(str(base / "node_modules" / ".bin" / name) for base in (Path(sys.prefix) / "node", site.functions_dir, site.cwd)),
+    ]
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
 
 
 def resolve(argv: Sequence[str], language: str) -> list[str]:

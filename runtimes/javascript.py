@@ -6,34 +6,35 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolexec.records import ToolDeclaration
-from toolexec.runtimes.base import Context
-from toolexec.runtimes.interpreter import default_node
+from toolexec.records import Module, Positional, ToolDeclaration
+from toolexec.runtimes.base import Prepared, Site
+from toolexec.runtimes.interpreter import interpreter_for
 
 BOOTSTRAP = Path(__file__).with_name("node_bootstrap.mjs")
 
 
 class JavaScriptRuntime:
-    def default_interpreter(self, context: Context) -> list[str]:
-        return default_node()
+    """``node node_bootstrap.mjs TOOL`` with the arguments and the calling convention on stdin."""
 
-    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
-        return [*interpreter, str(BOOTSTRAP), declaration.source]
+    def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
+        """The bootstrap under the chosen runtime (node, bun, deno…)."""
+        argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
+        return Prepared(argv=argv, stdin=request(tool, arguments))
 
-    def stdin(self, declaration: ToolDeclaration, arguments: dict[str, Any]) -> bytes:
-        if declaration.convention == "object":
-            # llm-functions' `@property {T} [name=default]`: the JSDoc is the only place the default is
-            # written, so toolexec fills it in (Python and positional tools get theirs from the signature).
-            properties = declaration.parameters.get("properties", {})
-            defaults = {name: p["default"] for name, p in properties.items() if "default" in p and name not in arguments}
-            arguments = {**arguments, **defaults}
-        request = {
-            "arguments": arguments,
-            "convention": declaration.convention,
-            "order": declaration.meta.get("order", []),
-            "export": declaration.meta.get("export", "named"),
-        }
-        return json.dumps(request).encode("ascii")
 
-    def preflight(self, declaration: ToolDeclaration, env: dict[str, str]) -> str | None:
-        return None
+def request(tool: ToolDeclaration, arguments: dict[str, Any]) -> bytes:
+    """What the bootstrap reads on stdin: the arguments, the convention, the positional order, the export."""
+    invocation = tool.invocation
+    if invocation.kind == "object":
+        # llm-functions' `@property {T} [name=default]`: the JSDoc is the only place the default is
+        # written, so toolexec fills it in (Python and positional tools get theirs from the signature).
+        properties = tool.parameters.get("properties", {})
+        defaults = {name: p["default"] for name, p in properties.items() if "default" in p and name not in arguments}
+        arguments = {**arguments, **defaults}
+    data = {
+        "arguments": arguments,
+        "convention": invocation.kind,
+        "order": list(invocation.order) if isinstance(invocation, Positional) else [],
+        "export": invocation.export if isinstance(invocation, Module) else "named",
+    }
+    return json.dumps(data).encode("ascii")

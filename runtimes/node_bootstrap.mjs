@@ -1,12 +1,23 @@
 // toolexec: load a JavaScript (or TypeScript) tool and call `run` with its dialect's convention.
 // Invoked as `node node_bootstrap.mjs TOOL_PATH` with {"arguments", "convention", "order", "export"}
 // on stdin (a regular file). Works under node, bun, deno and tsx alike.
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
+// The private channel on which a failure is reported to toolexec; removed from the environment
+// so that nothing the tool starts inherits it.
+const failureFile = process.env.TOOLEXEC_FAILURE_FILE;
+delete process.env.TOOLEXEC_FAILURE_FILE;
+
+function report(type, message, stack = "") {
+  if (failureFile) writeFileSync(failureFile, JSON.stringify({ type, message, stack }));
+}
+
 function fail(error) {
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  process.stderr.write(`${error?.stack ?? message}\n${message}\n`);
+  const isError = error instanceof Error;
+  const message = isError ? `${error.name}: ${error.message}` : String(error);
+  process.stderr.write(`${error?.stack ?? message}\n`);
+  report(isError ? error.name : null, isError ? error.message : String(error), error?.stack ?? "");
   process.exit(1);
 }
 
@@ -43,7 +54,9 @@ try {
 if (value && typeof value === "object" && typeof value.ok === "boolean" && Object.keys(value).every((k) => ["ok", "output", "error"].includes(k))) {
   // The {ok, output, error} convention: ok=false is a failed call.
   if (!value.ok) {
-    process.stderr.write(`${render(value.error) || "the tool reported failure"}\n`);
+    const message = render(value.error) || "the tool reported failure";
+    process.stderr.write(`${message}\n`);
+    report(null, message);
     process.exit(1);
   }
   value = value.output;

@@ -7,21 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from toolexec.records import ToolDeclaration
-from toolexec.runtimes.base import Context
-from toolexec.runtimes.interpreter import find_venv_python
+from toolexec.runtimes.base import Prepared, Site
+from toolexec.runtimes.interpreter import interpreter_for
 
 BOOTSTRAP = Path(__file__).with_name("python_bootstrap.py")
 
 
 class PythonRuntime:
-    def default_interpreter(self, context: Context) -> list[str]:
-        return [find_venv_python(context.functions_dir, context.cwd) or "python3"]
+    """``python python_bootstrap.py TOOL`` with ``{"arguments": …}`` on stdin."""
 
-    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
-        return [*interpreter, str(BOOTSTRAP), declaration.source]
-
-    def stdin(self, declaration: ToolDeclaration, arguments: dict[str, Any]) -> bytes:
-        return json.dumps({"arguments": arguments}).encode("ascii")
-
-    def preflight(self, declaration: ToolDeclaration, env: dict[str, str]) -> str | None:
-        return None
+    def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
+        """The bootstrap under the chosen Python, the arguments as JSON."""
+        argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
+        return Prepared(argv=argv, stdin=json.dumps({"arguments": arguments}).encode("ascii"))

@@ -13,6 +13,9 @@ import os
 import sys
 import traceback
 
+# Read, then removed from the environment, so that nothing the tool starts inherits it.
+_FAILURE_FILE = os.environ.pop("TOOLEXEC_FAILURE_FILE", None)
+
 
 def _render(value):
     """The text written to LLM_OUTPUT for a returned value (None: nothing)."""
@@ -49,6 +52,13 @@ def _load(path):
     return module
 
 
+def _report(kind, message, stack=""):
+    """Tell toolexec why the call failed, on the private channel it named (never the tool's stderr)."""
+    if _FAILURE_FILE:
+        with open(_FAILURE_FILE, "w", encoding="utf-8", errors="backslashreplace") as out:
+            json.dump({"type": kind, "message": message, "stack": stack}, out)
+
+
 def main():
     path = sys.argv[1]
     request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
@@ -66,6 +76,7 @@ def main():
     except BaseException as exc:  # the tool's failure is reported, not ours
         traceback.print_exc()
         sys.stderr.flush()
+        _report(type(exc).__name__, str(exc), traceback.format_exc())
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     failed = None
     if isinstance(value, dict) and isinstance(value.get("ok"), bool) and set(value) <= {"ok", "output", "error"}:
@@ -78,6 +89,7 @@ def main():
             out.write(text)
     if failed is not None:
         sys.stderr.write(_render(failed) + "\n")
+        _report(None, _render(failed))
         return 1
     return 0
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolexec.errors import PreparationFailed
-from toolexec.paths import write_json_atomic
+from toolexec.state import write_json_atomic
 
 ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
 NODE_RECIPE = "node stripTypeScriptTypes transform v1"

@@ -12,17 +12,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from toolexec.errors import RuntimeUnavailable
 from toolexec.records import ToolDeclaration
-from toolexec.runtimes.base import Context
-from toolexec.runtimes.javascript import BOOTSTRAP, JavaScriptRuntime
+from toolexec.runtimes.base import Prepared, Site
+from toolexec.runtimes.interpreter import find_program, interpreter_for, is_plain_node
+from toolexec.runtimes.javascript import BOOTSTRAP, request
 from toolexec.runtimes.transpile import ESBUILD_FLAGS, stripped, transpiled
 
-__all__ = ["ESBUILD_FLAGS", "TypeScriptRuntime", "find_program"]
+__all__ = ["ESBUILD_FLAGS", "TypeScriptRuntime"]
 
 # Set before tsx's loader is imported: with its cache off, tsx writes nothing under $TMPDIR.
 TSX_NO_CACHE = 'data:text/javascript,process.env.TSX_DISABLE_CACHE="1"'
@@ -30,36 +31,37 @@ NPX_TIMEOUT = 300  # seconds for npx to fetch tsx the first time
 ADVICE = "install the Node extra (pip install 'toolexec[node]') or set runtimes.typescript in config.yaml"
 
 
-class TypeScriptRuntime(JavaScriptRuntime):
-    def command(self, declaration: ToolDeclaration, interpreter: list[str], context: Context) -> list[str]:
-        if len(interpreter) > 1 or Path(interpreter[0]).name != "node":
-            return [*interpreter, str(BOOTSTRAP), declaration.source]
-        node = interpreter[0]
-        cache = context.state_dir / "cache" / ".typescript"
-        esbuild = find_program("esbuild", context)
-        if esbuild is not None:
-            return [node, str(BOOTSTRAP), str(transpiled(declaration.source, esbuild, cache))]
-        javascript = stripped(declaration.source, node, cache)
-        if javascript is not None:
-            return [node, str(BOOTSTRAP), str(javascript)]
-        tried = ["esbuild (not found)", f"node's own type stripping ({node} has none; it needs Node >= 22.13)"]
-        tsx = find_program("tsx", context)
-        if tsx is None:
-            tried.append("tsx (not found)")
-            tsx = _tsx_from_npx(cache, tried)
-        if tsx is None:
-            raise RuntimeUnavailable("tsx", f"tried {', '.join(tried)}; {ADVICE}")
-        return [*_under_tsx(node, tsx), str(BOOTSTRAP), declaration.source]
+class TypeScriptRuntime:
+    """The JavaScript bootstrap, given the tool's transpiled JavaScript when the interpreter is plain node."""
+
+    def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
+        """The launch: a named runtime (bun, deno, tsx) gets the ``.ts`` file itself."""
+        interpreter = interpreter_for(tool, site)
+        argv = (
+            _on_node(tool.source, interpreter[0], site)
+            if is_plain_node(interpreter)
+            else [*interpreter, str(BOOTSTRAP), tool.source]
+        )
+        return Prepared(argv=argv, stdin=request(tool, arguments))
 
 
-def find_program(name: str, context: Context) -> str | None:
-    """``name`` from TOOLEXEC_<NAME>, PATH, or a node_modules/.bin of the venv, functions or working directory."""
-    candidates = [
-        os.environ.get(f"TOOLEXEC_{name.upper()}"),
-        shutil.which(name),
-        *(str(base / "node_modules" / ".bin" / name) for base in (Path(sys.prefix) / "node", context.functions_dir, context.cwd)),
-    ]
-    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+def _on_node(source: str, node: str, site: Site) -> list[str]:
+    """Plain node: an esbuild bundle, node's own type stripping, an installed tsx, then tsx from npx."""
+    cache = site.state.transpile_dir
+    esbuild = find_program("esbuild", site)
+    if esbuild is not None:
+        return [node, str(BOOTSTRAP), str(transpiled(source, esbuild, cache))]
+    javascript = stripped(source, node, cache)
+    if javascript is not None:
+        return [node, str(BOOTSTRAP), str(javascript)]
+    tried = ["esbuild (not found)", f"node's own type stripping ({node} has none; it needs Node >= 22.13)"]
+    tsx = find_program("tsx", site)
+    if tsx is None:
+        tried.append("tsx (not found)")
+        tsx = _tsx_from_npx(cache, tried)
+    if tsx is None:
+        raise RuntimeUnavailable("tsx", f"tried {', '.join(tried)}; {ADVICE}")
+    return [*_under_tsx(node, tsx), str(BOOTSTRAP), source]
 
 
 def _under_tsx(node: str, tsx: str) -> list[str]:

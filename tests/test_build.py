@@ -39,7 +39,7 @@ def test_build_writes_plain_functions_json_and_a_separate_catalog(project: Proje
     ]
     catalog = json.loads((project.root / "functions" / "catalog.json").read_text())
     first = catalog["entries"][0]
-    assert (first["file"], first["declaration"]["language"], first["declaration"]["convention"]) == (
+    assert (first["file"], first["declaration"]["language"], first["declaration"]["invocation"]["kind"]) == (
         "double.py",
         "python",
         "kwargs",
@@ -151,7 +151,7 @@ def test_generated_files_go_to_the_user_cache(project: Project, monkeypatch: pyt
     if why == "read-only":
         # what os.access answers a non-root user for a 0555 directory (root may write anyway)
         real_access = os.access
-        monkeypatch.setattr("toolexec.config.os.access", lambda p, mode: False if Path(p) == functions else real_access(p, mode))
+        monkeypatch.setattr("toolexec.state.os.access", lambda p, mode: False if Path(p) == functions else real_access(p, mode))
         config = load_config(config_path)
     else:
         config = dataclasses.replace(load_config(config_path), embedded=True)

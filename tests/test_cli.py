@@ -43,6 +43,7 @@ def test_run_json_result_object(project: Project) -> None:
         "notes": [],
         "output_file": None,
         "stderr_file": None,
+        "reason": None,
     }
     assert done.returncode == 0
 
@@ -140,7 +141,7 @@ def test_build_list_describe(project: Project) -> None:
         f"add  (python, {project.tools / 'add.py'})\n\nAdd two numbers.\n\n  a: integer (required)\n  b: integer (optional, default 1)\n"
     )
     full = json.loads(toolexec("--config", config, "describe", "add", "--json").stdout)
-    assert (full["name"], full["convention"], full["parameters"]["required"]) == ("add", "kwargs", ["a"])
+    assert (full["name"], full["invocation"]["kind"], full["parameters"]["required"]) == ("add", "kwargs", ["a"])
 
 
 def test_compile_needs_no_config(tmp_path: Path) -> None:

@@ -420,21 +420,31 @@ def test_shipped_demos(tool: str, arguments: dict, check: str) -> None:
 def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Plain node gets the cached transpile; another runtime gets the .ts; no esbuild means tsx, else npx tsx."""
     from toolexec.compilers import compile_source
-    from toolexec.runtimes import typescript
-    from toolexec.runtimes.base import Context
+    from toolexec.runtimes import interpreter, typescript
+    from toolexec.runtimes.base import Site
     from toolexec.runtimes.javascript import BOOTSTRAP
+    from toolexec.state import State
 
     source = tmp_path / "tool.ts"
     source.write_text("/** T. */\nexport function run(): string {\n  return 'x';\n}\n")
     declaration = compile_source(source.read_text(), str(source))
-    context = Context(functions_dir=tmp_path, cwd=tmp_path, state_dir=tmp_path)
+    site = Site(functions_dir=tmp_path, cwd=tmp_path, state=State(tmp_path))
     runtime = typescript.TypeScriptRuntime()
 
-    fast = runtime.command(declaration, ["/usr/bin/node"], context)
+    class Runtime:  # the argv prepared when the interpreter chosen for the tool is `chosen`
+        @staticmethod
+        def command(declaration: object, chosen: list[str], _: object) -> list[str]:
+            monkeypatch.setattr(typescript, "interpreter_for", lambda tool, site: list(chosen))
+            return runtime.prepare(declaration, {}, site).argv  # type: ignore[arg-type]
+
+    context = None
+
+    runtime_ = Runtime()
+    fast = runtime_.command(declaration, ["/usr/bin/node"], context)
     assert fast[:2] == ["/usr/bin/node", str(BOOTSTRAP)]
     assert Path(fast[2]).parent == tmp_path / "cache" / ".typescript" and fast[2].endswith(".mjs")
-    assert runtime.command(declaration, ["/opt/bun"], context) == ["/opt/bun", str(BOOTSTRAP), str(source)]
-    assert runtime.command(declaration, ["deno", "run", "-A"], context) == ["deno", "run", "-A", str(BOOTSTRAP), str(source)]
+    assert runtime_.command(declaration, ["/opt/bun"], context) == ["/opt/bun", str(BOOTSTRAP), str(source)]
+    assert runtime_.command(declaration, ["deno", "run", "-A"], context) == ["deno", "run", "-A", str(BOOTSTRAP), str(source)]
 
     # a node without type stripping: its answer is remembered next to the cache, so it is asked once
     monkeypatch.setattr(typescript, "stripped", lambda source, node, cache: None)
@@ -451,17 +461,17 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     npx.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "npx.log"}\necho {bin_tsx}\n')
     npx.chmod(0o755)
     monkeypatch.setattr(typescript.shutil, "which", lambda name: str(npx) if name == "npx" else None)
-    monkeypatch.setattr(typescript.sys, "prefix", str(tmp_path / "no-venv"))
+    monkeypatch.setattr(interpreter.sys, "prefix", str(tmp_path / "no-venv"))
     tsx = tmp_path / "node_modules" / ".bin" / "tsx"  # the working directory's node_modules
     tsx.parent.mkdir(parents=True)
     tsx.write_text("#!/bin/sh\n")
     tsx.chmod(0o755)
-    assert runtime.command(declaration, ["/usr/bin/node"], context) == [str(tsx), str(BOOTSTRAP), str(source)]
+    assert runtime_.command(declaration, ["/usr/bin/node"], context) == [str(tsx), str(BOOTSTRAP), str(source)]
     monkeypatch.setenv("TOOLEXEC_TSX", "/bin/true")  # the override wins over node_modules
-    assert runtime.command(declaration, ["/usr/bin/node"], context) == ["/bin/true", str(BOOTSTRAP), str(source)]
+    assert runtime_.command(declaration, ["/usr/bin/node"], context) == ["/bin/true", str(BOOTSTRAP), str(source)]
     monkeypatch.delenv("TOOLEXEC_TSX")
     tsx.unlink()
     under_tsx = ["/usr/bin/node", "--import", typescript.TSX_NO_CACHE, "--import", (cli.parent / "loader.mjs").as_uri()]
     for _ in range(2):  # npx is asked once; its answer is remembered in the cache
-        assert runtime.command(declaration, ["/usr/bin/node"], context) == [*under_tsx, str(BOOTSTRAP), str(source)]
+        assert runtime_.command(declaration, ["/usr/bin/node"], context) == [*under_tsx, str(BOOTSTRAP), str(source)]
     assert (tmp_path / "npx.log").read_text() == "--yes --package tsx --call command -v tsx\n"

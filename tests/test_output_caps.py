@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -39,7 +40,10 @@ def test_llm_output_beyond_the_cap(project: Project) -> None:
     assert len(head.encode()) <= 500 and len(tail.encode()) <= 501 and len(head.encode()) >= 497
     dropped = len(full.encode()) - len(head.encode()) - len(tail.encode())
     assert marker == f"[… {dropped} bytes of output dropped …]"
-    assert result.output_file == str(project.root / "functions" / "cache" / ".outputs" / "big1.output")
+    # named by the call id (made safe) and a random suffix: a call id never becomes a path
+    kept = Path(result.output_file)
+    assert kept.parent == project.root / "functions" / "cache" / ".outputs"
+    assert re.fullmatch(r"big1-[0-9a-f]{8}\.output", kept.name)
     assert Path(result.output_file).read_text() == full
     assert result.notes == (
         f"output was longer than max_output_bytes (1001); the middle was dropped; all of it is in {result.output_file}",
@@ -75,8 +79,9 @@ def test_full_outputs_older_than_a_day_are_pruned(project: Project) -> None:
         then = time.time() - age_hours * 3600
         os.utime(path, (then, then))
     result = project.executor(max_output_bytes=64).call("writer", {"where": "file", "repeat": 1000}, call_id="new")
-    assert sorted(p.name for p in outputs.iterdir()) == ["call_recent.output", "new.output"]
-    assert result.output_file == str(outputs / "new.output")
+    names = sorted(p.name for p in outputs.iterdir())
+    assert names[0] == "call_recent.output" and len(names) == 2 and re.fullmatch(r"new-[0-9a-f]{8}\.output", names[1])
+    assert result.output_file == str(outputs / names[1])
 
 
 def test_within_the_cap_nothing_is_kept(project: Project) -> None:

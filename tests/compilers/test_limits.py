@@ -7,6 +7,7 @@ import pytest
 from tests.conftest import Project
 from toolexec.compilers import compile_source
 from toolexec.errors import CompileError
+from toolexec.records import Limits
 
 DECLARED = {
     "t.py": 'def run():\n    """Doc.\n\n    Timeout: 90\n    Max output bytes: 4096\n    """\n',
@@ -29,8 +30,7 @@ WRONG = {
 
 @pytest.mark.parametrize("path", sorted(DECLARED))
 def test_limits_are_read(path: str) -> None:
-    meta = compile_source(DECLARED[path], path).meta
-    assert (meta["timeout"], meta["max_output_bytes"]) == (90.0, 4096)
+    assert compile_source(DECLARED[path], path).limits == Limits(timeout=90.0, max_output_bytes=4096)
 
 
 @pytest.mark.parametrize("path", sorted(WRONG))

@@ -1,0 +1,110 @@
+"""The wording of results: Loki's strings, notes and refusals, in one place.
+
+A model reads what it would read under Loki (``Tool call 'x' exited with code 1``), and
+every failure carries a ``reason`` from a closed vocabulary that callers can act on.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from toolexec.errors import EXIT_CANCELLED, EXIT_TIMEOUT, ToolexecError
+from toolexec.records import Reason, Status, ToolResult
+
+if TYPE_CHECKING:
+    from toolexec.runtimes.process import Capture, Finished
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.monotonic()`` reading), to one decimal."""
+    return round((time.monotonic() - started) * 1000, 1)
+
+
+def refusal(name: str, call_id: str, error: ToolexecError, started: float) -> ToolResult:
+    """The result of a call toolexec did not run (or could not finish preparing): the error's own mapping."""
+    message = str(error)
+    return ToolResult(
+        ok=False,
+        status=error.status,
+        output="",
+        error=message,
+        exit_code=error.exit_code,
+        stderr="",
+        duration_ms=elapsed_ms(started),
+        tool_call_id=call_id,
+        tool_name=name,
+        tool_call_error=f"Tool call '{name}' failed: {message.splitlines()[0] if message else type(error).__name__}",
+        reason=error.reason,
+    )
+
+
+def outcome(
+    name: str,
+    call_id: str,
+    finished: Finished,
+    output: Capture,
+    *,
+    timeout: float,
+    failure: str | None,
+    started: float,
+) -> ToolResult:
+    """The result of a call that ran: its status, Loki's wording, the error and the notes.
+
+    ``failure`` is what the bootstrap reported on its private channel (an exception's type and
+    message); without one, the error quotes the last line of the tool's stderr.
+    """
+    text, lossy = output.text()
+    stderr, stderr_lossy = finished.stderr.text()
+    status: Status
+    reason: Reason | None
+    if finished.timed_out:
+        status, code, reason, loki = "timeout", EXIT_TIMEOUT, "timeout", f"Tool call '{name}' timed out after {timeout:g}s"
+    elif finished.cancelled:
+        status, code, reason, loki = "cancelled", EXIT_CANCELLED, "cancelled", f"Tool call '{name}' was cancelled"
+    elif finished.signal is not None:
+        status, code, reason = "error", 128 + finished.signal, "tool_failed"
+        loki = f"Tool call '{name}' was killed by signal {finished.signal}"
+    elif finished.returncode:
+        status, code, reason, loki = (
+            "error",
+            finished.returncode,
+            "tool_failed",
+            f"Tool call '{name}' exited with code {finished.returncode}",
+        )
+    else:
+        status, code, reason, loki = "ok", 0, None, None
+    detail = failure or next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
+    error = None if loki is None else (f"{loki}: {detail}" if detail else loki)
+    return ToolResult(
+        ok=status == "ok",
+        status=status,
+        output=text,
+        error=error,
+        exit_code=code,
+        stderr=stderr,
+        duration_ms=elapsed_ms(started),
+        tool_call_id=call_id,
+        tool_name=name,
+        signal=finished.signal,
+        tool_call_error=loki,
+        notes=tuple(_notes(finished, output, lossy or stderr_lossy)),
+        output_file=output.spilled,
+        stderr_file=finished.stderr.spilled,
+        reason=reason,
+    )
+
+
+def _notes(finished: Finished, output: Capture, lossy: bool) -> list[str]:
+    notes = []
+    if lossy:
+        notes.append("output was not valid UTF-8; invalid bytes were replaced with U+FFFD")
+    if finished.escaped:
+        notes.append(f"killed {finished.escaped} process(es) the tool left running outside its process group")
+    if output.spilled:
+        notes.append(
+            f"output was longer than max_output_bytes ({output.limit}); the middle was dropped; all of it is in {output.spilled}"
+        )
+    if finished.stderr.spilled:
+        notes.append(f"stderr was longer than max_output_bytes; all of it is in {finished.stderr.spilled}")
+    return notes

@@ -1,0 +1,153 @@
+"""The on-disk state toolexec owns, and the only module that knows its layout.
+
+::
+
+    <root>/functions.json            the declarations, a plain JSON array
+    <root>/catalog.json              everything else toolexec knows about the tools
+    <root>/cache/<tool>/             LLM_TOOL_CACHE_DIR of each tool (names never start with '.')
+    <root>/cache/.outputs/           full outputs of capped calls, kept for a day
+    <root>/cache/.typescript/        the TypeScript transpile cache
+    <user cache>/config/<digest>.json   parsed config snapshots
+
+``<root>`` is the functions directory when toolexec may write there, else a folder of
+the user cache named by the functions directory's digest. toolexec's own folders start
+with '.', which no tool name may, so a tool can never be handed one of them. Call ids
+never become paths: a kept output is named by a sanitised, length-bounded stem plus a
+random suffix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolexec.errors import BadRequest, StateUnavailable
+from toolexec.paths import user_cache_dir
+from toolexec.records import name_problem
+
+CATALOG_FILE = "catalog.json"
+FUNCTIONS_FILE = "functions.json"
+MAX_CALL_ID = 256
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def digest(text: str) -> str:
+    """A short stable digest of ``text`` (any string, surrogates included)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so that a reader never sees half a file, and concurrent writers (threads or
+    processes) never share a temporary file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        with open(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def config_snapshot(config_path: Path) -> Path:
+    """Where the parsed copy of a config file is kept."""
+    return user_cache_dir() / "config" / f"{digest(str(config_path))}.json"
+
+
+def check_call_id(call_id: str) -> str:
+    """``call_id`` when it can be handed to a tool (an environment variable), else BadRequest."""
+    if not isinstance(call_id, str) or not call_id:
+        raise BadRequest(f"a call id must be a non-empty string, got {call_id!r:.80}")
+    if len(call_id) > MAX_CALL_ID:
+        raise BadRequest(f"a call id may have at most {MAX_CALL_ID} characters, got {len(call_id)}")
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in call_id):
+        raise BadRequest(f"a call id may not contain control characters or lone surrogates, got {call_id!r:.80}")
+    return call_id
+
+
+def new_call_id() -> str:
+    """A fresh call id, as agents send them."""
+    return f"call_{os.urandom(12).hex()}"
+
+
+def file_stem(call_id: str) -> str:
+    """A file name for something of this call: never a path, bounded, unique."""
+    safe = _UNSAFE.sub("_", call_id).strip("._")[:48] or "call"
+    return f"{safe}-{os.urandom(4).hex()}"
+
+
+@dataclass(frozen=True)
+class State:
+    """The state directory of one functions directory."""
+
+    root: Path
+
+    @classmethod
+    def for_functions(cls, functions_dir: Path, *, embedded: bool) -> State:
+        """The functions directory when toolexec may write there, else a folder in the user cache.
+
+        A read-only mount, or a ``cache/`` left unwritable by another user, sends the state to the
+        user cache; an embedded default never writes inside the installed package.
+        """
+        if not embedded and _writable(functions_dir) and _writable(functions_dir / "cache", missing_ok=True):
+            return cls(functions_dir)
+        return cls(user_cache_dir() / "state" / digest(str(functions_dir)))
+
+    @property
+    def catalog_file(self) -> Path:
+        """``catalog.json``."""
+        return self.root / CATALOG_FILE
+
+    @property
+    def functions_file(self) -> Path:
+        """``functions.json``."""
+        return self.root / FUNCTIONS_FILE
+
+    @property
+    def outputs_dir(self) -> Path:
+        """Full outputs of capped calls."""
+        return self.root / "cache" / ".outputs"
+
+    @property
+    def transpile_dir(self) -> Path:
+        """The TypeScript transpile cache."""
+        return self.root / "cache" / ".typescript"
+
+    def tool_cache(self, tool: str) -> Path:
+        """``LLM_TOOL_CACHE_DIR`` of ``tool``, created on first use."""
+        problem = name_problem(tool)
+        if problem is not None:  # the catalog only holds valid names; this guards every other caller
+            raise BadRequest(problem)
+        return self.ensure(self.root / "cache" / tool)
+
+    def output_file(self, call_id: str, stream: str) -> Path:
+        """A new file name in :attr:`outputs_dir` for the full ``stream`` of a call."""
+        return self.ensure(self.outputs_dir) / f"{file_stem(call_id)}.{stream}"
+
+    def ensure(self, directory: Path) -> Path:
+        """``directory``, created when missing; StateUnavailable naming it when it cannot be."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateUnavailable(str(directory), exc.strerror or str(exc)) from None
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise StateUnavailable(str(directory), "permission denied")
+        return directory
+
+
+def _writable(path: Path, *, missing_ok: bool = False) -> bool:
+    """Whether files can be created in ``path``: permissions and a read-write mount."""
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except FileNotFoundError:
+        return missing_ok
+    except OSError:
+        return False
+    return not read_only and os.access(path, os.W_OK | os.X_OK)
