@@ -203,7 +203,7 @@ class Finished:
 def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
     """Run one process to completion, enforcing the deadline and cancellation."""
     start = time.monotonic()
-    platform = backend()
+    system = backend()
     mark = os.urandom(12).hex()
     # Arguments travel in an unlinked temporary file: interpreters read a regular
     # file in large chunks (bash reads a pipe one byte at a time), no writer is
@@ -223,11 +223,11 @@ def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
         )
     exited: _ExitWaiter | None = None
     try:
-        exited = platform.ExitWaiter(proc)
+        exited = system.ExitWaiter(proc)
         finished = _supervise(proc, exited, launch, cancel, start)
     finally:
         _kill_group(proc.pid, signal.SIGKILL)
-        escaped = platform.kill_marked(f"{MARKER}={mark}", proc.pid)
+        escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
