@@ -2,11 +2,19 @@
 
 A tool runs in a new session (its own process group), with its arguments in an
 unlinked file on stdin. One loop multiplexes stdout and stderr (kept bounded: head and
-tail), the child's exit (a pidfd), a deadline and a cancellation pipe. When the
+tail), the child's exit, a deadline and a cancellation pipe. When the
 call ends for any reason the whole group gets SIGTERM, then SIGKILL after a
 grace period, so nothing the tool started outlives the call. Processes that
 left the group (``setsid``, daemons) are found afterwards by a marker in their
 inherited environment and killed too.
+
+Two backends provide the platform-dependent parts (a descriptor that wakes the
+loop when the child exits, and the search for the call's processes):
+:mod:`~toolexec.runtimes.process_linux` (pidfd and ``/proc``, standard library
+only) where both exist, else :mod:`~toolexec.runtimes.process_portable` (a
+waiting thread and psutil), e.g. on macOS. ``TOOLEXEC_PROCESS_BACKEND=portable``
+(or ``linux``, or ``auto``, the default) overrides the choice; the tests use it to
+run the process-tree tests through both.
 """
 
 from __future__ import annotations
@@ -22,10 +30,38 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol
+
+from toolexec.errors import ToolexecError
+from toolexec.runtimes import process_linux
 
 CHUNK = 1 << 16
 MARKER = "TOOLEXEC_CALL_MARK"
+BACKEND_VARIABLE = "TOOLEXEC_PROCESS_BACKEND"
+BACKENDS = ("auto", "linux", "portable")
+
+
+class _ExitWaiter(Protocol):
+    """What a backend's ``ExitWaiter(proc)`` gives: a descriptor readable once the child has exited."""
+
+    def fileno(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def backend() -> ModuleType:
+    """The module with this system's ``ExitWaiter`` and ``kill_marked``, as chosen by ``TOOLEXEC_PROCESS_BACKEND``."""
+    choice = os.environ.get(BACKEND_VARIABLE) or "auto"
+    if choice not in BACKENDS:
+        raise ToolexecError(f"{BACKEND_VARIABLE} must be one of {', '.join(BACKENDS)}; got {choice!r}")
+    if choice == "portable" or (choice == "auto" and not process_linux.available()):
+        from toolexec.runtimes import process_portable  # psutil is imported only where it is needed
+
+        return process_portable
+    if not process_linux.available():
+        raise ToolexecError(f"{BACKEND_VARIABLE}=linux needs pidfd_open and /proc, which this system lacks; use auto")
+    return process_linux
 
 
 class Cancellation:
@@ -167,6 +203,7 @@ class Finished:
 def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
     """Run one process to completion, enforcing the deadline and cancellation."""
     start = time.monotonic()
+    system = backend()
     mark = os.urandom(12).hex()
     # Arguments travel in an unlinked temporary file: interpreters read a regular
     # file in large chunks (bash reads a pipe one byte at a time), no writer is
@@ -184,21 +221,29 @@ def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
             start_new_session=True,
             close_fds=True,
         )
+    exited: _ExitWaiter | None = None
     try:
-        finished = _supervise(proc, launch, cancel, start)
+        exited = system.ExitWaiter(proc)
+        finished = _supervise(proc, exited, launch, cancel, start)
     finally:
         _kill_group(proc.pid, signal.SIGKILL)
-        escaped = _kill_marked(mark, proc.pid)
+        escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        if proc.returncode is None:
-            proc.wait()
+        try:
+            if proc.returncode is None:
+                proc.wait()
+        finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
+            if exited is not None:
+                exited.close()
     return dataclasses.replace(finished, escaped=escaped)
 
 
-def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellation | None, start: float) -> Finished:
+def _supervise(
+    proc: subprocess.Popen[bytes], exit_waiter: _ExitWaiter, launch: Launch, cancel: Cancellation | None, start: float
+) -> Finished:
     assert proc.stdout and proc.stderr
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     spill = (
@@ -210,9 +255,10 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
         out_fd: Capture(launch.capture_limit, spill=spill("stdout")),
         err_fd: Capture(launch.capture_limit, spill=spill("stderr")),
     }
-    pidfd = os.pidfd_open(proc.pid)
+    exit_fd = exit_waiter.fileno()
     try:
-        timed_out = cancelled = False
+        # Whether the exit event was handled; not proc.returncode, which a backend's thread may set earlier.
+        exited = timed_out = cancelled = False
         deadline = start + launch.timeout if launch.timeout else None
         kill_at: float | None = None  # set once the group has had SIGTERM
         give_up_at: float | None = None  # after SIGKILL, or after exit: stop waiting for pipes
@@ -220,12 +266,12 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
             for fd in (out_fd, err_fd):
                 os.set_blocking(fd, False)
                 sel.register(fd, selectors.EVENT_READ)
-            sel.register(pidfd, selectors.EVENT_READ)
+            sel.register(exit_fd, selectors.EVENT_READ)
             if cancel is not None:
                 sel.register(cancel.fileno(), selectors.EVENT_READ)
             while True:
                 now = time.monotonic()
-                if proc.returncode is not None and not (out_fd in sel.get_map() or err_fd in sel.get_map()):
+                if exited and not (out_fd in sel.get_map() or err_fd in sel.get_map()):
                     break
                 if give_up_at is not None and now >= give_up_at:
                     break
@@ -233,18 +279,19 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
                     _kill_group(proc.pid, signal.SIGKILL)
                     kill_at, give_up_at = None, now + 1.0
                 if deadline is not None and now >= deadline and kill_at is None and give_up_at is None:
-                    timed_out = proc.returncode is None
+                    timed_out = not exited
                     kill_at = now + launch.grace
                     _kill_group(proc.pid, signal.SIGTERM)
                 wakes = [t for t in (deadline if kill_at is None and give_up_at is None else None, kill_at, give_up_at) if t]
-                if proc.returncode is not None and kill_at is not None:
+                if exited and kill_at is not None:
                     wakes.append(now + 0.02)  # leftovers without pipes send no event: look again soon
                 events = sel.select(max(0.0, min(wakes) - now) if wakes else None)
                 for key, _ in events:
                     fd = key.fd
-                    if fd == pidfd:
-                        sel.unregister(pidfd)
+                    if fd == exit_fd:
+                        sel.unregister(exit_fd)
                         proc.wait()
+                        exited = True
                         # The tool is done: whatever it left running in its group goes too.
                         if kill_at is None and give_up_at is None:
                             _kill_group(proc.pid, signal.SIGTERM)
@@ -252,7 +299,7 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
                             deadline = None
                     elif cancel is not None and fd == cancel.fileno():
                         sel.unregister(fd)
-                        if proc.returncode is None:
+                        if not exited:
                             cancelled = True
                             _kill_group(proc.pid, signal.SIGTERM)
                             kill_at = time.monotonic() + launch.grace
@@ -262,10 +309,9 @@ def _supervise(proc: subprocess.Popen[bytes], launch: Launch, cancel: Cancellati
                             captures[fd].add(data)
                         else:
                             sel.unregister(fd)
-                if proc.returncode is not None and kill_at is not None and not _group_alive(proc.pid):
+                if exited and kill_at is not None and not _group_alive(proc.pid):
                     kill_at, give_up_at = None, time.monotonic() + 0.2
     finally:  # released on every path, including an exception in the loop
-        os.close(pidfd)
         for capture in captures.values():
             capture.close()
     code = proc.returncode
@@ -291,41 +337,3 @@ def _group_alive(pgid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
-
-
-def _kill_marked(mark: str, pgid: int) -> int:
-    """SIGKILL every live process of the group or carrying the call's marker; wait until they are gone.
-
-    Returns how many of them had left the tool's process group.
-    """
-    needle = f"{MARKER}={mark}".encode()
-    victims: dict[int, bool] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            state, group = _state(int(name))
-            if state in ("Z", "X", ""):
-                continue
-            if group != pgid:  # a dying group member's environ reads empty, so match it by group
-                with open(f"/proc/{name}/environ", "rb") as handle:
-                    if needle not in handle.read():
-                        continue
-            os.kill(int(name), signal.SIGKILL)
-            victims[int(name)] = group != pgid
-        except (OSError, ValueError):
-            continue
-    deadline = time.monotonic() + 5.0
-    while victims and time.monotonic() < deadline and any(_state(pid)[0] not in ("Z", "X", "") for pid in victims):
-        time.sleep(0.002)  # SIGKILL is asynchronous: the call is not over until they are gone
-    return sum(victims.values())
-
-
-def _state(pid: int) -> tuple[str, int]:
-    """(state letter, process group) from /proc, or ("", 0) once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return "", 0
-    return fields[0].decode(), int(fields[2])

@@ -73,6 +73,21 @@ class Project:
         return Executor(self.configure(visible, **settings))
 
 
+@pytest.fixture(params=["linux", "portable"])
+def process_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test through each process backend: pidfd and /proc, then the portable one (a thread and psutil).
+
+    The choice travels in TOOLEXEC_PROCESS_BACKEND, so toolexec processes the test starts use it too.
+    """
+    from toolexec.runtimes import process
+
+    monkeypatch.setenv(process.BACKEND_VARIABLE, request.param)
+    assert process.backend().__name__ == f"toolexec.runtimes.process_{request.param}"
+    if request.param == "portable":
+        monkeypatch.delattr(os, "pidfd_open")  # proof, in this process, that the portable path never needs it
+    return str(request.param)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     return Project(tmp_path / "project")

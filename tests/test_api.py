@@ -18,6 +18,7 @@ def wait_for(path: Path) -> None:
         threading.Event().wait(0.005)
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_cancel_a_sync_call_from_another_thread(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
     executor = project.executor()
@@ -33,6 +34,7 @@ def test_cancel_a_sync_call_from_another_thread(project: Project) -> None:
     assert not alive(read_pid(pid_file))
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_cancelling_an_async_task_ends_the_tree(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
     executor = project.executor()

@@ -365,3 +365,16 @@ def test_bad_input(case: Case, catalogue, private_tmpdir: Path) -> None:  # type
     assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
+
+
+SPAWNING = [case for case in CASES if case.status in ("ok", "error", "timeout")]  # the rows whose tool really runs
+
+
+@pytest.mark.parametrize("case", SPAWNING, ids=lambda c: c.id)
+def test_bad_input_through_the_portable_backend(
+    case: Case, catalogue, private_tmpdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The same rows, with the same checks (nothing alive, no descriptor, no temporary file), without pidfd."""
+    monkeypatch.setenv("TOOLEXEC_PROCESS_BACKEND", "portable")
+    monkeypatch.delattr(os, "pidfd_open")
+    test_bad_input(case, catalogue, private_tmpdir)

@@ -87,6 +87,7 @@ def test_refusals_exit_2_with_a_message(project: Project) -> None:
         assert (done.returncode, done.stdout, done.stderr) == (2, "", message), args
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_timeout_exits_124(project: Project) -> None:
     project.tool("nap.py", 'import time\n\ndef run():\n    """Sleep."""\n    time.sleep(60)\n')
     done = toolexec("--config", str(project.configure()), "run", "nap", "--timeout", "0.5", "--json")

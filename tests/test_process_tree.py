@@ -7,11 +7,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Project
+
+# Every test here runs twice: through the Linux backend and through the portable one.
+pytestmark = pytest.mark.usefixtures("process_backend")
 
 LEAVES_CHILD = """#!/usr/bin/env bash
 # @describe Start a child that ignores SIGTERM and keeps our stdout open, then return.
@@ -113,11 +117,12 @@ def test_an_exception_inside_the_loop_leaks_nothing(monkeypatch: pytest.MonkeyPa
         raise RuntimeError("injected")
 
     monkeypatch.setattr(process.Capture, "add", explode)
-    descriptors = sorted(os.listdir("/proc/self/fd"))
+    descriptors, threads = sorted(os.listdir("/proc/self/fd")), threading.enumerate()
     launch = process.Launch(
         argv=["bash", "-c", "echo $$ > pid; echo out; exec sleep 1000"], env=dict(os.environ), cwd=str(tmp_path)
     )
     with pytest.raises(RuntimeError, match="injected"):
         process.run_process(launch)
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
+    assert threading.enumerate() == threads  # the portable backend's waiting thread is joined
     assert not alive(read_pid(tmp_path / "pid"))

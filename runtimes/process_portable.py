@@ -1,0 +1,105 @@
+"""The portable half of the process helper, for POSIX systems without pidfd or ``/proc`` (macOS, the BSDs).
+
+The child's exit wakes the supervising loop through a pipe written by a thread
+blocked in ``waitpid`` (through :meth:`subprocess.Popen.wait`, which holds Popen's
+own lock, so nothing else reaps the child behind its back). That costs one thread
+per call but no latency and no polling, unlike a short select timeout around
+``poll()``. The call's processes are found with psutil: the tool's process group, and
+anything carrying the call's marker in its environment, which also finds the ones
+that left the group and were reparented to init (a snapshot of the child's
+descendants would miss those).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import time
+
+import psutil
+
+_GONE = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+
+
+class ExitWaiter:
+    """A descriptor that becomes readable once the child has exited (and been reaped by Popen)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._read, write = os.pipe()
+
+        def wait() -> None:
+            try:
+                proc.wait()
+            finally:  # the thread owns the write end: it can never be closed under it and reused
+                with contextlib.suppress(OSError):
+                    os.write(write, b"x")
+                os.close(write)
+
+        self._thread = threading.Thread(target=wait, name=f"toolexec-wait-{proc.pid}", daemon=True)
+        try:
+            self._thread.start()
+        except BaseException:
+            os.close(self._read)
+            os.close(write)
+            raise
+
+    def fileno(self) -> int:
+        return self._read
+
+    def close(self) -> None:
+        """Join the waiting thread and release the pipe; call only once the child has been killed or has exited."""
+        self._thread.join()
+        if self._read >= 0:
+            os.close(self._read)
+            self._read = -1
+
+
+def kill_marked(marker: str, pgid: int) -> int:
+    """SIGKILL every live process of the group or carrying ``marker`` (``NAME=value``); wait until they are gone.
+
+    A process's environment is readable only where the system permits (on macOS:
+    processes of the same user); those of other users cannot have inherited the
+    marker from the tool anyway, unless the tool ran a set-user-ID program.
+    Returns how many of them had left the tool's process group.
+    """
+    name, _, value = marker.partition("=")
+    me = os.getpid()
+    victims: list[tuple[psutil.Process, bool]] = []
+    for process in psutil.process_iter():
+        if process.pid == me:
+            continue
+        try:
+            if process.status() in _GONE:
+                continue
+            group = _group(process.pid)
+            # a dying group member's environment may read empty, so match it by group first
+            if group != pgid and process.environ().get(name) != value:
+                continue
+            process.kill()  # psutil checks the pid was not reused since the process was listed
+            victims.append((process, group != pgid))
+        except (psutil.Error, OSError):
+            continue
+    pending = [process for process, _ in victims]
+    deadline = time.monotonic() + 5.0
+    while pending and time.monotonic() < deadline:
+        pending = [process for process in pending if _alive(process)]
+        if pending:
+            time.sleep(0.002)  # SIGKILL is asynchronous: the call is not over until they are gone
+    return sum(escaped for _, escaped in victims)
+
+
+def _group(pid: int) -> int:
+    """The process group of ``pid``, or -1 where the system will not tell (then only the marker counts)."""
+    try:
+        return os.getpgid(pid)
+    except PermissionError:
+        return -1
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() not in _GONE
+    except psutil.Error:
+        return False

@@ -1,0 +1,76 @@
+"""Which process backend runs a call: pidfd and /proc where Linux has them, else psutil; TOOLEXEC_PROCESS_BACKEND overrides."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import Project, toolexec
+from toolexec.errors import ToolexecError
+from toolexec.runtimes import process, process_linux
+
+ADD = 'def run(a: int) -> int:\n    """Add one."""\n    return a + 1\n'
+
+
+@pytest.fixture
+def fresh_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget the cached answer of process_linux.available(), so each test probes its own system."""
+    monkeypatch.setattr(process_linux, "_usable", None)
+    monkeypatch.delenv(process.BACKEND_VARIABLE, raising=False)
+
+
+@pytest.mark.usefixtures("fresh_probe")
+@pytest.mark.parametrize(
+    ("value", "module"), [(None, "linux"), ("", "linux"), ("auto", "linux"), ("linux", "linux"), ("portable", "portable")]
+)
+def test_auto_chooses_linux_here_and_the_variable_overrides(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, module: str
+) -> None:
+    if value is not None:
+        monkeypatch.setenv(process.BACKEND_VARIABLE, value)
+    assert process.backend().__name__ == f"toolexec.runtimes.process_{module}"
+
+
+@pytest.mark.usefixtures("fresh_probe")
+def test_without_pidfd_open_auto_is_portable_and_linux_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "pidfd_open")
+    assert process.backend().__name__ == "toolexec.runtimes.process_portable"
+    monkeypatch.setenv(process.BACKEND_VARIABLE, "linux")
+    with pytest.raises(ToolexecError) as refused:
+        process.backend()
+    assert str(refused.value) == "TOOLEXEC_PROCESS_BACKEND=linux needs pidfd_open and /proc, which this system lacks; use auto"
+
+
+@pytest.mark.usefixtures("fresh_probe")
+def test_a_kernel_that_refuses_pidfd_open_gets_the_portable_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    monkeypatch.setattr(os, "pidfd_open", refuse)
+    assert process.backend().__name__ == "toolexec.runtimes.process_portable"
+
+
+def test_an_unknown_backend_is_refused_with_a_clear_message(project: Project) -> None:
+    project.tool("add.py", ADD)
+    done = toolexec("--config", str(project.configure()), "run", "add", '{"a": 1}', env={process.BACKEND_VARIABLE: "fast"})
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "toolexec: TOOLEXEC_PROCESS_BACKEND must be one of auto, linux, portable; got 'fast'\n",
+    )
+
+
+def test_a_call_on_linux_does_not_import_psutil(project: Project) -> None:
+    project.tool("add.py", ADD)
+    program = (
+        "import sys\nfrom toolexec import Executor\n"
+        f"result = Executor({str(project.configure())!r}).call('add', {{'a': 1}})\n"
+        "print(result.output, 'psutil' in sys.modules)\n"
+    )
+    env = {name: value for name, value in os.environ.items() if name != process.BACKEND_VARIABLE}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "2 False\n", "")
