@@ -21,7 +21,7 @@ from toolexec.config import Config, is_positive
 from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.results import outcome, refusal
-from toolexec.runtimes import Cancellation, Capture, Launch, Site, run_process, runtime_for
+from toolexec.runtimes import CallControl, Capture, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
 from toolexec.state import check_call_id, new_call_id
 from toolexec.validation import parse_arguments
@@ -38,7 +38,7 @@ class Engine:
         self.config = config
         self.catalog = catalog
 
-    def invoke(self, call: ToolCall, cancel: Cancellation | None = None) -> ToolResult:
+    def invoke(self, call: ToolCall, control: CallControl | None = None) -> ToolResult:
         """Run ``call`` and return its result; never raises for a refused, failed or unrunnable call."""
         started = time.monotonic()
         call_id = call.call_id if isinstance(call.call_id, str) and call.call_id else new_call_id()
@@ -49,12 +49,12 @@ class Engine:
             tool = self.catalog.get_enabled(call.name, self.config)
             arguments = parse_arguments(call.arguments, tool.name)
             self.catalog.validator(tool.name)(tool.name, arguments)
-            return self._run(tool, arguments, call, call_id, cancel, started)
+            return self._run(tool, arguments, call, call_id, control, started)
         except ToolexecError as error:
             return refusal(call.name, call_id if _printable(call_id) else "invalid-call-id", error, started)
 
     def _run(
-        self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, cancel: Cancellation | None, started: float
+        self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, control: CallControl | None, started: float
     ) -> ToolResult:
         state = self.config.state
         with _call_files(tool.name) as (output_path, failure_path):
@@ -83,7 +83,7 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
             )
             try:
-                finished = run_process(launch, cancel)
+                finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
             output = read_capped(output_path, limit)

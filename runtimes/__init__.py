@@ -10,9 +10,20 @@ from importlib import import_module
 
 from toolexec.records import Language
 from toolexec.runtimes.base import Prepared, Runtime, Site
-from toolexec.runtimes.process import Cancellation, Capture, Finished, Launch, run_process
+from toolexec.runtimes.process import CallControl, Cancellation, Capture, Finished, Launch, run_process
 
-__all__ = ["Cancellation", "Capture", "Finished", "Launch", "Prepared", "Runtime", "Site", "run_process", "runtime_for"]
+__all__ = [
+    "CallControl",
+    "Cancellation",
+    "Capture",
+    "Finished",
+    "Launch",
+    "Prepared",
+    "Runtime",
+    "Site",
+    "run_process",
+    "runtime_for",
+]
 
 _CLASSES = {
     "python": "PythonRuntime",

@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
@@ -64,31 +64,51 @@ def backend() -> ModuleType:
     return process_linux
 
 
-class Cancellation:
-    """A thread-safe flag that wakes a running call when set."""
+class CallControl:
+    """What a caller holds over a running call: cancellation, an outer deadline, and an event callback.
 
-    def __init__(self) -> None:
+    ``cancel()`` is thread-safe and wakes the call at once (a pipe in its select loop); reaching
+    ``deadline`` (a ``time.monotonic()`` reading) cancels too. ``on_event`` receives dicts such as
+    ``{"event": "started", "pid": 123}`` and ``{"event": "exited", "returncode": 0}``, from the
+    thread running the call.
+    """
+
+    def __init__(self, *, deadline: float | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
         self._lock = threading.Lock()
         self.cancelled = False
+        self.deadline = deadline
+        self.on_event = on_event
 
     def cancel(self) -> None:
+        """End the call: its whole process tree goes, and its result says cancelled."""
         with self._lock:
             if not self.cancelled and self._write >= 0:
                 self.cancelled = True
                 with contextlib.suppress(OSError):
                     os.write(self._write, b"x")
 
+    def emit(self, event: str, **data: Any) -> None:
+        """Hand an event to ``on_event``; a failing callback never breaks the call."""
+        if self.on_event is not None:
+            with contextlib.suppress(Exception):
+                self.on_event({"event": event, **data})
+
     def fileno(self) -> int:
+        """The descriptor that becomes readable on cancellation."""
         return self._read
 
     def close(self) -> None:
+        """Release the pipe; a closed control can no longer cancel."""
         with self._lock:
             for fd in (self._read, self._write):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self._read = self._write = -1
+
+
+Cancellation = CallControl  # the name the API had before the control carried more than cancellation
 
 
 @dataclass
@@ -200,8 +220,14 @@ class Finished:
     escaped: int = 0  # processes that had left the group and were killed afterwards
 
 
-def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
-    """Run one process to completion, enforcing the deadline and cancellation."""
+def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
+    """Run one process to completion, enforcing the timeout, the control's deadline and cancellation."""
+    if control is None:
+        own = CallControl()
+        try:
+            return run_process(launch, own)
+        finally:
+            own.close()
     start = time.monotonic()
     system = backend()
     mark = os.urandom(12).hex()
@@ -221,10 +247,11 @@ def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
             start_new_session=True,
             close_fds=True,
         )
+    control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     try:
         exited = system.ExitWaiter(proc)
-        finished = _supervise(proc, exited, launch, cancel, start)
+        finished = _Supervisor(proc, exited, launch, control, start).run()
     finally:
         _kill_group(proc.pid, signal.SIGKILL)
         escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
@@ -238,92 +265,111 @@ def run_process(launch: Launch, cancel: Cancellation | None = None) -> Finished:
         finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
             if exited is not None:
                 exited.close()
+    control.emit("exited", returncode=proc.returncode)
     return dataclasses.replace(finished, escaped=escaped)
 
 
-def _supervise(
-    proc: subprocess.Popen[bytes], exit_waiter: _ExitWaiter, launch: Launch, cancel: Cancellation | None, start: float
-) -> Finished:
-    assert proc.stdout and proc.stderr
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    spill = (
-        (lambda stream: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{stream}"))
-        if launch.spill_dir
-        else (lambda _: None)
-    )
-    captures = {
-        out_fd: Capture(launch.capture_limit, spill=spill("stdout")),
-        err_fd: Capture(launch.capture_limit, spill=spill("stderr")),
-    }
-    exit_fd = exit_waiter.fileno()
-    try:
+class _Supervisor:
+    """The select loop of one call: pipes, the child's exit, the deadlines and cancellation.
+
+    Its phases: running; after the tool exits, or the deadline passes, or it is cancelled, the group
+    gets SIGTERM and ``kill_at`` is set; at ``kill_at`` SIGKILL, then ``give_up_at`` bounds the wait
+    for pipes held open by what could not be killed.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], waiter: _ExitWaiter, launch: Launch, control: CallControl, start: float):
+        assert proc.stdout and proc.stderr
+        self.proc, self.launch, self.control = proc, launch, control
+        self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
+        spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
+        self.captures = {
+            self.out_fd: Capture(launch.capture_limit, spill=spill("stdout")),
+            self.err_fd: Capture(launch.capture_limit, spill=spill("stderr")),
+        }
         # Whether the exit event was handled; not proc.returncode, which a backend's thread may set earlier.
-        exited = timed_out = cancelled = False
-        deadline = start + launch.timeout if launch.timeout else None
-        kill_at: float | None = None  # set once the group has had SIGTERM
-        give_up_at: float | None = None  # after SIGKILL, or after exit: stop waiting for pipes
-        with selectors.DefaultSelector() as sel:
-            for fd in (out_fd, err_fd):
-                os.set_blocking(fd, False)
-                sel.register(fd, selectors.EVENT_READ)
-            sel.register(exit_fd, selectors.EVENT_READ)
-            if cancel is not None:
-                sel.register(cancel.fileno(), selectors.EVENT_READ)
-            while True:
-                now = time.monotonic()
-                if exited and not (out_fd in sel.get_map() or err_fd in sel.get_map()):
-                    break
-                if give_up_at is not None and now >= give_up_at:
-                    break
-                if kill_at is not None and now >= kill_at:
-                    _kill_group(proc.pid, signal.SIGKILL)
-                    kill_at, give_up_at = None, now + 1.0
-                if deadline is not None and now >= deadline and kill_at is None and give_up_at is None:
-                    timed_out = not exited
-                    kill_at = now + launch.grace
-                    _kill_group(proc.pid, signal.SIGTERM)
-                wakes = [t for t in (deadline if kill_at is None and give_up_at is None else None, kill_at, give_up_at) if t]
-                if exited and kill_at is not None:
-                    wakes.append(now + 0.02)  # leftovers without pipes send no event: look again soon
-                events = sel.select(max(0.0, min(wakes) - now) if wakes else None)
-                for key, _ in events:
-                    fd = key.fd
-                    if fd == exit_fd:
-                        sel.unregister(exit_fd)
-                        proc.wait()
-                        exited = True
-                        # The tool is done: whatever it left running in its group goes too.
-                        if kill_at is None and give_up_at is None:
-                            _kill_group(proc.pid, signal.SIGTERM)
-                            kill_at = time.monotonic() + launch.grace
-                            deadline = None
-                    elif cancel is not None and fd == cancel.fileno():
-                        sel.unregister(fd)
-                        if not exited:
-                            cancelled = True
-                            _kill_group(proc.pid, signal.SIGTERM)
-                            kill_at = time.monotonic() + launch.grace
-                    else:
-                        data = os.read(fd, CHUNK)
-                        if data:
-                            captures[fd].add(data)
-                        else:
-                            sel.unregister(fd)
-                if exited and kill_at is not None and not _group_alive(proc.pid):
-                    kill_at, give_up_at = None, time.monotonic() + 0.2
-    finally:  # released on every path, including an exception in the loop
-        for capture in captures.values():
-            capture.close()
-    code = proc.returncode
-    return Finished(
-        returncode=code if code is None or code >= 0 else None,
-        signal=-code if code is not None and code < 0 else None,
-        stdout=captures[out_fd],
-        stderr=captures[err_fd],
-        timed_out=timed_out,
-        cancelled=cancelled,
-        duration=time.monotonic() - start,
-    )
+        self.exited = self.timed_out = self.cancelled = False
+        self.start = start
+        self.deadline = start + launch.timeout if launch.timeout else None
+        self.kill_at: float | None = None  # set once the group has had SIGTERM
+        self.give_up_at: float | None = None  # after SIGKILL, or after exit: stop waiting for pipes
+
+    def run(self) -> Finished:
+        """Supervise until the call is over; every capture is closed on every path."""
+        try:
+            with selectors.DefaultSelector() as sel:
+                for fd in (self.out_fd, self.err_fd):
+                    os.set_blocking(fd, False)
+                    sel.register(fd, selectors.EVENT_READ)
+                sel.register(self.exit_fd, selectors.EVENT_READ)
+                sel.register(self.control.fileno(), selectors.EVENT_READ)
+                while not self._over(sel):
+                    self._tick(sel)
+        finally:
+            for capture in self.captures.values():
+                capture.close()
+        code = self.proc.returncode
+        return Finished(
+            returncode=code if code is None or code >= 0 else None,
+            signal=-code if code is not None and code < 0 else None,
+            stdout=self.captures[self.out_fd],
+            stderr=self.captures[self.err_fd],
+            timed_out=self.timed_out,
+            cancelled=self.cancelled,
+            duration=time.monotonic() - self.start,
+        )
+
+    def _over(self, sel: selectors.BaseSelector) -> bool:
+        pipes_open = self.out_fd in sel.get_map() or self.err_fd in sel.get_map()
+        return (self.exited and not pipes_open) or (self.give_up_at is not None and time.monotonic() >= self.give_up_at)
+
+    def _terminate(self) -> None:
+        _kill_group(self.proc.pid, signal.SIGTERM)
+        self.kill_at = time.monotonic() + self.launch.grace
+
+    def _tick(self, sel: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        ending = self.kill_at is not None or self.give_up_at is not None
+        if self.kill_at is not None and now >= self.kill_at:
+            _kill_group(self.proc.pid, signal.SIGKILL)
+            self.kill_at, self.give_up_at = None, now + 1.0
+        if not ending and self.deadline is not None and now >= self.deadline:
+            self.timed_out = not self.exited
+            self._terminate()
+        elif not ending and not self.exited and self.control.deadline is not None and now >= self.control.deadline:
+            self.cancelled = True
+            self._terminate()
+        ending = self.kill_at is not None or self.give_up_at is not None
+        wakes = [
+            t
+            for t in (None if ending else self.deadline, None if ending else self.control.deadline, self.kill_at, self.give_up_at)
+            if t
+        ]
+        if self.exited and self.kill_at is not None:
+            wakes.append(now + 0.02)  # leftovers without pipes send no event: look again soon
+        for key, _ in sel.select(max(0.0, min(wakes) - now) if wakes else None):
+            self._handle(key.fd, sel)
+        if self.exited and self.kill_at is not None and not _group_alive(self.proc.pid):
+            self.kill_at, self.give_up_at = None, time.monotonic() + 0.2
+
+    def _handle(self, fd: int, sel: selectors.BaseSelector) -> None:
+        if fd == self.exit_fd:
+            sel.unregister(fd)
+            self.proc.wait()
+            self.exited = True
+            if self.kill_at is None and self.give_up_at is None:  # the tool is done: what it left in its group goes too
+                self._terminate()
+                self.deadline = None
+        elif fd == self.control.fileno():
+            sel.unregister(fd)
+            if not self.exited:
+                self.cancelled = True
+                self._terminate()
+        else:
+            data = os.read(fd, CHUNK)
+            if data:
+                self.captures[fd].add(data)
+            else:
+                sel.unregister(fd)
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
