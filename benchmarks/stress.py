@@ -31,7 +31,6 @@ if result.output_file:
 
 def main() -> None:
     from toolexec import Executor
-    from toolexec.batch import Batch, run_batch
     from toolexec.records import ToolCall
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -44,12 +43,12 @@ def main() -> None:
         for parallel in (1, 4, 8, 20):
             config = root / f"config-{parallel}.yaml"
             config.write_text(f"visible_tools: [sleeper.sh, flood.sh]\nmax_parallel: {parallel}\nmax_output_bytes: 65536\n")
-            executor = Executor(config)
-            executor.build()
-            batch = Batch("openai", [ToolCall(name="sleeper", arguments={}, call_id=str(n)) for n in range(20)], False)
-            start = time.perf_counter()
-            results = run_batch(batch, lambda c, ex=executor: ex.call(c.name, c.arguments, call_id=c.call_id), parallel)
-            elapsed = time.perf_counter() - start
+            with Executor(config) as executor:
+                executor.build()
+                calls = [ToolCall(name="sleeper", arguments={}, call_id=str(n)) for n in range(20)]
+                start = time.perf_counter()
+                results = executor.call_many(calls)
+                elapsed = time.perf_counter() - start
             ideal = -(-20 // parallel) * 0.5
             ok = sum(r.ok for r in results)
             print(

@@ -1,10 +1,18 @@
-"""The public Python API: one :class:`Executor` per config, safe to share between threads and tasks."""
+"""The public Python API: one :class:`Executor` per config, safe to share between threads and tasks.
+
+Every call, whether from :meth:`Executor.call`, :meth:`Executor.acall` or
+:meth:`Executor.call_many`, takes one of ``config.max_parallel`` slots while it runs
+(the one concurrency limiter) and is registered with its cancellation, so that
+:meth:`Executor.close` can end every call in flight.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec.catalog import Catalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
@@ -13,7 +21,13 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import Cancellation
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+    from types import TracebackType
+
     from toolexec.build import BuildReport
+
+EXIT_REFUSED, EXIT_CANCELLED = 2, 130
+CLOSED = "the executor is closed; create a new Executor to call tools"
 
 
 class Executor:
@@ -21,13 +35,22 @@ class Executor:
 
     >>> ex = Executor("config.yaml")            # doctest: +SKIP
     >>> ex.call("demo_py", {"text": "hi"}).output  # doctest: +SKIP
+
+    Use it as a context manager (or call :meth:`close`) to end the calls still
+    running when you are done: ``with Executor() as ex: ...``.
     """
 
     def __init__(self, config: Config | str | os.PathLike[str] | None = None) -> None:
         self.config = config if isinstance(config, Config) else load_config(config)
         self._catalog: Catalog | None = None
         self._lock = threading.Lock()
+        # The one concurrency limiter: every call holds a slot while it runs.
         self._slots = threading.BoundedSemaphore(self.config.max_parallel)
+        # Calls in flight (waiting for a slot or running), so close() can cancel them.
+        self._in_flight: dict[object, Cancellation] = {}
+        self._registry = threading.Condition()  # guards _in_flight, _closed and _threads
+        self._closed = False
+        self._threads: ThreadPoolExecutor | None = None
 
     @property
     def catalog(self) -> Catalog:
@@ -79,28 +102,166 @@ class Executor:
         timeout: float | None = None,
         cancel: Cancellation | None = None,
     ) -> ToolResult:
-        """Run one tool and return its result; never raises for a failed or refused call."""
-        request = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)
-        engine = Engine(self.config, self.catalog)
-        with self._slots:
-            return engine.invoke(request, cancel)
+        """Run one tool and return its result; never raises for a failed or refused call.
+
+        Waits for a free slot when ``max_parallel`` calls are already running. Setting
+        ``cancel`` (from any thread) ends the tool's whole process tree; so does
+        :meth:`close`, which sets it.
+        """
+        return self._invoke(ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout), cancel)
+
+    def call_many(self, calls: Iterable[ToolCall], *, cancel: Cancellation | None = None) -> list[ToolResult]:
+        """Run ``calls`` concurrently, at most ``max_parallel`` at once; results in input order.
+
+        Each result is as :meth:`call` returns it (a refusal or failure is a result).
+        Setting ``cancel`` cancels every call of the batch; if the waiting thread is
+        interrupted (``KeyboardInterrupt``), the calls are cancelled before it re-raises.
+        """
+        requests = list(calls)
+        if not requests:
+            return []
+        shared = cancel if cancel is not None else Cancellation()
+        work = [self._submit(request, shared) for request in requests]
+        if cancel is None:
+            _close_when_done(shared, work)
+        try:
+            return [future.result() for future in work]
+        except BaseException:
+            shared.cancel()
+            for future in work:
+                future.exception()  # wait: no call outlives this method
+            raise
 
     async def acall(
         self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
     ) -> ToolResult:
-        """As :meth:`call`; cancelling the awaiting task ends the tool's whole process tree."""
+        """As :meth:`call`; cancelling the awaiting task ends the tool's whole process tree.
+
+        Runs on the executor's own threads (not asyncio's default pool, which is
+        smaller than ``max_parallel`` on a small machine), so ``max_parallel`` calls
+        really run at once.
+        """
         import asyncio  # not at module level: it costs a one-shot `toolexec run` ~50 ms
 
+        request = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)
         cancel = Cancellation()
-        work = asyncio.ensure_future(
-            asyncio.to_thread(self.call, name, arguments, call_id=call_id, timeout=timeout, cancel=cancel)
-        )
+        future = self._submit(request, cancel)
+        _close_when_done(cancel, [future])  # not before: a task cancelled twice stops waiting
+        work = asyncio.wrap_future(future)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
             cancel.cancel()
             await asyncio.wait([work])
             raise
+
+    def close(self) -> None:
+        """Cancel every call in flight and wait until they have returned; later calls are refused.
+
+        A running call's process tree ends and the call returns a ``cancelled``
+        result; a call still waiting for a slot returns ``cancelled`` without starting.
+        Closing twice is harmless.
+        """
+        with self._registry:
+            self._closed = True
+            for cancel in self._in_flight.values():
+                cancel.cancel()
+            self._registry.wait_for(lambda: not self._in_flight)
+            threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=True)  # every call has returned: the threads are idle
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
+        self.close()
+
+    def _invoke(self, request: ToolCall, cancel: Cancellation | None) -> ToolResult:
+        """Run ``request`` in this thread: register it, then :meth:`_run` it."""
+        with _own_cancellation(cancel) as control:
+            token = self._register(control)
+            return _not_run(request, "refused", CLOSED) if token is None else self._run(token, request, control)
+
+    def _submit(self, request: ToolCall, cancel: Cancellation) -> Future[ToolResult]:
+        """Run ``request`` on the executor's threads: one per slot, so they never hold a call back themselves."""
+        from concurrent.futures import Future, ThreadPoolExecutor  # only batches and async calls need it
+
+        with self._registry:  # registered before it is queued, so close() cancels and waits for it too
+            token = self._register(cancel)
+            if token is not None:
+                if self._threads is None:
+                    self._threads = ThreadPoolExecutor(self.config.max_parallel, thread_name_prefix="toolexec-call")
+                return self._threads.submit(self._run, token, request, cancel)
+        refused: Future[ToolResult] = Future()
+        refused.set_result(_not_run(request, "refused", CLOSED))
+        return refused
+
+    def _register(self, control: Cancellation) -> object | None:
+        """Record a call in flight; None once the executor is closed."""
+        with self._registry:
+            if self._closed:
+                return None
+            token = object()
+            self._in_flight[token] = control
+            return token
+
+    def _run(self, token: object, request: ToolCall, control: Cancellation) -> ToolResult:
+        """Take a slot, run the registered call, unregister it: the one path every call takes."""
+        try:
+            engine = Engine(self.config, self.catalog)
+            with self._slots:
+                if control.cancelled:  # closed (or cancelled) while waiting for a slot
+                    return _not_run(request, "cancelled", "the call was cancelled before it started")
+                return engine.invoke(request, control)
         finally:
-            if work.done():
-                cancel.close()
+            with self._registry:
+                del self._in_flight[token]
+                self._registry.notify_all()
+
+
+@contextmanager
+def _own_cancellation(given: Cancellation | None) -> Iterator[Cancellation]:
+    """``given``, or a fresh Cancellation closed afterwards."""
+    if given is not None:
+        yield given
+        return
+    own = Cancellation()
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def _close_when_done(cancel: Cancellation, work: list[Future[ToolResult]]) -> None:
+    """Close ``cancel`` once every future in ``work`` has finished (its pipe is in use until then)."""
+    pending = [len(work)]
+    lock = threading.Lock()
+
+    def finished(_: Future[ToolResult]) -> None:
+        with lock:
+            pending[0] -= 1
+            if pending[0]:
+                return
+        cancel.close()
+
+    for future in work:
+        future.add_done_callback(finished)
+
+
+def _not_run(request: ToolCall, status: Literal["refused", "cancelled"], message: str) -> ToolResult:
+    """The result of a call that never started."""
+    return ToolResult(
+        ok=False,
+        status=status,
+        output="",
+        error=message,
+        exit_code=EXIT_REFUSED if status == "refused" else EXIT_CANCELLED,
+        stderr="",
+        duration_ms=0.0,
+        tool_call_id=request.call_id or f"call_{os.urandom(12).hex()}",
+        tool_name=request.name,
+        tool_call_error=f"Tool call '{request.name}' was cancelled"
+        if status == "cancelled"
+        else f"Tool call '{request.name}' failed: {message}",
+    )

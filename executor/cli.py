@@ -216,8 +216,8 @@ def _cancel_on_signals() -> Any:
 
 
 def _call(args: argparse.Namespace) -> int:
-    from toolexec.batch import parse_batch, result_messages, run_batch
     from toolexec.errors import BadRequest
+    from toolexec.providers import parse_batch, render
 
     text = sys.stdin.read() if sys.stdin is not None else ""
     if not text.strip():
@@ -228,11 +228,8 @@ def _call(args: argparse.Namespace) -> int:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     executor = _executor(args)
     batch = parse_batch(data)
-    cancel = _cancel_on_signals()
-    results = run_batch(
-        batch, lambda c: executor.call(c.name, c.arguments, call_id=c.call_id, cancel=cancel), executor.config.max_parallel
-    )
-    print(json.dumps(result_messages(batch, results), ensure_ascii=False))
+    results = batch.complete(executor.call_many(batch.calls, cancel=_cancel_on_signals()))
+    print(json.dumps(render(batch, results), ensure_ascii=False))
     return EXIT_OK
 
 
