@@ -1,8 +1,9 @@
 """The public Python API: one :class:`Executor` per config, safe to share between threads and tasks.
 
 Every call, whether from :meth:`Executor.call`, :meth:`Executor.acall` or
-:meth:`Executor.call_many`, takes one of ``config.max_parallel`` slots while it runs
-(the one concurrency limiter) and is registered with its cancellation, so that
+:meth:`Executor.call_many`, runs on the executor's own ``config.max_parallel``
+threads (the one concurrency limiter: a call waits for a free thread) and is
+registered with its cancellation while queued or running, so that
 :meth:`Executor.close` can end every call in flight.
 """
 
@@ -10,8 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec.catalog import Catalog, expand_enabled, load_catalog
@@ -44,12 +44,11 @@ class Executor:
         self.config = config if isinstance(config, Config) else load_config(config)
         self._catalog: Catalog | None = None
         self._lock = threading.Lock()
-        # The one concurrency limiter: every call holds a slot while it runs.
-        self._slots = threading.BoundedSemaphore(self.config.max_parallel)
-        # Calls in flight (waiting for a slot or running), so close() can cancel them.
+        # Calls in flight (queued or running), so close() can cancel them.
         self._in_flight: dict[object, Cancellation] = {}
         self._registry = threading.Condition()  # guards _in_flight, _closed and _threads
         self._closed = False
+        # The one concurrency limiter: every call runs on one of these max_parallel threads.
         self._threads: ThreadPoolExecutor | None = None
 
     @property
@@ -106,9 +105,10 @@ class Executor:
 
         Waits for a free slot when ``max_parallel`` calls are already running. Setting
         ``cancel`` (from any thread) ends the tool's whole process tree; so does
-        :meth:`close`, which sets it.
+        :meth:`close`, which sets it, and so does interrupting the waiting thread
+        (``KeyboardInterrupt``), which re-raises once the tool has ended.
         """
-        return self._invoke(ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout), cancel)
+        return self.call_many([ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)], cancel=cancel)[0]
 
     def call_many(self, calls: Iterable[ToolCall], *, cancel: Cancellation | None = None) -> list[ToolResult]:
         """Run ``calls`` concurrently, at most ``max_parallel`` at once; results in input order.
@@ -117,6 +117,8 @@ class Executor:
         Setting ``cancel`` cancels every call of the batch; if the waiting thread is
         interrupted (``KeyboardInterrupt``), the calls are cancelled before it re-raises.
         """
+        from concurrent.futures import wait
+
         requests = list(calls)
         if not requests:
             return []
@@ -125,12 +127,12 @@ class Executor:
         if cancel is None:
             _close_when_done(shared, work)
         try:
-            return [future.result() for future in work]
-        except BaseException:
+            wait(work)
+        except BaseException:  # the waiting thread was interrupted: end the calls, then re-raise
             shared.cancel()
-            for future in work:
-                future.exception()  # wait: no call outlives this method
+            wait(work)
             raise
+        return [future.result() for future in work]
 
     async def acall(
         self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
@@ -177,15 +179,9 @@ class Executor:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
         self.close()
 
-    def _invoke(self, request: ToolCall, cancel: Cancellation | None) -> ToolResult:
-        """Run ``request`` in this thread: register it, then :meth:`_run` it."""
-        with _own_cancellation(cancel) as control:
-            token = self._register(control)
-            return _not_run(request, "refused", CLOSED) if token is None else self._run(token, request, control)
-
     def _submit(self, request: ToolCall, cancel: Cancellation) -> Future[ToolResult]:
-        """Run ``request`` on the executor's threads: one per slot, so they never hold a call back themselves."""
-        from concurrent.futures import Future, ThreadPoolExecutor  # only batches and async calls need it
+        """Queue ``request`` for the executor's threads; a refused result at once when closed."""
+        from concurrent.futures import Future, ThreadPoolExecutor
 
         with self._registry:  # registered before it is queued, so close() cancels and waits for it too
             token = self._register(cancel)
@@ -207,30 +203,15 @@ class Executor:
             return token
 
     def _run(self, token: object, request: ToolCall, control: Cancellation) -> ToolResult:
-        """Take a slot, run the registered call, unregister it: the one path every call takes."""
+        """Run the registered call on one of the executor's threads, then unregister it: the path every call takes."""
         try:
-            engine = Engine(self.config, self.catalog)
-            with self._slots:
-                if control.cancelled:  # closed (or cancelled) while waiting for a slot
-                    return _not_run(request, "cancelled", "the call was cancelled before it started")
-                return engine.invoke(request, control)
+            if control.cancelled:  # closed (or cancelled) while waiting for a thread
+                return _not_run(request, "cancelled", "the call was cancelled before it started")
+            return Engine(self.config, self.catalog).invoke(request, control)
         finally:
             with self._registry:
                 del self._in_flight[token]
                 self._registry.notify_all()
-
-
-@contextmanager
-def _own_cancellation(given: Cancellation | None) -> Iterator[Cancellation]:
-    """``given``, or a fresh Cancellation closed afterwards."""
-    if given is not None:
-        yield given
-        return
-    own = Cancellation()
-    try:
-        yield own
-    finally:
-        own.close()
 
 
 def _close_when_done(cancel: Cancellation, work: list[Future[ToolResult]]) -> None:

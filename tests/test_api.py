@@ -1,21 +1,19 @@
-"""The Python API: sync and async calls, cancellation that ends the tool's tree, concurrent use."""
+"""The Python API: sync and async calls, cancellation that ends the tool's tree, the one limiter, close()."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project
-from tests.test_process_tree import ESCAPES, alive, read_pid
+from tests.conftest import Project, toolexec
+from tests.helpers import ESCAPES, RECORDER, alive, max_overlap, read_pid, wait_until
+from toolexec.records import ToolCall, ToolResult
 from toolexec.runtimes.process import Cancellation
 
-
-def wait_for(path: Path) -> None:
-    while not path.exists():
-        threading.Event().wait(0.005)
+CLOSED = "the executor is closed; create a new Executor to call tools"
 
 
 @pytest.mark.usefixtures("process_backend")
@@ -24,7 +22,12 @@ def test_cancel_a_sync_call_from_another_thread(project: Project) -> None:
     executor = project.executor()
     pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
     cancel = Cancellation()
-    canceller = threading.Thread(target=lambda: (wait_for(pid_file.with_suffix(".pid.ready")), cancel.cancel()))
+
+    def cancel_when_ready() -> None:
+        wait_until(pid_file.with_suffix(".pid.ready").exists, "the tool to be ready")
+        cancel.cancel()
+
+    canceller = threading.Thread(target=cancel_when_ready)
     canceller.start()
     result = executor.call("escapes", {}, cancel=cancel)
     canceller.join()
@@ -42,8 +45,7 @@ def test_cancelling_an_async_task_ends_the_tree(project: Project) -> None:
 
     async def scenario() -> None:
         task = asyncio.ensure_future(executor.acall("escapes", {}))
-        while not pid_file.with_suffix(".pid.ready").exists():
-            await asyncio.sleep(0.005)
+        await asyncio.to_thread(wait_until, pid_file.with_suffix(".pid.ready").exists, "the tool to be ready")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -53,14 +55,132 @@ def test_cancelling_an_async_task_ends_the_tree(project: Project) -> None:
 
 
 def test_async_calls_run_together(project: Project) -> None:
-    project.tool("add.py", 'def run(a: int) -> int:\n    """Add one."""\n    return a + 1\n')
-    executor = project.executor()
+    """Each call waits until all four have started: calls run one after another come back 'alone'."""
+    project.tool("recorder.py", RECORDER)
+    executor = project.executor(max_parallel=4)
 
     async def scenario() -> list[str]:
-        results = await asyncio.gather(*(executor.acall("add", {"a": n}) for n in range(6)))
+        results = await asyncio.gather(*(executor.acall("recorder", {"n": n, "expect": 4}) for n in range(4)))
         return [r.output for r in results]
 
-    assert asyncio.run(scenario()) == ["1", "2", "3", "4", "5", "6"]
+    assert asyncio.run(scenario()) == ["0: together", "1: together", "2: together", "3: together"]
+
+
+def run_through(entry: str, project: Project, calls: int, expect: int) -> list[str]:
+    """Outputs of ``calls`` recorder calls made through ``entry``, in input order."""
+    arguments = [{"n": n, "expect": expect} for n in range(calls)]
+    if entry == "call_many":
+        results = project.executor().call_many([ToolCall(name="recorder", arguments=a) for a in arguments])
+        return [r.output for r in results]
+    if entry == "acall":
+        executor = project.executor()
+
+        async def scenario() -> list[ToolResult]:
+            return await asyncio.gather(*(executor.acall("recorder", a) for a in arguments))
+
+        return [r.output for r in asyncio.run(scenario())]
+    batch = [
+        {"id": f"c{n}", "type": "function", "function": {"name": "recorder", "arguments": a}} for n, a in enumerate(arguments)
+    ]
+    done = toolexec("--config", str(project.config), "call", input=json.dumps(batch))
+    assert (done.returncode, done.stderr) == (0, "")
+    return [message["content"] for message in json.loads(done.stdout)]
+
+
+@pytest.mark.parametrize("entry", ["call_many", "acall", "toolexec call"])
+@pytest.mark.parametrize("max_parallel", [3, 8])
+def test_exactly_max_parallel_calls_run_at_once(project: Project, entry: str, max_parallel: int) -> None:
+    """From the tools' own start/end records: never more than max_parallel at once, and max_parallel together.
+
+    8 is more than asyncio's default thread pool holds on a 2-core machine (6).
+    """
+    project.tool("recorder.py", RECORDER)
+    project.configure(max_parallel=max_parallel)
+    calls = max_parallel + 2
+    outputs = run_through(entry, project, calls, expect=max_parallel)
+    assert outputs == [f"{n}: together" for n in range(calls)]
+    assert max_overlap(project.root / "functions" / "cache" / "recorder") == max_parallel
+
+
+def test_calls_from_threads_and_a_batch_share_one_limit(project: Project) -> None:
+    project.tool("recorder.py", RECORDER)
+    executor = project.executor(max_parallel=3)
+    results: list[ToolResult] = []
+    single = threading.Thread(target=lambda: results.append(executor.call("recorder", {"n": 9, "expect": 3})))
+    single.start()
+    batch = executor.call_many([ToolCall(name="recorder", arguments={"n": n, "expect": 3}) for n in range(4)])
+    single.join()
+    assert [r.output for r in [*batch, *results]] == [f"{n}: together" for n in (0, 1, 2, 3, 9)]
+    assert max_overlap(project.root / "functions" / "cache" / "recorder") == 3
+
+
+def test_closing_cancels_calls_in_flight_and_refuses_later_calls(project: Project) -> None:
+    project.tool("escapes.py", ESCAPES)
+    project.tool("add.py", 'def run(a: int) -> int:\n    """Add one."""\n    return a + 1\n')
+    pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
+    results: list[ToolResult] = []
+    with project.executor(max_parallel=1) as executor:
+        batch = [
+            ToolCall(name="escapes", arguments={}, call_id="running"),
+            ToolCall(name="add", arguments={"a": 1}, call_id="queued"),
+        ]
+        caller = threading.Thread(target=lambda: results.extend(executor.call_many(batch)))
+        caller.start()
+        wait_until(pid_file.with_suffix(".pid.ready").exists, "the tool to be ready")
+    caller.join()
+    running, queued = results
+    assert (running.status, running.exit_code, running.tool_call_error, running.output) == (
+        "cancelled",
+        130,
+        "Tool call 'escapes' was cancelled",
+        "partial output\n",
+    )
+    assert not alive(read_pid(pid_file))
+    assert queued.to_dict() == {
+        "ok": False,
+        "status": "cancelled",
+        "output": "",
+        "error": "the call was cancelled before it started",
+        "exit_code": 130,
+        "stderr": "",
+        "duration_ms": 0.0,
+        "tool_call_id": "queued",
+        "tool_name": "add",
+        "signal": None,
+        "tool_call_error": "Tool call 'add' was cancelled",
+        "notes": [],
+        "output_file": None,
+        "stderr_file": None,
+    }
+    later = [
+        executor.call("add", {"a": 1}, call_id="x"),
+        *executor.call_many([ToolCall(name="add", arguments={"a": 1}, call_id="x")]),
+        asyncio.run(executor.acall("add", {"a": 1}, call_id="x")),
+    ]
+    for refused in later:
+        assert (refused.status, refused.exit_code, refused.error, refused.tool_call_error) == (
+            "refused",
+            2,
+            CLOSED,
+            f"Tool call 'add' failed: {CLOSED}",
+        )
+    executor.close()  # twice is harmless
+
+
+def test_close_cancels_an_async_call(project: Project) -> None:
+    project.tool("escapes.py", ESCAPES)
+    executor = project.executor()
+    pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
+
+    async def scenario() -> ToolResult:
+        task = asyncio.ensure_future(executor.acall("escapes", {}))
+        await asyncio.to_thread(wait_until, pid_file.with_suffix(".pid.ready").exists, "the tool to be ready")
+        await asyncio.to_thread(executor.close)
+        return await task
+
+    result = asyncio.run(scenario())
+    assert (result.status, result.exit_code, result.output) == ("cancelled", 130, "partial output\n")
+    assert not alive(read_pid(pid_file))
 
 
 @pytest.mark.parametrize("timeout", [True, "5", 0, -0.5])

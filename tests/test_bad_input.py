@@ -310,6 +310,16 @@ CASES = [
     ),
     Case("js-throws-non-error", "throws", "{}", "error", 1, "Tool call 'throws' exited with code 1: plain string"),
     Case("odd-return-value", "odd", "{}", "ok", 0, check=lambda r: r.output == "a Thing"),
+    Case(
+        "tool-file-deleted-after-build",
+        "doomed",
+        "{}",
+        "refused",
+        2,
+        # today's wording (build.py); the lead's catalog rework should drop 'failed to build' and the odd suggestion
+        "tool 'doomed' failed to build:\n{config}: visible tool 'doomed.py' not found in {tools}; did you mean 'odd.py'?",
+        prepare=lambda tools: (tools / "doomed.py").unlink(),
+    ),
 ]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
+from tests.helpers import ESCAPES, alive, read_pid, wait_until
 
 # Every test here runs twice: through the Linux backend and through the portable one.
 pytestmark = pytest.mark.usefixtures("process_backend")
@@ -25,42 +26,6 @@ main() {
     echo "started" >>"$LLM_OUTPUT"
 }
 """
-ESCAPES = '''
-import os, signal, sys, time
-
-def run(then_wait: bool = True) -> str:
-    """Fork a grandchild into its own session, ignoring SIGTERM and holding the pipes."""
-    pid_file = os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "escaped.pid")
-    if os.fork() == 0:
-        os.setsid()
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        with open(pid_file + ".tmp", "w") as f:
-            f.write(str(os.getpid()))
-        os.rename(pid_file + ".tmp", pid_file)
-        while True:
-            time.sleep(1000)
-    while not os.path.exists(pid_file):
-        time.sleep(0.001)
-    print("partial output", flush=True)
-    if then_wait:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        open(pid_file + ".ready", "w").close()  # printed, and deaf to SIGTERM: tests may now cancel
-        while True:
-            time.sleep(1000)
-    return "returned"
-'''
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def read_pid(path: Path) -> int:
-    return int(path.read_text().strip())
 
 
 def test_background_child_in_the_group_is_killed(project: Project) -> None:
@@ -98,10 +63,12 @@ def test_sigterm_to_toolexec_cancels_and_still_prints_a_result(project: Project)
         stderr=subprocess.PIPE,
         text=True,
     )
-    # wait (without sleeping a fixed time) until the tool has printed and ignores SIGTERM
-    while not pid_file.with_suffix(".pid.ready").exists():
+
+    def ready() -> bool:  # the tool has printed and ignores SIGTERM
         assert child.poll() is None, child.stderr.read() if child.stderr else ""
-        os.sched_yield()
+        return pid_file.with_suffix(".pid.ready").exists()
+
+    wait_until(ready, "the tool to be ready")
     child.send_signal(signal.SIGTERM)
     out, _ = child.communicate(timeout=60)
     result = json.loads(out)

@@ -36,6 +36,11 @@ class ProviderFormat(Protocol):
         """The provider's name: ``"openai"``, ``"anthropic"``."""
         ...
 
+    @property
+    def SHAPE(self) -> str:  # a module constant in each provider module
+        """The accepted input, in words, for error messages."""
+        ...
+
     def claims(self, data: Any) -> bool:
         """Whether ``data`` (parsed JSON) is in this provider's shape."""
         ...
@@ -99,7 +104,10 @@ def parse_batch(data: Any, provider: str | None = None) -> Batch:
     a single malformed call is refused in its place instead.
     """
     if provider is not None:
-        return format_named(provider).parse(data)
+        named = format_named(provider)
+        if not named.claims(data):
+            raise BadRequest(f"expected tool calls in {named.NAME}'s shape: {named.SHAPE}")
+        return named.parse(data)
     for candidate in formats():
         if candidate.claims(data):
             return candidate.parse(data)

@@ -15,6 +15,7 @@ from toolexec.providers import Batch, content, refusal
 from toolexec.records import ToolCall, ToolResult
 
 NAME = "anthropic"
+SHAPE = "a list of content blocks holding tool_use blocks, or a message whose content holds them"
 
 
 def claims(data: Any) -> bool:

@@ -14,7 +14,8 @@ from toolexec.providers import Batch, content, refusal
 from toolexec.records import ToolCall, ToolResult
 
 NAME = "openai"
-SHAPE = "{'id': …, 'type': 'function', 'function': {'name': …, 'arguments': …}}"
+SHAPE = "a list of tool_calls, {'tool_calls': [...]}, or an assistant message carrying them"
+ITEM = "{'id': …, 'type': 'function', 'function': {'name': …, 'arguments': …}}"
 
 
 def claims(data: Any) -> bool:
@@ -33,7 +34,7 @@ def _call(item: Any, index: int) -> ToolCall | ToolResult:
     function = item.get("function") if isinstance(item, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         name = function.get("name") if isinstance(function, dict) else None
-        return refusal(call_id, name if isinstance(name, str) else "", f"tool call {index}: expected {SHAPE}")
+        return refusal(call_id, name if isinstance(name, str) else "", f"tool call {index}: expected {ITEM}")
     return ToolCall(name=function["name"], arguments=function.get("arguments"), call_id=call_id)
 
 

@@ -1,0 +1,96 @@
+"""Helpers shared by test modules (test modules never import one another)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# A Python tool that records when it started and ended in its cache dir, and waits
+# (bounded) until ``expect`` calls have started: serial calls come back "alone".
+RECORDER = '''
+import os, time
+
+def run(n: int, expect: int) -> str:
+    """Record start and end times; wait until `expect` calls have started, for 10 s at most."""
+    log = os.environ["LLM_TOOL_CACHE_DIR"]
+    started = time.monotonic()  # taken before the record appears, so no call ends before it
+    with open(os.path.join(log, f".start-{n}"), "w") as f:
+        f.write(repr(started))
+    os.rename(os.path.join(log, f".start-{n}"), os.path.join(log, f"start-{n}"))
+    deadline = time.monotonic() + 10
+    while sum(name.startswith("start-") for name in os.listdir(log)) < expect:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    together = sum(name.startswith("start-") for name in os.listdir(log)) >= expect
+    with open(os.path.join(log, f"end-{n}"), "w") as f:
+        f.write(repr(time.monotonic()))
+    return f"{n}: {'together' if together else 'alone'}"
+'''
+
+# A tool whose grandchild escapes into its own session; with then_wait it prints, turns deaf
+# to SIGTERM and waits to be cancelled. Its loops end with the call (timeout 60 s by default).
+ESCAPES = '''
+import os, signal, sys, time
+
+def run(then_wait: bool = True) -> str:
+    """Fork a grandchild into its own session, ignoring SIGTERM and holding the pipes."""
+    pid_file = os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "escaped.pid")
+    if os.fork() == 0:
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open(pid_file + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(pid_file + ".tmp", pid_file)
+        while True:
+            time.sleep(1000)
+    while not os.path.exists(pid_file):
+        time.sleep(0.001)
+    print("partial output", flush=True)
+    if then_wait:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        open(pid_file + ".ready", "w").close()  # printed, and deaf to SIGTERM: tests may now cancel
+        while True:
+            time.sleep(1000)
+    return "returned"
+'''
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not a zombie)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def read_pid(path: Path) -> int:
+    """The process id written in ``path``."""
+    return int(path.read_text().strip())
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    """Return once ``condition()`` is true; fail the test naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout:g} s waiting for {what}")
+        threading.Event().wait(0.005)
+
+
+def max_overlap(log: Path) -> int:
+    """The most calls of :data:`RECORDER` that were running at one moment, from its start/end records."""
+    events = []
+    for record in log.iterdir():
+        kind, _, _ = record.name.partition("-")
+        if kind in ("start", "end"):
+            # at the same instant an end comes before a start: touching intervals do not overlap
+            events.append((float(record.read_text()), 1 if kind == "start" else 0))
+    running = peak = 0
+    for _, starts in sorted(events):
+        running += 1 if starts else -1
+        peak = max(peak, running)
+    return peak
