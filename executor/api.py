@@ -124,15 +124,17 @@ class Executor:
             return []
         shared = cancel if cancel is not None else Cancellation()
         work = [self._submit(request, shared) for request in requests]
-        if cancel is None:
-            _close_when_done(shared, work)
         try:
-            wait(work)
-        except BaseException:  # the waiting thread was interrupted: end the calls, then re-raise
-            shared.cancel()
-            wait(work)
-            raise
-        return [future.result() for future in work]
+            try:
+                wait(work)
+            except BaseException:  # the waiting thread was interrupted: end the calls, then re-raise
+                shared.cancel()
+                wait(work)
+                raise
+            return [future.result() for future in work]
+        finally:
+            if cancel is None:  # closed here, so its descriptors are gone when this returns
+                _close_when_done(shared, work)
 
     async def acall(
         self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
@@ -215,7 +217,10 @@ class Executor:
 
 
 def _close_when_done(cancel: Cancellation, work: list[Future[ToolResult]]) -> None:
-    """Close ``cancel`` once every future in ``work`` has finished (its pipe is in use until then)."""
+    """Close ``cancel`` once every future in ``work`` has finished (its pipe is in use until then).
+
+    When they all have, it is closed at once, in this thread.
+    """
     pending = [len(work)]
     lock = threading.Lock()
 
