@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
+from toolexec import results
 from toolexec.catalog import Catalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
 from toolexec.engine import Engine
+from toolexec.errors import EXIT_CANCELLED, BadRequest
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import Cancellation
 
@@ -26,7 +29,6 @@ if TYPE_CHECKING:
 
     from toolexec.build import BuildReport
 
-EXIT_REFUSED, EXIT_CANCELLED = 2, 130
 CLOSED = "the executor is closed; create a new Executor to call tools"
 
 
@@ -236,18 +238,20 @@ def _close_when_done(cancel: Cancellation, work: list[Future[ToolResult]]) -> No
 
 
 def _not_run(request: ToolCall, status: Literal["refused", "cancelled"], message: str) -> ToolResult:
-    """The result of a call that never started."""
+    """The result of a call that never started: refused (a closed executor) or cancelled while queued."""
+    call_id = request.call_id or f"call_{os.urandom(12).hex()}"
+    if status == "refused":
+        return results.refusal(request.name, call_id, BadRequest(message), time.monotonic())
     return ToolResult(
         ok=False,
-        status=status,
+        status="cancelled",
         output="",
         error=message,
-        exit_code=EXIT_REFUSED if status == "refused" else EXIT_CANCELLED,
+        exit_code=EXIT_CANCELLED,
         stderr="",
         duration_ms=0.0,
-        tool_call_id=request.call_id or f"call_{os.urandom(12).hex()}",
+        tool_call_id=call_id,
         tool_name=request.name,
-        tool_call_error=f"Tool call '{request.name}' was cancelled"
-        if status == "cancelled"
-        else f"Tool call '{request.name}' failed: {message}",
+        tool_call_error=f"Tool call '{request.name}' was cancelled",
+        reason="cancelled",
     )

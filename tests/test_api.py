@@ -151,6 +151,7 @@ def test_closing_cancels_calls_in_flight_and_refuses_later_calls(project: Projec
         "notes": [],
         "output_file": None,
         "stderr_file": None,
+        "reason": "cancelled",
     }
     later = [
         executor.call("add", {"a": 1}, call_id="x"),
@@ -158,11 +159,12 @@ def test_closing_cancels_calls_in_flight_and_refuses_later_calls(project: Projec
         asyncio.run(executor.acall("add", {"a": 1}, call_id="x")),
     ]
     for refused in later:
-        assert (refused.status, refused.exit_code, refused.error, refused.tool_call_error) == (
+        assert (refused.status, refused.exit_code, refused.error, refused.tool_call_error, refused.reason) == (
             "refused",
             2,
             CLOSED,
             f"Tool call 'add' failed: {CLOSED}",
+            "bad_request",
         )
     executor.close()  # twice is harmless
 

@@ -208,6 +208,7 @@ def test_malformed_items_become_refusals_in_place() -> None:
         "notes": [],
         "output_file": None,
         "stderr_file": None,
+        "reason": "bad_request",
     }
 
 

@@ -16,16 +16,16 @@ safe-name maps plug in here: a new module and one line in :func:`formats`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from toolexec import results
 from toolexec.errors import BadRequest
 from toolexec.records import ToolCall, ToolResult
 
 __all__ = ["Batch", "ProviderFormat", "content", "formats", "parse_batch", "refusal", "render"]
-
-EXIT_REFUSED = 2
 
 
 class ProviderFormat(Protocol):
@@ -129,16 +129,5 @@ def content(result: ToolResult) -> str:
 
 
 def refusal(call_id: str, name: str, message: str) -> ToolResult:
-    """The refused result answering a call that could not be parsed (nothing ran)."""
-    return ToolResult(
-        ok=False,
-        status="refused",
-        output="",
-        error=message,
-        exit_code=EXIT_REFUSED,
-        stderr="",
-        duration_ms=0.0,
-        tool_call_id=call_id,
-        tool_name=name,
-        tool_call_error=f"Tool call '{name}' failed: {message.splitlines()[0]}",
-    )
+    """The refused result (reason ``bad_request``) answering a call that could not be parsed (nothing ran)."""
+    return results.refusal(name, call_id, BadRequest(message), time.monotonic())
