@@ -104,7 +104,8 @@ class Catalog:
             return self.tools[name]
         broken = next((e for e in self.entries if e.name == name and e.problems), None)
         if broken is not None:
-            raise ToolBroken(name, broken.problems)
+            missing = str(config.tools_dir / broken.file) if config is not None and broken.stat is None else None
+            raise ToolBroken(name, broken.problems, missing=missing)
         if config is not None and (hidden := _hidden_file(config, name)):
             because = (
                 f"{config.tools_dir / hidden} exists but is not listed under visible_tools in {config.path}; "

@@ -134,9 +134,12 @@ class ToolBroken(CallRefused):
 
     reason = "tool_broken"
 
-    def __init__(self, name: str, problems: Sequence[str]) -> None:
+    def __init__(self, name: str, problems: Sequence[str], *, missing: str | None = None) -> None:
         self.name = name
-        super().__init__(f"tool {name!r} failed to build:\n" + "\n".join(problems))
+        if missing is not None:  # the source file is gone: nothing to build or run
+            super().__init__(f"tool {name!r} cannot run: its file {missing} is gone; restore it or remove it from visible_tools")
+        else:
+            super().__init__(f"tool {name!r} failed to build:\n" + "\n".join(problems))
 
 
 class PreconditionFailed(CallRefused):

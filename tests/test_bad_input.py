@@ -317,7 +317,7 @@ CASES = [
         "refused",
         2,
         # today's wording (build.py); the lead's catalog rework should drop 'failed to build' and the odd suggestion
-        "tool 'doomed' failed to build:\n{config}: visible tool 'doomed.py' not found in {tools}; did you mean 'odd.py'?",
+        "tool 'doomed' cannot run: its file {tools}/doomed.py is gone; restore it or remove it from visible_tools",
         prepare=lambda tools: (tools / "doomed.py").unlink(),
     ),
 ]
