@@ -316,7 +316,6 @@ CASES = [
         "{}",
         "refused",
         2,
-        # today's wording (build.py); the lead's catalog rework should drop 'failed to build' and the odd suggestion
         "tool 'doomed' cannot run: its file {tools}/doomed.py is gone; restore it or remove it from visible_tools",
         prepare=lambda tools: (tools / "doomed.py").unlink(),
     ),
