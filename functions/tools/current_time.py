@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 
@@ -37,7 +37,7 @@ def run(zone: str = "UTC") -> Now:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
     try:
-        tz = timezone.utc if zone in ("UTC", "Etc/UTC", "Z") else ZoneInfo(zone)
+        tz = UTC if zone in ("UTC", "Etc/UTC", "Z") else ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError):
         return _unknown(zone, sorted(available_timezones()))
     now = datetime.now(tz).replace(microsecond=0)

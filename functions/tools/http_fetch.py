@@ -21,15 +21,15 @@ import os
 import socket
 import ssl
 import urllib.parse
-from typing import Any, TypedDict, Union
+from typing import Any, TypedDict
 
 MAX_BODY = 50 * 1024
 MAX_REDIRECTS = 5
 CUT_MARKER = f"\n[… cut: the body is longer than {MAX_BODY} bytes]"
 _REDIRECTS = {301, 302, 303, 307, 308}
 
-Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
-Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class Response(TypedDict):
