@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from toolexec.catalog import Catalog, expand_enabled, load_catalog
@@ -40,10 +41,11 @@ class Executor:
                 self._catalog = catalog
             return self._catalog
 
-    def build(self, *, force: bool = False) -> BuildReport:
+    def build(self, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
+        """Compile the visible tools (see :func:`toolexec.build.build`); ``on_file`` follows progress."""
         from toolexec.build import build  # compiling is only needed when something changed
 
-        report = build(self.config, force=force)
+        report = build(self.config, force=force, on_file=on_file)
         self._catalog = report.catalog
         return report
 
