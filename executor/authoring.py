@@ -192,7 +192,10 @@ def add_to_config(text: str, file: str, name: str, where: str = "config.yaml") -
     if change_enabled:
         lines = _append_item(lines, "enabled_tools", name, where)
     edited = "".join(lines)
-    after = _parse(edited, where)
+    try:
+        after: Any = yaml.safe_load(edited)
+    except yaml.YAMLError:
+        after = None
     expected = dict(before)
     expected["visible_tools"] = [*(before.get("visible_tools") or []), file]
     if change_enabled:
