@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec import results
@@ -64,10 +64,11 @@ class Executor:
                 self._catalog = catalog
             return self._catalog
 
-    def build(self, *, force: bool = False) -> BuildReport:
+    def build(self, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
+        """Compile the visible tools (see :func:`toolexec.build.build`); ``on_file`` follows progress."""
         from toolexec.build import build  # compiling is only needed when something changed
 
-        report = build(self.config, force=force)
+        report = build(self.config, force=force, on_file=on_file)
         self._catalog = report.catalog
         return report
 

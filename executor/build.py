@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from toolexec.catalog import Catalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
@@ -42,8 +42,11 @@ class BuildReport:
         return not self.problems
 
 
-def build(config: Config, *, force: bool = False) -> BuildReport:
-    """Compile what changed since the stored catalog (everything with ``force``) and write the catalog."""
+def build(config: Config, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
+    """Compile what changed since the stored catalog (everything with ``force``) and write the catalog.
+
+    ``on_file`` is told each visible file's name once it is done (a progress display).
+    """
     previous = load_catalog(config)
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
     known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
@@ -53,6 +56,8 @@ def build(config: Config, *, force: bool = False) -> BuildReport:
         entry, fresh = _entry(config, file, known.get(file), reuse=not force)
         entries.append(entry)
         compiled += fresh
+        if on_file is not None:
+            on_file(file)
     catalog = Catalog(fingerprint=catalog_fingerprint(config), entries=tuple(_check_duplicates(entries)))
     save_catalog(config, catalog)
     return BuildReport(catalog, compiled, config)

@@ -92,6 +92,16 @@ def _parser() -> argparse.ArgumentParser:
 
     call = commands.add_parser("call", help="run a batch of OpenAI tool_calls or Anthropic tool_use blocks from stdin")
     call.set_defaults(handler=_call)
+
+    new = commands.add_parser("new", help="write a documented skeleton tool and add it to visible_tools")
+    new.add_argument("name", help="the tool's name (the file is NAME.LANG in the functions' tools/)")
+    new.add_argument("--lang", required=True, choices=["py", "sh", "ts", "js"], help="the language of the tool")
+    new.set_defaults(handler=_new)
+
+    check = commands.add_parser("check", help="report build errors and authoring warnings; exit 1 on errors only")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="tool files or folders (default: every visible tool)")
+    check.add_argument("--json", action="store_true", help="print the findings as one JSON array")
+    check.set_defaults(handler=_check)
     return parser
 
 
@@ -131,8 +141,11 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from toolexec.progress import build_progress
+
     executor = _executor(args)
-    report = executor.build(force=args.force)
+    with build_progress(len(executor.config.visible_tools)) as on_file:
+        report = executor.build(force=args.force, on_file=on_file)
     for line in [*report.warnings, *report.problems]:
         print(line, file=sys.stderr)
     built = len(report.catalog.tools)
@@ -201,6 +214,35 @@ def _describe(args: argparse.Namespace) -> int:
         if prop.get("description"):
             print(f"      {prop['description']}")
     return EXIT_OK
+
+
+def _new(args: argparse.Namespace) -> int:
+    from toolexec.authoring import new_tool
+
+    created = new_tool(_executor(args).config, args.name, args.lang)
+    listed = "visible_tools and enabled_tools" if created.enabled else "visible_tools"
+    print(f"wrote {created.tool}")
+    print(f"added {created.tool.name} to {listed} in {created.config}")
+    print(f'try it: toolexec run {args.name} \'{{"text": "hello", "count": 2}}\'')
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from toolexec.check import check_paths, summary
+
+    if args.paths:
+        paths = list(args.paths)
+    else:
+        config = _executor(args).config
+        paths = [config.tools_dir / file for file in config.visible_tools]
+    findings, files = check_paths(paths)
+    if args.json:
+        print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
+    else:
+        for finding in findings:
+            print(finding)
+        print(summary(findings, files), file=sys.stderr)
+    return EXIT_FAILED if any(f.severity == "error" for f in findings) else EXIT_OK
 
 
 def _cancel_on_signals() -> Any:

@@ -4,6 +4,15 @@ set -e
 # @describe Read a text file and return its contents.
 # Use it to look at configuration files, source code or notes.
 # @option --path! File to read.
+# @meta title Read file
+# @meta summary Return the whole contents of a text file.
+# @meta tags fs,read
+# @meta read-only
+# @meta destructive false
+# @meta idempotent
+# @meta open-world false
+# @meta example {"path": "README.md"}
+# @meta error no such file: the path does not exist
 
 main() {
     cat -- "$argc_path" >>"$LLM_OUTPUT"

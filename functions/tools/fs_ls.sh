@@ -4,6 +4,16 @@ set -e
 # @describe List the entries of a directory, one per line; directories end with '/'.
 # @option --path! Directory to list.
 # @flag --all Include entries whose names start with a dot.
+# @meta title List directory
+# @meta summary List the entries of a directory.
+# @meta tags fs,read
+# @meta read-only
+# @meta destructive false
+# @meta idempotent
+# @meta open-world false
+# @meta example {"path": "."}
+# @meta example {"path": "src", "all": true}
+# @meta error not a directory: the path does not exist or is a file
 
 main() {
     if [[ ! -d $argc_path ]]; then
