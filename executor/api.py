@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec import results
-from toolexec.catalog import Catalog, expand_enabled, load_catalog
+from toolexec.catalog import Catalog, DamagedCatalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
 from toolexec.engine import Engine
 from toolexec.errors import EXIT_CANCELLED, BadRequest
@@ -56,12 +56,22 @@ class Executor:
     @property
     def catalog(self) -> Catalog:
         """The catalog, rebuilt when a visible tool or the config changed since it was read."""
+        return self._fresh_catalog()
+
+    def _fresh_catalog(self, tool: str | None = None) -> Catalog:
+        """The catalog, fresh for everything (or, with ``tool``, for a call of that tool: only its
+        file is checked and only its record read, so a call costs the same with a thousand tools)."""
         with self._lock:
-            if self._catalog is None or not self._catalog.is_fresh(self.config):
+            if self._catalog is None or not self._catalog.is_fresh(self.config, tool=tool):
                 catalog = load_catalog(self.config)
-                if catalog is None or not catalog.is_fresh(self.config):
+                if catalog is None or not catalog.is_fresh(self.config, tool=tool):
                     catalog = self.build().catalog
                 self._catalog = catalog
+            try:
+                if tool is not None and (entry := self._catalog.entry(tool)) is not None:
+                    entry.serving  # noqa: B018 - read the one record the call needs, here where a lost one is rebuilt
+            except DamagedCatalog:
+                self._catalog = self.build().catalog
             return self._catalog
 
     def build(self, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
@@ -73,8 +83,15 @@ class Executor:
         return report
 
     def tools(self, *, enabled_only: bool = True) -> list[ToolDeclaration]:
-        catalog = self.catalog
-        return catalog.enabled(self.config) if enabled_only else list(catalog.tools.values())
+        def listing() -> list[ToolDeclaration]:
+            catalog = self.catalog
+            return catalog.enabled(self.config) if enabled_only else list(catalog.tools.values())
+
+        try:
+            return listing()
+        except DamagedCatalog:  # a record was lost (a cleared cache): rebuild once
+            self.build()
+            return listing()
 
     def broken(self, *, enabled_only: bool = True) -> list[dict[str, Any]]:
         """The visible tools that failed to build: ``name``, ``language``, ``source`` and ``error`` (every problem)."""
@@ -93,7 +110,7 @@ class Executor:
         ]
 
     def describe(self, name: str) -> ToolDeclaration:
-        return self.catalog.get(name, self.config)
+        return self._fresh_catalog(name).get(name, self.config)
 
     def call(
         self,
@@ -212,7 +229,8 @@ class Executor:
         try:
             if control.cancelled:  # closed (or cancelled) while waiting for a thread
                 return _not_run(request, "cancelled", "the call was cancelled before it started")
-            return Engine(self.config, self.catalog).invoke(request, control)
+            catalog = self._fresh_catalog(request.name if isinstance(request.name, str) else None)
+            return Engine(self.config, catalog).invoke(request, control)
         finally:
             with self._registry:
                 del self._in_flight[token]

@@ -3,7 +3,9 @@
 ::
 
     <root>/functions.json            the declarations, a plain JSON array
-    <root>/catalog.json              everything else toolexec knows about the tools
+    <root>/catalog.json              the index: one row per visible file (stat, hash, problems, record)
+    <root>/cache/.catalog/<key>.json one record per declaration, named by a digest of its content
+                                     (the declaration, its last good version, its validator's code)
     <root>/cache/<tool>/             LLM_TOOL_CACHE_DIR of each tool (names never start with '.')
     <root>/cache/.outputs/           full outputs of capped calls, kept for a day
     <root>/cache/.typescript/        the TypeScript transpile cache
@@ -42,7 +44,7 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
     """Write JSON so that a reader never sees half a file, and concurrent writers (threads or
     processes) never share a temporary file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,7 +52,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         with open(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+            handle.write(json.dumps(data, ensure_ascii=False, indent=indent) + "\n")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -109,6 +111,17 @@ class State:
     def functions_file(self) -> Path:
         """``functions.json``."""
         return self.root / FUNCTIONS_FILE
+
+    @property
+    def records_dir(self) -> Path:
+        """The catalog's per-declaration records."""
+        return self.root / "cache" / ".catalog"
+
+    def record_file(self, key: str) -> Path:
+        """The record named ``key`` (a hex digest, never a path)."""
+        if not key.isalnum():
+            raise ValueError(f"not a record key: {key!r}")
+        return self.records_dir / f"{key}.json"
 
     @property
     def outputs_dir(self) -> Path:

@@ -39,7 +39,8 @@ def test_build_writes_plain_functions_json_and_a_separate_catalog(project: Proje
     ]
     catalog = json.loads((project.root / "functions" / "catalog.json").read_text())
     first = catalog["entries"][0]
-    assert (first["file"], first["declaration"]["language"], first["declaration"]["invocation"]["kind"]) == (
+    record = json.loads((project.root / "functions" / "cache" / ".catalog" / f"{first['record']}.json").read_text())
+    assert (first["file"], record["declaration"]["language"], record["declaration"]["invocation"]["kind"]) == (
         "double.py",
         "python",
         "kwargs",
