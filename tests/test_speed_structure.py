@@ -1,0 +1,142 @@
+"""The structure that keeps calls fast (timings themselves live in benchmarks/, never here).
+
+A one-shot ``run`` on a fresh catalog imports no parser, schema library or event loop; a
+Python tool's bootstrap imports ``asyncio`` only for a coroutine ``run``; a call reads the
+index and the called tool's record only; a no-change build reads no tool file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from toolexec.build import build
+from toolexec.config import load_config
+
+NOOP_SH = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
+GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
+HEAVY = ("tree_sitter", "yaml", "jsonschema", "fastjsonschema", "pydantic", "mcp", "asyncio", "toolexec.compilers")
+
+
+def imported_by_run(config: Path, *argv: str) -> tuple[str, set[str]]:
+    """The output of a one-shot ``toolexec run`` and every module it imported (from ``-X importtime``)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done.stdout, modules
+
+
+def test_one_shot_run_on_a_fresh_catalog_imports_nothing_heavy(project: Project) -> None:
+    project.tool("echo.sh", NOOP_SH)
+    config = project.configure()
+    output, first = imported_by_run(config, "echo", '{"text": "one"}')
+    assert output == "one"
+    assert {"toolexec.compilers", "tree_sitter", "yaml"} <= first  # the first run builds the catalog
+    output, modules = imported_by_run(config, "echo", '{"text": "two"}')
+    assert output == "two"
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY) == []
+
+
+def test_python_bootstrap_imports_asyncio_only_for_a_coroutine_run(project: Project) -> None:
+    project.tool(
+        "plain.py",
+        'import sys\n\ndef run() -> str:\n    """Report."""\n    return str(sorted(m for m in ("asyncio", "inspect") if m in sys.modules))\n',
+    )
+    project.tool(
+        "coro.py",
+        'import sys\n\nasync def run() -> str:\n    """Report."""\n    return str("asyncio" in sys.modules)\n',
+    )
+    executor = project.executor()
+    assert executor.call("plain", {}).output == "[]"
+    assert executor.call("coro", {}).output == "True"
+
+
+def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
+    for n in range(5):
+        project.tool(f"t{n}.py", GOOD)
+    config = project.configure()
+    report = build(load_config(config))
+    index_file = project.root / "functions" / "catalog.json"
+    index = json.loads(index_file.read_text())
+    records = project.root / "functions" / "cache" / ".catalog"
+    called = next(row["record"] for row in index["entries"] if row["name"] == "t3")
+    for row in index["entries"]:
+        if row["record"] != called:  # a call that read any other record would fail to and rebuild
+            (records / f"{row['record']}.json").write_text("not a record")
+    before = index_file.stat().st_mtime_ns
+    done = subprocess.run(
+        [sys.executable, "-m", "toolexec", "--config", str(config), "run", "t3", '{"x": 21}'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (done.stdout, report.compiled) == ("42", 5)
+    assert index_file.stat().st_mtime_ns == before
+    assert sorted(p.read_text() for p in records.iterdir() if p.stem != called) == ["not a record"] * 4
+
+
+def test_a_lost_record_is_rebuilt_not_an_error(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    project.tool("other.py", GOOD)
+    executor = project.executor()
+    assert executor.call("tool", {"x": 1}).output == "2"
+    shutil.rmtree(project.root / "functions" / "cache" / ".catalog")
+    assert project.executor().call("tool", {"x": 2}).output == "4"
+    shutil.rmtree(project.root / "functions" / "cache" / ".catalog")
+    assert [t.name for t in project.executor().tools()] == ["other", "tool"]
+    report = build(load_config(project.configure()))
+    assert (report.ok, report.compiled) == (True, 0)
+
+
+def test_the_validator_is_generated_once_and_kept_with_the_record(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    config = project.configure()
+    assert project.executor().call("tool", {"x": 1}).output == "2"
+    index = json.loads((project.root / "functions" / "catalog.json").read_text())
+    record = project.root / "functions" / "cache" / ".catalog" / f"{index['entries'][0]['record']}.json"
+    assert "def validate" in json.loads(record.read_text())["validator"]
+    refused = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", "tool", '{"x": "one"}'],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2
+    assert "parameter 'x': expected an integer, got a string \"one\"" in refused.stderr
+    # Explaining a rejection needs jsonschema; the stored fast validator needed no fastjsonschema.
+    modules = {line.rsplit("|", 1)[1].strip() for line in refused.stderr.splitlines() if line.startswith("import time:")}
+    assert ("jsonschema" in modules, "fastjsonschema" in modules) == (True, False)
+
+
+def test_a_no_change_build_reads_no_tool_file(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(3):
+        project.tool(f"t{n}.py", GOOD)
+    config = load_config(project.configure())
+    assert build(config).compiled == 3
+    functions = project.root / "functions" / "functions.json"
+    written = functions.stat().st_mtime_ns
+
+    def no_reading(self: Path) -> bytes:
+        raise AssertionError(f"read {self}")
+
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    report = build(config)
+    assert (report.ok, report.compiled, [t for t in report.catalog.tools]) == (True, 0, ["t0", "t1", "t2"])
+    assert functions.stat().st_mtime_ns == written  # nothing changed, nothing rewritten
+    monkeypatch.undo()
+    os.utime(project.tools / "t1.py")  # a new stat, the same content: read, hashed, not compiled
+    assert build(config).compiled == 0
+    project.tool("t1.py", GOOD.replace("Double", "Twice"))
+    report = build(config)
+    assert (report.compiled, report.catalog.tools["t1"].description) == (1, "Twice x.")
+    assert [f["description"] for f in json.loads(functions.read_text())] == ["Double x.", "Twice x.", "Double x."]
