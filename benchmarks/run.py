@@ -299,15 +299,20 @@ def throughput_rows(b: Bench) -> list[Row]:
     return rows
 
 
-MEMORY_PROBE = """
-import json, resource, sys
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent into the exec'd child.
+PEAK = "def peak_kib():\n    return int(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
+MEMORY_PROBE = (
+    PEAK
+    + """
+import json, sys
 from toolexec import Executor
 executor = Executor(sys.argv[1])
 tools = executor.tools(enabled_only=False)
 result = executor.call("noop_sh", {"text": "x"})
 print(json.dumps({"tools": len(tools), "ok": result.ok,
-                  "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "peak_kib": peak_kib()}))
 """
+)
 
 
 def memory_rows(b: Bench) -> list[Row]:
@@ -316,7 +321,7 @@ def memory_rows(b: Bench) -> list[Row]:
     probe = subprocess.run([b.python, "-c", MEMORY_PROBE, str(b.big)], env=b.env, capture_output=True, text=True, check=True)
     figures = json.loads(probe.stdout)
     bare = subprocess.run(
-        [b.interpreter, "-c", "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+        [b.interpreter, "-c", PEAK + "print(peak_kib())"],
         env=b.env,
         capture_output=True,
         text=True,
