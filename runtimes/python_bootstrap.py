@@ -4,16 +4,15 @@ Invoked as ``python python_bootstrap.py TOOL_PATH`` with ``{"arguments": {...}}`
 on stdin. Kept free of third-party imports and of syntax newer than 3.8, since
 the interpreter is whatever the tool's shebang names.
 
-Start-up is most of a call's cost, so only what every call needs is imported up front
-(``json``, ``os``, ``sys``): ``asyncio`` only for a coroutine ``run`` and ``traceback``
-only for a failure.
+Start-up is most of a call's cost, so nothing is imported up front beyond ``os`` and ``sys``
+(which every Python start has loaded already): the request is read with the C scanner behind
+``json`` (the ``json`` package would bring ``re``), the tool is loaded with the import
+machinery every interpreter already holds, ``json`` is imported to render a value that is not
+text, ``asyncio`` only for a coroutine ``run`` and ``traceback`` only for a failure.
 """
 
-import json
 import os
 import sys
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
 
 # Read, then removed from the environment, so that nothing the tool starts inherits it.
 _FAILURE_FILE = os.environ.pop("TOOLEXEC_FAILURE_FILE", None)
@@ -30,6 +29,8 @@ def _render(value):
     if isinstance(value, (tuple, set, frozenset)):
         value = list(value)
     if isinstance(value, (dict, list, int, float, bool)):
+        import json
+
         try:
             return json.dumps(value, ensure_ascii=False, default=_fallback)
         except (TypeError, ValueError):
@@ -43,11 +44,44 @@ def _fallback(value):
     return str(value)
 
 
+class _Decoding:
+    """What the C JSON scanner reads from its context: json's defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
+
+
+def _parse(text):
+    """The request toolexec wrote (compact JSON), without importing ``json``; ``json`` for anything else."""
+    try:
+        from _json import make_scanner
+
+        value, end = make_scanner(_Decoding)(text, 0)
+        if not text[end:].strip():
+            return value
+    except (ImportError, StopIteration, ValueError):
+        pass
+    import json
+
+    return json.loads(text)
+
+
 def _load(path):
     tool_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, tool_dir)
     name = os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    spec = spec_from_loader(name, SourceFileLoader(name, path))
+    try:  # CPython's import machinery, loaded in every interpreter (importlib.util costs an import)
+        from _frozen_importlib import ModuleSpec, module_from_spec
+        from _frozen_importlib_external import SourceFileLoader
+    except ImportError:
+        from importlib.machinery import ModuleSpec, SourceFileLoader
+        from importlib.util import module_from_spec
+    spec = ModuleSpec(name, SourceFileLoader(name, path), origin=path)
+    spec.has_location = True
     module = module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -57,13 +91,15 @@ def _load(path):
 def _report(kind, message, stack=""):
     """Tell toolexec why the call failed, on the private channel it named (never the tool's stderr)."""
     if _FAILURE_FILE:
+        import json
+
         with open(_FAILURE_FILE, "w", encoding="utf-8", errors="backslashreplace") as out:
             json.dump({"type": kind, "message": message, "stack": stack}, out)
 
 
 def main():
     path = sys.argv[1]
-    request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    request = _parse(sys.stdin.buffer.read().decode("utf-8"))
     # The tool gets an empty stdin, like any process run without input.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

@@ -140,3 +140,26 @@ def test_a_no_change_build_reads_no_tool_file(project: Project, monkeypatch: pyt
     report = build(config)
     assert (report.compiled, report.catalog.tools["t1"].description) == (1, "Twice x.")
     assert [f["description"] for f in json.loads(functions.read_text())] == ["Double x.", "Twice x.", "Double x."]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        '{"arguments": {"text": "h\\u00e9 \\"q\\"", "n": [1, 2.5, -3e2, null, true, false, {}]}}',
+        '  {"arguments": {"text": "h\\u00e9 \\"q\\"", "n": [1, 2.5, -3e2, null, true, false, {}]}}\n',  # json's own path
+    ],
+)
+def test_the_python_bootstrap_reads_a_request_as_json_does(project: Project, tmp_path: Path, request_text: str) -> None:
+    from toolexec.runtimes.python import BOOTSTRAP
+
+    tool = project.tool("echo.py", 'import json\n\ndef run(**kw):\n    """Echo."""\n    return json.dumps(kw, sort_keys=True)\n')
+    output = tmp_path / "output"
+    done = subprocess.run(
+        [sys.executable, str(BOOTSTRAP), str(tool)],
+        input=request_text.encode(),
+        env={**os.environ, "LLM_OUTPUT": str(output)},
+        capture_output=True,
+        check=True,
+    )
+    assert done.stderr == b""
+    assert output.read_text() == json.dumps(json.loads(request_text)["arguments"], sort_keys=True)
