@@ -283,8 +283,11 @@ def throughput_rows(b: Bench) -> list[Row]:
     from concurrent.futures import ThreadPoolExecutor
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(100) as pool:
-        results = list(pool.map(lambda n: executor.call("sleeper", {}), range(100)))
+    if hasattr(executor, "call_many"):
+        results = executor.call_many([ToolCall(name="sleeper", arguments={}, call_id=f"s{n}") for n in range(100)])
+    else:
+        with ThreadPoolExecutor(100) as pool:
+            results = list(pool.map(lambda n: executor.call("sleeper", {}), range(100)))
     elapsed = time.perf_counter() - start
     ok = sum(r.ok for r in results)
     rows.append(
@@ -359,6 +362,44 @@ def mcp_rows(b: Bench) -> list[Row]:
         return [Row(label, "", note=f"MCP measurement failed: {exc}") for label in labels]
 
 
+def breakdown_rows(b: Bench) -> list[Row]:
+    """Where the time of a call goes, to show what stands in the way of the targets not met."""
+    done = subprocess.run(
+        [b.python, "-X", "importtime", "-m", "toolexec", "--config", str(b.small), "run", "noop_sh", '{"text": "x"}'],
+        env=b.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    top: list[tuple[int, str]] = []  # (cumulative µs, module) of what the run imported at the top level
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and not line.startswith("import time: self"):
+            _, cumulative, module = line[len("import time:") :].split("|")
+            if not module.startswith("  ") and module.strip() not in ("site", "encodings", "runpy"):
+                top.append((int(cumulative), module.strip()))
+    total = sum(us for us, _ in top) / 1000
+    biggest = ", ".join(f"{module} {us / 1000:.1f}" for us, module in sorted(top, reverse=True)[:6])
+    rows = [
+        Row(
+            "one-shot `run`: imports after interpreter start-up",
+            ms(total),
+            note=f"largest (ms, with what they import): {biggest}",
+        )
+    ]
+    from toolexec.runtimes import process_linux
+
+    processes = sum(name.isdigit() for name in os.listdir("/proc"))
+    scan = median_ms(lambda: process_linux.kill_marked("TOOLEXEC_BENCH_NOTHING=1", -1), runs=RUNS)
+    rows.append(
+        Row(
+            "per call: the escapee scan of /proc (`kill_marked`)",
+            ms(scan),
+            note=f"{processes} processes on this machine; runs after every call, so it is part of every in-process figure above",
+        )
+    )
+    return rows
+
+
 def machine() -> str:
     cpu = (
         next(
@@ -414,6 +455,7 @@ def main() -> None:
             ("Throughput and concurrency", throughput_rows),
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
+            ("Where the time goes", breakdown_rows),
         ]
         results = []
         for title, measure in sections:
