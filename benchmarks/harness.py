@@ -52,9 +52,9 @@ def installed_python() -> Path:
         capture_output=True,
     )
     wheel = next(wheel_dir.glob("toolexec-*.whl"))
-    if fresh:
-        subprocess.run([*pip, "install", "--no-index", "--find-links", str(WHEELHOUSE), f"{wheel}[node]"], check=True)
-    else:
+    # Dependencies first (a no-op when they are there), then this very wheel over the last one.
+    subprocess.run([*pip, "install", "--no-index", "--find-links", str(WHEELHOUSE), f"{wheel}[node]"], check=True)
+    if not fresh:
         subprocess.run([*pip, "install", "--no-index", "--no-deps", "--force-reinstall", str(wheel)], check=True)
     return python
 
