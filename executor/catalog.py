@@ -399,6 +399,9 @@ def _record_loader(state: State) -> Callable[[str], Loaded]:
                 data.get("validator"),
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # Removed, so that the rebuild this causes writes it anew instead of trusting its name.
+            with contextlib.suppress(OSError):
+                state.record_file(key).unlink()
             raise DamagedCatalog(f"catalog record {key}: {exc}") from None
 
     return load

@@ -163,3 +163,12 @@ def test_the_python_bootstrap_reads_a_request_as_json_does(project: Project, tmp
     )
     assert done.stderr == b""
     assert output.read_text() == json.dumps(json.loads(request_text)["arguments"], sort_keys=True)
+
+
+def test_a_damaged_record_of_the_called_tool_is_rebuilt(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    assert project.executor().call("tool", {"x": 1}).output == "2"
+    for record in (project.root / "functions" / "cache" / ".catalog").iterdir():
+        record.write_text('{"declaration": ')
+    assert project.executor().call("tool", {"x": 3}).output == "6"
+    assert project.executor().call("tool", {"x": 4}).output == "8"
