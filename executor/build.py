@@ -67,10 +67,10 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) ->
     """The entry of one visible file: reused when its content is unchanged, else compiled."""
     from toolexec.compilers.common import stem_name
 
-    path = config.tools_dir / file
-    stat = file_stat(path)
+    stat = file_stat(os.path.join(config.tools_dir, file))  # strings, not Paths: this runs per file per build
     if reuse and previous is not None and stat is not None and stat == previous.stat and _readable(previous, config):
         return previous, False  # the same file as last time: not even read
+    path = config.tools_dir / file
     last_good = _serving(previous)
     if stat is None or not path.is_file():
         existing = sorted(os.listdir(config.tools_dir)) if config.tools_dir.is_dir() else []
@@ -100,7 +100,7 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) ->
 
 def _readable(entry: Entry, config: Config) -> bool:
     """Whether an entry's record is there to serve it (one stat; a lost record means recompiling)."""
-    return entry.loaded or entry.record is None or config.state.record_file(entry.record).exists()
+    return entry.loaded or entry.record is None or os.path.exists(os.path.join(config.state.records_dir, f"{entry.record}.json"))
 
 
 def _serving(entry: Entry | None) -> ToolDeclaration | None:

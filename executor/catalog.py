@@ -17,7 +17,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolexec.config import Config
@@ -312,7 +311,8 @@ class Catalog:
         if self.fingerprint != catalog_fingerprint(config):
             return False
         entries = [e for e in self.entries if e.name == tool] if tool is not None else []
-        return all(file_stat(config.tools_dir / e.file) == e.stat for e in entries or self.entries)
+        tools_dir = str(config.tools_dir)
+        return all(file_stat(os.path.join(tools_dir, e.file)) == e.stat for e in entries or self.entries)
 
     def diff(self, other: Catalog) -> Diff:
         """What changed from ``other`` (the older catalog) to this one."""
@@ -359,7 +359,7 @@ def catalog_fingerprint(config: Config) -> dict[str, Any]:
     return {"version": __version__, **config.fingerprint()}
 
 
-def file_stat(path: Path) -> Stat | None:
+def file_stat(path: str | os.PathLike[str]) -> Stat | None:
     """What says a file changed without reading it: mtime, size, inode and ctime (so a file replaced by
     one of the same size and mtime, as ``cp -p`` or ``tar x`` do, is noticed)."""
     try:
@@ -425,14 +425,17 @@ def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = No
         functions = _functions(catalog, previous, state)
         if functions is not None:
             write_json_atomic(state.functions_file, functions)
-        write_json_atomic(
-            state.catalog_file,
-            {"format": FORMAT, "fingerprint": catalog.fingerprint, "entries": [e.index_data() for e in catalog.entries]},
-        )
+        rows = [e.index_data() for e in catalog.entries]
+        unchanged = previous is not None and functions is None and rows == [e.index_data() for e in previous.entries]
+        if not unchanged:  # one compact line: it is read on every call
+            write_json_atomic(
+                state.catalog_file, {"format": FORMAT, "fingerprint": catalog.fingerprint, "entries": rows}, indent=None
+            )
         catalog.state = state
     except OSError as exc:
         raise StateUnavailable(str(state.root), exc.strerror or str(exc)) from None
-    _remove_stale_records(state, {e.record for e in catalog.entries if e.record} | written)
+    if not unchanged:
+        _remove_stale_records(state, {e.record for e in catalog.entries if e.record} | written)
 
 
 def _functions(catalog: Catalog, previous: Catalog | None, state: State) -> list[dict[str, Any]] | None:
