@@ -50,10 +50,11 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     previous = load_catalog(config)
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
     known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
+    records = previous is not None and previous.records_present()
     entries: list[Entry] = []
     compiled = 0
     for file in config.visible_tools:
-        entry, fresh = _entry(config, file, known.get(file), reuse=not force)
+        entry, fresh = _entry(config, file, known.get(file), reuse=not force, records=records)
         entries.append(entry)
         compiled += fresh
         if on_file is not None:
@@ -63,12 +64,12 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     return BuildReport(catalog, compiled, config)
 
 
-def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) -> tuple[Entry, bool]:
+def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, records: bool) -> tuple[Entry, bool]:
     """The entry of one visible file: reused when its content is unchanged, else compiled."""
     from toolexec.compilers.common import stem_name
 
     stat = file_stat(os.path.join(config.tools_dir, file))  # strings, not Paths: this runs per file per build
-    if reuse and previous is not None and stat is not None and stat == previous.stat and _readable(previous, config):
+    if reuse and previous is not None and stat is not None and stat == previous.stat and _readable(previous, records):
         return previous, False  # the same file as last time: not even read
     path = config.tools_dir / file
     last_good = _serving(previous)
@@ -78,7 +79,7 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) ->
         return Entry(file=file, name=stem_name(file), stat=None, sha256=None, declaration=None, problems=(problem,)), False
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    if reuse and previous is not None and previous.sha256 == sha and _readable(previous, config):
+    if reuse and previous is not None and previous.sha256 == sha and _readable(previous, records):
         return previous.replace(stat=stat), False
     from toolexec.compilers import compile_source  # only here: a fresh catalog never loads tree-sitter
 
@@ -98,9 +99,10 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) ->
     return entry, True
 
 
-def _readable(entry: Entry, config: Config) -> bool:
-    """Whether an entry's record is there to serve it (one stat; a lost record means recompiling)."""
-    return entry.loaded or entry.record is None or os.path.exists(os.path.join(config.state.records_dir, f"{entry.record}.json"))
+def _readable(entry: Entry, records: bool) -> bool:
+    """Whether an entry can be kept without compiling: its declarations are in memory, or the pack
+    holding its record is there (a cleared cache means recompiling)."""
+    return entry.loaded or entry.record is None or records
 
 
 def _serving(entry: Entry | None) -> ToolDeclaration | None:

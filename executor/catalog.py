@@ -1,10 +1,11 @@
 """The catalog: every visible tool's declaration and provenance, kept next to functions.json.
 
 On disk it is an index (``catalog.json``: one small row per visible file, with its stat,
-hash and problems) plus one record per declaration (see :mod:`toolexec.state`), so that a
-call reads the index and the called tool's record only: a catalog of a thousand tools costs
-a call what one of four does. Records are named by a digest of their content, so a rebuild
-writes only what changed. Loading and checking freshness imports no parser or compiler. An
+hash, problems and where its record is) plus a pack of records, one JSON line per declaration
+(see :mod:`toolexec.state`), so that a call reads the index and the called tool's record only
+(one slice of the pack): a catalog of a thousand tools costs a call what one of four does.
+Records are named by a digest of their content and the pack is only appended to, so a rebuild
+writes only what changed and a reader holding an older index still finds its records. Loading and checking freshness imports no parser or compiler. An
 entry whose file no longer builds keeps its ``last_good`` declaration: the tool stays
 callable as it was, and the build reports the error.
 """
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, StateUnavailable, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
-from toolexec.state import State, write_json_atomic
+from toolexec.state import State, write_json_atomic, write_text_atomic
 from toolexec.version import __version__
 
 if TYPE_CHECKING:
@@ -30,16 +31,19 @@ if TYPE_CHECKING:
 
 Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
 FORMAT = 2  # of catalog.json; another value means rebuild
-# A record no index names is removed by a later build once it is this old (a concurrent
-# build may have just written it for its own index).
+# A pack or validator no index names is removed by a later build once it is this old (a
+# concurrent build or reader may still use it).
 STALE_RECORD_SECONDS = 600
+# A pack is rewritten with only the live records once dead ones make up most of it.
+COMPACT_SLACK_BYTES = 1 << 16
 
 
 class DamagedCatalog(Exception):
     """A record the index names is missing or unreadable: the catalog is rebuilt."""
 
 
-Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None, str | None]  # declaration, last_good, validator code
+Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None]  # declaration, last_good
+Slice = tuple[int, int]  # (offset, length) of a record in the pack
 
 
 class Entry:
@@ -48,7 +52,7 @@ class Entry:
     An entry read from the index loads its declarations from their record on first use.
     """
 
-    __slots__ = ("_loaded", "_loader", "file", "name", "problems", "record", "sha256", "stat", "warnings")
+    __slots__ = ("_loaded", "_loader", "at", "file", "name", "problems", "record", "sha256", "stat", "warnings")
 
     def __init__(
         self,
@@ -63,18 +67,20 @@ class Entry:
         # The declaration of the last version that built, kept while the file is broken.
         last_good: ToolDeclaration | None = None,
         record: str | None = None,
-        loader: Callable[[str], Loaded] | None = None,
+        at: Slice | None = None,
+        loader: Callable[[str, Slice], Loaded] | None = None,
     ) -> None:
         self.file, self.name, self.stat, self.sha256 = file, name, stat, sha256
         self.problems, self.warnings = tuple(problems), tuple(warnings)
-        self.record = record
+        self.record, self.at = record, at
         self._loader = loader
-        self._loaded: Loaded | None = None if loader is not None and record is not None else (declaration, last_good, None)
+        lazy = loader is not None and record is not None and at is not None
+        self._loaded: Loaded | None = None if lazy else (declaration, last_good)
 
     def _load(self) -> Loaded:
         if self._loaded is None:
-            assert self._loader is not None and self.record is not None
-            self._loaded = self._loader(self.record)
+            assert self._loader is not None and self.record is not None and self.at is not None
+            self._loaded = self._loader(self.record, self.at)
         return self._loaded
 
     @property
@@ -86,11 +92,6 @@ class Entry:
     def last_good(self) -> ToolDeclaration | None:
         """The declaration of the last version that built, kept while the file is broken."""
         return self._load()[1]
-
-    @property
-    def validator_code(self) -> str | None:
-        """The generated code of the serving declaration's argument validator, when the record holds it."""
-        return self._load()[2]
 
     @property
     def serving(self) -> ToolDeclaration | None:
@@ -113,7 +114,7 @@ class Entry:
         """A copy with ``changes``; declarations are carried over without being loaded."""
         fields = {k: getattr(self, k) for k in ("file", "name", "stat", "sha256", "problems", "warnings")}
         if not {"declaration", "last_good"} & changes.keys():
-            fields.update(record=self.record, loader=self._loader)
+            fields.update(record=self.record, at=self.at, loader=self._loader)
             if self._loaded is not None:
                 fields.update(declaration=self._loaded[0], last_good=self._loaded[1])
         else:
@@ -143,6 +144,7 @@ class Entry:
             "problems": list(self.problems),
             "warnings": list(self.warnings),
             "record": self.record,
+            "at": list(self.at) if self.at else None,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,7 +156,7 @@ class Entry:
         }
 
     @classmethod
-    def from_index(cls, row: dict[str, Any], loader: Callable[[str], Loaded]) -> Entry:
+    def from_index(cls, row: dict[str, Any], loader: Callable[[str, Slice], Loaded]) -> Entry:
         """The entry of one catalog.json row; its declarations are read when first used."""
         return cls(
             file=row["file"],
@@ -164,6 +166,7 @@ class Entry:
             problems=tuple(row.get("problems", ())),
             warnings=tuple(row.get("warnings", ())),
             record=row.get("record"),
+            at=tuple(row["at"]) if row.get("at") else None,  # type: ignore[arg-type]
             loader=loader,
         )
 
@@ -171,10 +174,11 @@ class Entry:
         return f"Entry(file={self.file!r}, name={self.name!r}, record={self.record!r}, problems={self.problems!r})"
 
 
-def record_key(data: dict[str, Any]) -> str:
-    """The name of a record: a digest of its content (so an unchanged tool keeps its record)."""
-    text = json.dumps([__version__, data], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+def record_text(data: dict[str, Any]) -> tuple[str, str]:
+    """A record's JSON and its name: a digest of that content (so an unchanged tool keeps its record)."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    key = hashlib.sha256(f"{__version__}\n{text}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return text, key
 
 
 class Diff(NamedTuple):
@@ -212,10 +216,13 @@ class Tools(Mapping[str, ToolDeclaration]):
 class Catalog:
     """Every visible tool of one config, in ``visible_tools`` order."""
 
-    def __init__(self, *, fingerprint: dict[str, Any], entries: tuple[Entry, ...], state: State | None = None) -> None:
+    def __init__(
+        self, *, fingerprint: dict[str, Any], entries: tuple[Entry, ...], state: State | None = None, pack: str | None = None
+    ) -> None:
         self.fingerprint = fingerprint
         self.entries = tuple(entries)
         self.state = state  # where records live (None: an unsaved catalog)
+        self.pack = pack  # the name of the pack holding the records
         serving: dict[str, Entry] = {}
         for entry in self.entries:  # a file whose name another file took (reported by the build) is never served
             if entry.serves:
@@ -266,20 +273,37 @@ class Catalog:
             from toolexec.validation import validator_code, validator_from_code
 
             entry, parameters = self._serving[name], self.tools[name].parameters
-            code = entry.validator_code
-            if code is None:
+            kept = self._kept_validator(entry)
+            try:
+                check = validator_from_code(parameters, kept) if kept is not None else None
+            except Exception:  # a damaged cache file: made again below
+                check = None
+            if check is None:
                 code = validator_code(parameters)
                 self._keep_validator(entry, code)
-            check = self._validators[name] = validator_from_code(parameters, code)
+                check = validator_from_code(parameters, code)
+            self._validators[name] = check
         return check
 
+    def _kept_validator(self, entry: Entry) -> str | None:
+        """The validator code kept beside the entry's record, if any."""
+        if self.state is None or entry.record is None:
+            return None
+        try:
+            with open(self.state.validator_file(entry.record), encoding="utf-8") as handle:
+                return handle.read()
+        except (OSError, ValueError):
+            return None
+
     def _keep_validator(self, entry: Entry, code: str) -> None:
-        """Add the validator's code to the entry's record (an optimisation: failing to write is fine)."""
-        data = entry.record_data()
-        if self.state is None or entry.record is None or data is None:
-            return
-        with contextlib.suppress(OSError):
-            write_json_atomic(self.state.record_file(entry.record), {**data, "validator": code})
+        """Keep the validator's code beside the entry's record (an optimisation: failing to write is fine)."""
+        if self.state is not None and entry.record is not None:
+            with contextlib.suppress(OSError):
+                write_text_atomic(self.state.validator_file(entry.record), code)
+
+    def records_present(self) -> bool:
+        """Whether the pack the index points to is there (a cleared cache means recompiling)."""
+        return self.state is not None and self.pack is not None and self.state.pack_file(self.pack).exists()
 
     def enabled(self, config: Config) -> list[ToolDeclaration]:
         """The tools offered to an agent, in visible_tools order."""
@@ -372,7 +396,7 @@ def file_stat(path: str | os.PathLike[str]) -> Stat | None:
 def load_catalog(config: Config) -> Catalog | None:
     """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt).
 
-    Only the index is read here; each declaration is read from its record when first used.
+    Only the index is read here; each declaration is read from the pack when first used.
     """
     state = config.state
     try:
@@ -380,62 +404,111 @@ def load_catalog(config: Config) -> Catalog | None:
             data = json.load(handle)
         if data.get("format") != FORMAT:
             return None
-        loader = _record_loader(state)
+        pack = data.get("pack")
+        loader = _record_loader(state, pack)
         entries = tuple(Entry.from_index(row, loader) for row in data["entries"])
-        return Catalog(fingerprint=data["fingerprint"], entries=entries, state=state)
+        return Catalog(fingerprint=data["fingerprint"], entries=entries, state=state, pack=pack)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _record_loader(state: State) -> Callable[[str], Loaded]:
-    def load(key: str) -> Loaded:
+def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
+    def load(key: str, at: Slice) -> Loaded:
         try:
-            with open(state.record_file(key), encoding="utf-8") as handle:
-                data = json.load(handle)
+            if pack is None:
+                raise ValueError("the index names no pack")
+            with open(state.pack_file(pack), "rb") as handle:
+                handle.seek(at[0])
+                data = json.loads(handle.read(at[1]))
             declaration, last_good = data.get("declaration"), data.get("last_good")
             return (
                 ToolDeclaration.from_dict(declaration) if declaration else None,
                 ToolDeclaration.from_dict(last_good) if last_good else None,
-                data.get("validator"),
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            # Removed, so that the rebuild this causes writes it anew instead of trusting its name.
-            with contextlib.suppress(OSError):
-                state.record_file(key).unlink()
+            # The pack goes, so that the rebuild this causes compiles anew instead of trusting it.
+            if pack is not None:
+                with contextlib.suppress(OSError):
+                    state.pack_file(pack).unlink()
             raise DamagedCatalog(f"catalog record {key}: {exc}") from None
 
     return load
 
 
 def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = None) -> None:
-    """Write the records that are new, catalog.json, and functions.json (the declarations a model sees).
-
-    What an unchanged tool contributes is taken from ``previous`` without reading its record.
+    """Append the new records to the pack, then write catalog.json and functions.json (the declarations a
+    model sees) when they changed. What an unchanged tool contributes is taken from ``previous`` without
+    reading its record.
     """
     state = config.state
+    fresh = []  # (entry, its record's JSON line)
+    for entry in catalog.entries:
+        if entry.loaded and entry.record is None and (data := entry.record_data()) is not None:
+            text, entry.record = record_text(data)
+            fresh.append((entry, text.encode("utf-8", "surrogateescape") + b"\n"))
     try:
-        written: set[str] = set()
-        for entry in catalog.entries:
-            if entry.loaded and entry.record is None and (data := entry.record_data()) is not None:
-                entry.record = record_key(data)
-                path = state.record_file(entry.record)
-                if not path.exists():
-                    write_json_atomic(path, data, indent=None)
-                written.add(entry.record)
+        catalog.pack = _append_records(state, catalog, previous, fresh)
         functions = _functions(catalog, previous, state)
         if functions is not None:
-            write_json_atomic(state.functions_file, functions)
+            write_text_atomic(state.functions_file, _json_lines(functions))
         rows = [e.index_data() for e in catalog.entries]
-        unchanged = previous is not None and functions is None and rows == [e.index_data() for e in previous.entries]
+        unchanged = (
+            previous is not None
+            and functions is None
+            and catalog.pack == previous.pack
+            and rows == [e.index_data() for e in previous.entries]
+        )
         if not unchanged:  # one compact line: it is read on every call
-            write_json_atomic(
-                state.catalog_file, {"format": FORMAT, "fingerprint": catalog.fingerprint, "entries": rows}, indent=None
-            )
+            index = {"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "entries": rows}
+            write_json_atomic(state.catalog_file, index, indent=None)
         catalog.state = state
     except OSError as exc:
         raise StateUnavailable(str(state.root), exc.strerror or str(exc)) from None
     if not unchanged:
-        _remove_stale_records(state, {e.record for e in catalog.entries if e.record} | written)
+        _remove_stale(state, catalog)
+
+
+def _append_records(state: State, catalog: Catalog, previous: Catalog | None, fresh: list[tuple[Entry, bytes]]) -> str | None:
+    """The pack holding every record of ``catalog``: the previous one with ``fresh`` appended, or a new
+    one (none yet, lost, or mostly dead records)."""
+    import fcntl
+
+    pack = previous.pack if previous is not None and previous.records_present() else None
+    kept = [e for e in catalog.entries if e.record is not None and e.at is not None and not any(e is f for f, _ in fresh)]
+    if not fresh and pack is not None:
+        return pack
+    if pack is not None:
+        live = sum(e.at[1] for e in kept if e.at) + sum(len(line) for _, line in fresh)
+        if state.pack_file(pack).stat().st_size > 2 * live + COMPACT_SLACK_BYTES:
+            old = state.pack_file(pack).read_bytes()
+            for entry in kept:  # loaded first, so that no reader of these entries looks at moved slices
+                entry.declaration  # noqa: B018
+            fresh = [(e, old[e.at[0] : e.at[0] + e.at[1]] + b"\n") for e in kept if e.at] + fresh
+            pack = None
+    elif kept:  # the previous pack is gone: its records cannot be copied, so they must be fresh
+        raise DamagedCatalog("the records of unchanged tools are lost")
+    if pack is None:
+        pack = os.urandom(8).hex()
+    state.records_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state.pack_file(pack), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # concurrent builds append one after the other
+        offset, chunks = os.fstat(fd).st_size, []
+        for entry, line in fresh:
+            entry.at = (offset, len(line) - 1)
+            offset += len(line)
+            chunks.append(line)
+        data = memoryview(b"".join(chunks))
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)  # releases the lock
+    return pack
+
+
+def _json_lines(items: list[Any]) -> str:
+    """A JSON array with one item per line: readable, and written by the C encoder."""
+    return "[\n" + ",\n".join(json.dumps(item, ensure_ascii=False) for item in items) + "\n]\n"
 
 
 def _functions(catalog: Catalog, previous: Catalog | None, state: State) -> list[dict[str, Any]] | None:
@@ -466,21 +539,16 @@ def _functions(catalog: Catalog, previous: Catalog | None, state: State) -> list
     return functions
 
 
-def _remove_stale_records(state: State, keep: set[str]) -> None:
-    """Remove records no index names any more, once they are old enough not to be a concurrent build's."""
+def _remove_stale(state: State, catalog: Catalog) -> None:
+    """Remove packs and validators no index names any more, once they are old enough not to be in use."""
     cutoff = time.time() - STALE_RECORD_SECONDS
-    try:
-        with os.scandir(state.records_dir) as found:
-            for item in found:
-                key = item.name.removesuffix(".json")
-                if key not in keep and item.name.endswith(".json"):
-                    try:
-                        if item.stat().st_mtime < cutoff:
-                            os.unlink(item.path)
-                    except OSError:
-                        pass
-    except OSError:
-        pass
+    live = {f"{catalog.pack}.pack", *(f"{e.record}.validator.py" for e in catalog.entries if e.record)}
+    with contextlib.suppress(OSError), os.scandir(state.records_dir) as found:
+        for item in found:
+            if item.name not in live:
+                with contextlib.suppress(OSError):
+                    if item.stat().st_mtime < cutoff:
+                        os.unlink(item.path)
 
 
 __all__ = [

@@ -39,7 +39,9 @@ def test_build_writes_plain_functions_json_and_a_separate_catalog(project: Proje
     ]
     catalog = json.loads((project.root / "functions" / "catalog.json").read_text())
     first = catalog["entries"][0]
-    record = json.loads((project.root / "functions" / "cache" / ".catalog" / f"{first['record']}.json").read_text())
+    pack = (project.root / "functions" / "cache" / ".catalog" / f"{catalog['pack']}.pack").read_bytes()
+    offset, length = first["at"]
+    record = json.loads(pack[offset : offset + length])
     assert (first["file"], record["declaration"]["language"], record["declaration"]["invocation"]["kind"]) == (
         "double.py",
         "python",

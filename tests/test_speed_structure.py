@@ -69,11 +69,13 @@ def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
     report = build(load_config(config))
     index_file = project.root / "functions" / "catalog.json"
     index = json.loads(index_file.read_text())
-    records = project.root / "functions" / "cache" / ".catalog"
-    called = next(row["record"] for row in index["entries"] if row["name"] == "t3")
+    pack_file = project.root / "functions" / "cache" / ".catalog" / f"{index['pack']}.pack"
+    pack = bytearray(pack_file.read_bytes())
     for row in index["entries"]:
-        if row["record"] != called:  # a call that read any other record would fail to and rebuild
-            (records / f"{row['record']}.json").write_text("not a record")
+        if row["name"] != "t3":  # a call that read any other record would fail to and rebuild
+            offset, length = row["at"]
+            pack[offset : offset + length] = b"x" * length
+    pack_file.write_bytes(bytes(pack))
     before = index_file.stat().st_mtime_ns
     done = subprocess.run(
         [sys.executable, "-m", "toolexec", "--config", str(config), "run", "t3", '{"x": 21}'],
@@ -83,7 +85,7 @@ def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
     )
     assert (done.stdout, report.compiled) == ("42", 5)
     assert index_file.stat().st_mtime_ns == before
-    assert sorted(p.read_text() for p in records.iterdir() if p.stem != called) == ["not a record"] * 4
+    assert pack_file.read_bytes() == bytes(pack)
 
 
 def test_a_lost_record_is_rebuilt_not_an_error(project: Project) -> None:
@@ -99,13 +101,13 @@ def test_a_lost_record_is_rebuilt_not_an_error(project: Project) -> None:
     assert (report.ok, report.compiled) == (True, 0)
 
 
-def test_the_validator_is_generated_once_and_kept_with_the_record(project: Project) -> None:
+def test_the_validator_is_generated_once_and_kept_beside_the_record(project: Project) -> None:
     project.tool("tool.py", GOOD)
     config = project.configure()
     assert project.executor().call("tool", {"x": 1}).output == "2"
     index = json.loads((project.root / "functions" / "catalog.json").read_text())
-    record = project.root / "functions" / "cache" / ".catalog" / f"{index['entries'][0]['record']}.json"
-    assert "def validate" in json.loads(record.read_text())["validator"]
+    kept = project.root / "functions" / "cache" / ".catalog" / f"{index['entries'][0]['record']}.validator.py"
+    assert "def validate" in kept.read_text()
     refused = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", "tool", '{"x": "one"}'],
         capture_output=True,
@@ -172,3 +174,25 @@ def test_a_damaged_record_of_the_called_tool_is_rebuilt(project: Project) -> Non
         record.write_text('{"declaration": ')
     assert project.executor().call("tool", {"x": 3}).output == "6"
     assert project.executor().call("tool", {"x": 4}).output == "8"
+
+
+def test_edits_append_to_the_pack_and_a_mostly_dead_pack_is_rewritten(project: Project) -> None:
+    for n in range(3):
+        project.tool(f"t{n}.py", GOOD)
+    config = load_config(project.configure())
+    records = project.root / "functions" / "cache" / ".catalog"
+    build(config)
+    first = json.loads((project.root / "functions" / "catalog.json").read_text())["pack"]
+    packs = set()
+    for n in range(40):
+        project.tool("t1.py", GOOD.replace("Double x.", f"Double x, take {n}. " + "Padding. " * 400))
+        report = build(config)
+        assert report.compiled == 1
+        packs.add(json.loads((project.root / "functions" / "catalog.json").read_text())["pack"])
+    assert first in packs and len(packs) > 1  # appended to at first, rewritten once mostly dead
+    index = json.loads((project.root / "functions" / "catalog.json").read_text())
+    live = sum(row["at"][1] for row in index["entries"])
+    assert (records / f"{index['pack']}.pack").stat().st_size <= 2 * live + (1 << 16)
+    executor = project.executor()
+    assert [executor.call(f"t{n}", {"x": n}).output for n in range(3)] == ["0", "2", "4"]
+    assert executor.describe("t1").description.startswith("Double x, take 39.")
