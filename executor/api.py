@@ -62,15 +62,15 @@ class Executor:
         """The catalog, fresh for everything (or, with ``tool``, for a call of that tool: only its
         file is checked and only its record read, so a call costs the same with a thousand tools)."""
         with self._lock:
-            if self._catalog is None or not self._catalog.is_fresh(self.config, tool=tool):
-                catalog = load_catalog(self.config)
-                if catalog is None or not catalog.is_fresh(self.config, tool=tool):
-                    catalog = self.build().catalog
-                self._catalog = catalog
             try:
+                if self._catalog is None or not self._catalog.is_fresh(self.config, tool=tool):
+                    catalog = load_catalog(self.config)
+                    if catalog is None or not catalog.is_fresh(self.config, tool=tool):
+                        catalog = self.build().catalog
+                    self._catalog = catalog
                 if tool is not None and (entry := self._catalog.entry(tool)) is not None:
                     entry.serving  # noqa: B018 - read the one record the call needs, here where a lost one is rebuilt
-            except DamagedCatalog:
+            except DamagedCatalog:  # a damaged index or a lost record (a cleared cache): rebuilt
                 self._catalog = self.build().catalog
             return self._catalog
 

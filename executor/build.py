@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from toolexec.catalog import Catalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
 from toolexec.config import Config
 from toolexec.errors import CompileError, did_you_mean
 from toolexec.records import ToolDeclaration
@@ -49,7 +49,10 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     """
     previous = load_catalog(config)
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
-    known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
+    try:
+        known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
+    except DamagedCatalog:  # a damaged index: built as if there were none
+        previous, same_config, known = None, False, {}
     records = previous is not None and previous.records_present()
     entries: list[Entry] = []
     compiled = 0

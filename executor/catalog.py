@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, StateUnavailable, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
-from toolexec.state import State, write_json_atomic, write_text_atomic
+from toolexec.state import State, write_text_atomic
 from toolexec.version import __version__
 
 if TYPE_CHECKING:
     from toolexec.validation import Validator
 
 Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
-FORMAT = 2  # of catalog.json; another value means rebuild
+FORMAT = 3  # of catalog.json; another value means rebuild
 # A pack or validator no index names is removed by a later build once it is this old (a
 # concurrent build or reader may still use it).
 STALE_RECORD_SECONDS = 600
@@ -195,51 +195,107 @@ class Diff(NamedTuple):
 class Tools(Mapping[str, ToolDeclaration]):
     """The served declarations by name, in visible_tools order; each is read from its record when first used."""
 
-    def __init__(self, entries: dict[str, Entry]) -> None:
-        self._entries = entries
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
 
     def __getitem__(self, name: str) -> ToolDeclaration:
-        serving = self._entries[name].serving
+        entry = self._catalog.entry(name)
+        if entry is None:
+            raise KeyError(name)
+        serving = entry.serving
         assert serving is not None
         return serving
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
+        return iter(self._catalog._serving)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._catalog._serving)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return isinstance(name, str) and self._catalog.entry(name) is not None
+
+
+class StoredRows(NamedTuple):
+    """An index as read from disk: each row is parsed only when an entry of it is wanted."""
+
+    names: dict[str, list[int]]  # tool name -> its rows
+    offsets: list[list[int]]  # row -> [offset, length] in body
+    body: bytes
+    loader: Callable[[str, Slice], Loaded]
 
 
 class Catalog:
-    """Every visible tool of one config, in ``visible_tools`` order."""
+    """Every visible tool of one config, in ``visible_tools`` order.
+
+    A catalog read from disk parses the row of an entry when it is first wanted, so a call of one
+    tool parses one row however many tools there are; listing or building parses them all.
+    """
 
     def __init__(
-        self, *, fingerprint: dict[str, Any], entries: tuple[Entry, ...], state: State | None = None, pack: str | None = None
+        self,
+        *,
+        fingerprint: dict[str, Any],
+        entries: tuple[Entry, ...] = (),
+        state: State | None = None,
+        pack: str | None = None,
+        rows: StoredRows | None = None,
     ) -> None:
         self.fingerprint = fingerprint
-        self.entries = tuple(entries)
         self.state = state  # where records live (None: an unsaved catalog)
         self.pack = pack  # the name of the pack holding the records
-        serving: dict[str, Entry] = {}
-        for entry in self.entries:  # a file whose name another file took (reported by the build) is never served
-            if entry.serves:
-                serving[entry.name] = entry
-        self._serving = serving
-        self.tools: Mapping[str, ToolDeclaration] = Tools(serving)
+        self._rows = rows
+        self._parsed: dict[int, Entry] = {}
+        self._entries: tuple[Entry, ...] | None = None if rows is not None else tuple(entries)
+        self._serving_map: dict[str, Entry] | None = None
+        self.tools: Mapping[str, ToolDeclaration] = Tools(self)
         self._validators: dict[str, Validator] = {}
+
+    def _row(self, number: int) -> Entry:
+        entry = self._parsed.get(number)
+        if entry is None:
+            assert self._rows is not None
+            try:
+                offset, length = self._rows.offsets[number]
+                row = json.loads(self._rows.body[offset : offset + length])
+                entry = self._parsed[number] = Entry.from_index(row, self._rows.loader)
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+                raise DamagedCatalog(f"catalog.json row {number}: {exc}") from None
+        return entry
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        """Every visible file's entry, in visible_tools order."""
+        if self._entries is None:
+            assert self._rows is not None
+            self._entries = tuple(self._row(n) for n in range(len(self._rows.offsets)))
+        return self._entries
+
+    @property
+    def _serving(self) -> dict[str, Entry]:
+        """The served entries by name (a file whose name another file took is never served)."""
+        if self._serving_map is None:
+            self._serving_map = {entry.name: entry for entry in self.entries if entry.serves}
+        return self._serving_map
+
+    def named(self, name: str) -> list[Entry]:
+        """Every entry with this tool name (more than one when files clash), without parsing the others."""
+        if self._entries is None and self._rows is not None:
+            return [self._row(n) for n in self._rows.names.get(name, ())]
+        return [e for e in self.entries if e.name == name]
 
     def entry(self, name: str) -> Entry | None:
         """The entry serving ``name``, if any."""
-        return self._serving.get(name)
+        if self._serving_map is not None:
+            return self._serving_map.get(name)
+        return next((e for e in reversed(self.named(name)) if e.serves), None)
 
     def get(self, name: str, config: Config | None = None) -> ToolDeclaration:
         """The declaration a call of ``name`` runs; with ``config``, an unknown name is explained."""
-        if name in self.tools:
-            return self.tools[name]
-        broken = next((e for e in self.entries if e.name == name and e.problems), None)
+        served = self.entry(name)
+        if served is not None and served.serving is not None:
+            return served.serving
+        broken = next((e for e in self.named(name) if e.problems), None)
         if broken is not None:
             missing = str(config.tools_dir / broken.file) if config is not None and broken.stat is None else None
             raise ToolBroken(name, broken.problems, missing=missing)
@@ -272,7 +328,9 @@ class Catalog:
         if check is None:
             from toolexec.validation import validator_code, validator_from_code
 
-            entry, parameters = self._serving[name], self.tools[name].parameters
+            entry = self.entry(name)
+            assert entry is not None and entry.serving is not None
+            parameters = entry.serving.parameters
             kept = self._kept_validator(entry)
             try:
                 check = validator_from_code(parameters, kept) if kept is not None else None
@@ -334,7 +392,7 @@ class Catalog:
         """
         if self.fingerprint != catalog_fingerprint(config):
             return False
-        entries = [e for e in self.entries if e.name == tool] if tool is not None else []
+        entries = self.named(tool) if tool is not None else []
         tools_dir = str(config.tools_dir)
         return all(file_stat(os.path.join(tools_dir, e.file)) == e.stat for e in entries or self.entries)
 
@@ -396,20 +454,36 @@ def file_stat(path: str | os.PathLike[str]) -> Stat | None:
 def load_catalog(config: Config) -> Catalog | None:
     """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt).
 
-    Only the index is read here; each declaration is read from the pack when first used.
+    Only the index's first line (names and where each row is) is parsed here; a row is parsed
+    when its entry is wanted, and a declaration read from the pack when it is first used.
     """
     state = config.state
     try:
-        with open(state.catalog_file, encoding="utf-8") as handle:
-            data = json.load(handle)
-        if data.get("format") != FORMAT:
+        with open(state.catalog_file, "rb") as handle:
+            text = handle.read()
+        end = text.index(b"\n")
+        head = json.loads(text[:end])
+        if head.get("format") != FORMAT:
             return None
-        pack = data.get("pack")
-        loader = _record_loader(state, pack)
-        entries = tuple(Entry.from_index(row, loader) for row in data["entries"])
-        return Catalog(fingerprint=data["fingerprint"], entries=entries, state=state, pack=pack)
+        pack = head.get("pack")
+        rows = StoredRows(head["names"], head["offsets"], text[end + 1 :], _record_loader(state, pack))
+        return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _index_text(catalog: Catalog) -> str:
+    """catalog.json: a first line naming where each row is, then one row per line (ASCII, so a
+    character offset is a byte offset)."""
+    rows = [json.dumps(e.index_data()) for e in catalog.entries]
+    names: dict[str, list[int]] = {}
+    offsets, at = [], 0
+    for number, (entry, row) in enumerate(zip(catalog.entries, rows, strict=True)):
+        names.setdefault(entry.name, []).append(number)
+        offsets.append([at, len(row)])
+        at += len(row) + 1
+    head = {"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "names": names, "offsets": offsets}
+    return "\n".join([json.dumps(head), *rows]) + "\n"
 
 
 def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
@@ -458,9 +532,8 @@ def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = No
             and catalog.pack == previous.pack
             and rows == [e.index_data() for e in previous.entries]
         )
-        if not unchanged:  # one compact line: it is read on every call
-            index = {"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "entries": rows}
-            write_json_atomic(state.catalog_file, index, indent=None)
+        if not unchanged:
+            write_text_atomic(state.catalog_file, _index_text(catalog))
         catalog.state = state
     except OSError as exc:
         raise StateUnavailable(str(state.root), exc.strerror or str(exc)) from None

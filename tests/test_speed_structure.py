@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,12 @@ from toolexec.config import load_config
 NOOP_SH = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
 GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
 HEAVY = ("tree_sitter", "yaml", "jsonschema", "fastjsonschema", "pydantic", "mcp", "asyncio", "toolexec.compilers")
+
+
+def read_index(project: Project) -> dict[str, Any]:
+    """catalog.json: its first line (names, where each row is, the pack) with the rows that follow as ``entries``."""
+    head, *rows = (project.root / "functions" / "catalog.json").read_text().splitlines()
+    return {**json.loads(head), "entries": [json.loads(row) for row in rows]}
 
 
 def imported_by_run(config: Path, *argv: str) -> tuple[str, set[str]]:
@@ -68,7 +75,7 @@ def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
     config = project.configure()
     report = build(load_config(config))
     index_file = project.root / "functions" / "catalog.json"
-    index = json.loads(index_file.read_text())
+    index = read_index(project)
     pack_file = project.root / "functions" / "cache" / ".catalog" / f"{index['pack']}.pack"
     pack = bytearray(pack_file.read_bytes())
     for row in index["entries"]:
@@ -76,6 +83,9 @@ def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
             offset, length = row["at"]
             pack[offset : offset + length] = b"x" * length
     pack_file.write_bytes(bytes(pack))
+    head, *rows = index_file.read_text().splitlines()
+    rows = [row if json.loads(row)["name"] == "t3" else "x" * len(row) for row in rows]  # nor any other row
+    index_file.write_text("\n".join([head, *rows]) + "\n")
     before = index_file.stat().st_mtime_ns
     done = subprocess.run(
         [sys.executable, "-m", "toolexec", "--config", str(config), "run", "t3", '{"x": 21}'],
@@ -86,6 +96,8 @@ def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
     assert (done.stdout, report.compiled) == ("42", 5)
     assert index_file.stat().st_mtime_ns == before
     assert pack_file.read_bytes() == bytes(pack)
+    assert project.executor().call("t1", {"x": 1}).output == "2"  # a damaged index or record is rebuilt
+    assert read_index(project)["entries"][1]["name"] == "t1"
 
 
 def test_a_lost_record_is_rebuilt_not_an_error(project: Project) -> None:
@@ -105,7 +117,7 @@ def test_the_validator_is_generated_once_and_kept_beside_the_record(project: Pro
     project.tool("tool.py", GOOD)
     config = project.configure()
     assert project.executor().call("tool", {"x": 1}).output == "2"
-    index = json.loads((project.root / "functions" / "catalog.json").read_text())
+    index = read_index(project)
     kept = project.root / "functions" / "cache" / ".catalog" / f"{index['entries'][0]['record']}.validator.py"
     assert "def validate" in kept.read_text()
     refused = subprocess.run(
@@ -182,15 +194,15 @@ def test_edits_append_to_the_pack_and_a_mostly_dead_pack_is_rewritten(project: P
     config = load_config(project.configure())
     records = project.root / "functions" / "cache" / ".catalog"
     build(config)
-    first = json.loads((project.root / "functions" / "catalog.json").read_text())["pack"]
+    first = read_index(project)["pack"]
     packs = set()
     for n in range(40):
         project.tool("t1.py", GOOD.replace("Double x.", f"Double x, take {n}. " + "Padding. " * 400))
         report = build(config)
         assert report.compiled == 1
-        packs.add(json.loads((project.root / "functions" / "catalog.json").read_text())["pack"])
+        packs.add(read_index(project)["pack"])
     assert first in packs and len(packs) > 1  # appended to at first, rewritten once mostly dead
-    index = json.loads((project.root / "functions" / "catalog.json").read_text())
+    index = read_index(project)
     live = sum(row["at"][1] for row in index["entries"])
     assert (records / f"{index['pack']}.pack").stat().st_size <= 2 * live + (1 << 16)
     executor = project.executor()
