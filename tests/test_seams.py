@@ -1,0 +1,166 @@
+"""Regression tests for the defects "type the seams" (issue 9) fixed, one per defect.
+
+Each test fails on the code before the refactoring: a call id that became a path, a tool
+named '..', an unwritable state directory ending in a traceback, a failure message taken
+from the last line of stderr, a broken module tool filed under its file name, and a
+catalog that kept stale enabled_tools problems.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project, toolexec, wrapper_interpreter
+from toolexec.cli import main
+
+# Writes `size` bytes to LLM_OUTPUT: beyond a small max_output_bytes, the whole is kept in a file.
+WRITER = 'import os\n\ndef run(size: int) -> None:\n    """Write size bytes."""\n    open(os.environ["LLM_OUTPUT"], "w").write("x" * size)\n'
+OUTPUT_NAME = r"{stem}-[0-9a-f]{{8}}\.output"
+
+
+def writer(project: Project) -> Path:
+    """A project whose one tool's output is capped at 64 bytes; returns the kept-outputs folder."""
+    project.tool("writer.py", WRITER)
+    project.configure(max_output_bytes=64)
+    return project.root / "functions" / "cache" / ".outputs"
+
+
+def files_outside(root: Path, inside: Path) -> list[Path]:
+    """Every file below ``root`` that is not below ``inside``."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and inside not in p.parents)
+
+
+# --- 1. a call id never becomes a path -----------------------------------------------------
+
+SAFE_IDS = [
+    ("../../escaped", "escaped"),
+    ("/tmp/absolute", "tmp_absolute"),
+    ("a/b", "a_b"),
+    ("..", "call"),
+    ("x" * 256, "x" * 48),
+    ("résumé:1", "r_sum_1"),
+]
+
+
+@pytest.mark.parametrize(("call_id", "stem"), SAFE_IDS, ids=["dotdot", "absolute", "slash", "only-dots", "long", "unicode"])
+def test_a_call_id_names_a_kept_output_only_inside_the_outputs_folder(project: Project, call_id: str, stem: str) -> None:
+    outputs = writer(project)
+    result = project.executor(max_output_bytes=64).call("writer", {"size": 1000}, call_id=call_id)
+    assert (result.ok, result.tool_call_id) == (True, call_id)
+    kept = Path(str(result.output_file))
+    assert kept.parent == outputs
+    assert re.fullmatch(OUTPUT_NAME.format(stem=re.escape(stem)), kept.name)
+    assert kept.read_text() == "x" * 1000
+    assert files_outside(project.root.parent, outputs) == sorted(
+        [project.config, project.tools / "writer.py", *(project.root / "functions").glob("*.json")]
+    )
+
+
+BAD_IDS = [
+    ("x" * 257, "a call id may have at most 256 characters, got 257"),
+    ("bad\nid", "a call id may not contain control characters or lone surrogates, got 'bad\\nid'"),
+    ("nul\x00", "a call id may not contain control characters or lone surrogates, got 'nul\\x00'"),
+    ("half\ud800", "a call id may not contain control characters or lone surrogates, got 'half\\ud800'"),
+]
+
+
+@pytest.mark.parametrize(("call_id", "error"), BAD_IDS, ids=["too-long", "newline", "nul", "surrogate"])
+def test_a_call_id_that_cannot_be_handed_to_a_tool_is_refused(project: Project, call_id: str, error: str) -> None:
+    outputs = writer(project)
+    result = project.executor(max_output_bytes=64).call("writer", {"size": 1000}, call_id=call_id)
+    assert (result.ok, result.status, result.exit_code, result.reason, result.error) == (
+        False,
+        "refused",
+        2,
+        "bad_request",
+        error,
+    )
+    assert result.tool_call_id == "invalid-call-id"
+    assert not outputs.exists()
+
+
+def test_cli_run_call_id_keeps_the_output_inside_the_state_directory(project: Project) -> None:
+    outputs = writer(project)
+    done = toolexec("--config", str(project.config), "run", "writer", '{"size": 1000}', "--json", "--call-id", "../../../../x/y")
+    result = json.loads(done.stdout)
+    assert (done.returncode, done.stderr, result["tool_call_id"]) == (0, "", "../../../../x/y")
+    kept = Path(result["output_file"])
+    assert kept.parent == outputs and re.fullmatch(OUTPUT_NAME.format(stem="x_y"), kept.name)
+    assert kept.read_text() == "x" * 1000
+
+
+def test_cli_run_refuses_a_call_id_with_a_lone_surrogate(project: Project) -> None:
+    """An argv byte that is not UTF-8 arrives as a lone surrogate (surrogateescape)."""
+    import subprocess
+    import sys
+
+    outputs = writer(project)
+    argv = [sys.executable, "-m", "toolexec", "--config", str(project.config), "run", "writer", '{"size": 1000}']
+    done = subprocess.run([*argv, "--call-id", b"id\xff"], capture_output=True, timeout=120)  # type: ignore[list-item]
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr == (b"toolexec: a call id may not contain control characters or lone surrogates, got 'id\\udcff'\n")
+    assert not outputs.exists()
+
+
+def test_cli_batch_ids_keep_outputs_inside_the_state_directory(project: Project) -> None:
+    outputs = writer(project)
+    ids = ["../../../escaped", "/etc/absolute", "y" * 300, "tab\there"]
+    batch = [{"id": i, "type": "function", "function": {"name": "writer", "arguments": '{"size": 1000}'}} for i in ids]
+    done = toolexec("--config", str(project.config), "call", input=json.dumps(batch))
+    assert (done.returncode, done.stderr) == (0, "")
+    messages = json.loads(done.stdout)
+    assert [m["tool_call_id"] for m in messages] == [*ids[:2], "invalid-call-id", "invalid-call-id"]
+    assert [m["content"] for m in messages[2:]] == [
+        "a call id may have at most 256 characters, got 300",
+        "a call id may not contain control characters or lone surrogates, got 'tab\\there'",
+    ]
+    kept = sorted(outputs.iterdir())
+    assert [re.sub(r"-[0-9a-f]{8}\.", "-#.", p.name) for p in kept] == ["escaped-#.output", "etc_absolute-#.output"]
+    assert all(p.read_text() == "x" * 1000 for p in kept)
+    assert files_outside(project.root / "functions", outputs) == sorted(
+        [project.tools / "writer.py", *(project.root / "functions").glob("*.json")]
+    )
+
+
+# --- 2. a tool name can never address the functions dir or toolexec's own folders -----------
+
+MODULE_TOOL = 'export default {{\n  name: "{name}",\n  description: "A module tool.",\n  inputSchema: {{ type: "object", properties: {{}} }},\n  run() {{ return "ran"; }},\n}};\n'
+
+
+@pytest.mark.parametrize("name", [".", "..", ".outputs", ".typescript"])
+def test_a_module_tool_may_not_take_a_dot_name(project: Project, name: str) -> None:
+    from toolexec.compilers import compile_source
+    from toolexec.errors import CompileError
+
+    path = str(project.tool("sneaky.js", MODULE_TOOL.format(name=name)))
+    with pytest.raises(CompileError) as raised:
+        compile_source(MODULE_TOOL.format(name=name), path)
+    assert str(raised.value) == (
+        f"{path}:2:9: invalid tool name {name!r}: a name may not start with '.'\n"
+        "  hint: rename the file (or the name field) to something like 'my_tool'"
+    )
+    report = project.executor().build()
+    assert report.problems == [str(raised.value)]
+    assert report.catalog.tools == {}
+    assert sorted(p.name for p in (project.root / "functions").iterdir()) == ["catalog.json", "functions.json", "tools"]
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", ".outputs", ".typescript", "a/b", "../x", "/abs"])
+def test_a_tool_cache_is_always_a_folder_of_its_own(project: Project, name: str) -> None:
+    from toolexec.errors import BadRequest
+    from toolexec.state import State
+
+    state = State(project.root / "functions")
+    with pytest.raises(BadRequest) as raised:
+        state.tool_cache(name)
+    assert str(raised.value).startswith(f"invalid tool name {name!r}: ")
+    assert not (project.root / "functions" / "cache").exists()
+    assert state.tool_cache("ok.name") == project.root / "functions" / "cache" / "ok.name"
