@@ -8,18 +8,14 @@ catalog that kept stale enabled_tools problems.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
-import stat
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project, toolexec, wrapper_interpreter
-from toolexec.cli import main
+from tests.conftest import Project, toolexec
 
 # Writes `size` bytes to LLM_OUTPUT: beyond a small max_output_bytes, the whole is kept in a file.
 WRITER = 'import os\n\ndef run(size: int) -> None:\n    """Write size bytes."""\n    open(os.environ["LLM_OUTPUT"], "w").write("x" * size)\n'
@@ -164,3 +160,91 @@ def test_a_tool_cache_is_always_a_folder_of_its_own(project: Project, name: str)
     assert str(raised.value).startswith(f"invalid tool name {name!r}: ")
     assert not (project.root / "functions" / "cache").exists()
     assert state.tool_cache("ok.name") == project.root / "functions" / "cache" / "ok.name"
+
+
+# --- 3. an unwritable state directory falls back, or is refused naming it ------------------
+
+GOOD = 'import os\n\ndef run() -> str:\n    """Where my cache is."""\n    return os.environ["LLM_TOOL_CACHE_DIR"]\n'
+
+
+def read_only(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """``directory`` as on a read-only mount (tests run as root, who may write anywhere else)."""
+    real = os.statvfs
+
+    def statvfs(path: object) -> object:
+        result = real(path)  # type: ignore[arg-type]
+        if Path(str(path)) != directory:
+            return result
+        return os.statvfs_result((*result[:8], result.f_flag | os.ST_RDONLY, result.f_namemax))
+
+    monkeypatch.setattr("toolexec.state.os.statvfs", statvfs)
+
+
+def unwritable(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """What os.access answers a user for a folder another user owns."""
+    real = os.access
+    monkeypatch.setattr("toolexec.state.os.access", lambda p, mode: False if Path(p) == directory else real(p, mode))
+
+
+@pytest.mark.parametrize("why", ["read-only functions dir", "another user's cache"])
+def test_an_unwritable_state_directory_falls_back_to_the_user_cache(
+    project: Project, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    from toolexec.state import digest
+
+    project.tool("where.py", GOOD)
+    functions = project.root / "functions"
+    if why == "read-only functions dir":
+        read_only(monkeypatch, functions)
+    else:
+        (functions / "cache").mkdir()
+        unwritable(monkeypatch, functions / "cache")
+    result = project.executor().call("where", {})
+    state = Path.home() / ".cache" / "toolexec" / "state" / digest(str(functions))
+    assert (result.ok, result.output) == (True, str(state / "cache" / "where"))
+    assert sorted(p.name for p in state.iterdir()) == ["cache", "catalog.json", "functions.json"]
+    assert sorted(p.name for p in functions.iterdir()) == (["tools"] if why == "read-only functions dir" else ["cache", "tools"])
+
+
+@pytest.fixture
+def no_state_anywhere(project: Project, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A read-only functions dir, and a user cache that cannot be created (its parent is a file)."""
+    blocker = project.root / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
+    read_only(monkeypatch, project.root / "functions")
+    project.tool("where.py", GOOD)
+    project.configure()
+    return str(blocker / "cache" / "toolexec" / "state")
+
+
+def test_a_call_without_any_writable_state_directory_is_refused_naming_it(project: Project, no_state_anywhere: str) -> None:
+    from toolexec import Executor
+
+    result = Executor(project.config).call("where", {}, call_id="c1")
+    assert result.error is not None
+    directory = result.error.split("cannot write toolexec's state in ", 1)[1].split(":", 1)[0]
+    assert directory.startswith(no_state_anywhere)
+    assert (result.ok, result.status, result.reason, result.exit_code, result.error) == (
+        False,
+        "unavailable",
+        "state",
+        127,
+        f"cannot write toolexec's state in {directory}: Not a directory; "
+        "make it writable, or remove it so that the user cache is used",
+    )
+
+
+@pytest.mark.parametrize("command", [("build",), ("run", "where", "{}"), ("list",)])
+def test_the_cli_without_any_writable_state_directory_exits_with_a_message(
+    capsys: pytest.CaptureFixture[str], project: Project, no_state_anywhere: str, command: tuple[str, ...]
+) -> None:
+    from tests.conftest import cli
+
+    status, out, err = cli(capsys, "--config", str(project.config), *command)
+    assert (status, out) == (127, "")
+    assert re.fullmatch(
+        f"toolexec: cannot write toolexec's state in {re.escape(no_state_anywhere)}[^:]*: Not a directory; "
+        "make it writable, or remove it so that the user cache is used\n",
+        err,
+    )
