@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project, toolexec
+from tests.conftest import Project, toolexec, wrapper_interpreter
 
 # Writes `size` bytes to LLM_OUTPUT: beyond a small max_output_bytes, the whole is kept in a file.
 WRITER = 'import os\n\ndef run(size: int) -> None:\n    """Write size bytes."""\n    open(os.environ["LLM_OUTPUT"], "w").write("x" * size)\n'
@@ -248,3 +248,63 @@ def test_the_cli_without_any_writable_state_directory_exits_with_a_message(
         "make it writable, or remove it so that the user cache is used\n",
         err,
     )
+
+
+# --- 4. a failing tool's error is the exception it raised, every line ------------------------
+
+THROWS_JS = '/** Throw. */\nexport function run() {\n  console.error("tool says this");\n  throw new Error("first line\\nsecond line\\nthird line");\n}\n'
+RAISES_PY = 'import sys\n\ndef run():\n    """Raise."""\n    print("tool says this", file=sys.stderr)\n    raise ValueError("bad value\\non two lines")\n'
+
+
+def noisy_wrapper(directory: Path, program: str) -> Path:
+    """An interpreter wrapper (as npx or a version manager) that prints a notice after the tool ends."""
+    wrapper = wrapper_interpreter(directory, f"noisy-{program}", program)
+    wrapper.write_text(f'#!/bin/sh\n{program} "$@"\nstatus=$?\necho "npm notice New major version available" >&2\nexit $status\n')
+    return wrapper
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["direct", "noisy-wrapper"])
+@pytest.mark.parametrize(
+    ("file", "source", "program", "error", "trace_start", "trace_end"),
+    [
+        (
+            "throws.mjs",
+            THROWS_JS,
+            "node",
+            "Error: first line\nsecond line\nthird line",
+            "Error: first line\nsecond line\nthird line\n    at run (file://",
+            r"    at \S*/runtimes/node_bootstrap\.mjs:\d+:\d+",
+        ),
+        (
+            "raises.py",
+            RAISES_PY,
+            "python3",
+            "ValueError: bad value\non two lines",
+            "Traceback (most recent call last):\n",
+            "ValueError: bad value\\non two lines",
+        ),
+    ],
+    ids=["javascript", "python"],
+)
+def test_the_error_is_the_exception_not_the_last_line_of_stderr(
+    project: Project,
+    tmp_path: Path,
+    file: str,
+    source: str,
+    program: str,
+    error: str,
+    trace_start: str,
+    trace_end: str,
+    wrapped: bool,
+) -> None:
+    shebang = f"#!{noisy_wrapper(tmp_path, program)}\n" if wrapped else ""
+    project.tool(file, shebang + source)
+    result = project.executor().call(file.split(".")[0], {})
+    name = file.split(".")[0]
+    assert result.error == f"Tool call '{name}' exited with code 1: {error}"
+    assert (result.status, result.exit_code, result.reason) == ("error", 1, "tool_failed")
+    # stderr is the tool's own (what the interpreter prints for an uncaught exception), then the wrapper's notice
+    notice = "npm notice New major version available\n" if wrapped else ""
+    assert re.search(f"\\n{trace_end}\\n{notice}\\Z", result.stderr), result.stderr
+    assert result.stderr.startswith(f"tool says this\n{trace_start}")
+    assert result.stderr.count("npm notice") == wrapped
