@@ -152,7 +152,7 @@ def _build(args: argparse.Namespace) -> int:
     for line in [*report.warnings, *report.problems]:
         print(line, file=sys.stderr)
     built = len(report.catalog.tools)
-    failed = len(report.catalog.entries) - built
+    failed = sum(1 for entry in report.catalog.entries if entry.problems)  # a broken edit may still serve its last good version
     target = executor.config.state_dir / "functions.json"
     print(f"built {built} tool(s), {failed} failed ({report.compiled} compiled); wrote {target}")
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -308,3 +308,99 @@ def test_the_error_is_the_exception_not_the_last_line_of_stderr(
     assert re.search(f"\\n{trace_end}\\n{notice}\\Z", result.stderr), result.stderr
     assert result.stderr.startswith(f"tool says this\n{trace_start}")
     assert result.stderr.count("npm notice") == wrapped
+
+
+# --- 5. a broken module tool is filed under the name it declares -----------------------------
+
+
+def test_a_broken_module_tool_is_filed_under_its_declared_name(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    from tests.conftest import cli
+
+    broken = MODULE_TOOL.format(name="foo").replace('description: "A module tool.",\n', "")
+    project.tool("module.js", broken)
+    project.configure()
+    result = project.executor().call("foo", {})
+    assert (result.status, result.reason) == ("refused", "tool_broken")
+    assert result.error is not None and result.error.startswith("tool 'foo' failed to build:\n")
+    status, out, err = cli(capsys, "--config", str(project.config), "list")
+    assert (status, err) == (0, "")
+    assert out.startswith(f"foo  javascript  FAILED TO BUILD: {project.tools / 'module.js'}:")
+
+
+def test_a_broken_edit_keeps_the_last_good_version(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    from tests.conftest import cli
+
+    path = project.tool("module.js", MODULE_TOOL.format(name="foo"))
+    config = str(project.configure())
+    assert cli(capsys, "--config", config, "build")[0] == 0
+    path.write_text(MODULE_TOOL.format(name="foo").replace('description: "A module tool.",\n', ""))
+    status, out, err = cli(capsys, "--config", config, "build")
+    problem = err.strip()
+    assert (status, out) == (
+        1,
+        f"built 1 tool(s), 1 failed (1 compiled); wrote {project.root / 'functions' / 'functions.json'}\n",
+    )
+    assert problem.startswith(f"{path}:")
+    result = project.executor().call("foo", {})
+    assert (result.ok, result.output) == (True, "ran")
+    assert cli(capsys, "--config", config, "list") == (
+        0,
+        f"foo  javascript  A module tool.\nfoo  javascript  FAILED TO BUILD: {problem.splitlines()[0]}\n",
+        "",
+    )
+
+
+# --- 6. enabled_tools problems follow the config in use ------------------------------------
+
+
+def test_enabled_tools_problems_follow_an_edit_of_enabled_tools(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    from tests.conftest import cli
+
+    project.tool("add.py", 'def run(a: int) -> int:\n    """Add."""\n    return a\n')
+    config = project.configure(enabled_tools=["add", "ad"])
+    unknown = f"{config}: enabled_tools names unknown tool 'ad'; did you mean 'add'?"
+    assert project.executor(enabled_tools=["add", "ad"]).build().problems == [unknown]
+    assert cli(capsys, "--config", str(config), "build")[2] == unknown + "\n"
+    # the stored catalog stays fresh across an edit of enabled_tools, and holds no config-level problem
+    from toolexec.catalog import load_catalog
+    from toolexec.config import load_config
+
+    project.configure(enabled_tools=["add"])
+    edited = load_config(config)
+    stored = load_catalog(edited)
+    assert stored is not None and stored.is_fresh(edited)
+    assert stored.problems(edited) == []
+    assert sorted(json.loads((project.root / "functions" / "catalog.json").read_text())) == ["entries", "fingerprint"]
+    assert project.executor(enabled_tools=["add"]).build().problems == []
+    assert cli(capsys, "--config", str(config), "build")[:2] == (
+        0,
+        f"built 1 tool(s), 0 failed (0 compiled); wrote {project.root / 'functions' / 'functions.json'}\n",
+    )
+    project.configure(enabled_tools=["add", "sub"])
+    assert cli(capsys, "--config", str(config), "build") == (
+        1,
+        f"built 1 tool(s), 0 failed (0 compiled); wrote {project.root / 'functions' / 'functions.json'}\n",
+        f"{config}: enabled_tools names unknown tool 'sub'\n",
+    )
+
+
+def test_catalog_diff_and_round_trip(project: Project) -> None:
+    import dataclasses
+
+    from toolexec.catalog import Diff, load_catalog
+
+    one = 'def run(a: int) -> int:\n    """One."""\n    return a\n'
+    project.tool("keep.py", one)
+    project.tool("edit.py", one)
+    project.tool("gone.py", one)
+    executor = project.executor()
+    before = executor.build().catalog
+    assert load_catalog(executor.config) == before
+    project.tool("edit.py", one.replace("One.", "Edited."))
+    (project.tools / "gone.py").unlink()
+    project.tool("new.py", one)
+    after = project.executor().build().catalog
+    assert after.diff(before) == Diff(added=("new",), removed=("gone",), changed=("edit",))
+    assert before.diff(after) == Diff(added=("gone",), removed=("new",), changed=("edit",))
+    assert not after.diff(after) and after.diff(dataclasses.replace(after)) == Diff((), (), ())
+    assert load_catalog(project.executor().config) == after
