@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Project, cli, toolexec
+from tests.helpers import wait_until
 
 ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add two numbers."""\n    return a + b\n'
 FAIL = 'import sys\n\ndef run():\n    """Fail loudly."""\n    print("partial")\n    sys.stderr.write("it broke\\n")\n    sys.exit(4)\n'
@@ -293,9 +293,8 @@ def test_the_installed_command_cancels_on_sigint(project: Project) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-    while not ready.exists():
-        assert child.poll() is None, child.stderr.read() if child.stderr else ""
-        os.sched_yield()
+    wait_until(lambda: ready.exists() or child.poll() is not None, "the tool to start")
+    assert child.poll() is None, child.stderr.read() if child.stderr else ""
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=60)
     assert (child.returncode, err) == (0, "")
