@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from toolexec import results
 from toolexec.catalog import Catalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
-from toolexec.engine import Engine
-from toolexec.errors import EXIT_CANCELLED, BadRequest
+from toolexec.engine import Engine, refused
+from toolexec.errors import EXIT_CANCELLED, BadRequest, ToolexecError
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import Cancellation
 
@@ -212,7 +212,11 @@ class Executor:
         try:
             if control.cancelled:  # closed (or cancelled) while waiting for a thread
                 return _not_run(request, "cancelled", "the call was cancelled before it started")
-            return Engine(self.config, self.catalog).invoke(request, control)
+            try:
+                catalog = self.catalog
+            except ToolexecError as error:  # the catalog could not be (re)built: no writable state directory
+                return refused(request, error, started=time.monotonic())
+            return Engine(self.config, catalog).invoke(request, control)
         finally:
             with self._registry:
                 del self._in_flight[token]

@@ -3,25 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolexec.errors import ToolexecError
 from toolexec.version import __version__
 
+if TYPE_CHECKING:
+    from toolexec.runtimes.process import CallControl
+
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 
 
-def main(argv: list[str] | None = None) -> int:
+def program() -> int:
+    """The installed ``toolexec`` command and ``python -m toolexec``: :func:`main` with SIGINT/SIGTERM handled."""
+    return main(handle_signals=True)
+
+
+def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
+    """Run the command ``argv`` (default ``sys.argv[1:]``) and return its exit status.
+
+    Signal handlers are process-wide, so they are installed only with ``handle_signals``
+    (:func:`program`): a test or a library calling ``main(argv)`` keeps its own.
+    """
     args = _parser().parse_args(argv)
+    args.handle_signals = handle_signals
     try:
         return int(args.handler(args))
     except ToolexecError as error:
         print(f"toolexec: {error}", file=sys.stderr)
-        return EXIT_REFUSED
+        return error.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -149,7 +165,7 @@ def _build(args: argparse.Namespace) -> int:
     for line in [*report.warnings, *report.problems]:
         print(line, file=sys.stderr)
     built = len(report.catalog.tools)
-    failed = len(report.catalog.entries) - built
+    failed = sum(1 for entry in report.catalog.entries if entry.problems)  # a broken edit may still serve its last good version
     target = executor.config.state_dir / "functions.json"
     print(f"built {built} tool(s), {failed} failed ({report.compiled} compiled); wrote {target}")
     return EXIT_OK if report.ok else EXIT_FAILED
@@ -245,16 +261,25 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(f.severity == "error" for f in findings) else EXIT_OK
 
 
-def _cancel_on_signals() -> Any:
-    """A Cancellation set by SIGINT or SIGTERM, so the tool's tree ends and a result is still printed."""
+@contextlib.contextmanager
+def _call_control(args: argparse.Namespace) -> Iterator[CallControl]:
+    """The control of the command's calls; run as the program, SIGINT and SIGTERM cancel it, so the
+    tool's tree ends and a result is still printed. Handlers and descriptors are released afterwards."""
     import signal
 
-    from toolexec.runtimes.process import Cancellation
+    from toolexec.runtimes.process import CallControl
 
-    cancel = Cancellation()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: cancel.cancel())
-    return cancel
+    control = CallControl()
+    previous = {}
+    try:
+        if args.handle_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: control.cancel())
+        yield control
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        control.close()
 
 
 def _call(args: argparse.Namespace) -> int:
@@ -270,7 +295,8 @@ def _call(args: argparse.Namespace) -> int:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     executor = _executor(args)
     batch = parse_batch(data)
-    results = batch.complete(executor.call_many(batch.calls, cancel=_cancel_on_signals()))
+    with _call_control(args) as control:
+        results = batch.complete(executor.call_many(batch.calls, cancel=control))
     print(json.dumps(render(batch, results), ensure_ascii=False))
     return EXIT_OK
 
@@ -280,7 +306,8 @@ def _run(args: argparse.Namespace) -> int:
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     executor = _executor(args)
-    result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=_cancel_on_signals())
+    with _call_control(args) as control:
+        result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:

@@ -51,7 +51,7 @@ class Engine:
             self.catalog.validator(tool.name)(tool.name, arguments)
             return self._run(tool, arguments, call, call_id, control, started)
         except ToolexecError as error:
-            return refusal(call.name, call_id if _printable(call_id) else "invalid-call-id", error, started)
+            return refused(call, error, started=started, call_id=call_id)
 
     def _run(
         self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, control: CallControl | None, started: float
@@ -99,6 +99,12 @@ class Engine:
             return outcome(
                 tool.name, call_id, finished, output, timeout=timeout, failure=_reported_failure(failure_path), started=started
             )
+
+
+def refused(call: ToolCall, error: ToolexecError, *, started: float, call_id: str | None = None) -> ToolResult:
+    """The result of ``call`` stopped by ``error`` before it ran (an unusable call id is not echoed)."""
+    call_id = call_id or (call.call_id if isinstance(call.call_id, str) and call.call_id else new_call_id())
+    return refusal(call.name, call_id if _printable(call_id) else "invalid-call-id", error, started)
 
 
 def _printable(call_id: str) -> bool:
