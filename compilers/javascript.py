@@ -133,8 +133,7 @@ def _module_object(root: Node) -> tuple[str, dict[str, Node], Node] | None:
                 fields = _fields(init)
                 if key == "tool" or "run" in named or _has_exported_run(root):
                     return key, fields, statement
-            if key in _MODULE_KEYS or key in _MODULE_META_KEYS:
-                named[key] = init
+            named[key] = init  # every export, so a misspelt metadata field can be reported
     if "name" in named and ("inputSchema" in named or "args" in named or "description" in named):
         return "named", named, root
     return None
@@ -264,7 +263,7 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
             for hint, flag in value.items():
                 at = hint_nodes.get(hint, annotations)
                 if hint in _HINTS:
-                    reader.set_flag(_HINTS[hint], flag, at)
+                    reader.set_flag(_HINTS[hint], flag, at, text=False)
                 elif hint == "title":
                     if reader.title is None:
                         reader.set_text("title", flag, at)

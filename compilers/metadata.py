@@ -62,8 +62,8 @@ class MetadataReader:
 
     def add_tags(self, value: Any, at: At) -> None:
         """Tags from ``"a, b"`` text or a list of strings; each a word without spaces."""
-        words = value if isinstance(value, list) else str(value).split(",")
-        if not words or not all(isinstance(w, str) for w in words):
+        words = value if isinstance(value, list) else value.split(",") if isinstance(value, str) else None
+        if words is None or not all(isinstance(w, str) for w in words):
             self.diag.error(at, f"{self._name('tags')} must be a list of words", 'write tags as ["fs", "read"]')
             return
         found = [w.strip() for w in words if w.strip()]
@@ -79,9 +79,9 @@ class MetadataReader:
             elif tag not in self.tags:
                 self.tags.append(tag)
 
-    def set_flag(self, field: str, value: Any, at: At) -> None:
-        """One annotation (``read_only`` …) from a boolean or true/false/yes/no text (empty means true)."""
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+    def set_flag(self, field: str, value: Any, at: At, *, text: bool = True) -> None:
+        """One annotation (``read_only`` …) from a boolean, or (with ``text``) true/false/yes/no (empty means true)."""
+        if text and isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             flag = value.strip().lower() in _TRUE
         elif isinstance(value, bool):
             flag = value

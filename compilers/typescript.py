@@ -155,7 +155,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
                     'write the arguments of one call: @example {"path": "."}',
                 )
         elif field == "errors":
-            reader.add_error(f"{tag.type}: {content}" if tag.type and content else (tag.type or content), at)
+            kind = tag.type if tag.type not in ("Error", "*") else None  # a plain Error says nothing more
+            reader.add_error(f"{kind}: {content}" if kind and content else (kind or content), at)
         else:
             reader.set_flag(field, content, at)
     if output is not None:
