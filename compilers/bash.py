@@ -17,6 +17,7 @@ from toolexec.compilers.common import (
     text,
     tool_name,
 )
+from toolexec.compilers.metadata import MetadataReader, near_miss
 from toolexec.compilers.shebang import read_shebang
 from toolexec.records import Argc, Limits, ToolDeclaration
 
@@ -38,6 +39,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     duplicates: list[tuple[str, tuple[int, int]]] = []
     envs: list[EnvVar] = []
     meta: dict[str, Any] = {"require_tools": [], "dotenv": None, "limits": {}}
+    reader = MetadataReader(diag, _SPELL)
     previous_row = -2
     for node in root.named_children:
         if node.type != "comment" or text(node).startswith("#!"):
@@ -78,7 +80,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
             except TagError as error:
                 diag.error((row, rest_at + error.offset), f"@env: {error.message}", error.hint)
         elif tag == "meta":
-            _meta(rest, meta, diag, (row, rest_at))
+            _meta(rest, meta, reader, diag, (row, rest_at))
         elif tag not in _SILENT:
             diag.warn((row, tag_at), f"unknown tag @{tag}; it is ignored", "known tags: @describe @option @flag @arg @env @meta")
     described = "\n".join(description).strip()
@@ -104,13 +106,16 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         diag.warn(None, "no main function; the script's top-level code is the tool")
     properties = {p.name: _schema(p) for p in params}
     required = [p.name for p in params if p.required and p.default is None and p.default_fn is None]
+    parameters = object_schema(properties, required)
+    metadata = reader.build(parameters, described)
     return finish(
         diag,
         source=source,
         path=path,
         name=name,
         description=described,
-        parameters=object_schema(properties, required),
+        parameters=parameters,
+        metadata=metadata,
         language="bash",
         invocation=Argc(
             params=tuple(p.invocation() for p in params),
@@ -123,10 +128,41 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     )
 
 
-def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int]) -> None:
+# `# @meta <key>` -> metadata field.
+_META_KEYS = {
+    "title": "title",
+    "summary": "summary",
+    "tags": "tags",
+    "read-only": "read_only",
+    "destructive": "destructive",
+    "idempotent": "idempotent",
+    "open-world": "open_world",
+    "example": "examples",
+    "error": "errors",
+    "output-schema": "output_schema",
+}
+# argc's own @meta keys, and toolexec's others: never reported as unknown.
+_ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
+_SPELL = {field: f"@meta {key}" for key, field in _META_KEYS.items()}
+
+
+def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnostics, at: tuple[int, int]) -> None:
     key, _, value = rest.strip().partition(" ")
     value = value.strip()
-    if key == "require-tools":
+    field = _META_KEYS.get(key)
+    if field in ("title", "summary"):
+        reader.set_text(field, value, at)
+    elif field == "tags":
+        reader.add_tags(value, at)
+    elif field == "examples":
+        reader.add_example_text(value, at)
+    elif field == "errors":
+        reader.add_error(value, at)
+    elif field == "output_schema":
+        reader.set_output_schema(value, at)
+    elif field is not None:
+        reader.set_flag(field, value, at)
+    elif key == "require-tools":
         tools = [t for t in value.replace(",", " ").split() if t]
         if not tools:
             diag.error(at, "@meta require-tools names no program", "write # @meta require-tools jq,curl")
@@ -136,6 +172,11 @@ def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int
     elif key in LIMITS:
         limits = read_limits({key: value}, diag, at, "# @meta {name} {value}")
         meta["limits"].update({k: v for k, v in asdict(limits).items() if v is not None})
+    elif key not in _ARGC_META:
+        known = [*_META_KEYS, *LIMITS, "require-tools", "dotenv"]
+        meant = near_miss(key, known)
+        hint = f"did you mean @meta {meant}?" if meant else f"toolexec reads @meta {', '.join(known)}"
+        diag.warn(at, f"unknown @meta key {key!r}; it is ignored", hint)
 
 
 def _schema(param: Param) -> dict[str, Any]:

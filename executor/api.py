@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec import results
@@ -72,9 +72,11 @@ class Executor:
         self._catalog = report.catalog
         return report
 
-    def tools(self, *, enabled_only: bool = True) -> list[ToolDeclaration]:
+    def tools(self, *, enabled_only: bool = True, tags: Sequence[str] = ()) -> list[ToolDeclaration]:
+        """The built tools (only the enabled ones unless told otherwise), keeping those that carry every tag in ``tags``."""
         catalog = self.catalog
-        return catalog.enabled(self.config) if enabled_only else list(catalog.tools.values())
+        found = catalog.enabled(self.config) if enabled_only else list(catalog.tools.values())
+        return [tool for tool in found if all(tag in tool.metadata.tags for tag in tags)]
 
     def broken(self, *, enabled_only: bool = True) -> list[dict[str, Any]]:
         """The visible tools that failed to build: ``name``, ``language``, ``source`` and ``error`` (every problem)."""

@@ -8,6 +8,8 @@ callable as it was, and the build reports the error.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -202,7 +204,25 @@ def expand_enabled(config: Config) -> list[str]:
 
 def catalog_fingerprint(config: Config) -> dict[str, Any]:
     """What the whole catalog depends on besides the files: a change here means rebuild."""
-    return {"version": __version__, **config.fingerprint()}
+    return {"version": __version__, "compilers": compilers_fingerprint(), **config.fingerprint()}
+
+
+@functools.cache
+def compilers_fingerprint() -> str:
+    """A digest of the compilers' files (name, size, mtime): an upgraded or edited compiler means every
+    declaration is rebuilt, even when the version number did not change. Stats only; nothing is read."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("toolexec.compilers")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    seen = []
+    for folder in folders:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    seen.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(sorted(seen)).encode()).hexdigest()[:16]
 
 
 def file_stat(path: Path) -> Stat | None:

@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     list_ = commands.add_parser("list", help="the enabled tools, one line each")
     list_.add_argument("--all", action="store_true", help="every visible tool, not only the enabled ones")
     list_.add_argument("--json", action="store_true")
+    list_.add_argument("--tags", metavar="A,B", help="only tools that carry every one of these tags")
     list_.set_defaults(handler=_list)
 
     describe = commands.add_parser("describe", help="the full declaration and metadata of one tool")
@@ -191,19 +193,39 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
+    if args.tags is not None and not tags:
+        raise BadRequest("--tags names no tag; write --tags fs,read")
     executor = _executor(args)
     rows = [
-        {"name": t.name, "language": t.language, "description": t.description, "source": t.source, "error": None}
-        for t in executor.tools(enabled_only=not args.all)
+        {
+            "name": t.name,
+            "language": t.language,
+            "description": t.description,
+            "title": t.metadata.title,
+            "summary": t.metadata.summary,
+            "tags": list(t.metadata.tags),
+            "annotations": asdict(t.metadata.annotations),
+            "source": t.source,
+            "error": None,
+        }
+        for t in executor.tools(enabled_only=not args.all, tags=tags)
     ]
-    rows += [{**broken, "description": None} for broken in executor.broken(enabled_only=not args.all)]
+    if not tags:  # a tool that failed to build has no tags to match
+        rows += [
+            {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
+            for broken in executor.broken(enabled_only=not args.all)
+        ]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
     width = max((len(row["name"]) for row in rows), default=0)
     for row in rows:
         if row["error"] is None:
-            summary = row["description"].strip().split("\n", 1)[0]
+            summary = row["summary"] or row["description"].strip().split("\n", 1)[0]
+            summary += f"  [{', '.join(row['tags'])}]" if row["tags"] else ""
         else:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
@@ -215,21 +237,50 @@ def _describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(declaration.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK
-    print(f"{declaration.name}  ({declaration.language}, {declaration.source})\n")
-    print(declaration.description + "\n")
-    schema = declaration.parameters
+    print("\n".join(describe_text(declaration)))
+    return EXIT_OK
+
+
+def describe_text(tool: Any) -> list[str]:
+    """The lines ``toolexec describe`` prints: the declaration, then whatever metadata the script declares."""
+    meta = tool.metadata
+    lines = [f"{tool.name}  ({tool.language}, {tool.source})", ""]
+    if meta.title:
+        lines += [meta.title, ""]
+    lines += [tool.description, ""]
+    schema = tool.parameters
     required = set(schema.get("required", []))
-    for name, prop in schema.get("properties", {}).items():
+    properties = schema.get("properties", {})
+    if properties:
+        lines.append("Parameters:")
+    for name, prop in properties.items():
         kind = prop.get("type", "any")
         extras = [
             f"one of {prop['enum']}" if "enum" in prop else "",
             f"default {json.dumps(prop['default'])}" if "default" in prop else "",
         ]
         flags = ", ".join(x for x in ["required" if name in required else "optional", *extras] if x)
-        print(f"  {name}: {kind if isinstance(kind, str) else '|'.join(kind)} ({flags})")
+        lines.append(f"  {name}: {kind if isinstance(kind, str) else '|'.join(kind)} ({flags})")
         if prop.get("description"):
-            print(f"      {prop['description']}")
-    return EXIT_OK
+            lines.append(f"      {prop['description']}")
+    hints = {"read_only": "read-only", "destructive": "destructive", "idempotent": "idempotent", "open_world": "open-world"}
+    declared = {hints[k]: v for k, v in asdict(meta.annotations).items() if v is not None}
+    limits = {k.replace("_", " "): v for k, v in asdict(tool.limits).items() if v is not None}
+    rows = [
+        ("Summary", meta.summary),
+        ("Tags", ", ".join(meta.tags)),
+        ("Behaviour", ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in declared.items())),
+        ("Limits", ", ".join(f"{k} {v:g}" for k, v in limits.items())),
+    ]
+    lines += [f"{label}: {value}" for label, value in rows if value]
+    if meta.examples:
+        lines += ["Examples:", *(f"  {json.dumps(e, ensure_ascii=False)}" for e in meta.examples)]
+    if meta.errors:
+        lines += ["Errors:", *(f"  {e}" for e in meta.errors)]
+    if meta.output_schema is not None:
+        shown = json.dumps(meta.output_schema, indent=2, ensure_ascii=False)
+        lines += ["Output:", *(f"  {line}" for line in shown.splitlines())]
+    return lines
 
 
 def _new(args: argparse.Namespace) -> int:

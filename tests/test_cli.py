@@ -132,6 +132,10 @@ def test_build_list_describe(project: Project) -> None:
             "name": "add",
             "language": "python",
             "description": "Add two numbers.",
+            "title": None,
+            "summary": "Add two numbers.",
+            "tags": [],
+            "annotations": {"read_only": None, "destructive": None, "idempotent": None, "open_world": None},
             "source": str(project.tools / "add.py"),
             "error": None,
         }
@@ -140,13 +144,18 @@ def test_build_list_describe(project: Project) -> None:
         "name": "broken",
         "language": "python",
         "description": None,
+        "title": None,
+        "summary": None,
+        "tags": [],
+        "annotations": None,
         "source": str(project.tools / "broken.py"),
         "error": broken["error"],
     }
     assert broken["error"].startswith(f"{project.tools / 'broken.py'}:1:5: function 'run' has no docstring\n")
     described = toolexec("--config", config, "describe", "add")
     assert described.stdout == (
-        f"add  (python, {project.tools / 'add.py'})\n\nAdd two numbers.\n\n  a: integer (required)\n  b: integer (optional, default 1)\n"
+        f"add  (python, {project.tools / 'add.py'})\n\nAdd two numbers.\n\nParameters:\n"
+        "  a: integer (required)\n  b: integer (optional, default 1)\nSummary: Add two numbers.\n"
     )
     full = json.loads(toolexec("--config", config, "describe", "add", "--json").stdout)
     assert (full["name"], full["invocation"]["kind"], full["parameters"]["required"]) == ("add", "kwargs", ["a"])
@@ -299,3 +308,137 @@ def test_the_installed_command_cancels_on_sigint(project: Project) -> None:
     out, err = child.communicate(timeout=60)
     assert (child.returncode, err) == (0, "")
     assert json.loads(out) == [{"role": "tool", "tool_call_id": "c1", "content": "Tool call 'wait' was cancelled"}]
+
+
+LISTING = '''from typing import TypedDict
+
+
+class Listing(TypedDict):
+    entries: list[str]
+
+
+def run(path: str, limit: int = 100) -> Listing:
+    """List a directory.
+
+    Args:
+        path: Directory to list.
+        limit: At most this many entries.
+
+    Title: List directory
+    Tags: fs, read
+    Read-only: true
+    Idempotent: true
+    Timeout: 30
+    Examples:
+        {"path": "."}
+    Errors:
+        not a directory: the path is a file
+    """
+    return {"entries": []}
+'''
+WRITE = "#!/usr/bin/env bash\n# @describe Write a file.\n# @meta tags fs,write\n# @meta destructive\n# @option --path! File.\nmain() { :; }\n"
+
+
+def test_list_tags_keeps_tools_with_every_tag(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    project.tool("add.py", ADD)
+    project.tool("listing.py", LISTING)
+    project.tool("write.sh", WRITE)
+    project.tool("bad.py", "def run(*args):\n    '''Bad.'''\n")
+    config = str(project.configure())
+    assert cli(capsys, "--config", config, "list", "--tags", "fs") == (
+        0,
+        "listing  python      List a directory.  [fs, read]\nwrite    bash        Write a file.  [fs, write]\n",
+        "",
+    )
+    assert cli(capsys, "--config", config, "list", "--tags", "fs, read") == (
+        0,
+        "listing  python      List a directory.  [fs, read]\n",
+        "",
+    )
+    assert cli(capsys, "--config", config, "list", "--tags", "read,write") == (0, "", "")
+    rows = json.loads(cli(capsys, "--config", config, "list", "--tags", "write", "--json")[1])
+    assert rows == [
+        {
+            "name": "write",
+            "language": "bash",
+            "description": "Write a file.",
+            "title": None,
+            "summary": "Write a file.",
+            "tags": ["fs", "write"],
+            "annotations": {"read_only": None, "destructive": True, "idempotent": None, "open_world": None},
+            "source": str(project.tools / "write.sh"),
+            "error": None,
+        }
+    ]
+    assert cli(capsys, "--config", config, "list", "--tags", " , ") == (
+        2,
+        "",
+        "toolexec: --tags names no tag; write --tags fs,read\n",
+    )
+
+
+def test_describe_shows_the_metadata(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    project.tool("listing.py", LISTING)
+    config = str(project.configure())
+    status, out, err = cli(capsys, "--config", config, "describe", "listing")
+    assert (status, err) == (0, "")
+    assert out == (
+        f"listing  (python, {project.tools / 'listing.py'})\n"
+        "\n"
+        "List directory\n"
+        "\n"
+        "List a directory.\n"
+        "\n"
+        "Parameters:\n"
+        "  path: string (required)\n"
+        "      Directory to list.\n"
+        "  limit: integer (optional, default 100)\n"
+        "      At most this many entries.\n"
+        "Summary: List a directory.\n"
+        "Tags: fs, read\n"
+        "Behaviour: read-only yes, idempotent yes\n"
+        "Limits: timeout 30\n"
+        "Examples:\n"
+        '  {"path": "."}\n'
+        "Errors:\n"
+        "  not a directory: the path is a file\n"
+        "Output:\n"
+        "  {\n"
+        '    "type": "object",\n'
+        '    "properties": {\n'
+        '      "entries": {\n'
+        '        "type": "array",\n'
+        '        "items": {\n'
+        '          "type": "string"\n'
+        "        }\n"
+        "      }\n"
+        "    },\n"
+        '    "required": [\n'
+        '      "entries"\n'
+        "    ]\n"
+        "  }\n"
+    )
+    full = json.loads(cli(capsys, "--config", config, "describe", "listing", "--json")[1])
+    assert full["metadata"] == {
+        "title": "List directory",
+        "summary": "List a directory.",
+        "tags": ["fs", "read"],
+        "examples": [{"path": "."}],
+        "annotations": {"read_only": True, "destructive": None, "idempotent": True, "open_world": None},
+        "output_schema": {
+            "type": "object",
+            "properties": {"entries": {"type": "array", "items": {"type": "string"}}},
+            "required": ["entries"],
+        },
+        "errors": ["not a directory: the path is a file"],
+    }
+    assert full["limits"] == {"timeout": 30.0, "max_output_bytes": None}
+
+
+def test_executor_tools_filters_by_tags(project: Project) -> None:
+    project.tool("listing.py", LISTING)
+    project.tool("write.sh", WRITE)
+    executor = project.executor()
+    assert [t.name for t in executor.tools(tags=["fs"])] == ["listing", "write"]
+    assert [t.name for t in executor.tools(tags=("fs", "write"))] == ["write"]
+    assert [t.name for t in executor.tools(tags=["nope"])] == []
