@@ -32,7 +32,9 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     functions = {text(n.child_by_field_name("name")) for n in root.named_children if n.type == "function_definition"}
     description: list[str] = []
     described_at: int | None = None
-    describing = False
+    # The lines a continuation comment is added to: @describe's, or the last @option/@flag/@arg/@env's.
+    continuing: list[str] | None = None
+    helps: list[tuple[Param | EnvVar, list[str]]] = []
     params: list[Param] = []
     positions: dict[str, tuple[int, int]] = {}
     duplicates: list[tuple[str, tuple[int, int]]] = []
@@ -41,26 +43,27 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     previous_row = -2
     for node in root.named_children:
         if node.type != "comment" or text(node).startswith("#!"):
-            describing = False
+            continuing = None
             continue
         body = text(node)[1:]
         row, col = node.start_point
         adjacent, previous_row = row == previous_row + 1, row
         line = body.strip()
         if not line.startswith("@"):
-            if describing and adjacent:
-                description.append(line)  # @describe continues on the following comment lines
+            if continuing is not None and adjacent:
+                continuing.append(continuation(body))  # a tag continues on the following comment lines
             else:
-                describing = False
+                continuing = None
             continue
-        describing = False
+        continuing = None
         tag_at = col + 1 + (len(body) - len(body.lstrip()))
         tag, _, rest = line[1:].partition(" ")
         rest_at = tag_at + 1 + len(tag) + 1
         if tag == "describe":
             if described_at is not None:
                 diag.error((row, tag_at), "a second @describe", "keep one @describe; continue it on the next comment lines")
-            described_at, description, describing = row, [rest.strip()], True
+            described_at, description = row, [rest.strip()]
+            continuing = description
         elif tag in ("option", "flag", "arg"):
             kind: ParamKind = tag  # type: ignore[assignment]
             try:
@@ -70,17 +73,23 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
                 else:
                     positions[param.name] = (row, tag_at)
                 params.append(param)
+                continuing = [param.help]
+                helps.append((param, continuing))
             except TagError as error:
                 diag.error((row, rest_at + error.offset), f"@{tag}: {error.message}", error.hint)
         elif tag == "env":
             try:
                 envs.append(parse_env(rest))
+                continuing = [envs[-1].help]
+                helps.append((envs[-1], continuing))
             except TagError as error:
                 diag.error((row, rest_at + error.offset), f"@env: {error.message}", error.hint)
         elif tag == "meta":
             _meta(rest, meta, diag, (row, rest_at))
         elif tag not in _SILENT:
             diag.warn((row, tag_at), f"unknown tag @{tag}; it is ignored", "known tags: @describe @option @flag @arg @env @meta")
+    for item, lines in helps:
+        item.help = "\n".join(lines).strip()
     described = "\n".join(description).strip()
     if not described:
         where = (described_at, 0) if described_at is not None else None
@@ -121,6 +130,14 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         limits=Limits(**meta["limits"]),
         shebang=_bash_shebang(source),
     )
+
+
+def continuation(body: str) -> str:
+    """A continuation line as argc reads it: the text after ``#`` less one space or tab (further
+    indentation is kept), with a leading ``\\@`` turned into a literal ``@``."""
+    if body[:1] in (" ", "\t"):
+        body = body[1:]
+    return body[1:] if body.startswith("\\@") else body
 
 
 def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int]) -> None:
