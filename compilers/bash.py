@@ -22,6 +22,8 @@ from toolexec.records import Argc, Limits, ToolDeclaration
 
 _SILENT = {"version", "author", "cmd", "alias"}  # argc tags that mean nothing for a tool
 _TYPES = {"INT": "integer", "NUM": "number"}
+# The first line of the parser ``argc --argc-build`` writes into a script (Loki and Coyote build theirs).
+BUILD_MARKER = " ARGC-BUILD {"
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
@@ -41,11 +43,15 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     envs: list[EnvVar] = []
     meta: dict[str, Any] = {"require_tools": [], "dotenv": None, "limits": {}}
     previous_row = -2
+    built = False
     for node in root.named_children:
         if node.type != "comment" or text(node).startswith("#!"):
             continuing = None
             continue
         body = text(node)[1:]
+        if body.rstrip() == BUILD_MARKER:
+            built, continuing = True, None
+            continue
         row, col = node.start_point
         adjacent, previous_row = row == previous_row + 1, row
         line = body.strip()
@@ -126,6 +132,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
             env=tuple(e.invocation() for e in envs),
             require_tools=tuple(meta["require_tools"]),
             dotenv=meta["dotenv"],
+            built=built,
         ),
         limits=Limits(**meta["limits"]),
         shebang=_bash_shebang(source),

@@ -98,7 +98,14 @@ class Engine:
             if output.spilled or finished.stderr.spilled:
                 _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
             return outcome(
-                tool.name, call_id, finished, output, timeout=timeout, failure=_reported_failure(failure_path), started=started
+                tool.name,
+                call_id,
+                finished,
+                output,
+                timeout=timeout,
+                failure=_reported_failure(failure_path),
+                started=started,
+                notes=prepared.notes,
             )
 
 
