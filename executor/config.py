@@ -180,7 +180,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     data = _read(located.path)
     config = from_mapping(data, located.path, embedded=located.embedded)
     ignored = sorted(str(key) for key in data if key in LOKI_KEYS)
-    notes = (f"ignored Loki settings (toolexec does not use them): {', '.join(ignored)}",) if ignored else ()
+    notes: tuple[str, ...] = (f"ignored Loki settings (toolexec does not use them): {', '.join(ignored)}",) if ignored else ()
     if data.get("visible_tools") is None and (config.functions_dir / TOOLS_TXT).is_file():
         notes += (f"visible tools from {config.functions_dir / TOOLS_TXT} (no visible_tools in the config)",)
     return dataclasses.replace(config, lookup=(*located.trail, *notes))
