@@ -40,6 +40,60 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# Loki's (and AIChat's) own settings: a Loki config.yaml works as it is; these are listed by --verbose.
+LOKI_KEYS = frozenset(
+    [
+        "model",
+        "temperature",
+        "top_p",
+        "stream",
+        "save",
+        "keybindings",
+        "editor",
+        "wrap",
+        "wrap_code",
+        "repl_prelude",
+        "cmd_prelude",
+        "agent_prelude",
+        "agent_session",
+        "prelude",
+        "highlight",
+        "light_theme",
+        "user_agent",
+        "save_shell_history",
+        "sync_models_url",
+        "left_prompt",
+        "right_prompt",
+        "vault_password_file",
+        "function_calling",
+        "mcp_server_support",
+        "mapping_mcp_servers",
+        "enabled_mcp_servers",
+        "save_session",
+        "compression_threshold",
+        "summarize_prompt",
+        "summarization_prompt",
+        "summary_prompt",
+        "summary_context_prompt",
+        "rag_embedding_model",
+        "rag_reranker_model",
+        "rag_top_k",
+        "rag_chunk_size",
+        "rag_chunk_overlap",
+        "rag_min_score_vector_search",
+        "rag_min_score_keyword_search",
+        "rag_template",
+        "document_loaders",
+        "clients",
+        "serve_addr",
+        "dry_run",
+        "theme",
+    ]
+)
+# An llm-functions checkout lists its visible tools here, one file name a line.
+TOOLS_TXT = "tools.txt"
+
+
 class Located(NamedTuple):
     path: Path
     embedded: bool
@@ -123,8 +177,13 @@ def _not_ours(path: Path) -> str | None:
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     """Locate, read and validate the config (see :func:`locate` for the lookup order)."""
     located = locate(explicit)
-    config = from_mapping(_read(located.path), located.path, embedded=located.embedded)
-    return dataclasses.replace(config, lookup=located.trail)
+    data = _read(located.path)
+    config = from_mapping(data, located.path, embedded=located.embedded)
+    ignored = sorted(str(key) for key in data if key in LOKI_KEYS)
+    notes: tuple[str, ...] = (f"ignored Loki settings (toolexec does not use them): {', '.join(ignored)}",) if ignored else ()
+    if data.get("visible_tools") is None and (config.functions_dir / TOOLS_TXT).is_file():
+        notes += (f"visible tools from {config.functions_dir / TOOLS_TXT} (no visible_tools in the config)",)
+    return dataclasses.replace(config, lookup=(*located.trail, *notes))
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -168,16 +227,20 @@ def _parse_yaml(path: Path) -> dict[str, Any]:
 def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) -> Config:
     where = str(path)
     for key in data:
-        if key not in DEFAULTS:
+        if key not in DEFAULTS and key not in LOKI_KEYS:
             raise ConfigError(where, f"unknown setting{did_you_mean(str(key), DEFAULTS)}", key=str(key))
     values = {**DEFAULTS, **{k: v for k, v in data.items() if v is not None}}
     functions_dir = values["functions_dir"]
     if not isinstance(functions_dir, str) or not functions_dir:
         raise ConfigError(where, f"expected a directory path, got {functions_dir!r}", key="functions_dir")
+    functions = (path.parent / Path(functions_dir).expanduser()).resolve()
+    visible = values["visible_tools"]
+    if data.get("visible_tools") is None:
+        visible = _tools_txt(functions / TOOLS_TXT, visible)
     return Config(
         path=path,
-        functions_dir=(path.parent / Path(functions_dir).expanduser()).resolve(),
-        visible_tools=_visible(values["visible_tools"], where),
+        functions_dir=functions,
+        visible_tools=_visible(visible, where),
         enabled_tools=_enabled(values["enabled_tools"], where),
         mapping_tools=_mapping(values["mapping_tools"], where),
         runtimes=_runtimes(values["runtimes"], where),
@@ -186,6 +249,15 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
         embedded=embedded,
     )
+
+
+def _tools_txt(path: Path, fallback: Any) -> Any:
+    """The file names an llm-functions ``tools.txt`` lists (``#`` starts a comment), or ``fallback``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return fallback
+    return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
 
 
 def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
