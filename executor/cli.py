@@ -92,6 +92,18 @@ def _parser() -> argparse.ArgumentParser:
 
     call = commands.add_parser("call", help="run a batch of OpenAI tool_calls or Anthropic tool_use blocks from stdin")
     call.set_defaults(handler=_call)
+
+    mcp = commands.add_parser("mcp", help="serve the enabled tools over MCP (stdio, or Streamable HTTP with --http)")
+    mcp.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP (stateless) instead of stdio; host 127.0.0.1")
+    mcp.add_argument(
+        "--token-env", metavar="NAME", help="environment variable holding the HTTP bearer token (default: mcp.token_env)"
+    )
+    mcp.add_argument(
+        "--catalog", choices=["full", "summaries"], default="full", help="summaries: one-line entries and a describe_tool tool"
+    )
+    mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
+    mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
+    mcp.set_defaults(handler=_mcp)
     return parser
 
 
@@ -201,6 +213,19 @@ def _describe(args: argparse.Namespace) -> int:
         if prop.get("description"):
             print(f"      {prop['description']}")
     return EXIT_OK
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    if args.page_size is not None and args.page_size < 1:
+        raise BadRequest(f"--page-size must be a positive whole number, got {args.page_size}")
+    from toolexec.mcp import ServeOptions, main  # the SDK is imported only by this command
+
+    if args.verbose:
+        _executor(args)  # prints the config lookup trail
+    options = ServeOptions(catalog=args.catalog, page_size=args.page_size, reload=not args.no_reload)
+    return main(args.config, http=args.http, token_env=args.token_env, options=options)
 
 
 def _cancel_on_signals() -> Any:
