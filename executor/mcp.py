@@ -15,15 +15,19 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import dataclasses
 import hmac
 import json
 import math
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -216,7 +220,9 @@ class ToolServer:
         self.config = load_config(config_source)
         report = build(self.config)
         self._report_problems(report.problems)
-        self.catalog = report.catalog
+        self.good_sources: dict[str, bytes] = {}
+        self.snapshots = Path(tempfile.mkdtemp(prefix="toolexec-mcp-"))
+        self.catalog = self._serving(report.catalog)
         self.listing = Listing(self.config, self.catalog, summaries=options.catalog == "summaries")
         self.bus = InMemorySubscriptionBus()
         self.limiter = anyio.CapacityLimiter(self.config.max_parallel)
@@ -382,8 +388,8 @@ class ToolServer:
         self._report_problems(fresh)
         old = self.listing
         diff = report.catalog.diff(self.catalog)
-        self.config, self.catalog = config, report.catalog
-        self.listing = Listing(config, report.catalog, summaries=self.options.catalog == "summaries")
+        self.config, self.catalog = config, self._serving(report.catalog)
+        self.listing = Listing(config, self.catalog, summaries=self.options.catalog == "summaries")
         offered = set(old.names) | set(self.listing.names)
         changed = any(n in offered for n in (*diff.added, *diff.removed, *diff.changed)) or set(old.names) != set(
             self.listing.names
@@ -391,6 +397,27 @@ class ToolServer:
         if changed:
             await self.announce()
         return changed
+
+    def _serving(self, catalog: Catalog) -> Catalog:
+        """The catalog calls run against: a tool whose edit broke it runs the last source that built, from a
+        private copy (the catalog's ``last_good`` keeps its declaration; the file on disk is the broken one)."""
+        entries = []
+        for entry in catalog.entries:
+            if entry.declaration is not None:
+                with contextlib.suppress(OSError):
+                    self.good_sources[entry.name] = Path(entry.declaration.source).read_bytes()
+            elif entry.last_good is not None and entry.name in self.good_sources:
+                copy = self.snapshots / entry.name / Path(entry.last_good.source).name
+                copy.parent.mkdir(exist_ok=True)
+                copy.write_bytes(self.good_sources[entry.name])
+                copy.chmod(0o700)
+                entry = dataclasses.replace(entry, last_good=dataclasses.replace(entry.last_good, source=str(copy)))
+            entries.append(entry)
+        return Catalog(fingerprint=catalog.fingerprint, entries=tuple(entries))
+
+    def close(self) -> None:
+        """Remove the private copies of last good sources."""
+        shutil.rmtree(self.snapshots, ignore_errors=True)
 
     async def announce(self) -> None:
         """notifications/tools/list_changed to the handshake-era stdio client, and the event to 2026 listeners."""
@@ -407,7 +434,7 @@ class ToolServer:
 
         init = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with anyio.create_task_group() as group:
-            group.start_soon(self._signals, group.cancel_scope)
+            group.start_soon(self._signals, self._stop_stdio)
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
@@ -430,13 +457,20 @@ class ToolServer:
         sock = socket.create_server((host, port), family=family)
         bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
-        server = uvicorn.Server(
+
+        class Uvicorn(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
+                yield
+
+        server = Uvicorn(
             uvicorn.Config(
                 BearerGate(app, token) if token else app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
             )
         )
         log(f"serving http://{shown}:{bound}/mcp")
         async with anyio.create_task_group() as group:
+            group.start_soon(self._signals, lambda: setattr(server, "should_exit", True))
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
@@ -461,10 +495,22 @@ class ToolServer:
 
         await watch_tools(self)
 
-    async def _signals(self, scope: anyio.CancelScope) -> None:
+    async def _stop_stdio(self) -> None:
+        """SIGTERM/SIGINT on stdio: end every call's tree, then exit 0 (the SDK's stdin reader thread cannot be
+        interrupted while it waits for a line, so the process ends here rather than by unwinding)."""
+        import os
+
+        await self.cancel_all()
+        self.close()
+        sys.stderr.flush()
+        os._exit(0)
+
+    async def _signals(self, stop: Callable[[], Any]) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for _ in signals:
-                scope.cancel()
+                outcome = stop()
+                if outcome is not None:
+                    await outcome
                 return
 
 
@@ -534,9 +580,12 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
     bind = parse_bind(http) if http is not None else None
     server = ToolServer(config_source, options)
-    if bind is None:
-        anyio.run(server.serve_stdio)
+    try:
+        if bind is None:
+            anyio.run(server.serve_stdio)
+            return 0
+        token = resolve_token(server.config, token_env, bind[0])
+        anyio.run(server.serve_http, bind[0], bind[1], token)
         return 0
-    token = resolve_token(server.config, token_env, bind[0])
-    anyio.run(server.serve_http, bind[0], bind[1], token)
-    return 0
+    finally:
+        server.close()
