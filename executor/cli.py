@@ -120,6 +120,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", metavar="PATH", help="tool files or folders (default: every visible tool)")
     check.add_argument("--json", action="store_true", help="print the findings as one JSON array")
     check.set_defaults(handler=_check)
+
+    mcp = commands.add_parser("mcp", help="serve the enabled tools over MCP (stdio, or Streamable HTTP with --http)")
+    mcp.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP (stateless) instead of stdio; host 127.0.0.1")
+    mcp.add_argument(
+        "--token-env", metavar="NAME", help="environment variable holding the HTTP bearer token (default: mcp.token_env)"
+    )
+    mcp.add_argument(
+        "--catalog", choices=["full", "summaries"], default="full", help="summaries: one-line entries and a describe_tool tool"
+    )
+    mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
+    mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
+    mcp.set_defaults(handler=_mcp)
     return parser
 
 
@@ -310,6 +322,19 @@ def _check(args: argparse.Namespace) -> int:
             print(finding)
         print(summary(findings, files), file=sys.stderr)
     return EXIT_FAILED if any(f.severity == "error" for f in findings) else EXIT_OK
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    if args.page_size is not None and args.page_size < 1:
+        raise BadRequest(f"--page-size must be a positive whole number, got {args.page_size}")
+    from toolexec.mcp import ServeOptions, main  # the SDK is imported only by this command
+
+    if args.verbose:
+        _executor(args)  # prints the config lookup trail
+    options = ServeOptions(catalog=args.catalog, page_size=args.page_size, reload=not args.no_reload)
+    return main(args.config, http=args.http, token_env=args.token_env, options=options)
 
 
 @contextlib.contextmanager

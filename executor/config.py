@@ -37,7 +37,21 @@ DEFAULTS: dict[str, Any] = {
     "timeout": 60,
     "max_output_bytes": 1 << 20,
     "max_parallel": 8,
+    "mcp": {},
 }
+MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpSettings:
+    """The ``mcp:`` section: what ``toolexec mcp`` needs beyond the tools."""
+
+    # The environment variable holding the bearer token HTTP clients must send.
+    token_env: str | None = None
+    # Extra Host / Origin header values the HTTP server accepts (behind a proxy), besides loopback ones.
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    page_size: int = 100
 
 
 # Loki's (and AIChat's) own settings: a Loki config.yaml works as it is; these are listed by --verbose.
@@ -114,6 +128,7 @@ class Config:
     timeout: float = 60.0
     max_output_bytes: int = 1 << 20
     max_parallel: int = 8
+    mcp: McpSettings = field(default_factory=McpSettings)
     embedded: bool = False
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
@@ -247,6 +262,7 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         timeout=_positive(values["timeout"], "timeout", where, float),
         max_output_bytes=int(_positive(values["max_output_bytes"], "max_output_bytes", where, int)),
         max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
+        mcp=_mcp(values["mcp"], where),
         embedded=embedded,
     )
 
@@ -303,6 +319,24 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
         else:
             raise ConfigError(where, f"expected a command such as 'python3.12', got {command!r}", key=key)
     return result
+
+
+def _mcp(value: Any, where: str) -> McpSettings:
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"expected a mapping such as token_env: MY_TOKEN, got {value!r}", key="mcp")
+    for key in value:
+        if key not in MCP_KEYS:
+            raise ConfigError(where, f"unknown setting{did_you_mean(str(key), MCP_KEYS)}", key=f"mcp.{key}")
+    token_env = value.get("token_env")
+    if token_env is not None and not (isinstance(token_env, str) and token_env.strip()):
+        raise ConfigError(where, f"expected the name of an environment variable, got {token_env!r}", key="mcp.token_env")
+    page_size = value.get("page_size", 100)
+    return McpSettings(
+        token_env=token_env,
+        allowed_hosts=_names(value.get("allowed_hosts", []), "mcp.allowed_hosts", where),
+        allowed_origins=_names(value.get("allowed_origins", []), "mcp.allowed_origins", where),
+        page_size=int(_positive(page_size, "mcp.page_size", where, int)),
+    )
 
 
 def is_positive(value: Any, kind: type = float) -> bool:

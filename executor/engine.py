@@ -82,6 +82,7 @@ class Engine:
                 timeout=timeout,
                 capture_limit=limit,
                 spill_dir=str(state.outputs_dir),
+                progress=control is not None and control.on_event is not None,
             )
             try:
                 finished = run_process(launch, control)
