@@ -22,6 +22,10 @@ $(VENV)/node/node_modules/.bin/esbuild: | $(BIN)/python
 $(VENV)/js-runtimes/node_modules/.bin/deno: | $(BIN)/python
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/js-runtimes tsx@4 bun@1 deno@2
 
+# The MCP Inspector: a second, independent MCP client the tests drive in its command-line mode.
+$(VENV)/inspector/node_modules/.bin/mcp-inspector: | $(BIN)/python
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/inspector @modelcontextprotocol/inspector@2
+
 # Wheels for the install tests, which build toolexec's wheel and install it offline into fresh
 # venvs beside PyPI's unrelated `executor` package.
 $(VENV)/wheelhouse/.done: pyproject.toml | $(BIN)/python
@@ -34,7 +38,7 @@ $(VENV)/.nginx: | $(BIN)/python
 	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; }
 	touch $@
 
-$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/wheelhouse/.done $(VENV)/.nginx
+$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/inspector/node_modules/.bin/mcp-inspector $(VENV)/wheelhouse/.done $(VENV)/.nginx
 	$(BIN)/python -m pip install -q -e '.[node,test]'
 	touch $@ $(VENV)/.app
 

@@ -60,6 +60,7 @@ class Param:
             default_fn=self.default_fn,
             choices_fn=self.choices_fn,
             check_choices=self.check_choices,
+            long=self.long if self.kind != "arg" else "",
         )
 
 

@@ -17,11 +17,14 @@ from toolexec.compilers.common import (
     text,
     tool_name,
 )
+from toolexec.compilers.metadata import MetadataReader, near_miss
 from toolexec.compilers.shebang import read_shebang
 from toolexec.records import Argc, Limits, ToolDeclaration
 
 _SILENT = {"version", "author", "cmd", "alias"}  # argc tags that mean nothing for a tool
 _TYPES = {"INT": "integer", "NUM": "number"}
+# The first line of the parser ``argc --argc-build`` writes into a script (Loki and Coyote build theirs).
+BUILD_MARKER = " ARGC-BUILD {"
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
@@ -32,35 +35,43 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     functions = {text(n.child_by_field_name("name")) for n in root.named_children if n.type == "function_definition"}
     description: list[str] = []
     described_at: int | None = None
-    describing = False
+    # The lines a continuation comment is added to: @describe's, or the last @option/@flag/@arg/@env's.
+    continuing: list[str] | None = None
+    helps: list[tuple[Param | EnvVar, list[str]]] = []
     params: list[Param] = []
     positions: dict[str, tuple[int, int]] = {}
     duplicates: list[tuple[str, tuple[int, int]]] = []
     envs: list[EnvVar] = []
     meta: dict[str, Any] = {"require_tools": [], "dotenv": None, "limits": {}}
+    reader = MetadataReader(diag, _SPELL)
     previous_row = -2
+    built = False
     for node in root.named_children:
         if node.type != "comment" or text(node).startswith("#!"):
-            describing = False
+            continuing = None
             continue
         body = text(node)[1:]
+        if body.rstrip() == BUILD_MARKER:
+            built, continuing = True, None
+            continue
         row, col = node.start_point
         adjacent, previous_row = row == previous_row + 1, row
         line = body.strip()
         if not line.startswith("@"):
-            if describing and adjacent:
-                description.append(line)  # @describe continues on the following comment lines
+            if continuing is not None and adjacent:
+                continuing.append(continuation(body))  # a tag continues on the following comment lines
             else:
-                describing = False
+                continuing = None
             continue
-        describing = False
+        continuing = None
         tag_at = col + 1 + (len(body) - len(body.lstrip()))
         tag, _, rest = line[1:].partition(" ")
         rest_at = tag_at + 1 + len(tag) + 1
         if tag == "describe":
             if described_at is not None:
                 diag.error((row, tag_at), "a second @describe", "keep one @describe; continue it on the next comment lines")
-            described_at, description, describing = row, [rest.strip()], True
+            described_at, description = row, [rest.strip()]
+            continuing = description
         elif tag in ("option", "flag", "arg"):
             kind: ParamKind = tag  # type: ignore[assignment]
             try:
@@ -70,17 +81,23 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
                 else:
                     positions[param.name] = (row, tag_at)
                 params.append(param)
+                continuing = [param.help]
+                helps.append((param, continuing))
             except TagError as error:
                 diag.error((row, rest_at + error.offset), f"@{tag}: {error.message}", error.hint)
         elif tag == "env":
             try:
                 envs.append(parse_env(rest))
+                continuing = [envs[-1].help]
+                helps.append((envs[-1], continuing))
             except TagError as error:
                 diag.error((row, rest_at + error.offset), f"@env: {error.message}", error.hint)
         elif tag == "meta":
-            _meta(rest, meta, diag, (row, rest_at))
+            _meta(rest, meta, reader, diag, (row, rest_at))
         elif tag not in _SILENT:
             diag.warn((row, tag_at), f"unknown tag @{tag}; it is ignored", "known tags: @describe @option @flag @arg @env @meta")
+    for item, lines in helps:
+        item.help = "\n".join(lines).strip()
     described = "\n".join(description).strip()
     if not described:
         where = (described_at, 0) if described_at is not None else None
@@ -104,29 +121,72 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         diag.warn(None, "no main function; the script's top-level code is the tool")
     properties = {p.name: _schema(p) for p in params}
     required = [p.name for p in params if p.required and p.default is None and p.default_fn is None]
+    parameters = object_schema(properties, required)
+    metadata = reader.build(parameters, described)
     return finish(
         diag,
         source=source,
         path=path,
         name=name,
         description=described,
-        parameters=object_schema(properties, required),
+        parameters=parameters,
+        metadata=metadata,
         language="bash",
         invocation=Argc(
             params=tuple(p.invocation() for p in params),
             env=tuple(e.invocation() for e in envs),
             require_tools=tuple(meta["require_tools"]),
             dotenv=meta["dotenv"],
+            built=built,
         ),
         limits=Limits(**meta["limits"]),
         shebang=_bash_shebang(source),
     )
 
 
-def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int]) -> None:
+def continuation(body: str) -> str:
+    """A continuation line as argc reads it: the text after ``#`` less one space or tab (further
+    indentation is kept), with a leading ``\\@`` turned into a literal ``@``."""
+    if body[:1] in (" ", "\t"):
+        body = body[1:]
+    return body[1:] if body.startswith("\\@") else body
+
+
+# `# @meta <key>` -> metadata field.
+_META_KEYS = {
+    "title": "title",
+    "summary": "summary",
+    "tags": "tags",
+    "read-only": "read_only",
+    "destructive": "destructive",
+    "idempotent": "idempotent",
+    "open-world": "open_world",
+    "example": "examples",
+    "error": "errors",
+    "output-schema": "output_schema",
+}
+# argc's own @meta keys, and toolexec's others: never reported as unknown.
+_ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
+_SPELL = {field: f"@meta {key}" for key, field in _META_KEYS.items()}
+
+
+def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnostics, at: tuple[int, int]) -> None:
     key, _, value = rest.strip().partition(" ")
     value = value.strip()
-    if key == "require-tools":
+    field = _META_KEYS.get(key)
+    if field in ("title", "summary"):
+        reader.set_text(field, value, at)
+    elif field == "tags":
+        reader.add_tags(value, at)
+    elif field == "examples":
+        reader.add_example_text(value, at)
+    elif field == "errors":
+        reader.add_error(value, at)
+    elif field == "output_schema":
+        reader.set_output_schema(value, at)
+    elif field is not None:
+        reader.set_flag(field, value, at)
+    elif key == "require-tools":
         tools = [t for t in value.replace(",", " ").split() if t]
         if not tools:
             diag.error(at, "@meta require-tools names no program", "write # @meta require-tools jq,curl")
@@ -136,6 +196,11 @@ def _meta(rest: str, meta: dict[str, Any], diag: Diagnostics, at: tuple[int, int
     elif key in LIMITS:
         limits = read_limits({key: value}, diag, at, "# @meta {name} {value}")
         meta["limits"].update({k: v for k, v in asdict(limits).items() if v is not None})
+    elif key not in _ARGC_META:
+        known = [*_META_KEYS, *LIMITS, "require-tools", "dotenv"]
+        meant = near_miss(key, known)
+        hint = f"did you mean @meta {meant}?" if meant else f"toolexec reads @meta {', '.join(known)}"
+        diag.warn(at, f"unknown @meta key {key!r}; it is ignored", hint)
 
 
 def _schema(param: Param) -> dict[str, Any]:

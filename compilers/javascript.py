@@ -17,11 +17,14 @@ from tree_sitter import Node
 
 from toolexec.compilers.common import Diagnostics, check_name, finish, object_schema, parser, syntax_errors, text, tool_name
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
+from toolexec.compilers.metadata import MetadataReader, did_you_mean, near_miss
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from toolexec.compilers.typescript import compile_flat, jsdoc_limits, parse_default
-from toolexec.records import Module, ObjectArgument, ToolDeclaration
+from toolexec.compilers.typescript import compile_flat, jsdoc_limits, jsdoc_metadata, parse_default
+from toolexec.records import Metadata, Module, ObjectArgument, ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
+# Metadata a module tool may export too (read by _module_metadata).
+_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema")
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
@@ -44,7 +47,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
 def _jsdoc_before(statement: Node | None) -> JSDoc | None:
     comment = statement.prev_named_sibling if statement is not None else None
     if comment is not None and comment.type == "comment" and is_jsdoc(text(comment)):
-        return parse_jsdoc(text(comment))
+        return parse_jsdoc(text(comment), comment.start_point)
     return None
 
 
@@ -93,16 +96,18 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
         properties[tag.name] = schema
     if not doc.description:
         diag.error(statement, "the JSDoc block has no description", "start it with what the tool does: /** Get the weather. */")
+    parameters = object_schema(properties, required)
     return finish(
         diag,
         source=source,
         path=path,
         name=name,
         description=doc.description,
-        parameters=object_schema(properties, required),
+        parameters=parameters,
         language="javascript",
         invocation=ObjectArgument(),
         limits=jsdoc_limits(doc, statement or root, diag),
+        metadata=jsdoc_metadata(doc, diag, parameters, None),
     )
 
 
@@ -128,8 +133,7 @@ def _module_object(root: Node) -> tuple[str, dict[str, Node], Node] | None:
                 fields = _fields(init)
                 if key == "tool" or "run" in named or _has_exported_run(root):
                     return key, fields, statement
-            if key in _MODULE_KEYS:
-                named[key] = init
+            named[key] = init  # every export, so a misspelt metadata field can be reported
     if "name" in named and ("inputSchema" in named or "args" in named or "description" in named):
         return "named", named, root
     return None
@@ -198,7 +202,94 @@ def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[
         parameters=parameters,
         language="javascript",
         invocation=Module(export=form),  # type: ignore[arg-type]
+        metadata=_module_metadata(fields, diag, parameters, description or ""),
     )
+
+
+# Module fields -> metadata fields; annotations are MCP's hint names inside `annotations`.
+_MODULE_META = {"title": "title", "summary": "summary", "tags": "tags", "examples": "examples", "errors": "errors"}
+_HINTS = {
+    "readOnlyHint": "read_only",
+    "destructiveHint": "destructive",
+    "idempotentHint": "idempotent",
+    "openWorldHint": "open_world",
+}
+_MODULE_SPELL = {
+    **{field: key for key, field in _MODULE_META.items()},
+    **{field: f"annotations.{hint}" for hint, field in _HINTS.items()},
+    "examples": "an entry of examples",
+    "errors": "an entry of errors",
+    "output_schema": "outputSchema",
+}
+
+
+def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dict[str, Any], description: str) -> Metadata:
+    """``title``, ``summary``, ``tags``, ``examples``, ``errors``, ``annotations`` and ``outputSchema`` literals."""
+    reader = MetadataReader(diag, _MODULE_SPELL)
+    known = [*_MODULE_KEYS, *_MODULE_META_KEYS, *_HINTS]
+    for key, node in fields.items():
+        if key in known and key not in _HINTS:
+            continue
+        meant = near_miss(key, [*_MODULE_META, "annotations", "outputSchema"]) if key not in _HINTS else "annotations"
+        if meant is not None:
+            hint = f"write annotations: {{ {key}: true }}" if key in _HINTS else f"did you mean {meant!r}?"
+            diag.warn(node, f"unknown field {key!r} in the module tool; it is ignored", hint)
+    for key, field in _MODULE_META.items():
+        found = fields.get(key)
+        if found is None:
+            continue
+        node = found
+        value = _literal_or_error(node, key, diag)
+        if value is _MISSING:
+            continue
+        if field in ("title", "summary"):
+            reader.set_text(field, value, node)
+        elif field == "tags":
+            reader.add_tags(value if isinstance(value, list) else None, node)
+        else:
+            items = node.named_children if node.type == "array" else []
+            if not isinstance(value, list):
+                diag.error(node, f"{key} must be an array", f"write {key}: [ … ]")
+                continue
+            for item, item_node in zip(value, items, strict=False):
+                (reader.add_example if field == "examples" else reader.add_error)(item, item_node)
+    annotations = fields.get("annotations")
+    if annotations is not None:
+        value = _literal_or_error(annotations, "annotations", diag)
+        if value is not _MISSING and not isinstance(value, dict):
+            diag.error(annotations, "annotations must be an object", "write annotations: { readOnlyHint: true }")
+        elif isinstance(value, dict):
+            hint_nodes = _fields(annotations)
+            for hint, flag in value.items():
+                at = hint_nodes.get(hint, annotations)
+                if hint in _HINTS:
+                    reader.set_flag(_HINTS[hint], flag, at, text=False)
+                elif hint == "title":
+                    if reader.title is None:
+                        reader.set_text("title", flag, at)
+                else:
+                    diag.warn(
+                        at,
+                        f"unknown annotation {hint!r}; it is ignored",
+                        f"annotations are {', '.join(_HINTS)}{did_you_mean(hint, _HINTS)}",
+                    )
+    schema = fields.get("outputSchema")
+    if schema is not None and (value := _literal_or_error(schema, "outputSchema", diag)) is not _MISSING:
+        reader.set_output_schema(value, schema)
+    return reader.build(parameters, description)
+
+
+_MISSING = object()
+
+
+def _literal_or_error(node: Node, key: str, diag: Diagnostics) -> Any:
+    try:
+        return js_literal(node)
+    except NotLiteral:
+        diag.error(
+            node, f"{key} must be a literal value", f"write {key} as a literal in the exported object, not a computed value"
+        )
+        return _MISSING
 
 
 def _string_field(fields: dict[str, Node], key: str, diag: Diagnostics, anchor: Node) -> str | None:

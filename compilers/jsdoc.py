@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+# Tags whose text may itself start with "{" (a JSON object), so it is not read as a {type}.
+_UNTYPED = {"example", "outputSchema"}
 _NAME = re.compile(r"^(\[)?\s*([A-Za-z_$][\w$.]*)(\?)?\s*(?:=\s*([^\]]*))?\s*(\])?")
 
 
@@ -17,42 +19,52 @@ class Tag:
     default: str | None = None
     text: str = ""
     line: int = 0  # 0-based line within the block
+    col: int = 0  # 0-based column of the '@' within its line of the block
 
 
 @dataclass
 class JSDoc:
     description: str
     tags: list[Tag] = field(default_factory=list)
+    origin: tuple[int, int] = (0, 0)  # 0-based (row, column) of the block's "/**" in the file
 
     def find(self, tag: str) -> list[Tag]:
         return [t for t in self.tags if t.tag == tag]
+
+    def at(self, tag: Tag) -> tuple[int, int]:
+        """0-based (row, column) of a tag in the file."""
+        row, col = self.origin
+        return (row + tag.line, tag.col + (col if tag.line == 0 else 0))
 
 
 def is_jsdoc(comment: str) -> bool:
     return comment.startswith("/**") and not comment.startswith("/***")
 
 
-def parse_jsdoc(comment: str) -> JSDoc:
+def parse_jsdoc(comment: str, origin: tuple[int, int] = (0, 0)) -> JSDoc:
     body = comment[3:-2] if comment.endswith("*/") else comment[3:]
-    lines = [re.sub(r"^\s*\*? ?", "", line) for line in body.split("\n")]
+    raw_lines = body.split("\n")
+    lines = [re.sub(r"^\s*\*? ?", "", line) for line in raw_lines]
     description: list[str] = []
     tags: list[Tag] = []
     for index, line in enumerate(lines):
         stripped = line.strip()
         if stripped.startswith("@"):
-            tags.append(_tag(stripped, index))
+            tag = _tag(stripped, index)
+            tag.col = raw_lines[index].find(stripped) + (3 if index == 0 else 0)
+            tags.append(tag)
         elif tags:
             tags[-1].text = f"{tags[-1].text} {stripped}".strip() if stripped else tags[-1].text
         else:
             description.append(line.rstrip())
-    return JSDoc(description="\n".join(description).strip(), tags=tags)
+    return JSDoc(description="\n".join(description).strip(), tags=tags, origin=origin)
 
 
 def _tag(line: str, index: int) -> Tag:
     name, _, rest = line[1:].partition(" ")
     tag = Tag(tag=name, line=index)
     rest = rest.strip()
-    if rest.startswith("{"):
+    if rest.startswith("{") and name not in _UNTYPED:
         depth, end = 0, len(rest) - 1
         for index, char in enumerate(rest):
             depth += (char == "{") - (char == "}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import copy
+from dataclasses import replace
 from typing import Any
 
 from tree_sitter import Node
@@ -19,8 +21,9 @@ from toolexec.compilers.common import (
     text,
     tool_name,
 )
-from toolexec.compilers.docstring import Docstring, parse_docstring
-from toolexec.records import Kwargs, ToolDeclaration
+from toolexec.compilers.docstring import LIST_FIELDS, META_FIELDS, Docstring, parse_docstring
+from toolexec.compilers.metadata import ANNOTATIONS, MetadataReader
+from toolexec.records import Kwargs, Limits, Metadata, ToolDeclaration
 
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 _ARRAYS = {"list", "List", "Sequence", "MutableSequence", "Iterable", "set", "Set", "frozenset", "FrozenSet", "tuple", "Tuple"}
@@ -38,24 +41,154 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         diag.error(None, "no top-level function 'run'", 'define the tool as def run(...): """What it does."""')
         diag.raise_if_any()
     assert run is not None
-    doc = _docstring(run, diag)
-    properties, required = _parameters(run.child_by_field_name("parameters"), doc, diag)
+    doc, literal = _docstring(run, diag)
+    types = TypedDicts(root, diag)
+    properties, required = _parameters(run.child_by_field_name("parameters"), doc, diag, types)
     for documented in doc.args.keys() - properties.keys():
         diag.warn(run, f"docstring documents {documented!r}, which is not a parameter of run")
-    spelling = {"timeout": "Timeout", "max_output_bytes": "Max output bytes"}
-    declared = {key: doc.fields[field] for key, field in spelling.items() if field in doc.fields}
-    limits = read_limits(declared, diag, run, "{name}: {value}", spelling)
+    parameters = object_schema(properties, required)
+    metadata, limits = _metadata(doc, literal or run, source, diag, parameters)
+    output = _output_schema(run, types, diag)
+    if output is not None:
+        metadata = replace(metadata, output_schema=output)
     return finish(
         diag,
         source=source,
         path=path,
         name=name,
         description=doc.description,
-        parameters=object_schema(properties, required),
+        parameters=parameters,
         language="python",
         invocation=Kwargs(),
         limits=limits,
+        metadata=metadata,
     )
+
+
+_SPELL = {
+    **{field: f"{section}:" for section, field in META_FIELDS.items()},
+    "examples": "an Examples: entry",
+    "errors": "an Errors: entry",
+}
+
+
+def _metadata(
+    doc: Docstring, literal: Node, source: str, diag: Diagnostics, parameters: dict[str, Any]
+) -> tuple[Metadata, Limits]:
+    """The docstring's metadata fields, checked; positions point into the file."""
+    lines = source.split("\n")
+
+    def at(index: int, content: str = "") -> tuple[int, int]:
+        row = literal.start_point[0] + doc.leading + index
+        found = lines[row].find(content.split("\n", 1)[0][:30]) if row < len(lines) and content else -1
+        return row, found if found >= 0 else literal.start_point[1]
+
+    for index, message, hint in doc.warnings:
+        diag.warn(at(index, message.split("'")[1]), message, hint)
+    reader = MetadataReader(diag, _SPELL)
+    limits: dict[str, str] = {}
+    limit_at: tuple[int, int] | None = None
+    for field in doc.meta:
+        where = at(field.line, field.section)
+        name = META_FIELDS.get(field.section) or LIST_FIELDS[field.section]
+        if name in ("title", "summary"):
+            reader.set_text(name, field.value, where)
+        elif name == "tags":
+            reader.add_tags(field.value, where)
+        elif name in ANNOTATIONS:
+            reader.set_flag(name, field.value, where)
+        elif name in ("timeout", "max_output_bytes"):
+            limits[name], limit_at = field.value, where
+        else:
+            entries = ([(field.value, field.line)] if field.value else []) + field.entries
+            if name == "examples" and not any(text.startswith("{") for text, _ in entries):
+                diag.warn(
+                    where,
+                    f"{field.section}: holds no JSON object of arguments; it is left out of the tool's metadata",
+                    'write one example per line as the arguments of a call: {"path": "."}',
+                )
+                continue
+            for text, line in entries:
+                if name == "examples":
+                    reader.add_example_text(text, at(line, text))
+                else:
+                    reader.add_error(text, at(line, text))
+    spelling = {"timeout": "Timeout", "max_output_bytes": "Max output bytes"}
+    return reader.build(parameters, doc.description), read_limits(limits, diag, limit_at, "{name}: {value}", spelling)
+
+
+def _output_schema(run: Node, types: TypedDicts, diag: Diagnostics) -> dict[str, Any] | None:
+    """The output shape: run's return annotation when it names a TypedDict declared in the file."""
+    annotation = run.child_by_field_name("return_type")
+    if annotation is None:
+        return None
+    expr = _type_expr(annotation)
+    if expr[0] == "quoted" and expr[2] is not None:
+        expr = expr[2]
+    if expr[0] == "generic" and expr[1] in ("Awaitable", "Coroutine") and expr[2]:
+        expr = expr[2][-1]
+    if expr[0] == "name" and expr[1] in types:
+        return types.schema(expr[1])
+    return None
+
+
+class TypedDicts:
+    """The ``TypedDict`` classes declared at the top of the file, as object schemas by name."""
+
+    def __init__(self, root: Node, diag: Diagnostics) -> None:
+        self.diag = diag
+        self.classes: dict[str, Node] = {}
+        self._done: dict[str, dict[str, Any]] = {}
+        self._active: set[str] = set()
+        for node in root.named_children:
+            if node.type == "decorated_definition":
+                node = node.child_by_field_name("definition") or node
+            bases = node.child_by_field_name("superclasses") if node.type == "class_definition" else None
+            if bases is not None and any(text(b).rsplit(".", 1)[-1] == "TypedDict" for b in bases.named_children):
+                self.classes[text(node.child_by_field_name("name"))] = node
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.classes
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """The object schema of one TypedDict; a class that refers back to itself is an open object inside."""
+        if name in self._done:
+            return copy.deepcopy(self._done[name])
+        if name in self._active:
+            return {"type": "object"}
+        node = self.classes[name]
+        self._active.add(name)
+        bases = node.child_by_field_name("superclasses")
+        total = not any(
+            b.type == "keyword_argument"
+            and text(b.child_by_field_name("name")) == "total"
+            and text(b.child_by_field_name("value")) == "False"
+            for b in (bases.named_children if bases is not None else ())
+        )
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        body = node.child_by_field_name("body")
+        for statement in body.named_children if body is not None else ():
+            assignment = (
+                statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+            )
+            annotation = (
+                assignment.child_by_field_name("type") if assignment is not None and assignment.type == "assignment" else None
+            )
+            if assignment is None or annotation is None:
+                continue
+            expr = _type_expr(annotation)
+            wanted = total
+            if expr[0] == "generic" and expr[1] in ("Required", "NotRequired") and expr[2]:
+                wanted, expr = expr[1] == "Required", expr[2][0]
+            field_schema, nullable = _schema(expr, self.diag, annotation, types=self)
+            key = text(assignment.child_by_field_name("left"))
+            properties[key] = field_schema
+            if wanted and not nullable:
+                required.append(key)
+        self._active.discard(name)
+        self._done[name] = object_schema(properties, required)
+        return copy.deepcopy(self._done[name])
 
 
 def _find_run(root: Node) -> Node | None:
@@ -68,7 +201,7 @@ def _find_run(root: Node) -> Node | None:
     return found
 
 
-def _docstring(run: Node, diag: Diagnostics) -> Docstring:
+def _docstring(run: Node, diag: Diagnostics) -> tuple[Docstring, Node | None]:
     body = run.child_by_field_name("body")
     first = body.named_children[0] if body is not None and body.named_children else None
     literal = first.named_children[0] if first is not None and first.type == "expression_statement" else None
@@ -81,10 +214,10 @@ def _docstring(run: Node, diag: Diagnostics) -> Docstring:
             f"function 'run' {what}",
             'start the body with a docstring that says what the tool does: """Get the weather for a city."""',
         )
-    return doc
+    return doc, literal if raw is not None else None
 
 
-def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics) -> tuple[dict[str, Any], list[str]]:
+def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics, types: TypedDicts) -> tuple[dict[str, Any], list[str]]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     for node in params.named_children if params is not None else ():
@@ -105,7 +238,7 @@ def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics) -> tuple
         annotation = node.child_by_field_name("type")
         arg_doc = doc.args.get(name)
         if annotation is not None:
-            schema, nullable = _schema(_type_expr(annotation), diag, annotation, top=True)
+            schema, nullable = _schema(_type_expr(annotation), diag, annotation, top=True, types=types)
         elif arg_doc is not None and arg_doc.type:
             schema, nullable = _schema_from_text(arg_doc.type, diag, node)
         else:
@@ -162,16 +295,20 @@ def _type_expr(node: Node) -> TypeExpr:
     return ("unknown", text(node))
 
 
-def _schema(expr: TypeExpr, diag: Diagnostics, at: Node, *, top: bool = False) -> tuple[dict[str, Any], bool]:
+def _schema(
+    expr: TypeExpr, diag: Diagnostics, at: Node, *, top: bool = False, types: TypedDicts | None = None
+) -> tuple[dict[str, Any], bool]:
     """JSON Schema for a type, and whether the type admits None (so it is optional)."""
     kind = expr[0]
     if kind == "quoted":
         _, quoted, inner = expr
         if inner is None:
             return _unknown(repr(quoted), diag, at, top), False
-        return _schema(inner, diag, at, top=top)
+        return _schema(inner, diag, at, top=top, types=types)
     if kind == "name":
         name = expr[1]
+        if types is not None and name in types:
+            return types.schema(name), False
         if name in _SCALARS:
             return {"type": _SCALARS[name]}, False
         if name in _ARRAYS:
@@ -185,20 +322,22 @@ def _schema(expr: TypeExpr, diag: Diagnostics, at: Node, *, top: bool = False) -
         members = [m for m in expr[1] if m != ("name", "None")]
         nullable = len(members) < len(expr[1])
         if len(members) == 1:
-            return _schema(members[0], diag, at, top=top)[0], nullable
+            return _schema(members[0], diag, at, top=top, types=types)[0], nullable
         return _unknown(" | ".join(_describe(m) for m in expr[1]), diag, at, top), nullable
     if kind == "generic":
-        return _generic(expr[1], expr[2], diag, at, top)
+        return _generic(expr[1], expr[2], diag, at, top, types)
     return _unknown(_describe(expr), diag, at, top), False
 
 
-def _generic(head: str, args: list[TypeExpr], diag: Diagnostics, at: Node, top: bool) -> tuple[dict[str, Any], bool]:
+def _generic(
+    head: str, args: list[TypeExpr], diag: Diagnostics, at: Node, top: bool, types: TypedDicts | None
+) -> tuple[dict[str, Any], bool]:
     if head == "Optional" and len(args) == 1:
-        return _schema(args[0], diag, at, top=top)[0], True
+        return _schema(args[0], diag, at, top=top, types=types)[0], True
     if head == "Union":
-        return _schema(("union", args), diag, at, top=top)
+        return _schema(("union", args), diag, at, top=top, types=types)
     if head == "Annotated" and args:
-        return _schema(args[0], diag, at, top=top)
+        return _schema(args[0], diag, at, top=top, types=types)
     if head == "Literal":
         values = [a[1] for a in args if a[0] in ("value", "quoted")]
         nullable = ("name", "None") in args
@@ -213,14 +352,14 @@ def _generic(head: str, args: list[TypeExpr], diag: Diagnostics, at: Node, top: 
             if not item_args and len(set(map(repr, args))) == 1:
                 item_args = args[:1]
         if item_args:
-            items = _schema(item_args[0], diag, at)[0]
+            items = _schema(item_args[0], diag, at, types=types)[0]
             if items:
                 schema["items"] = items
         return schema, False
     if head in _OBJECTS:
         schema = {"type": "object"}
         if len(args) == 2:
-            value_schema = _schema(args[1], diag, at)[0]
+            value_schema = _schema(args[1], diag, at, types=types)[0]
             if value_schema:
                 schema["additionalProperties"] = value_schema
         return schema, False

@@ -24,8 +24,9 @@ from toolexec.compilers.common import (
     tool_name,
 )
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
+from toolexec.compilers.metadata import MetadataReader, near_miss
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from toolexec.records import Language, Limits, Positional, ToolDeclaration
+from toolexec.records import Language, Limits, Metadata, Positional, ToolDeclaration
 
 RUN_HINT = "write the tool as: export function run(city: string, days = 1) { ... }"
 
@@ -50,17 +51,117 @@ def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
     context = TypeContext(root, diag)
     properties, required, order = flat_parameters(function, doc, context, diag, typed=language == "typescript")
     limits = jsdoc_limits(doc, function, diag)
+    parameters = object_schema(properties, required)
+    output = return_schema(function, context) if language == "typescript" else None
     return finish(
         diag,
         source=source,
         path=path,
         name=name,
         description=doc.description,
-        parameters=object_schema(properties, required),
+        parameters=parameters,
         language=language,
         invocation=Positional(order=tuple(order)),
         limits=limits,
+        metadata=jsdoc_metadata(doc, diag, parameters, output),
     )
+
+
+def return_schema(function: Node, context: TypeContext) -> dict[str, Any] | None:
+    """The output shape: run's return type (``Promise<T>`` unwrapped) when it is an object type
+    declared in the file (an interface, a type alias or an inline object type)."""
+    node = function.child_by_field_name("return_type")
+    while node is not None and node.type in ("type_annotation", "parenthesized_type") and node.named_children:
+        node = node.named_children[-1]
+    if node is not None and node.type == "generic_type" and text(node.named_children[0]) == "Promise":
+        args = node.named_children[1].named_children if len(node.named_children) > 1 else []
+        node = args[0] if len(args) == 1 else None
+    if node is None:
+        return None
+    named = node.type == "type_identifier" and text(node) in context.named
+    if not named and node.type != "object_type":
+        return None
+    schema = context.schema(node)[0]
+    return schema if schema.get("type") == "object" else None
+
+
+# JSDoc tag -> metadata field.
+_META_TAGS = {
+    "title": "title",
+    "summary": "summary",
+    "tags": "tags",
+    "tag": "tags",
+    "readOnly": "read_only",
+    "destructive": "destructive",
+    "idempotent": "idempotent",
+    "openWorld": "open_world",
+    "example": "examples",
+    "throws": "errors",
+    "exception": "errors",
+    "error": "errors",
+}
+# Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
+_OTHER_TAGS = {
+    *LIMITS,
+    *[
+        "param",
+        "arg",
+        "argument",
+        "property",
+        "prop",
+        "typedef",
+        "returns",
+        "return",
+        "type",
+        "template",
+        "callback",
+        "async",
+        "deprecated",
+        "see",
+        "since",
+    ],
+    *["author", "version", "license", "link", "description", "private", "public", "protected", "override", "module", "namespace"],
+}
+_JSDOC_SPELL = {
+    **{field: f"@{tag}" for tag, field in _META_TAGS.items()},
+    "tags": "@tags",
+    "examples": "@example",
+    "errors": "@throws",
+}
+
+
+def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], output: dict[str, Any] | None) -> Metadata:
+    """``@title``, ``@summary``, ``@tags``, ``@readOnly`` …, ``@example``, ``@throws`` from a JSDoc block."""
+    reader = MetadataReader(diag, _JSDOC_SPELL)
+    for tag in doc.tags:
+        at = doc.at(tag)
+        field = _META_TAGS.get(tag.tag)
+        content = tag.text
+        if field is None:
+            meant = near_miss(tag.tag, _META_TAGS)
+            if meant and (tag.tag not in _OTHER_TAGS or meant.lower() == tag.tag.lower()):
+                diag.warn(at, f"unknown tag @{tag.tag}; it is ignored", f"did you mean @{meant}?")
+        elif field in ("title", "summary"):
+            reader.set_text(field, content, at)
+        elif field == "tags":
+            reader.add_tags(content, at)
+        elif field == "examples":
+            if content.startswith("{"):
+                reader.add_example_text(content, at)
+            else:
+                diag.warn(
+                    at,
+                    "@example is not a JSON object of arguments; it is left out of the tool's metadata",
+                    'write the arguments of one call: @example {"path": "."}',
+                )
+        elif field == "errors":
+            kind = tag.type if tag.type not in ("Error", "*") else None  # a plain Error says nothing more
+            reader.add_error(f"{kind}: {content}" if kind and content else (kind or content), at)
+        else:
+            reader.set_flag(field, content, at)
+    if output is not None:
+        reader.output_schema = output
+    return reader.build(parameters, doc.description)
 
 
 def find_run(root: Node, diag: Diagnostics) -> tuple[Node, Node] | None:
@@ -90,7 +191,7 @@ def find_run(root: Node, diag: Diagnostics) -> tuple[Node, Node] | None:
 def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
     comment = statement.prev_named_sibling
     if comment is not None and comment.type == "comment" and is_jsdoc(text(comment)):
-        doc = parse_jsdoc(text(comment))
+        doc = parse_jsdoc(text(comment), comment.start_point)
         if doc.description:
             return doc
         diag.error(

@@ -1,3 +1,3 @@
-from toolexec.cli import main
+from toolexec.cli import program
 
-raise SystemExit(main())
+raise SystemExit(program())

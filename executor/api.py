@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec import results
 from toolexec.catalog import Catalog, DamagedCatalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
-from toolexec.engine import Engine
-from toolexec.errors import EXIT_CANCELLED, BadRequest
+from toolexec.engine import Engine, refused
+from toolexec.errors import EXIT_CANCELLED, BadRequest, ToolexecError
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import Cancellation
 
@@ -82,16 +82,19 @@ class Executor:
         self._catalog = report.catalog
         return report
 
-    def tools(self, *, enabled_only: bool = True) -> list[ToolDeclaration]:
+    def tools(self, *, enabled_only: bool = True, tags: Sequence[str] = ()) -> list[ToolDeclaration]:
+        """The built tools (only the enabled ones unless told otherwise), keeping those that carry every tag in ``tags``."""
+
         def listing() -> list[ToolDeclaration]:
             catalog = self.catalog
             return catalog.enabled(self.config) if enabled_only else list(catalog.tools.values())
 
         try:
-            return listing()
+            found = listing()
         except DamagedCatalog:  # a record was lost (a cleared cache): rebuild once
             self.build()
-            return listing()
+            found = listing()
+        return [tool for tool in found if all(tag in tool.metadata.tags for tag in tags)]
 
     def broken(self, *, enabled_only: bool = True) -> list[dict[str, Any]]:
         """The visible tools that failed to build: ``name``, ``language``, ``source`` and ``error`` (every problem)."""
@@ -229,7 +232,10 @@ class Executor:
         try:
             if control.cancelled:  # closed (or cancelled) while waiting for a thread
                 return _not_run(request, "cancelled", "the call was cancelled before it started")
-            catalog = self._fresh_catalog(request.name if isinstance(request.name, str) else None)
+            try:
+                catalog = self._fresh_catalog(request.name if isinstance(request.name, str) else None)
+            except ToolexecError as error:  # the catalog could not be (re)built: no writable state directory
+                return refused(request, error, started=time.monotonic())
             return Engine(self.config, catalog).invoke(request, control)
         finally:
             with self._registry:

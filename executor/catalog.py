@@ -13,6 +13,7 @@ callable as it was, and the build reports the error.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -438,7 +439,25 @@ def expand_enabled(config: Config) -> list[str]:
 
 def catalog_fingerprint(config: Config) -> dict[str, Any]:
     """What the whole catalog depends on besides the files: a change here means rebuild."""
-    return {"version": __version__, **config.fingerprint()}
+    return {"version": __version__, "compilers": compilers_fingerprint(), **config.fingerprint()}
+
+
+@functools.cache
+def compilers_fingerprint() -> str:
+    """A digest of the compilers' files (name, size, mtime): an upgraded or edited compiler means every
+    declaration is rebuilt, even when the version number did not change. Stats only; nothing is read."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("toolexec.compilers")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    seen = []
+    for folder in folders:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    seen.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(sorted(seen)).encode()).hexdigest()[:16]
 
 
 def file_stat(path: str | os.PathLike[str]) -> Stat | None:
@@ -486,14 +505,31 @@ def _index_text(catalog: Catalog) -> str:
     return "\n".join([json.dumps(head), *rows]) + "\n"
 
 
+# After this many records read one by one, the rest come from one read of the whole pack (a listing).
+SLICE_READS = 2
+
+
 def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
+    whole: list[bytes] = []
+    reads = [0]
+
+    def read(at: Slice) -> bytes:
+        assert pack is not None
+        if whole:
+            return whole[0][at[0] : at[0] + at[1]]
+        reads[0] += 1
+        with open(state.pack_file(pack), "rb") as handle:
+            if reads[0] > SLICE_READS:
+                whole.append(handle.read())
+                return whole[0][at[0] : at[0] + at[1]]
+            handle.seek(at[0])
+            return handle.read(at[1])
+
     def load(key: str, at: Slice) -> Loaded:
         try:
             if pack is None:
                 raise ValueError("the index names no pack")
-            with open(state.pack_file(pack), "rb") as handle:
-                handle.seek(at[0])
-                data = json.loads(handle.read(at[1]))
+            data = json.loads(read(at))
             declaration, last_good = data.get("declaration"), data.get("last_good")
             return (
                 ToolDeclaration.from_dict(declaration) if declaration else None,

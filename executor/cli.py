@@ -3,25 +3,42 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
+from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolexec.errors import ToolexecError
 from toolexec.version import __version__
 
+if TYPE_CHECKING:
+    from toolexec.runtimes.process import CallControl
+
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 
 
-def main(argv: list[str] | None = None) -> int:
+def program() -> int:
+    """The installed ``toolexec`` command and ``python -m toolexec``: :func:`main` with SIGINT/SIGTERM handled."""
+    return main(handle_signals=True)
+
+
+def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
+    """Run the command ``argv`` (default ``sys.argv[1:]``) and return its exit status.
+
+    Signal handlers are process-wide, so they are installed only with ``handle_signals``
+    (:func:`program`): a test or a library calling ``main(argv)`` keeps its own.
+    """
     args = _parser().parse_args(argv)
+    args.handle_signals = handle_signals
     try:
         return int(args.handler(args))
     except ToolexecError as error:
         print(f"toolexec: {error}", file=sys.stderr)
-        return EXIT_REFUSED
+        return error.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -75,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     list_ = commands.add_parser("list", help="the enabled tools, one line each")
     list_.add_argument("--all", action="store_true", help="every visible tool, not only the enabled ones")
     list_.add_argument("--json", action="store_true")
+    list_.add_argument("--tags", metavar="A,B", help="only tools that carry every one of these tags")
     list_.set_defaults(handler=_list)
 
     describe = commands.add_parser("describe", help="the full declaration and metadata of one tool")
@@ -102,6 +120,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", metavar="PATH", help="tool files or folders (default: every visible tool)")
     check.add_argument("--json", action="store_true", help="print the findings as one JSON array")
     check.set_defaults(handler=_check)
+
+    mcp = commands.add_parser("mcp", help="serve the enabled tools over MCP (stdio, or Streamable HTTP with --http)")
+    mcp.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP (stateless) instead of stdio; host 127.0.0.1")
+    mcp.add_argument(
+        "--token-env", metavar="NAME", help="environment variable holding the HTTP bearer token (default: mcp.token_env)"
+    )
+    mcp.add_argument(
+        "--catalog", choices=["full", "summaries"], default="full", help="summaries: one-line entries and a describe_tool tool"
+    )
+    mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
+    mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
+    mcp.set_defaults(handler=_mcp)
     return parser
 
 
@@ -149,7 +179,7 @@ def _build(args: argparse.Namespace) -> int:
     for line in [*report.warnings, *report.problems]:
         print(line, file=sys.stderr)
     built = len(report.catalog.tools)
-    failed = len(report.catalog.entries) - built
+    failed = sum(1 for entry in report.catalog.entries if entry.problems)  # a broken edit may still serve its last good version
     target = executor.config.state_dir / "functions.json"
     print(f"built {built} tool(s), {failed} failed ({report.compiled} compiled); wrote {target}")
     return EXIT_OK if report.ok else EXIT_FAILED
@@ -175,19 +205,39 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
+    if args.tags is not None and not tags:
+        raise BadRequest("--tags names no tag; write --tags fs,read")
     executor = _executor(args)
     rows = [
-        {"name": t.name, "language": t.language, "description": t.description, "source": t.source, "error": None}
-        for t in executor.tools(enabled_only=not args.all)
+        {
+            "name": t.name,
+            "language": t.language,
+            "description": t.description,
+            "title": t.metadata.title,
+            "summary": t.metadata.summary,
+            "tags": list(t.metadata.tags),
+            "annotations": asdict(t.metadata.annotations),
+            "source": t.source,
+            "error": None,
+        }
+        for t in executor.tools(enabled_only=not args.all, tags=tags)
     ]
-    rows += [{**broken, "description": None} for broken in executor.broken(enabled_only=not args.all)]
+    if not tags:  # a tool that failed to build has no tags to match
+        rows += [
+            {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
+            for broken in executor.broken(enabled_only=not args.all)
+        ]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
     width = max((len(row["name"]) for row in rows), default=0)
     for row in rows:
         if row["error"] is None:
-            summary = row["description"].strip().split("\n", 1)[0]
+            summary = row["summary"] or row["description"].strip().split("\n", 1)[0]
+            summary += f"  [{', '.join(row['tags'])}]" if row["tags"] else ""
         else:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
@@ -199,21 +249,50 @@ def _describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(declaration.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK
-    print(f"{declaration.name}  ({declaration.language}, {declaration.source})\n")
-    print(declaration.description + "\n")
-    schema = declaration.parameters
+    print("\n".join(describe_text(declaration)))
+    return EXIT_OK
+
+
+def describe_text(tool: Any) -> list[str]:
+    """The lines ``toolexec describe`` prints: the declaration, then whatever metadata the script declares."""
+    meta = tool.metadata
+    lines = [f"{tool.name}  ({tool.language}, {tool.source})", ""]
+    if meta.title:
+        lines += [meta.title, ""]
+    lines += [tool.description, ""]
+    schema = tool.parameters
     required = set(schema.get("required", []))
-    for name, prop in schema.get("properties", {}).items():
+    properties = schema.get("properties", {})
+    if properties:
+        lines.append("Parameters:")
+    for name, prop in properties.items():
         kind = prop.get("type", "any")
         extras = [
             f"one of {prop['enum']}" if "enum" in prop else "",
             f"default {json.dumps(prop['default'])}" if "default" in prop else "",
         ]
         flags = ", ".join(x for x in ["required" if name in required else "optional", *extras] if x)
-        print(f"  {name}: {kind if isinstance(kind, str) else '|'.join(kind)} ({flags})")
+        lines.append(f"  {name}: {kind if isinstance(kind, str) else '|'.join(kind)} ({flags})")
         if prop.get("description"):
-            print(f"      {prop['description']}")
-    return EXIT_OK
+            lines.append(f"      {prop['description']}")
+    hints = {"read_only": "read-only", "destructive": "destructive", "idempotent": "idempotent", "open_world": "open-world"}
+    declared = {hints[k]: v for k, v in asdict(meta.annotations).items() if v is not None}
+    limits = {k.replace("_", " "): v for k, v in asdict(tool.limits).items() if v is not None}
+    rows = [
+        ("Summary", meta.summary),
+        ("Tags", ", ".join(meta.tags)),
+        ("Behaviour", ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in declared.items())),
+        ("Limits", ", ".join(f"{k} {v:g}" for k, v in limits.items())),
+    ]
+    lines += [f"{label}: {value}" for label, value in rows if value]
+    if meta.examples:
+        lines += ["Examples:", *(f"  {json.dumps(e, ensure_ascii=False)}" for e in meta.examples)]
+    if meta.errors:
+        lines += ["Errors:", *(f"  {e}" for e in meta.errors)]
+    if meta.output_schema is not None:
+        shown = json.dumps(meta.output_schema, indent=2, ensure_ascii=False)
+        lines += ["Output:", *(f"  {line}" for line in shown.splitlines())]
+    return lines
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -245,16 +324,38 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(f.severity == "error" for f in findings) else EXIT_OK
 
 
-def _cancel_on_signals() -> Any:
-    """A Cancellation set by SIGINT or SIGTERM, so the tool's tree ends and a result is still printed."""
+def _mcp(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    if args.page_size is not None and args.page_size < 1:
+        raise BadRequest(f"--page-size must be a positive whole number, got {args.page_size}")
+    from toolexec.mcp import ServeOptions, main  # the SDK is imported only by this command
+
+    if args.verbose:
+        _executor(args)  # prints the config lookup trail
+    options = ServeOptions(catalog=args.catalog, page_size=args.page_size, reload=not args.no_reload)
+    return main(args.config, http=args.http, token_env=args.token_env, options=options)
+
+
+@contextlib.contextmanager
+def _call_control(args: argparse.Namespace) -> Iterator[CallControl]:
+    """The control of the command's calls; run as the program, SIGINT and SIGTERM cancel it, so the
+    tool's tree ends and a result is still printed. Handlers and descriptors are released afterwards."""
     import signal
 
-    from toolexec.runtimes.process import Cancellation
+    from toolexec.runtimes.process import CallControl
 
-    cancel = Cancellation()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: cancel.cancel())
-    return cancel
+    control = CallControl()
+    previous = {}
+    try:
+        if args.handle_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: control.cancel())
+        yield control
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        control.close()
 
 
 def _call(args: argparse.Namespace) -> int:
@@ -270,7 +371,8 @@ def _call(args: argparse.Namespace) -> int:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     executor = _executor(args)
     batch = parse_batch(data)
-    results = batch.complete(executor.call_many(batch.calls, cancel=_cancel_on_signals()))
+    with _call_control(args) as control:
+        results = batch.complete(executor.call_many(batch.calls, cancel=control))
     print(json.dumps(render(batch, results), ensure_ascii=False))
     return EXIT_OK
 
@@ -280,7 +382,8 @@ def _run(args: argparse.Namespace) -> int:
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     executor = _executor(args)
-    result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=_cancel_on_signals())
+    with _call_control(args) as control:
+        result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:

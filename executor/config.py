@@ -37,7 +37,75 @@ DEFAULTS: dict[str, Any] = {
     "timeout": 60,
     "max_output_bytes": 1 << 20,
     "max_parallel": 8,
+    "mcp": {},
 }
+MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpSettings:
+    """The ``mcp:`` section: what ``toolexec mcp`` needs beyond the tools."""
+
+    # The environment variable holding the bearer token HTTP clients must send.
+    token_env: str | None = None
+    # Extra Host / Origin header values the HTTP server accepts (behind a proxy), besides loopback ones.
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    page_size: int = 100
+
+
+# Loki's (and AIChat's) own settings: a Loki config.yaml works as it is; these are listed by --verbose.
+LOKI_KEYS = frozenset(
+    [
+        "model",
+        "temperature",
+        "top_p",
+        "stream",
+        "save",
+        "keybindings",
+        "editor",
+        "wrap",
+        "wrap_code",
+        "repl_prelude",
+        "cmd_prelude",
+        "agent_prelude",
+        "agent_session",
+        "prelude",
+        "highlight",
+        "light_theme",
+        "user_agent",
+        "save_shell_history",
+        "sync_models_url",
+        "left_prompt",
+        "right_prompt",
+        "vault_password_file",
+        "function_calling",
+        "mcp_server_support",
+        "mapping_mcp_servers",
+        "enabled_mcp_servers",
+        "save_session",
+        "compression_threshold",
+        "summarize_prompt",
+        "summarization_prompt",
+        "summary_prompt",
+        "summary_context_prompt",
+        "rag_embedding_model",
+        "rag_reranker_model",
+        "rag_top_k",
+        "rag_chunk_size",
+        "rag_chunk_overlap",
+        "rag_min_score_vector_search",
+        "rag_min_score_keyword_search",
+        "rag_template",
+        "document_loaders",
+        "clients",
+        "serve_addr",
+        "dry_run",
+        "theme",
+    ]
+)
+# An llm-functions checkout lists its visible tools here, one file name a line.
+TOOLS_TXT = "tools.txt"
 
 
 class Located(NamedTuple):
@@ -60,6 +128,7 @@ class Config:
     timeout: float = 60.0
     max_output_bytes: int = 1 << 20
     max_parallel: int = 8
+    mcp: McpSettings = field(default_factory=McpSettings)
     embedded: bool = False
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
@@ -123,8 +192,13 @@ def _not_ours(path: Path) -> str | None:
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     """Locate, read and validate the config (see :func:`locate` for the lookup order)."""
     located = locate(explicit)
-    config = from_mapping(_read(located.path), located.path, embedded=located.embedded)
-    return dataclasses.replace(config, lookup=located.trail)
+    data = _read(located.path)
+    config = from_mapping(data, located.path, embedded=located.embedded)
+    ignored = sorted(str(key) for key in data if key in LOKI_KEYS)
+    notes: tuple[str, ...] = (f"ignored Loki settings (toolexec does not use them): {', '.join(ignored)}",) if ignored else ()
+    if data.get("visible_tools") is None and (config.functions_dir / TOOLS_TXT).is_file():
+        notes += (f"visible tools from {config.functions_dir / TOOLS_TXT} (no visible_tools in the config)",)
+    return dataclasses.replace(config, lookup=(*located.trail, *notes))
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -168,24 +242,38 @@ def _parse_yaml(path: Path) -> dict[str, Any]:
 def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) -> Config:
     where = str(path)
     for key in data:
-        if key not in DEFAULTS:
+        if key not in DEFAULTS and key not in LOKI_KEYS:
             raise ConfigError(where, f"unknown setting{did_you_mean(str(key), DEFAULTS)}", key=str(key))
     values = {**DEFAULTS, **{k: v for k, v in data.items() if v is not None}}
     functions_dir = values["functions_dir"]
     if not isinstance(functions_dir, str) or not functions_dir:
         raise ConfigError(where, f"expected a directory path, got {functions_dir!r}", key="functions_dir")
+    functions = (path.parent / Path(functions_dir).expanduser()).resolve()
+    visible = values["visible_tools"]
+    if data.get("visible_tools") is None:
+        visible = _tools_txt(functions / TOOLS_TXT, visible)
     return Config(
         path=path,
-        functions_dir=(path.parent / Path(functions_dir).expanduser()).resolve(),
-        visible_tools=_visible(values["visible_tools"], where),
+        functions_dir=functions,
+        visible_tools=_visible(visible, where),
         enabled_tools=_enabled(values["enabled_tools"], where),
         mapping_tools=_mapping(values["mapping_tools"], where),
         runtimes=_runtimes(values["runtimes"], where),
         timeout=_positive(values["timeout"], "timeout", where, float),
         max_output_bytes=int(_positive(values["max_output_bytes"], "max_output_bytes", where, int)),
         max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
+        mcp=_mcp(values["mcp"], where),
         embedded=embedded,
     )
+
+
+def _tools_txt(path: Path, fallback: Any) -> Any:
+    """The file names an llm-functions ``tools.txt`` lists (``#`` starts a comment), or ``fallback``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return fallback
+    return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
 
 
 def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -231,6 +319,24 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
         else:
             raise ConfigError(where, f"expected a command such as 'python3.12', got {command!r}", key=key)
     return result
+
+
+def _mcp(value: Any, where: str) -> McpSettings:
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"expected a mapping such as token_env: MY_TOKEN, got {value!r}", key="mcp")
+    for key in value:
+        if key not in MCP_KEYS:
+            raise ConfigError(where, f"unknown setting{did_you_mean(str(key), MCP_KEYS)}", key=f"mcp.{key}")
+    token_env = value.get("token_env")
+    if token_env is not None and not (isinstance(token_env, str) and token_env.strip()):
+        raise ConfigError(where, f"expected the name of an environment variable, got {token_env!r}", key="mcp.token_env")
+    page_size = value.get("page_size", 100)
+    return McpSettings(
+        token_env=token_env,
+        allowed_hosts=_names(value.get("allowed_hosts", []), "mcp.allowed_hosts", where),
+        allowed_origins=_names(value.get("allowed_origins", []), "mcp.allowed_origins", where),
+        page_size=int(_positive(page_size, "mcp.page_size", where, int)),
+    )
 
 
 def is_positive(value: Any, kind: type = float) -> bool:

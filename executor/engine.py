@@ -48,10 +48,10 @@ class Engine:
                 raise BadRequest(f"timeout must be a positive number of seconds, got {call.timeout!r}")
             tool = self.catalog.get_enabled(call.name, self.config)
             arguments = parse_arguments(call.arguments, tool.name)
-            self.catalog.validator(tool.name)(tool.name, arguments)
+            arguments = self.catalog.validator(tool.name)(tool.name, arguments)
             return self._run(tool, arguments, call, call_id, control, started)
         except ToolexecError as error:
-            return refusal(call.name, call_id if _printable(call_id) else "invalid-call-id", error, started)
+            return refused(call, error, started=started, call_id=call_id)
 
     def _run(
         self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, control: CallControl | None, started: float
@@ -66,6 +66,7 @@ class Engine:
                 call_id=call_id,
                 output_path=output_path,
                 dotenv=dotenv_values(self.config.functions_dir),
+                raw_json=_raw_json(call.arguments, arguments),
             )
             env[FAILURE_VARIABLE] = failure_path
             site = Site(
@@ -81,6 +82,7 @@ class Engine:
                 timeout=timeout,
                 capture_limit=limit,
                 spill_dir=str(state.outputs_dir),
+                progress=control is not None and control.on_event is not None,
             )
             try:
                 finished = run_process(launch, control)
@@ -97,8 +99,32 @@ class Engine:
             if output.spilled or finished.stderr.spilled:
                 _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
             return outcome(
-                tool.name, call_id, finished, output, timeout=timeout, failure=_reported_failure(failure_path), started=started
+                tool.name,
+                call_id,
+                finished,
+                output,
+                timeout=timeout,
+                failure=_reported_failure(failure_path),
+                started=started,
+                notes=prepared.notes,
             )
+
+
+def refused(call: ToolCall, error: ToolexecError, *, started: float, call_id: str | None = None) -> ToolResult:
+    """The result of ``call`` stopped by ``error`` before it ran (an unusable call id is not echoed)."""
+    call_id = call_id or (call.call_id if isinstance(call.call_id, str) and call.call_id else new_call_id())
+    return refusal(call.name, call_id if _printable(call_id) else "invalid-call-id", error, started)
+
+
+def _raw_json(raw: object, arguments: dict) -> str:
+    """The arguments as the caller sent them (``LLM_TOOL_RAW_JSON``): its JSON text, else compact JSON."""
+    import json
+
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if isinstance(raw, str) and raw.strip():
+        return raw
+    return json.dumps(raw if isinstance(raw, dict) else arguments, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _printable(call_id: str) -> bool:

@@ -101,6 +101,7 @@ class ArgcParam:
     default_fn: str | None = None  # default computed by calling this script function
     choices_fn: str | None = None  # choices printed by this script function
     check_choices: bool = True
+    long: str = ""  # the option's own name (``--long``), as an argc-built script's parser expects it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +123,8 @@ class Argc:
     env: tuple[ArgcEnv, ...] = ()
     require_tools: tuple[str, ...] = ()
     dotenv: str | None = None
+    # The script carries argc's own parser (``argc --argc-build``): it is run with argc-style argv.
+    built: bool = False
     kind: Literal["argc"] = "argc"
 
 
@@ -228,6 +231,7 @@ def _invocation(data: dict[str, Any]) -> Invocation:
             env=tuple(ArgcEnv(**{**e, "choices": tuple(e["choices"])}) for e in data["env"]),
             require_tools=tuple(data["require_tools"]),
             dotenv=data["dotenv"],
+            built=data.get("built", False),
         )
     record = {"kwargs": Kwargs, "positional": Positional, "object": ObjectArgument, "module": Module}[kind]
     values = {f.name: data[f.name] for f in fields(record) if f.name in data}

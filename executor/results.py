@@ -48,6 +48,7 @@ def outcome(
     timeout: float,
     failure: str | None,
     started: float,
+    notes: tuple[str, ...] = (),
 ) -> ToolResult:
     """The result of a call that ran: its status, Loki's wording, the error and the notes.
 
@@ -88,7 +89,7 @@ def outcome(
         tool_name=name,
         signal=finished.signal,
         tool_call_error=loki,
-        notes=tuple(_notes(finished, output, lossy or stderr_lossy)),
+        notes=(*notes, *_notes(finished, output, lossy or stderr_lossy)),
         output_file=output.spilled,
         stderr_file=finished.stderr.spilled,
         reason=reason,

@@ -47,11 +47,18 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
     return raw
 
 
-Validator = Callable[[str, dict[str, Any]], None]
+Validator = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 def compile_validator(schema: dict[str, Any]) -> Validator:
-    """A validator for one tool's schema: ``validator(tool_name, arguments)`` raises InvalidArguments."""
+    """A validator for one tool's schema: ``validator(tool_name, arguments)`` returns the arguments to
+    run with, or raises InvalidArguments.
+
+    What models send is accepted as Loki and llm-functions accept it: a number or boolean for a
+    ``string`` parameter (or item of a string array) becomes its JSON text, and ``null`` for an
+    optional parameter means absent. Nothing else is loosened. Arguments that already match are
+    returned as they are, after one compiled check.
+    """
     return validator_from_code(schema, validator_code(schema))
 
 
@@ -79,7 +86,7 @@ _IMPORTS = ("from decimal import Decimal", "from fastjsonschema import ")
 
 
 def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
-    """The validator whose fast path is ``code`` (from :func:`validator_code`)."""
+    """The validator (see :func:`compile_validator`) whose fast check is ``code`` (from :func:`validator_code`)."""
     import sys
 
     strict = _strict(schema)
@@ -93,19 +100,64 @@ def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
     source = "\n".join(line for line in code.splitlines() if not line.startswith(_IMPORTS))
     exec(compile(source, "<toolexec validator>", "exec"), namespace)
     fast = namespace["validate"]
+    loosen = _loosener(strict)
 
-    def validate(tool: str, arguments: dict[str, Any]) -> None:
+    def validate(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
             fast(arguments)
-            return
+            return arguments
         except RecursionError:
             raise InvalidArguments(tool, ["the arguments are nested too deeply"]) from None
-        except Exception:  # the fast validator's rejection; explained below
+        except Exception:  # the fast check's rejection; loosened, or explained below
             pass
-        problems = explain(strict, arguments)
+        loosened = loosen(arguments)
+        if loosened is not arguments:
+            try:
+                fast(loosened)
+                return loosened
+            except Exception:  # still wrong: explained below (without the loosened values)
+                pass
+        problems = explain(strict, loosened)
         raise InvalidArguments(tool, problems or ["the arguments do not match the tool's parameters"])
 
     return validate
+
+
+def _loosener(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What turns a model's near-miss arguments into valid ones (see :func:`compile_validator`)."""
+    properties = schema["properties"]
+    required = set(schema.get("required", ()))
+    strings = {n for n, s in properties.items() if isinstance(s, dict) and s.get("type") == "string"}
+    string_lists = {
+        n
+        for n, s in properties.items()
+        if isinstance(s, dict)
+        and s.get("type") == "array"
+        and isinstance(s.get("items"), dict)
+        and s["items"].get("type") == "string"
+    }
+
+    def text(value: Any) -> Any:
+        return json.dumps(value) if isinstance(value, (bool, int, float)) else value
+
+    def loosen(arguments: dict[str, Any]) -> dict[str, Any]:
+        changed: dict[str, Any] = {}
+        for name, value in arguments.items():
+            if value is None and name in properties and name not in required:
+                changed[name] = _ABSENT
+            elif name in strings and isinstance(value, (bool, int, float)):
+                changed[name] = text(value)
+            elif name in string_lists and isinstance(value, list) and any(isinstance(v, (bool, int, float)) for v in value):
+                changed[name] = [text(v) for v in value]
+        if not changed:
+            return arguments
+        merged = {**arguments, **changed}
+        return {k: v for k, v in merged.items() if v is not _ABSENT}
+
+    return loosen
+
+
+_ABSENT = object()
 
 
 def _strict(schema: dict[str, Any]) -> dict[str, Any]:

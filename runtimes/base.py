@@ -31,6 +31,8 @@ class Prepared:
     argv: list[str]
     stdin: bytes
     env_additions: dict[str, str] = field(default_factory=dict)
+    # What the result should tell about how the call was prepared (e.g. a fallback interpreter).
+    notes: tuple[str, ...] = ()
 
 
 class Runtime(Protocol):

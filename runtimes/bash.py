@@ -32,8 +32,45 @@ class BashRuntime:
         if not isinstance(invocation, Argc):
             raise TypeError(f"a Bash tool needs an argc invocation, got {invocation.kind}")
         additions = _environment(tool, invocation, site.env)
+        if invocation.built:  # its own parser reads the argv and calls main once
+            argv = [*interpreter_for(tool, site), tool.source, *built_argv(tool, invocation, arguments)]
+            return Prepared(argv=argv, stdin=b"", env_additions=additions)
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
         return Prepared(argv=argv, stdin=_records(tool, invocation, arguments), env_additions=additions)
+
+
+def built_argv(tool: ToolDeclaration, invocation: Argc, arguments: dict[str, Any]) -> list[str]:
+    """The command line an argc-built script's parser reads back as exactly these arguments.
+
+    Only given values are passed (the script's parser applies its own defaults). An option's
+    value follows it as the next word, or joined with ``=`` when it starts with ``-`` (argc would
+    take it for an option); positional values come after ``--``, where any text is a value.
+    """
+    words: list[str] = []
+    positional: list[str] = []
+    for param in invocation.params:
+        value = arguments.get(param.name)
+        if value is None:
+            continue
+        long = f"--{param.long}"
+        if param.kind == "flag":
+            words += [long] if value is True else []
+            continue
+        texts = _values(param, value, tool.name) or []
+        if param.kind == "arg":
+            positional += texts
+            continue
+        for text in texts:
+            if not text.startswith("-"):
+                words += [long, text]
+            elif "=" not in text:
+                words.append(f"{long}={text}")
+            else:
+                raise BadRequest(
+                    f"parameter {param.name!r} of tool {tool.name!r}: {text!r} starts with '-' and contains '=', "
+                    "which the tool's own argc parser (an argc-built script) cannot receive as an option value"
+                )
+    return [*words, "--", *positional] if positional else words
 
 
 def _records(tool: ToolDeclaration, invocation: Argc, arguments: dict[str, Any]) -> bytes:

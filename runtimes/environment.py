@@ -6,6 +6,13 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+# Loki's prompt helpers for Bash tools; <functions_dir>/utils/prompt-utils.sh (Loki's own) wins.
+PROMPT_UTILS = Path(__file__).with_name("prompt-utils.sh")
+
+# LLM_TOOL_RAW_JSON is left out above this size: Linux refuses to start a program with any one
+# environment string over 128 KiB, and such arguments still reach the tool by its own convention.
+RAW_JSON_LIMIT = 64 * 1024
+
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
@@ -47,8 +54,13 @@ def tool_environment(
     call_id: str,
     output_path: str,
     dotenv: Mapping[str, str],
+    raw_json: str | None = None,
 ) -> dict[str, str]:
-    """``.env`` values under the caller's environment (which wins), then the LLM_* variables."""
+    """``.env`` values under the caller's environment (which wins), then the LLM_* variables.
+
+    ``raw_json`` is the call's arguments as sent (``LLM_TOOL_RAW_JSON``, which Coyote's tools read),
+    set when it is at most :data:`RAW_JSON_LIMIT` bytes.
+    """
     env = {**dotenv, **base}
     env.update(
         LLM_OUTPUT=output_path,
@@ -56,5 +68,16 @@ def tool_environment(
         LLM_TOOL_NAME=tool,
         LLM_TOOL_CACHE_DIR=str(cache_dir),
         LLM_TOOL_CALL_ID=call_id,
+        LLM_PROMPT_UTILS_FILE=str(prompt_utils(functions_dir)),
     )
+    if raw_json is not None and len(raw_json.encode("utf-8", "surrogateescape")) <= RAW_JSON_LIMIT:
+        env["LLM_TOOL_RAW_JSON"] = raw_json
+    else:
+        env.pop("LLM_TOOL_RAW_JSON", None)  # never a stale value from the caller's environment
     return env
+
+
+def prompt_utils(functions_dir: Path) -> Path:
+    """The prompt helpers Bash tools source: the user's ``utils/prompt-utils.sh``, else toolexec's."""
+    own = functions_dir / "utils" / "prompt-utils.sh"
+    return own if own.is_file() else PROMPT_UTILS

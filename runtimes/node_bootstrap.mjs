@@ -1,7 +1,7 @@
 // toolexec: load a JavaScript (or TypeScript) tool and call `run` with its dialect's convention.
 // Invoked as `node node_bootstrap.mjs TOOL_PATH` with {"arguments", "convention", "order", "export"}
 // on stdin (a regular file). Works under node, bun, deno and tsx alike.
-import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
 // The private channel on which a failure is reported to toolexec; removed from the environment
@@ -61,5 +61,5 @@ if (value && typeof value === "object" && typeof value.ok === "boolean" && Objec
   }
   value = value.output;
 }
-const text = render(value);
-if (text) appendFileSync(process.env.LLM_OUTPUT, text);
+// A returned value replaces what the tool wrote to LLM_OUTPUT, as Loki's runner does.
+if (value !== undefined && value !== null) writeFileSync(process.env.LLM_OUTPUT, render(value));

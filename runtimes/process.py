@@ -38,6 +38,9 @@ from toolexec.runtimes import process_linux
 
 CHUNK = 1 << 16
 MARKER = "TOOLEXEC_CALL_MARK"
+# Names the write end of a call's progress pipe (``/dev/fd/N``) when the caller listens for events.
+PROGRESS_VARIABLE = "LLM_PROGRESS"
+PROGRESS_LINE_LIMIT = 1 << 16
 BACKEND_VARIABLE = "TOOLEXEC_PROCESS_BACKEND"
 BACKENDS = ("auto", "linux", "portable")
 
@@ -206,6 +209,8 @@ class Launch:
     grace: float = 2.0
     # Directory for the full stdout/stderr of a call whose output passes capture_limit.
     spill_dir: str | None = None
+    # Open a progress pipe named by LLM_PROGRESS; its JSON lines become "progress" events.
+    progress: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,25 +239,38 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     # Arguments travel in an unlinked temporary file: interpreters read a regular
     # file in large chunks (bash reads a pipe one byte at a time), no writer is
     # needed, and nothing is left on disk whatever happens to either process.
-    with tempfile.TemporaryFile() as stdin:
-        stdin.write(launch.stdin)
-        stdin.seek(0)
-        proc = subprocess.Popen(
-            list(launch.argv),
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**launch.env, MARKER: mark},
-            cwd=launch.cwd,
-            start_new_session=True,
-            close_fds=True,
-        )
+    env = {**launch.env, MARKER: mark}
+    env.pop(PROGRESS_VARIABLE, None)  # a caller's own channel is not this call's (its descriptor is not passed on)
+    progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
+    if launch.progress:
+        env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
+    try:
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(launch.stdin)
+            stdin.seek(0)
+            proc = subprocess.Popen(
+                list(launch.argv),
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=launch.cwd,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(progress_write,) if launch.progress else (),
+            )
+    except BaseException:
+        _close(progress_read)
+        raise
+    finally:
+        _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     try:
         exited = system.ExitWaiter(proc)
-        finished = _Supervisor(proc, exited, launch, control, start).run()
+        finished = _Supervisor(proc, exited, launch, control, start, progress_read).run()
     finally:
+        _close(progress_read)
         _kill_group(proc.pid, signal.SIGKILL)
         escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
         for pipe in (proc.stdout, proc.stderr):
@@ -277,9 +295,18 @@ class _Supervisor:
     for pipes held open by what could not be killed.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], waiter: _ExitWaiter, launch: Launch, control: CallControl, start: float):
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        waiter: _ExitWaiter,
+        launch: Launch,
+        control: CallControl,
+        start: float,
+        progress_fd: int = -1,
+    ):
         assert proc.stdout and proc.stderr
         self.proc, self.launch, self.control = proc, launch, control
+        self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
         self.captures = {
@@ -302,9 +329,14 @@ class _Supervisor:
                     sel.register(fd, selectors.EVENT_READ)
                 sel.register(self.exit_fd, selectors.EVENT_READ)
                 sel.register(self.control.fileno(), selectors.EVENT_READ)
+                if self.progress is not None:
+                    os.set_blocking(self.progress.fd, False)
+                    sel.register(self.progress.fd, selectors.EVENT_READ)
                 while not self._over(sel):
                     self._tick(sel)
         finally:
+            if self.progress is not None:
+                self.progress.finish()
             for capture in self.captures.values():
                 capture.close()
         code = self.proc.returncode
@@ -364,12 +396,76 @@ class _Supervisor:
             if not self.exited:
                 self.cancelled = True
                 self._terminate()
+        elif self.progress is not None and fd == self.progress.fd:
+            if not self.progress.read():
+                sel.unregister(fd)
         else:
             data = os.read(fd, CHUNK)
             if data:
                 self.captures[fd].add(data)
             else:
                 sel.unregister(fd)
+
+
+class _ProgressLines:
+    """The read end of a progress pipe: each JSON line ``{"progress": n, "total": m, "message": "…"}`` becomes a
+    ``progress`` event on the control; anything else (not JSON, no numeric ``progress``, too long) is skipped."""
+
+    def __init__(self, fd: int, control: CallControl) -> None:
+        self.fd, self.control = fd, control
+        self.pending = bytearray()
+
+    def read(self) -> bool:
+        """Take what is readable; False at end of file."""
+        try:
+            data = os.read(self.fd, CHUNK)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        self.pending += data
+        *lines, rest = self.pending.split(b"\n")
+        self.pending = bytearray(rest if len(rest) <= PROGRESS_LINE_LIMIT else b"")
+        for line in lines:
+            self._emit(bytes(line))
+        return True
+
+    def finish(self) -> None:
+        """Read what the tool wrote before the call ended; a last line without a newline still counts."""
+        with contextlib.suppress(OSError):
+            for _ in range(64):  # bounded: a leftover writer cannot keep the call alive
+                if not self.read():
+                    break
+        if self.pending:
+            self._emit(bytes(self.pending))
+            self.pending.clear()
+
+    def _emit(self, line: bytes) -> None:
+        import json
+
+        try:
+            report = json.loads(line) if len(line) <= PROGRESS_LINE_LIMIT else None
+        except ValueError:
+            return
+        if not isinstance(report, dict):
+            return
+        progress, total, message = report.get("progress"), report.get("total"), report.get("message")
+        if not _is_number(progress):
+            return
+        extra: dict[str, Any] = {"total": total} if _is_number(total) else {}
+        if isinstance(message, str):
+            extra["message"] = message
+        self.control.emit("progress", progress=progress, **extra)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _close(fd: int) -> None:
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:

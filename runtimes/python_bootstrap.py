@@ -126,8 +126,8 @@ def main():
         failed = None if value["ok"] else (value.get("error") or "the tool reported failure")
         value = value.get("output") if value["ok"] else None
     text = _render(value)
-    if text:
-        with open(os.environ["LLM_OUTPUT"], "a", encoding="utf-8") as out:
+    if text is not None:  # a returned value replaces what the tool wrote, as Loki's runner does
+        with open(os.environ["LLM_OUTPUT"], "w", encoding="utf-8") as out:
             out.write(text)
     if failed is not None:
         sys.stderr.write(_render(failed) + "\n")

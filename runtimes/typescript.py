@@ -9,6 +9,7 @@ nothing lands in ``$TMPDIR``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -28,6 +29,8 @@ __all__ = ["ESBUILD_FLAGS", "TypeScriptRuntime"]
 # Set before tsx's loader is imported: with its cache off, tsx writes nothing under $TMPDIR.
 TSX_NO_CACHE = 'data:text/javascript,process.env.TSX_DISABLE_CACHE="1"'
 NPX_TIMEOUT = 300  # seconds for npx to fetch tsx the first time
+# TypeScript runners a shebang may name that toolexec can stand in for when they are not installed.
+FALLBACK_RUNNERS = ("tsx", "ts-node", "ts-node-esm")
 ADVICE = "install the Node extra (pip install 'toolexec[node]') or set runtimes.typescript in config.yaml"
 
 
@@ -36,13 +39,23 @@ class TypeScriptRuntime:
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The launch: a named runtime (bun, deno, tsx) gets the ``.ts`` file itself."""
-        interpreter = interpreter_for(tool, site)
+        notes: tuple[str, ...] = ()
+        try:
+            interpreter = interpreter_for(tool, site)
+        except RuntimeUnavailable:
+            if not (tool.shebang and Path(tool.shebang[0]).name in FALLBACK_RUNNERS):
+                raise
+            # A runner named by the shebang but not installed: Node is right there.
+            interpreter = interpreter_for(dataclasses.replace(tool, shebang=()), site)
+            notes = (
+                f"the shebang names {tool.shebang[0]}, which is not installed; ran with toolexec's own TypeScript runtime instead",
+            )
         argv = (
             _on_node(tool.source, interpreter[0], site)
             if is_plain_node(interpreter)
             else [*interpreter, str(BOOTSTRAP), tool.source]
         )
-        return Prepared(argv=argv, stdin=request(tool, arguments))
+        return Prepared(argv=argv, stdin=request(tool, arguments), notes=notes)
 
 
 def _on_node(source: str, node: str, site: Site) -> list[str]:

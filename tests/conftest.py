@@ -117,3 +117,19 @@ def toolexec(*args: str, input: str | None = None, cwd: Path | None = None, env:
         env={**os.environ, **(env or {})},
         timeout=120,
     )
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str, input: str = "") -> tuple[int, str, str]:
+    """``toolexec ARGV`` in this process through ``main(argv)``, ``input`` on stdin: (exit status, stdout, stderr)."""
+    import io
+    import sys
+
+    from toolexec.cli import main
+
+    stdin, sys.stdin = sys.stdin, io.StringIO(input)
+    try:
+        status = main(list(argv))
+    finally:
+        sys.stdin = stdin
+    out, err = capsys.readouterr()
+    return status, out, err

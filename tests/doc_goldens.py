@@ -3,15 +3,18 @@
 A page marks a block with ``<!-- golden: python/defaults -->`` … ``<!-- /golden -->``;
 everything between the two markers is generated from
 ``tests/compilers/cases/python/defaults.py`` and its ``.json`` (the declaration),
-``.err`` (the compile error) or ``.warn`` (build warnings). ``tests/test_docs.py``
+``.err`` (the compile error) or ``.warn`` (build warnings), and the metadata of its
+``.record.json`` when the case declares any. ``tests/test_docs.py``
 fails when a page differs from the case files; ``pytest --update-goldens`` (or
 ``python -m tests.doc_goldens``) rewrites the blocks.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -62,10 +65,25 @@ def render(case: str) -> str:
         parts += ["\ndoes not compile; `toolexec build` and `toolexec compile` report:\n\n", _fenced(read(".err"), "text")]
     else:
         parts += ["\ncompiles to:\n\n", _fenced(read(".json"), "json")]
+    metadata = _declared_metadata(source)
+    if metadata:
+        parts += ["\nwith this metadata (`toolexec describe` shows it; unset fields left out):\n\n"]
+        parts.append(_fenced(json.dumps(metadata, indent=2, ensure_ascii=False), "json"))
     if source.with_suffix(".warn").exists():
         parts += ["\nwith these warnings in the build report:\n\n", _fenced(read(".warn"), "text")]
     parts.append("<!-- /golden -->")
     return "".join(parts)
+
+
+def _declared_metadata(source: Path) -> dict[str, Any]:
+    """The metadata a case declares beyond the default summary, with unset fields left out."""
+    record = source.with_suffix(".record.json")
+    if not record.exists():
+        return {}
+    metadata = json.loads(record.read_text(encoding="utf-8"))["metadata"]
+    metadata["annotations"] = {k: v for k, v in metadata["annotations"].items() if v is not None}
+    shown = {k: v for k, v in metadata.items() if v not in (None, [], {})}
+    return shown if set(shown) - {"summary"} else {}
 
 
 def fill(text: str) -> str:

@@ -217,11 +217,11 @@ CASES = [
     Case(
         "every-problem-at-once",
         "typed",
-        '{"count": "x", "mode": 3, "extra": 1}',
+        '{"count": "x", "mode": ["fast"], "extra": 1}',
         "refused",
         2,
         TYPED_ERR
-        + "- missing required parameter 'name' (a string)\n- unknown parameter 'extra'; known parameters: count, name, tags, mode, opts\n- parameter 'count': expected an integer, got a string \"x\"\n- parameter 'mode': expected a string, got an integer 3",
+        + "- missing required parameter 'name' (a string)\n- unknown parameter 'extra'; known parameters: count, name, tags, mode, opts\n- parameter 'count': expected an integer, got a string \"x\"\n- parameter 'mode': expected a string, got an array [\"fast\"]",
     ),
     Case("object-arguments", "typed", {"count": 2, "name": "n"}, "ok", 0, check=lambda r: r.output == "2:n:[]:fast:2"),
     Case("string-arguments", "typed", '  {"count": 2, "name": "n"}  ', "ok", 0, check=lambda r: r.output == "2:n:[]:fast:2"),

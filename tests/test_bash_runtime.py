@@ -228,7 +228,7 @@ def test_no_temporary_file_left(project: Project, private_tmpdir: Path) -> None:
     echo_tool(project)
     executor = project.executor()
     assert executor.call("echo", {"text": "x"}).ok
-    assert not executor.call("echo", {"text": 1}).ok
+    assert not executor.call("echo", {"text": [1]}).ok
     assert os.listdir(private_tmpdir) == []
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project, toolexec
+from tests.conftest import Project, cli, toolexec
+from tests.helpers import wait_until
 
 ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add two numbers."""\n    return a + b\n'
 FAIL = 'import sys\n\ndef run():\n    """Fail loudly."""\n    print("partial")\n    sys.stderr.write("it broke\\n")\n    sys.exit(4)\n'
@@ -24,10 +25,10 @@ def test_run_prints_only_the_output(project: Project) -> None:
     assert (dash.returncode, dash.stdout) == (0, "6")
 
 
-def test_run_json_result_object(project: Project) -> None:
+def test_run_json_result_object(capsys: pytest.CaptureFixture[str], project: Project) -> None:
     project.tool("add.py", ADD)
-    done = toolexec("--config", str(project.configure()), "run", "add", '{"a": 1}', "--json", "--call-id", "c1")
-    result = json.loads(done.stdout)
+    status, out, err = cli(capsys, "--config", str(project.configure()), "run", "add", '{"a": 1}', "--json", "--call-id", "c1")
+    result = json.loads(out)
     assert isinstance(result.pop("duration_ms"), float)
     assert result == {
         "ok": True,
@@ -45,7 +46,7 @@ def test_run_json_result_object(project: Project) -> None:
         "stderr_file": None,
         "reason": None,
     }
-    assert done.returncode == 0
+    assert (status, err) == (0, "")
 
 
 def test_failing_tool_exit_status_and_streams(project: Project) -> None:
@@ -63,7 +64,7 @@ def test_failing_tool_exit_status_and_streams(project: Project) -> None:
     )
 
 
-def test_refusals_exit_2_with_a_message(project: Project) -> None:
+def test_refusals_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], project: Project) -> None:
     project.tool("add.py", ADD)
     config = str(project.configure())
     cases = {
@@ -83,8 +84,13 @@ def test_refusals_exit_2_with_a_message(project: Project) -> None:
         "- parameter 'a': expected an integer, got a string \"x\"\n",
     }
     for args, message in cases.items():
-        done = toolexec("--config", config, *args)
-        assert (done.returncode, done.stdout, done.stderr) == (2, "", message), args
+        assert cli(capsys, "--config", config, *args) == (2, "", message), args
+    from_stdin = cli(capsys, "--config", config, "run", "add", input='{"a": "one"}')
+    assert from_stdin == (
+        2,
+        "",
+        "toolexec: invalid arguments for tool 'add':\n- parameter 'a': expected an integer, got a string \"one\"\n",
+    )
 
 
 @pytest.mark.usefixtures("process_backend")
@@ -97,11 +103,12 @@ def test_timeout_exits_124(project: Project) -> None:
 
 
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf"])
-def test_a_timeout_that_is_not_a_positive_number_is_refused(project: Project, timeout: str) -> None:
+def test_a_timeout_that_is_not_a_positive_number_is_refused(
+    capsys: pytest.CaptureFixture[str], project: Project, timeout: str
+) -> None:
     project.tool("add.py", ADD)
-    done = toolexec("--config", str(project.configure()), "run", "add", '{"a": 1}', "--timeout", timeout)
-    expected = f"toolexec: timeout must be a positive number of seconds, got {float(timeout)!r}\n"
-    assert (done.returncode, done.stdout, done.stderr) == (2, "", expected)
+    done = cli(capsys, "--config", str(project.configure()), "run", "add", '{"a": 1}', "--timeout", timeout)
+    assert done == (2, "", f"toolexec: timeout must be a positive number of seconds, got {float(timeout)!r}\n")
 
 
 def test_build_list_describe(project: Project) -> None:
@@ -125,6 +132,10 @@ def test_build_list_describe(project: Project) -> None:
             "name": "add",
             "language": "python",
             "description": "Add two numbers.",
+            "title": None,
+            "summary": "Add two numbers.",
+            "tags": [],
+            "annotations": {"read_only": None, "destructive": None, "idempotent": None, "open_world": None},
             "source": str(project.tools / "add.py"),
             "error": None,
         }
@@ -133,13 +144,18 @@ def test_build_list_describe(project: Project) -> None:
         "name": "broken",
         "language": "python",
         "description": None,
+        "title": None,
+        "summary": None,
+        "tags": [],
+        "annotations": None,
         "source": str(project.tools / "broken.py"),
         "error": broken["error"],
     }
     assert broken["error"].startswith(f"{project.tools / 'broken.py'}:1:5: function 'run' has no docstring\n")
     described = toolexec("--config", config, "describe", "add")
     assert described.stdout == (
-        f"add  (python, {project.tools / 'add.py'})\n\nAdd two numbers.\n\n  a: integer (required)\n  b: integer (optional, default 1)\n"
+        f"add  (python, {project.tools / 'add.py'})\n\nAdd two numbers.\n\nParameters:\n"
+        "  a: integer (required)\n  b: integer (optional, default 1)\nSummary: Add two numbers.\n"
     )
     full = json.loads(toolexec("--config", config, "describe", "add", "--json").stdout)
     assert (full["name"], full["invocation"]["kind"], full["parameters"]["required"]) == ("add", "kwargs", ["a"])
@@ -167,12 +183,12 @@ def test_compile_needs_no_config(tmp_path: Path) -> None:
     )
 
 
-def test_config_error_is_reported_not_raised(tmp_path: Path) -> None:
+def test_config_error_is_reported_not_raised(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("visible_tool: [a.py]\n")
-    done = toolexec("--config", str(config), "list")
-    assert (done.returncode, done.stderr) == (
+    assert cli(capsys, "--config", str(config), "list") == (
         2,
+        "",
         f"toolexec: {config}: key 'visible_tool': unknown setting; did you mean 'visible_tools'?\n",
     )
 
@@ -188,15 +204,6 @@ def test_init_writes_a_working_project(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["said"] == "hey hey"
     assert (target / "functions" / "functions.json").is_file()
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``toolexec ARGV`` in this process: (exit status, stdout, stderr)."""
-    from toolexec.cli import main
-
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
@@ -251,3 +258,187 @@ def test_init_keeps_the_executable_bit_and_refuses_a_file(tmp_path: Path, capsys
         f"toolexec: cannot initialise {a_file}: it is a file, not a directory; name a new or existing directory\n",
     )
     assert a_file.read_text() == "x"
+
+
+def test_main_leaves_signal_handlers_and_descriptors_as_they_were(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    """A test or a library calling main(argv) keeps its own SIGINT/SIGTERM handlers (only the program installs them)."""
+    import os
+    import signal
+
+    project.tool("add.py", ADD)
+    config = str(project.configure())
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    fds = sorted(os.listdir("/proc/self/fd"))
+    assert cli(capsys, "--config", config, "run", "add", '{"a": 1}') == (0, "2", "")
+    batch = '[{"id": "c1", "type": "function", "function": {"name": "add", "arguments": {"a": 2}}}]'
+    assert cli(capsys, "--config", config, "call", input=batch) == (
+        0,
+        '[{"role": "tool", "tool_call_id": "c1", "content": "3"}]\n',
+        "",
+    )
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    assert sorted(os.listdir("/proc/self/fd")) == fds
+
+
+def test_the_installed_command_cancels_on_sigint(project: Project) -> None:
+    """The console script is the program: SIGINT ends the tool and the batch still gets its result."""
+    import signal
+    import subprocess
+    import sys
+
+    project.tool(
+        "wait.py",
+        'import os, time\n\ndef run():\n    """Wait."""\n    open(os.environ["LLM_TOOL_CACHE_DIR"] + "/ready", "w").close()\n    time.sleep(600)\n',
+    )
+    ready = project.root / "functions" / "cache" / "wait" / "ready"
+    command = Path(sys.executable).with_name("toolexec")
+    batch = project.root / "batch.json"
+    batch.write_text('[{"id": "c1", "type": "function", "function": {"name": "wait", "arguments": "{}"}}]')
+    with batch.open() as stdin:
+        child = subprocess.Popen(
+            [command, "--config", str(project.configure()), "call"],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    wait_until(lambda: ready.exists() or child.poll() is not None, "the tool to start")
+    assert child.poll() is None, child.stderr.read() if child.stderr else ""
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert (child.returncode, err) == (0, "")
+    assert json.loads(out) == [{"role": "tool", "tool_call_id": "c1", "content": "Tool call 'wait' was cancelled"}]
+
+
+LISTING = '''from typing import TypedDict
+
+
+class Listing(TypedDict):
+    entries: list[str]
+
+
+def run(path: str, limit: int = 100) -> Listing:
+    """List a directory.
+
+    Args:
+        path: Directory to list.
+        limit: At most this many entries.
+
+    Title: List directory
+    Tags: fs, read
+    Read-only: true
+    Idempotent: true
+    Timeout: 30
+    Examples:
+        {"path": "."}
+    Errors:
+        not a directory: the path is a file
+    """
+    return {"entries": []}
+'''
+WRITE = "#!/usr/bin/env bash\n# @describe Write a file.\n# @meta tags fs,write\n# @meta destructive\n# @option --path! File.\nmain() { :; }\n"
+
+
+def test_list_tags_keeps_tools_with_every_tag(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    project.tool("add.py", ADD)
+    project.tool("listing.py", LISTING)
+    project.tool("write.sh", WRITE)
+    project.tool("bad.py", "def run(*args):\n    '''Bad.'''\n")
+    config = str(project.configure())
+    assert cli(capsys, "--config", config, "list", "--tags", "fs") == (
+        0,
+        "listing  python      List a directory.  [fs, read]\nwrite    bash        Write a file.  [fs, write]\n",
+        "",
+    )
+    assert cli(capsys, "--config", config, "list", "--tags", "fs, read") == (
+        0,
+        "listing  python      List a directory.  [fs, read]\n",
+        "",
+    )
+    assert cli(capsys, "--config", config, "list", "--tags", "read,write") == (0, "", "")
+    rows = json.loads(cli(capsys, "--config", config, "list", "--tags", "write", "--json")[1])
+    assert rows == [
+        {
+            "name": "write",
+            "language": "bash",
+            "description": "Write a file.",
+            "title": None,
+            "summary": "Write a file.",
+            "tags": ["fs", "write"],
+            "annotations": {"read_only": None, "destructive": True, "idempotent": None, "open_world": None},
+            "source": str(project.tools / "write.sh"),
+            "error": None,
+        }
+    ]
+    assert cli(capsys, "--config", config, "list", "--tags", " , ") == (
+        2,
+        "",
+        "toolexec: --tags names no tag; write --tags fs,read\n",
+    )
+
+
+def test_describe_shows_the_metadata(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    project.tool("listing.py", LISTING)
+    config = str(project.configure())
+    status, out, err = cli(capsys, "--config", config, "describe", "listing")
+    assert (status, err) == (0, "")
+    assert out == (
+        f"listing  (python, {project.tools / 'listing.py'})\n"
+        "\n"
+        "List directory\n"
+        "\n"
+        "List a directory.\n"
+        "\n"
+        "Parameters:\n"
+        "  path: string (required)\n"
+        "      Directory to list.\n"
+        "  limit: integer (optional, default 100)\n"
+        "      At most this many entries.\n"
+        "Summary: List a directory.\n"
+        "Tags: fs, read\n"
+        "Behaviour: read-only yes, idempotent yes\n"
+        "Limits: timeout 30\n"
+        "Examples:\n"
+        '  {"path": "."}\n'
+        "Errors:\n"
+        "  not a directory: the path is a file\n"
+        "Output:\n"
+        "  {\n"
+        '    "type": "object",\n'
+        '    "properties": {\n'
+        '      "entries": {\n'
+        '        "type": "array",\n'
+        '        "items": {\n'
+        '          "type": "string"\n'
+        "        }\n"
+        "      }\n"
+        "    },\n"
+        '    "required": [\n'
+        '      "entries"\n'
+        "    ]\n"
+        "  }\n"
+    )
+    full = json.loads(cli(capsys, "--config", config, "describe", "listing", "--json")[1])
+    assert full["metadata"] == {
+        "title": "List directory",
+        "summary": "List a directory.",
+        "tags": ["fs", "read"],
+        "examples": [{"path": "."}],
+        "annotations": {"read_only": True, "destructive": None, "idempotent": True, "open_world": None},
+        "output_schema": {
+            "type": "object",
+            "properties": {"entries": {"type": "array", "items": {"type": "string"}}},
+            "required": ["entries"],
+        },
+        "errors": ["not a directory: the path is a file"],
+    }
+    assert full["limits"] == {"timeout": 30.0, "max_output_bytes": None}
+
+
+def test_executor_tools_filters_by_tags(project: Project) -> None:
+    project.tool("listing.py", LISTING)
+    project.tool("write.sh", WRITE)
+    executor = project.executor()
+    assert [t.name for t in executor.tools(tags=["fs"])] == ["listing", "write"]
+    assert [t.name for t in executor.tools(tags=("fs", "write"))] == ["write"]
+    assert [t.name for t in executor.tools(tags=["nope"])] == []

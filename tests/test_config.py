@@ -110,7 +110,7 @@ def test_defaults_and_enabled_forms(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("timout: 5\n", "key 'timout': unknown setting; did you mean 'timeout'?"),
-        ("model: gpt\n", "key 'model': unknown setting"),
+        ("frobnicate: 1\n", "key 'frobnicate': unknown setting"),
         ("timeout: soon\n", "key 'timeout': expected a positive number of seconds, got 'soon'"),
         ("timeout: -1\n", "key 'timeout': expected a positive number of seconds, got -1"),
         ("timeout: .inf\n", "key 'timeout': expected a positive number of seconds, got inf"),

@@ -26,9 +26,12 @@ REQUIRED_PAGES = (
     "configuration.md",
     "cli.md",
     "installation.md",
+    "coming-from-loki.md",
 )
 # Golden cases deliberately not shown on any page, with the reason.
-LEFT_OUT: dict[str, str] = {}
+LEFT_OUT: dict[str, str] = {
+    "bash/argc_built": "argc's generated parser is 250 lines; coming-from-loki.md describes built scripts",
+}
 
 
 def _user_pages() -> list[Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,17 @@ def test_declarations_match_python(other: Path) -> None:
     declaration = compile_file(other)
     assert declaration.to_function() == reference.to_function()
     assert declaration.language != reference.language
+
+
+@pytest.mark.parametrize("other", SOURCES[1:], ids=lambda p: p.suffix)
+def test_metadata_and_limits_match_python(other: Path) -> None:
+    reference = compile_file(SOURCES[0])
+    declaration = compile_file(other)
+    assert reference.metadata.output_schema is not None and reference.metadata.examples
+    expected = reference.metadata
+    if other.suffix == ".js":
+        # An object-argument JavaScript tool has no return type to read an output shape from.
+        expected = replace(expected, output_schema=None)
+    assert declaration.metadata == expected
+    assert declaration.limits == reference.limits
+    assert declaration.warnings == reference.warnings == ()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
+from toolexec.runtimes.environment import PROMPT_UTILS
 
 ECHO_ENV = '''
 import os, stat
@@ -42,6 +43,8 @@ def test_llm_environment_seen_by_the_tool(project: Project, private_tmpdir: Path
             "LLM_TOOL_NAME": "echo_env",
             "LLM_TOOL_CACHE_DIR": str(functions / "cache" / "echo_env"),
             "LLM_TOOL_CALL_ID": "call-42",
+            "LLM_TOOL_RAW_JSON": "{}",
+            "LLM_PROMPT_UTILS_FILE": str(PROMPT_UTILS),
         },
         "output_mode": "0o600",
         "output_size": 0,

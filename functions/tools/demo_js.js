@@ -8,6 +8,11 @@
  * @property {string[]} [tags] - Labels to echo back.
  * @property {boolean} [loud] - Shout the text.
  * @param {Args} args
+ * @title JavaScript demonstration
+ * @tags demo
+ * @readOnly
+ * @openWorld false
+ * @example {"text": "hello", "count": 2}
  */
 exports.run = async function run({ text, count = 1, mood = "calm", tags = [], loud = false }) {
   const said = Array(count).fill(loud ? text.toUpperCase() : text).join(" ");

@@ -28,6 +28,14 @@ def run(
         scores: A mapping from names to numbers.
         mood: One of a fixed set of moods.
         note: An optional remark; left out when not given.
+
+    Title: Python demonstration
+    Tags: demo
+    Read-only: true
+    Open-world: false
+    Examples:
+        {"text": "hello", "count": 2}
+        {"text": "hi", "loud": true, "mood": "busy", "scores": {"a": 1.5}}
     """
     said = " ".join([text.upper() if loud else text] * count)
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("LLM_")}

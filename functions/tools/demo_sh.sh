@@ -15,6 +15,11 @@ set -euo pipefail
 # @arg words* Extra words, passed to main as positional arguments.
 # @env DEMO_GREETING=hello A greeting taken from the environment.
 # @meta require-tools date
+# @meta title Bash demonstration
+# @meta tags demo
+# @meta read-only
+# @meta open-world false
+# @meta example {"text": "hello", "count": 2, "tags": ["a", "b"]}
 
 _today() { date +%F; }
 _colors() { printf '%s\n' red green blue; }

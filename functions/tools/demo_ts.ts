@@ -31,6 +31,11 @@ class Forecaster {
  * @param window - An optional time window, as a nested object.
  * @param scores - A mapping from names to numbers.
  * @param note - An optional remark.
+ * @title TypeScript demonstration
+ * @tags demo
+ * @readOnly
+ * @openWorld false
+ * @example {"city": "Paris", "days": 3, "units": "c"}
  */
 export async function run(
   city: string,

@@ -7,6 +7,15 @@
  * @property {string[]} [sites] - Only search these sites.
  * @property {boolean} [fresh] - Prefer recent pages.
  * @param {Args} args
+ * @title Web search
+ * @summary Search the web.
+ * @tags web, search
+ * @readOnly
+ * @openWorld
+ * @timeout 20
+ * @example {"query": "toolexec"}
+ * @example {"query": "mcp", "limit": 3, "mode": "deep"}
+ * @error rate limited: too many searches in a minute
  */
 exports.run = function run(args) {
   return args.query;

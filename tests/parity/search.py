@@ -1,4 +1,10 @@
-from typing import Literal
+from typing import Literal, NotRequired, TypedDict
+
+
+class Results(TypedDict):
+    urls: list[str]
+    engine: str
+    more: NotRequired[bool]
 
 
 def run(
@@ -7,7 +13,7 @@ def run(
     mode: Literal["fast", "deep"] = "fast",
     sites: list[str] | None = None,
     fresh: bool | None = None,
-):
+) -> Results:
     """Search the web and return the top results.
 
     Args:
@@ -16,4 +22,16 @@ def run(
         mode: Quick or thorough search.
         sites: Only search these sites.
         fresh: Prefer recent pages.
+
+    Title: Web search
+    Summary: Search the web.
+    Tags: web, search
+    Read-only: true
+    Open-world: true
+    Timeout: 20
+    Examples:
+        {"query": "toolexec"}
+        {"query": "mcp", "limit": 3, "mode": "deep"}
+    Errors:
+        rate limited: too many searches in a minute
     """

@@ -1,0 +1,591 @@
+"""``toolexec mcp``: the enabled tools as a Model Context Protocol server, over stdio or Streamable HTTP.
+
+Built on the official SDK's low-level ``Server``, which serves both protocol eras (the
+``initialize`` handshake through 2025-11-25 and the stateless 2026-07-28 revision). The
+low-level server neither validates arguments nor turns exceptions into ``isError``
+results: every call goes through toolexec's own :class:`~toolexec.engine.Engine`, whose
+results carry the model-readable message and a ``reason``.
+
+Only this module and :mod:`toolexec.watch` import the SDK (and pydantic, starlette,
+uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import dataclasses
+import hmac
+import json
+import math
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolexec.build import build
+from toolexec.catalog import Catalog
+from toolexec.config import Config, load_config
+from toolexec.engine import Engine
+from toolexec.errors import BadRequest, ToolexecError
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.runtimes.process import CallControl
+from toolexec.version import __version__
+
+CatalogMode = Literal["full", "summaries"]
+DESCRIBE_TOOL = "describe_tool"
+# How long a cancelled call may take to end its tree (SIGTERM, grace, SIGKILL) before the server stops waiting.
+CANCEL_WAIT_SECONDS = 10.0
+_MCP_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def log(message: str) -> None:
+    """A diagnostic line on stderr (never stdout: on stdio that is the protocol stream)."""
+    print(f"toolexec mcp: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeOptions:
+    """How ``toolexec mcp`` serves: the catalog form, page size and whether to reload on edits."""
+
+    catalog: CatalogMode = "full"
+    page_size: int | None = None  # None: the config's mcp.page_size
+    reload: bool = True
+
+
+def mcp_names(names: list[str]) -> dict[str, str]:
+    """Tool name → the name MCP clients see (``[A-Za-z0-9_.-]``): others become ``_``, collisions get a suffix."""
+    taken = {n for n in names if set(n) <= _MCP_NAME_CHARS}
+    mapped: dict[str, str] = {}
+    for name in names:
+        if name in taken:
+            mapped[name] = name
+            continue
+        base = "".join(c if c in _MCP_NAME_CHARS else "_" for c in name)[:120]
+        candidate, n = base, 2
+        while candidate in taken:
+            candidate, n = f"{base}_{n}", n + 1
+        taken.add(candidate)
+        mapped[name] = candidate
+    return mapped
+
+
+def summary_of(tool: ToolDeclaration) -> str:
+    """The one-line summary: the declared one, else the description's first line."""
+    return tool.metadata.summary or (tool.description.strip().split("\n", 1)[0] if tool.description else tool.name)
+
+
+def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool) -> types.Tool:
+    """The ``tools/list`` entry of one tool (in summaries mode: the one-line summary and no parameters)."""
+    meta, hints = tool.metadata, tool.metadata.annotations
+    annotations = None
+    if meta.title is not None or any(
+        v is not None for v in (hints.read_only, hints.destructive, hints.idempotent, hints.open_world)
+    ):
+        annotations = types.ToolAnnotations(
+            title=meta.title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
+        )
+    if summaries:
+        return types.Tool(
+            name=name,
+            title=meta.title,
+            description=f"{summary_of(tool)} (call {DESCRIBE_TOOL} for its parameters)",
+            input_schema={"type": "object"},
+            annotations=annotations,
+        )
+    return types.Tool(
+        name=name,
+        title=meta.title,
+        description=tool.description,
+        input_schema=tool.to_function()["parameters"],
+        output_schema=output_schema(tool),
+        annotations=annotations,
+    )
+
+
+def output_schema(tool: ToolDeclaration) -> dict[str, Any] | None:
+    """The declared output shape when MCP can carry it (an object at the root, as every protocol version allows)."""
+    schema = tool.metadata.output_schema
+    return dict(schema) if isinstance(schema, dict) and schema.get("type") == "object" else None
+
+
+def describe(tool: ToolDeclaration, name: str) -> dict[str, Any]:
+    """What ``describe_tool`` returns: the full spec, worked examples and error modes."""
+    meta = tool.metadata
+    return {
+        "name": name,
+        "title": meta.title,
+        "summary": summary_of(tool),
+        "description": tool.description,
+        "inputSchema": tool.to_function()["parameters"],
+        "outputSchema": output_schema(tool),
+        "annotations": {
+            k: v
+            for k, v in {
+                "readOnlyHint": meta.annotations.read_only,
+                "destructiveHint": meta.annotations.destructive,
+                "idempotentHint": meta.annotations.idempotent,
+                "openWorldHint": meta.annotations.open_world,
+            }.items()
+            if v is not None
+        },
+        "tags": list(meta.tags),
+        "examples": list(meta.examples),
+        "errors": list(meta.errors),
+    }
+
+
+DESCRIBE_TOOL_SPEC = types.Tool(
+    name=DESCRIBE_TOOL,
+    title="Describe a tool",
+    description="Return one tool's full specification: description, input and output schema, examples and error modes. "
+    "Call it before using a tool whose parameters you do not know.",
+    input_schema={
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The tool's name as listed."}},
+        "required": ["name"],
+        "additionalProperties": False,
+    },
+    annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+)
+
+
+class Listing:
+    """The tools offered by one catalog under one config: MCP names both ways, in catalog order."""
+
+    def __init__(self, config: Config, catalog: Catalog, *, summaries: bool) -> None:
+        self.tools = catalog.enabled(config)
+        self.names = mcp_names([t.name for t in self.tools])
+        self.back = {mcp: real for real, mcp in self.names.items()}
+        self.entries = [mcp_tool(t, self.names[t.name], summaries=summaries) for t in self.tools]
+        if summaries and DESCRIBE_TOOL not in self.back:
+            self.entries.append(DESCRIBE_TOOL_SPEC)
+        self.fingerprints = {self.names[t.name]: t.fingerprint() for t in self.tools}
+        self._checks: dict[str, Any] = {}
+
+    def output_check(self, tool: ToolDeclaration) -> Any:
+        """A JSON Schema validator of the tool's declared output, made once per listing."""
+        if tool.name not in self._checks:
+            import jsonschema
+
+            schema = output_schema(tool)
+            self._checks[tool.name] = jsonschema.Draft202012Validator(schema) if schema is not None else None
+        return self._checks[tool.name]
+
+
+def _cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode().rstrip("=")
+
+
+def _offset(cursor: str, total: int) -> int:
+    """The offset an opaque cursor stands for; a cursor this server did not make is invalid params."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        offset = data["offset"]
+        if isinstance(offset, int) and not isinstance(offset, bool) and 0 <= offset <= total:
+            return offset
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        pass
+    raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor[:64]!r}: pass a nextCursor from a previous tools/list")
+
+
+class ToolServer:
+    """One MCP server over one config's enabled tools; reloadable while it serves."""
+
+    def __init__(self, config_source: Any, options: ServeOptions) -> None:
+        self.source = config_source
+        self.options = options
+        self.config = load_config(config_source)
+        report = build(self.config)
+        self._report_problems(report.problems)
+        self.good_sources: dict[str, bytes] = {}
+        self.snapshots = Path(tempfile.mkdtemp(prefix="toolexec-mcp-"))
+        self.catalog = self._serving(report.catalog)
+        self.listing = Listing(self.config, self.catalog, summaries=options.catalog == "summaries")
+        self.bus = InMemorySubscriptionBus()
+        self.limiter = anyio.CapacityLimiter(self.config.max_parallel)
+        self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
+        self.in_flight: set[tuple[CallControl, threading.Event]] = set()
+        self._reported: set[str] = set(report.problems)
+        self.server: Server[Any] = Server(
+            "toolexec",
+            version=__version__,
+            instructions="Tools compiled by toolexec from scripts; each call runs the script in its own process.",
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_subscriptions_listen=ListenHandler(self.bus),
+        )
+        self.server.middleware.append(self._remember_session)
+
+    @property
+    def page_size(self) -> int:
+        return self.options.page_size or self.config.mcp.page_size
+
+    # --- protocol handlers -------------------------------------------------------------------
+
+    async def _remember_session(self, ctx: ServerRequestContext[Any, Any], call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Keep the stdio connection's session: a handshake-era list_changed goes out on its standalone channel."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and ctx.request is None:
+            self.legacy_sessions[:] = [ctx.session]
+        return await call_next(ctx)
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        """``tools/list``: the enabled tools in catalog order, ``page_size`` at a time."""
+        entries = self.listing.entries
+        start = _offset(params.cursor, len(entries)) if params is not None and params.cursor else 0
+        end = start + self.page_size
+        return types.ListToolsResult(tools=entries[start:end], next_cursor=_cursor(end) if end < len(entries) else None)
+
+    async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602."""
+        listing = self.listing
+        if params.name == DESCRIBE_TOOL and self.options.catalog == "summaries" and DESCRIBE_TOOL not in listing.back:
+            return self._describe(listing, params.arguments)
+        name = listing.back.get(params.name, params.name)
+        tool = next((t for t in listing.tools if t.name == name), None)
+        call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {})
+        result = await self._invoke(ctx, Engine(self.config, self.catalog), call)
+        if result.reason in ("unknown_tool", "not_enabled"):
+            raise MCPError(types.INVALID_PARAMS, result.error or f"unknown tool {params.name!r}")
+        if not result.ok:
+            return _error(result.error or f"Tool call '{name}' failed")
+        return self._success(listing, tool, result)
+
+    def _describe(self, listing: Listing, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        name = (arguments or {}).get("name")
+        tool = next((t for t in listing.tools if listing.names[t.name] == name), None)
+        if tool is None:
+            from toolexec.errors import did_you_mean
+
+            return _error(f"no tool named {name!r}{did_you_mean(str(name), list(listing.back))}; pass a name from tools/list")
+        spec = describe(tool, listing.names[tool.name])
+        return types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(spec, indent=2, ensure_ascii=False))], structured_content=spec
+        )
+
+    def _success(self, listing: Listing, tool: ToolDeclaration | None, result: ToolResult) -> types.CallToolResult:
+        text = result.output + "".join(f"\n[toolexec note: {note}]" for note in result.notes)
+        check = listing.output_check(tool) if tool is not None else None
+        if check is None:
+            return types.CallToolResult(content=[types.TextContent(text=text)])
+        try:
+            value = json.loads(result.output)
+        except json.JSONDecodeError as exc:
+            return _error(
+                f"Tool call '{result.tool_name}' declared an output schema but its output is not JSON ({exc.msg}): {result.output[:200]}"
+            )
+        problems = sorted(check.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if problems:
+            where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in problems[0].absolute_path) or "(root)"
+            return _error(
+                f"Tool call '{result.tool_name}' returned output that does not conform to its declared output schema: "
+                f"at {where}: {problems[0].message}"
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))], structured_content=value
+        )
+
+    async def _invoke(self, ctx: ServerRequestContext[Any, Any], engine: Engine, call: ToolCall) -> ToolResult:
+        """Run one call in a worker thread; progress events become notifications; cancellation ends the tree."""
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+        token = anyio.lowlevel.current_token()
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("event") == "progress":
+                anyio.from_thread.run_sync(send.send_nowait, event, token=token)
+
+        control = CallControl(on_event=on_event)
+        done = threading.Event()
+        entry = (control, done)
+
+        def work() -> ToolResult:
+            try:
+                return engine.invoke(call, control)
+            finally:
+                done.set()
+
+        async def forward() -> None:
+            async with receive:
+                async for event in receive:
+                    with contextlib.suppress(Exception):  # a closed stream must not fail the call
+                        await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
+
+        spawned = False
+        try:
+            async with self.limiter, anyio.create_task_group() as group:
+                group.start_soon(forward)
+                self.in_flight.add(entry)
+                spawned = True
+                try:
+                    result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+                finally:
+                    send.close()
+            return result
+        except anyio.get_cancelled_exc_class():
+            control.cancel()
+            if spawned:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(done.wait, CANCEL_WAIT_SECONDS)
+            raise
+        finally:
+            self.in_flight.discard(entry)
+            if done.is_set() or not spawned:
+                control.close()
+
+    async def cancel_all(self) -> None:
+        """Cancel every call in flight and wait until their process trees are gone (bounded)."""
+        pending = list(self.in_flight)
+        for control, _ in pending:
+            control.cancel()
+        with anyio.CancelScope(shield=True):
+            for _, done in pending:
+                await anyio.to_thread.run_sync(done.wait, CANCEL_WAIT_SECONDS)
+
+    # --- hot reload ----------------------------------------------------------------------------
+
+    def _report_problems(self, problems: list[str]) -> None:
+        for problem in problems:
+            log(problem)
+
+    async def reload(self) -> bool:
+        """Rebuild what changed and swap the catalog; announce list_changed when the offered tools differ."""
+
+        def rebuild() -> tuple[Config, Any]:
+            config = load_config(self.source)
+            return config, build(config)
+
+        try:
+            config, report = await anyio.to_thread.run_sync(rebuild)
+        except ToolexecError as error:
+            log(f"{error} (still serving the previous tools)")
+            return False
+        fresh = [p for p in report.problems if p not in self._reported]
+        self._reported = set(report.problems)
+        self._report_problems(fresh)
+        old = self.listing
+        diff = report.catalog.diff(self.catalog)
+        self.config, self.catalog = config, self._serving(report.catalog)
+        self.listing = Listing(config, self.catalog, summaries=self.options.catalog == "summaries")
+        offered = set(old.names) | set(self.listing.names)
+        changed = any(n in offered for n in (*diff.added, *diff.removed, *diff.changed)) or set(old.names) != set(
+            self.listing.names
+        )
+        if changed:
+            await self.announce()
+        return changed
+
+    def _serving(self, catalog: Catalog) -> Catalog:
+        """The catalog calls run against: a tool whose edit broke it runs the last source that built, from a
+        private copy (the catalog's ``last_good`` keeps its declaration; the file on disk is the broken one)."""
+        entries = []
+        for entry in catalog.entries:
+            if entry.declaration is not None:
+                with contextlib.suppress(OSError):
+                    self.good_sources[entry.name] = Path(entry.declaration.source).read_bytes()
+            elif entry.last_good is not None and entry.name in self.good_sources:
+                copy = self.snapshots / entry.name / Path(entry.last_good.source).name
+                copy.parent.mkdir(exist_ok=True)
+                copy.write_bytes(self.good_sources[entry.name])
+                copy.chmod(0o700)
+                entry = entry.replace(last_good=dataclasses.replace(entry.last_good, source=str(copy)))
+            entries.append(entry)
+        return Catalog(fingerprint=catalog.fingerprint, entries=tuple(entries), state=catalog.state, pack=catalog.pack)
+
+    def close(self) -> None:
+        """Remove the private copies of last good sources."""
+        shutil.rmtree(self.snapshots, ignore_errors=True)
+
+    async def announce(self) -> None:
+        """notifications/tools/list_changed to the handshake-era stdio client, and the event to 2026 listeners."""
+        for session in list(self.legacy_sessions):
+            with contextlib.suppress(Exception):
+                await session.send_tool_list_changed()
+        await self.bus.publish(ToolsListChanged())
+
+    # --- serving ---------------------------------------------------------------------------------
+
+    async def serve_stdio(self) -> None:
+        """Serve over stdin/stdout until EOF or SIGTERM/SIGINT; then cancel the calls in flight and return."""
+        from mcp.server.stdio import stdio_server
+
+        init = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._signals, self._stop_stdio)
+            if self.options.reload:
+                group.start_soon(self._watch)
+            try:
+                async with stdio_server() as (read, write):
+                    await self.server.run(read, write, init)
+            finally:
+                await self.cancel_all()
+                group.cancel_scope.cancel()
+
+    async def serve_http(self, host: str, port: int, token: str | None) -> None:
+        """Serve Streamable HTTP (stateless: no per-client state) until SIGTERM/SIGINT."""
+        import uvicorn
+
+        app = self.server.streamable_http_app(
+            stateless_http=True,
+            transport_security=self._transport_security(host),
+            host=host,
+        )
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.create_server((host, port), family=family)
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+
+        class Uvicorn(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
+                yield
+
+        server = Uvicorn(
+            uvicorn.Config(
+                BearerGate(app, token) if token else app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+            )
+        )
+        log(f"serving http://{shown}:{bound}/mcp")
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._signals, lambda: setattr(server, "should_exit", True))
+            if self.options.reload:
+                group.start_soon(self._watch)
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                await self.cancel_all()
+                sock.close()
+                group.cancel_scope.cancel()
+
+    def _transport_security(self, host: str) -> TransportSecuritySettings:
+        """DNS-rebinding protection: Host must be this server's (or a configured proxy's); Origin a loopback or configured one."""
+        settings = self.config.mcp
+        shown = f"[{host}]" if ":" in host else host
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", f"{shown}:*", *settings.allowed_hosts],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *settings.allowed_origins],
+        )
+
+    async def _watch(self) -> None:
+        from toolexec.watch import watch_tools
+
+        await watch_tools(self)
+
+    async def _stop_stdio(self) -> None:
+        """SIGTERM/SIGINT on stdio: end every call's tree, then exit 0 (the SDK's stdin reader thread cannot be
+        interrupted while it waits for a line, so the process ends here rather than by unwinding)."""
+        import os
+
+        await self.cancel_all()
+        self.close()
+        sys.stderr.flush()
+        os._exit(0)
+
+    async def _signals(self, stop: Callable[[], Any]) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                outcome = stop()
+                if outcome is not None:
+                    await outcome
+                return
+
+
+class BearerGate:
+    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (compared in constant time)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="toolexec"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def parse_bind(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:8080`` for IPv6) → (host, port); the host defaults to 127.0.0.1."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise BadRequest(f"--http expects [HOST:]PORT such as 8080 or 127.0.0.1:8080, got {value!r}")
+    return host, int(port)
+
+
+def resolve_token(config: Config, token_env: str | None, host: str) -> str | None:
+    """The bearer token from the variable named by --token-env or mcp.token_env; refused when it is named but unset,
+    and required when the server listens beyond loopback."""
+    import os
+
+    name = token_env or config.mcp.token_env
+    if name:
+        token = os.environ.get(name, "")
+        if not token:
+            raise BadRequest(
+                f"the bearer token variable {name} is not set (named by {'--token-env' if token_env else 'mcp.token_env'}); export it"
+            )
+        return token
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise BadRequest(
+            f"refusing to serve {host} without a bearer token: set mcp.token_env in config.yaml (or --token-env NAME) "
+            "to the name of an environment variable holding the token"
+        )
+    return None
+
+
+def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions) -> int:
+    """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
+    bind = parse_bind(http) if http is not None else None
+    server = ToolServer(config_source, options)
+    try:
+        if bind is None:
+            anyio.run(server.serve_stdio)
+            return 0
+        token = resolve_token(server.config, token_env, bind[0])
+        anyio.run(server.serve_http, bind[0], bind[1], token)
+        return 0
+    finally:
+        server.close()

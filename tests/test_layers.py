@@ -1,0 +1,135 @@
+"""The import layers: upper layers import lower ones, never the reverse.
+
+::
+
+    toolexec (the package), __main__, cli, api, mcp, watch        the surfaces
+    engine, build, catalog, config, providers, batch, results, validation
+    toolexec.compilers, toolexec.runtimes                          (neither imports the other)
+    records, errors, state, paths, version                         the leaf vocabulary
+
+Every import statement counts, including one inside a function (a lazy import) or under
+``TYPE_CHECKING``: an upward import is allowed only when listed in :data:`JUSTIFIED` with why.
+The source folders are read, not the installed package: ``executor/`` is ``toolexec``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+FOLDERS = {"executor": "toolexec", "compilers": "toolexec.compilers", "runtimes": "toolexec.runtimes"}
+LAYERS = [
+    {"toolexec", "toolexec.__main__", "toolexec.cli", "toolexec.api", "toolexec.mcp", "toolexec.watch"},
+    {
+        "toolexec.engine",
+        "toolexec.build",
+        "toolexec.catalog",
+        "toolexec.config",
+        "toolexec.providers",
+        "toolexec.batch",
+        "toolexec.results",
+        "toolexec.validation",
+    },
+    {"toolexec.compilers", "toolexec.runtimes"},
+    {"toolexec.records", "toolexec.errors", "toolexec.state", "toolexec.paths", "toolexec.version"},
+]
+# Inside the leaf vocabulary: what each may import of the project.
+LEAVES = {
+    "toolexec.records": set(),
+    "toolexec.errors": {"toolexec.records"},
+    "toolexec.state": {"toolexec.errors", "toolexec.records", "toolexec.paths"},
+    "toolexec.paths": set(),
+    "toolexec.version": set(),
+}
+# (importer, imported) -> why an upward import is right there. None today.
+JUSTIFIED: dict[tuple[str, str], str] = {}
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the project by its import name."""
+    found = {}
+    for folder, package in FOLDERS.items():
+        for path in sorted((REPO / folder).rglob("*.py")):
+            parts = [package, *path.relative_to(REPO / folder).with_suffix("").parts]
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def unit(module: str) -> str:
+    """The layer member a module belongs to: its longest listed prefix."""
+    members = sorted((m for layer in LAYERS for m in layer), key=len, reverse=True)
+    match = next((m for m in members if module == m or module.startswith(m + ".")), None)
+    assert match is not None, f"{module} is in no layer; add it to LAYERS in {__file__}"
+    return match
+
+
+def layer(module: str) -> int:
+    member = unit(module)
+    return next(i for i, layer in enumerate(LAYERS) if member in layer)
+
+
+def imports(module: str, path: Path) -> list[tuple[str, int]]:
+    """The project modules ``module`` imports anywhere in its file, with line numbers."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    known = modules()
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            # `from toolexec.runtimes import process` names a module; `from toolexec import Executor` does not
+            targets = [f"{target}.{a.name}" if f"{target}.{a.name}" in known else target for a in node.names]
+        else:
+            continue
+        found += [(t, node.lineno) for t in targets if t == "toolexec" or t.startswith("toolexec.")]
+    return found
+
+
+def test_every_module_is_in_a_layer() -> None:
+    assert {m: layer(m) for m in modules()}  # layer() names any module left out
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_no_module_imports_a_layer_above_its_own(module: str) -> None:
+    path = modules()[module]
+    upward = [
+        f"{path.relative_to(REPO)}:{line}: {module} imports {target}"
+        for target, line in imports(module, path)
+        if layer(target) < layer(module) and (module, target) not in JUSTIFIED
+    ]
+    assert upward == []
+
+
+def test_compilers_and_runtimes_do_not_import_each_other() -> None:
+    crossing = [
+        f"{module} imports {target}"
+        for module, path in modules().items()
+        for target, _ in imports(module, path)
+        if {unit(module), unit(target)} == {"toolexec.compilers", "toolexec.runtimes"}
+    ]
+    assert crossing == []
+
+
+@pytest.mark.parametrize("leaf", sorted(LEAVES))
+def test_the_leaf_vocabulary_imports_only_what_it_may(leaf: str) -> None:
+    imported = {target for target, _ in imports(leaf, modules()[leaf])} - {leaf}
+    assert imported <= LEAVES[leaf], f"{leaf} may import only {sorted(LEAVES[leaf])}"
+
+
+def test_the_walk_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
+    """The checker itself: an import inside a function, a relative one and a submodule named in `from`."""
+    path = tmp_path / "probe.py"
+    path.write_text(
+        "from . import errors\nfrom toolexec.runtimes import process\n\ndef f():\n    from toolexec.api import Executor\n"
+    )
+    assert imports("toolexec.probe", path) == [
+        ("toolexec.errors", 1),
+        ("toolexec.runtimes.process", 2),
+        ("toolexec.api", 5),
+    ]
