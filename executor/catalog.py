@@ -174,6 +174,15 @@ class Entry:
     def __repr__(self) -> str:
         return f"Entry(file={self.file!r}, name={self.name!r}, record={self.record!r}, problems={self.problems!r})"
 
+    def _key(self) -> tuple[Any, ...]:
+        return (self.file, self.name, self.stat, self.sha256, self.problems, self.warnings, self.declaration, self.last_good)
+
+    def __eq__(self, other: object) -> bool:
+        """Entries are equal when they say the same (where their records are is not compared)."""
+        return isinstance(other, Entry) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 def record_text(data: dict[str, Any]) -> tuple[str, str]:
     """A record's JSON and its name: a digest of that content (so an unchanged tool keeps its record)."""
@@ -251,6 +260,15 @@ class Catalog:
         self._serving_map: dict[str, Entry] | None = None
         self.tools: Mapping[str, ToolDeclaration] = Tools(self)
         self._validators: dict[str, Validator] = {}
+
+    def __eq__(self, other: object) -> bool:
+        """Catalogs are equal when they hold the same entries for the same fingerprint (loads every record)."""
+        return isinstance(other, Catalog) and (self.fingerprint, self.entries) == (other.fingerprint, other.entries)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Catalog(pack={self.pack!r}, tools={list(self.tools)!r})"
 
     def _row(self, number: int) -> Entry:
         entry = self._parsed.get(number)
@@ -584,8 +602,8 @@ def _append_records(state: State, catalog: Catalog, previous: Catalog | None, fr
 
     pack = previous.pack if previous is not None and previous.records_present() else None
     kept = [e for e in catalog.entries if e.record is not None and e.at is not None and not any(e is f for f, _ in fresh)]
-    if not fresh and pack is not None:
-        return pack
+    if not fresh and (pack is not None or not kept):
+        return pack  # nothing to write (no tool built: no pack at all)
     if pack is not None:
         live = sum(e.at[1] for e in kept if e.at) + sum(len(line) for _, line in fresh)
         if state.pack_file(pack).stat().st_size > 2 * live + COMPACT_SLACK_BYTES:
