@@ -437,7 +437,8 @@ BLOCKERS = {
     ),
     "Python tool, in-process": "The tool's interpreter start-up is most of it; the bootstrap imports nothing beyond it.",
     "1,000-tool catalog": "A call reads the index (one compact JSON line per tool) and one record; the index parse grows with the tool count.",
-    "TypeScript tool": "Node's start-up and the module import are most of it.",
+    "TypeScript tool": "Node's start-up and the module import are most of it; the rest is the per-call work of the Bash row.",
+    "JavaScript tool": "Node's start-up and the module import are most of it; the rest is the per-call work of the Bash row.",
     "`toolexec build`": "Compiling (tree-sitter) and reading every file is the cold cost; no change reads no file.",
 }
 
