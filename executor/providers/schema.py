@@ -66,6 +66,7 @@ _GEMINI_KEYWORDS = {
     "default",
     "anyOf",
 }
+_GEMINI_FORMATS = {"STRING": ("enum", "date-time"), "NUMBER": ("float", "double"), "INTEGER": ("int32", "int64")}
 _GEMINI_DROPPED = {"$schema", "$comment", "examples", "additionalProperties"}  # annotations, or implied
 
 
@@ -219,6 +220,8 @@ def _gemini(node: dict[str, Any], where: str) -> dict[str, Any]:
             if not all(isinstance(v, str) for v in values):
                 raise Unsupported(f"{where}: Gemini's enum takes strings only, this one has {json.dumps(values)}")
             out["enum"], out["format"] = values, "enum"
+        elif key == "format" and value not in _GEMINI_FORMATS.get(out.get("type", ""), ()):
+            continue  # a format Gemini does not know is refused by the API; it only annotates
         elif key == "properties":
             out["properties"] = {name: _gemini(prop, f"{where}.{name}") for name, prop in value.items()}
         elif key == "items":
