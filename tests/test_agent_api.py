@@ -58,8 +58,14 @@ EXPECTED = {
     "openai": [{"role": "tool", "tool_call_id": "call_9", "content": ECHO}],
     "openai-strict": [{"role": "tool", "tool_call_id": "call_9", "content": ECHO}],
     "responses": [{"type": "function_call_output", "call_id": "call_9", "output": ECHO}],
-    "anthropic": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": ECHO, "is_error": False}]},
-    "gemini": {"role": "user", "parts": [{"functionResponse": {"name": "notes_search", "id": "fc-9", "response": {"output": ECHO}}}]},
+    "anthropic": {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": ECHO, "is_error": False}],
+    },
+    "gemini": {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "notes_search", "id": "fc-9", "response": {"output": ECHO}}}],
+    },
 }
 
 
@@ -124,7 +130,10 @@ def test_declarations_command(project: Project) -> None:
             },
         },
     ]
-    assert done.stderr.splitlines()[-1] == "toolexec: notes:search: declared as 'notes_search' (gemini does not accept the name as it is)"
+    assert (
+        done.stderr.splitlines()[-1]
+        == "toolexec: notes:search: declared as 'notes_search' (gemini does not accept the name as it is)"
+    )
     bad = toolexec("--config", config, "declarations", "--format", "claude")
     assert bad.returncode == 2 and "invalid choice: 'claude'" in bad.stderr
     strict = json.loads(toolexec("--config", config, "declarations", "--format", "openai-strict").stdout)
@@ -141,7 +150,7 @@ def test_registry_verbs(project: Project) -> None:
         assert ex.get("notes_search").name == "notes:search"
         with pytest.raises(NotEnabled):
             ex.get("remove")
-        with pytest.raises(UnknownTool, match="unknown tool 'clok'; did you mean 'clock'?"):
+        with pytest.raises(UnknownTool, match=r"unknown tool 'clok'; did you mean 'clock'\?"):
             ex.get("clok")
         assert ex.manifest() == [
             {"name": "clock", "description": "Tell the time.", "input_schema": {"type": "object", "properties": {}}},
@@ -181,7 +190,7 @@ def test_register_and_unregister(project: Project) -> None:
 
 def test_discovery_report_names_file_line_and_message(project: Project) -> None:
     project.tool("clock.py", CLOCK)
-    project.tool("broken.py", 'def run(x):\n    pass\n')
+    project.tool("broken.py", "def run(x):\n    pass\n")
     with project.executor() as ex:
         report = ex.discovery()
     assert report.loaded == ["clock"] and report.searched == [str(project.tools / "broken.py"), str(project.tools / "clock.py")]
@@ -275,7 +284,9 @@ def test_async_before_call_and_a_failing_hook(project: Project) -> None:
         assert ex.call("clock").error == "the call of tool 'clock' was denied: the before_call hook did not allow it"
         assert asyncio.run(ex.acall("clock")).reason == "denied"
     with Executor(project.configure(), before_call=boom) as ex:
-        assert ex.call("clock").error == "the call of tool 'clock' was denied: the before_call hook failed: RuntimeError: hook bug"
+        assert (
+            ex.call("clock").error == "the call of tool 'clock' was denied: the before_call hook failed: RuntimeError: hook bug"
+        )
         assert asyncio.run(ex.acall("clock")).reason == "denied"
 
 
@@ -298,7 +309,10 @@ def test_confirm_without_a_terminal_denies(project: Project) -> None:
 
     done = run("run", "remove", '{"path": "a"}', "--confirm", "destructive")
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "toolexec: the call of tool 'remove' was denied: --confirm destructive needs a terminal to ask on, and there is none\n"
+    assert (
+        done.stderr
+        == "toolexec: the call of tool 'remove' was denied: --confirm destructive needs a terminal to ask on, and there is none\n"
+    )
     assert run("run", "remove", '{"path": "a"}').stdout == "removed a"  # without --confirm nothing is asked
 
 
@@ -315,3 +329,19 @@ def test_which_tools_confirm_asks_about() -> None:
     cases = [tool(), tool(read_only=True), tool(destructive=False), tool(destructive=True), tool(read_only=False)]
     assert [needs_confirmation(t, "destructive") for t in cases] == [True, False, False, True, True]
     assert [needs_confirmation(t, "all") for t in cases] == [True] * 5
+
+
+def test_the_example_agent_loop_runs_offline_and_prints_what_the_docs_show() -> None:
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, str(repo / "examples" / "agent_loop.py")], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    page = (repo / "docs" / "providers.md").read_text(encoding="utf-8")
+    shown = re.search(r"```text\n(== openai.*?)```", page, re.DOTALL)
+    assert shown is not None and done.stdout == shown.group(1)

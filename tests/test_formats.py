@@ -124,9 +124,10 @@ def test_gemini_parameters_json_schema_when_asked(update_goldens: bool) -> None:
         "description": "The notes.search tool.",
         "parametersJsonSchema": TOOLS[1].parameters,
     }
-    assert declared.notes == [f"{t.name}: declared as {n!r} (gemini does not accept the name as it is)" for t, n in [
-        (TOOLS[1], "notes_search"), (TOOLS[2], "shop_order"), (TOOLS[3], LONG[:55] + "_" + _digest(LONG))
-    ]]
+    assert declared.notes == [
+        f"{t.name}: declared as {n!r} (gemini does not accept the name as it is)"
+        for t, n in [(TOOLS[1], "notes_search"), (TOOLS[2], "shop_order"), (TOOLS[3], LONG[:55] + "_" + _digest(LONG))]
+    ]
     with pytest.raises(BadRequest, match="json_schema applies to the gemini format only"):
         definitions(TOOLS, "openai", json_schema=True)
     with pytest.raises(BadRequest, match="unknown declaration format 'claude'; known formats: openai, openai-strict"):
@@ -140,7 +141,9 @@ def _digest(name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("format", "json_schema"), [*((f, False) for f in DECLARATION_FORMATS), ("gemini", True)], ids=[*DECLARATION_FORMATS, "gemini-json"]
+    ("format", "json_schema"),
+    [*((f, False) for f in DECLARATION_FORMATS), ("gemini", True)],
+    ids=[*DECLARATION_FORMATS, "gemini-json"],
 )
 def test_declarations_follow_the_published_rules(format: str, json_schema: bool) -> None:
     rules = RULES[format]
@@ -240,7 +243,15 @@ ARGS = {"query": "milk", "limit": None}
 
 def ok(call_id: str, name: str, output: str) -> ToolResult:
     return ToolResult(
-        ok=True, status="ok", output=output, error=None, exit_code=0, stderr="", duration_ms=1.0, tool_call_id=call_id, tool_name=name
+        ok=True,
+        status="ok",
+        output=output,
+        error=None,
+        exit_code=0,
+        stderr="",
+        duration_ms=1.0,
+        tool_call_id=call_id,
+        tool_name=name,
     )
 
 
@@ -285,7 +296,9 @@ SHAPES: dict[str, dict[str, Any]] = {
         "response": {
             "id": "chatcmpl-1",
             "object": "chat.completion",
-            "choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": OPENAI_CALLS}, "finish_reason": "tool_calls"}],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "tool_calls": OPENAI_CALLS}, "finish_reason": "tool_calls"}
+            ],
         },
     },
     "responses": {
@@ -357,11 +370,17 @@ def test_a_malformed_call_fails_alone_in_every_shape() -> None:
 def test_format_tool_result_in_every_shape() -> None:
     names = Names(t.name for t in TOOLS)
     good, bad = ok("c1", "notes.search", "3 notes"), failed("c2", "shop:order")
-    assert [format_tool_result(r, f, names=names) for f in ("openai", "responses", "anthropic", "gemini", "mcp") for r in (good, bad)] == [
+    assert [
+        format_tool_result(r, f, names=names) for f in ("openai", "responses", "anthropic", "gemini", "mcp") for r in (good, bad)
+    ] == [
         {"role": "tool", "tool_call_id": "c1", "content": "3 notes"},
         {"role": "tool", "tool_call_id": "c2", "content": "Tool call 'shop:order' exited with code 1: ValueError: no\npartial"},
         {"type": "function_call_output", "call_id": "c1", "output": "3 notes"},
-        {"type": "function_call_output", "call_id": "c2", "output": "Tool call 'shop:order' exited with code 1: ValueError: no\npartial"},
+        {
+            "type": "function_call_output",
+            "call_id": "c2",
+            "output": "Tool call 'shop:order' exited with code 1: ValueError: no\npartial",
+        },
         {"type": "tool_result", "tool_use_id": "c1", "content": "3 notes", "is_error": False},
         {
             "type": "tool_result",
@@ -378,7 +397,10 @@ def test_format_tool_result_in_every_shape() -> None:
             }
         },
         {"content": [{"type": "text", "text": "3 notes"}], "isError": False},
-        {"content": [{"type": "text", "text": "Tool call 'shop:order' exited with code 1: ValueError: no\npartial"}], "isError": True},
+        {
+            "content": [{"type": "text", "text": "Tool call 'shop:order' exited with code 1: ValueError: no\npartial"}],
+            "isError": True,
+        },
     ]
     assert format_tool_result(good, "gemini")["functionResponse"]["name"] == "notes_search"  # coerced on its own
     assert format_tool_result_as_text(good) == "3 notes"
@@ -395,9 +417,15 @@ def test_null_for_an_optional_parameter_is_absent() -> None:
         "priority": None,
         "gift": None,
     }
-    assert drop_optional_nulls(schema, sent) == {"customer": {"name": "Ada"}, "items": [{"sku": "a1"}, {"sku": "b2", "quantity": 2}]}
+    assert drop_optional_nulls(schema, sent) == {
+        "customer": {"name": "Ada"},
+        "items": [{"sku": "a1"}, {"sku": "b2", "quantity": 2}],
+    }
     # A parameter that accepts null keeps it; a required one is left for validation to refuse.
-    assert drop_optional_nulls(TOOLS[1].parameters, {"query": None, "since": None, "limit": None}) == {"query": None, "since": None}
+    assert drop_optional_nulls(TOOLS[1].parameters, {"query": None, "since": None, "limit": None}) == {
+        "query": None,
+        "since": None,
+    }
 
 
 def test_toolcall_names_from_a_batch_are_the_tools_own() -> None:
