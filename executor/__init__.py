@@ -19,10 +19,17 @@ _EXPORTS = {
     "ToolCall": "toolexec.records",
     "ToolDeclaration": "toolexec.records",
     "ToolResult": "toolexec.records",
+    "format_tool_result": "toolexec.providers",
+    "format_tool_result_as_text": "toolexec.providers",
+    "Toolkit": "toolexec.toolkit",
+    "ApprovalRequest": "toolexec.approval",
+    "Deny": "toolexec.approval",
+    "Rewrite": "toolexec.approval",
     **dict.fromkeys(
         [
             "BadRequest",
             "BuildError",
+            "CallDenied",
             "CallRefused",
             "CompileError",
             "ConfigError",
@@ -38,34 +45,43 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ApprovalRequest",
     "BadRequest",
     "BuildError",
     "BuildReport",
+    "CallDenied",
     "CallRefused",
     "CompileError",
     "Config",
     "ConfigError",
+    "Deny",
     "Executor",
     "InvalidArguments",
     "PreparationFailed",
     "Problem",
+    "Rewrite",
     "RuntimeUnavailable",
     "ToolCall",
     "ToolDeclaration",
     "ToolResult",
     "ToolexecError",
+    "Toolkit",
     "UnknownTool",
     "__version__",
+    "format_tool_result",
+    "format_tool_result_as_text",
     "load_config",
 ]
 
 if TYPE_CHECKING:
     from toolexec.api import Executor
+    from toolexec.approval import ApprovalRequest, Deny, Rewrite
     from toolexec.build import BuildReport
     from toolexec.config import Config, load_config
     from toolexec.errors import (
         BadRequest,
         BuildError,
+        CallDenied,
         CallRefused,
         CompileError,
         ConfigError,
@@ -76,7 +92,9 @@ if TYPE_CHECKING:
         ToolexecError,
         UnknownTool,
     )
+    from toolexec.providers import format_tool_result, format_tool_result_as_text
     from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+    from toolexec.toolkit import Toolkit
 
 
 def __getattr__(name: str) -> Any:

@@ -106,9 +106,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one result object instead of the output")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="override the timeout for this call")
     run.add_argument("--call-id", metavar="ID", help="the LLM_TOOL_CALL_ID to pass (default: generated)")
+    _confirm_option(run)
     run.set_defaults(handler=_run)
 
-    call = commands.add_parser("call", help="run a batch of OpenAI tool_calls or Anthropic tool_use blocks from stdin")
+    call = commands.add_parser(
+        "call", help="run a model's tool calls from stdin (OpenAI, Responses API, Anthropic or Gemini shape); answer in kind"
+    )
+    call.add_argument("--format", choices=["openai", "responses", "anthropic", "gemini"], help="the shape (default: detected)")
+    _confirm_option(call)
     call.set_defaults(handler=_call)
 
     new = commands.add_parser("new", help="write a documented skeleton tool and add it to visible_tools")
@@ -132,13 +137,40 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
     mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
     mcp.set_defaults(handler=_mcp)
+
+    declarations = commands.add_parser("declarations", help="the enabled tools declared in one provider's format")
+    declarations.add_argument("--format", default="openai", choices=_declaration_formats())
+    declarations.add_argument(
+        "--json-schema", action="store_true", help="gemini: send parametersJsonSchema instead of the OpenAPI subset"
+    )
+    declarations.set_defaults(handler=_declarations)
     return parser
+
+
+def _declaration_formats() -> list[str]:
+    from toolexec.providers import DECLARATION_FORMATS
+
+    return list(DECLARATION_FORMATS)
+
+
+def _confirm_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--confirm",
+        choices=["destructive", "all"],
+        help="ask on the terminal before running a tool that may modify something (destructive) or any tool (all)",
+    )
 
 
 def _executor(args: argparse.Namespace) -> Any:
     from toolexec.api import Executor
 
-    executor = Executor(args.config)
+    confirm = getattr(args, "confirm", None)
+    if confirm is not None:
+        from toolexec.approval import confirm_on_terminal
+
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm))
+    else:
+        executor = Executor(args.config)
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
@@ -358,22 +390,32 @@ def _call_control(args: argparse.Namespace) -> Iterator[CallControl]:
         control.close()
 
 
+def _declarations(args: argparse.Namespace) -> int:
+    executor = _executor(args)
+    declared = executor.declarations(args.format, json_schema=args.json_schema)
+    if args.verbose:
+        for note in declared.notes:
+            print(f"toolexec: {note}", file=sys.stderr)
+    print(json.dumps(declared.declarations, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
 def _call(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
-    from toolexec.providers import parse_batch, render
 
     text = sys.stdin.read() if sys.stdin is not None else ""
     if not text.strip():
-        raise BadRequest("the batch on stdin is empty: expected OpenAI tool_calls or Anthropic tool_use blocks as JSON")
+        raise BadRequest(
+            "the batch on stdin is empty: expected a model's tool calls as JSON (OpenAI, Responses API, Anthropic, Gemini)"
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     executor = _executor(args)
-    batch = parse_batch(data)
     with _call_control(args) as control:
-        results = batch.complete(executor.call_many(batch.calls, cancel=control))
-    print(json.dumps(render(batch, results), ensure_ascii=False))
+        answer = executor.answer(data, args.format, cancel=control)
+    print(json.dumps(answer, ensure_ascii=False))
     return EXIT_OK
 
 

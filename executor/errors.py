@@ -13,7 +13,8 @@
     │   ├── NotEnabled            a visible tool that enabled_tools does not enable
     │   ├── ToolBroken            the tool failed to build (every problem)
     │   ├── InvalidArguments      arguments that break the tool's schema (every problem)
-    │   └── PreconditionFailed    what the tool declares it needs is missing (@env, require-tools)
+    │   ├── PreconditionFailed    what the tool declares it needs is missing (@env, require-tools)
+    │   └── CallDenied            the approval hook (before_call, --confirm) said no, with its reason
     └── RuntimeUnavailable        the interpreter a tool needs is not installed              unavailable 127
         └── PreparationFailed     it is, but readying the tool failed (esbuild could not transpile)
 
@@ -146,6 +147,17 @@ class PreconditionFailed(CallRefused):
     """What the tool declares it needs is missing: an ``@env`` variable, a required program, a dotenv file."""
 
     reason = "precondition"
+
+
+class CallDenied(CallRefused):
+    """The ``before_call`` approval hook (or the person ``--confirm`` asked) denied the call; the model reads why."""
+
+    reason = "denied"
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name = name
+        self.why = why
+        super().__init__(f"the call of tool {name!r} was denied: {why}")
 
 
 class InvalidArguments(CallRefused):

@@ -35,6 +35,7 @@ Reason = Literal[
     "tool_failed",  # the tool ran and failed (non-zero exit, exception, a signal)
     "timeout",
     "cancelled",
+    "denied",  # the before_call approval hook (or the person asked by --confirm) said no
 ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")

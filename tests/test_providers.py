@@ -12,6 +12,14 @@ from toolexec.errors import BadRequest
 from toolexec.providers import Batch, parse_batch, refusal, render
 from toolexec.records import ToolCall, ToolResult
 
+ACCEPTED = (
+    "expected tool calls in one of these shapes: "
+    "anthropic: a list of content blocks holding tool_use blocks, or a message (or response) whose content holds them; "
+    "responses: a list of output items holding function_call items, or a response whose 'output' holds them; "
+    "gemini: a list of parts holding functionCall parts, a content with 'parts', or a response with 'candidates'; "
+    "openai: a list of tool_calls, {'tool_calls': [...]}, an assistant message carrying them, or a response with 'choices'"
+)
+
 ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add."""\n    return a + b\n'
 BARRIER = '''
 import os, time
@@ -104,17 +112,17 @@ def test_malformed_batch_is_refused(project: Project) -> None:
     assert (empty.returncode, empty.stdout, empty.stderr) == (
         2,
         "",
-        "toolexec: the batch on stdin is empty: expected OpenAI tool_calls or Anthropic tool_use blocks as JSON\n",
+        "toolexec: the batch on stdin is empty: expected a model's tool calls as JSON (OpenAI, Responses API, Anthropic, Gemini)\n",
     )
     wrong_shape = toolexec("--config", config, "call", input='{"calls": 1}')
     assert (wrong_shape.returncode, wrong_shape.stderr) == (
         2,
-        "toolexec: expected a list of OpenAI tool_calls or Anthropic tool_use blocks, or a message holding them\n",
+        f"toolexec: {ACCEPTED}\n",
     )
     not_a_message = toolexec("--config", config, "call", input='{"role": "assistant", "content": "hi"}')
     assert (not_a_message.returncode, not_a_message.stderr) == (
         2,
-        "toolexec: expected a list of OpenAI tool_calls or Anthropic tool_use blocks, or a message holding them\n",
+        f"toolexec: {ACCEPTED}\n",
     )
 
 
@@ -246,18 +254,20 @@ def test_complete_and_render_keep_input_order() -> None:
 @pytest.mark.parametrize(
     ("data", "provider", "message"),
     [
-        ({"calls": 1}, None, "expected a list of OpenAI tool_calls or Anthropic tool_use blocks, or a message holding them"),
-        ("text", None, "expected a list of OpenAI tool_calls or Anthropic tool_use blocks, or a message holding them"),
-        ([], "gemini", "unknown provider 'gemini'; known providers: anthropic, openai"),
+        ({"calls": 1}, None, ACCEPTED),
+        ("text", None, ACCEPTED),
+        ([], "bard", "unknown provider 'bard'; known providers: anthropic, gemini, openai, responses"),
         (
             {"calls": 1},
             "openai",
-            "expected tool calls in openai's shape: a list of tool_calls, {'tool_calls': [...]}, or an assistant message carrying them",
+            "expected tool calls in openai's shape: a list of tool_calls, {'tool_calls': [...]}, "
+            "an assistant message carrying them, or a response with 'choices'",
         ),
         (
             [{"type": "text"}],
             "anthropic",
-            "expected tool calls in anthropic's shape: a list of content blocks holding tool_use blocks, or a message whose content holds them",
+            "expected tool calls in anthropic's shape: a list of content blocks holding tool_use blocks, "
+            "or a message (or response) whose content holds them",
         ),
     ],
 )

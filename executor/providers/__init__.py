@@ -1,13 +1,16 @@
-"""Providers' wire formats for tool calls: one module per provider, the shared pieces here.
+"""Providers' wire formats: declarations out, tool calls in, result messages back.
 
-A provider module (``openai``, ``anthropic``) satisfies :class:`ProviderFormat`:
-it recognises its input (:func:`claims`), parses it into a :class:`Batch` of
-:class:`~toolexec.records.ToolCall` records, and renders the matching result
-messages from :class:`~toolexec.records.ToolResult` records, in input order.
-A call that is malformed becomes a refused result in its place; the others still run.
+One module per provider owns its shapes: ``openai`` (Chat Completions, plain and
+strict declarations), ``responses`` (the Responses API), ``anthropic``, ``gemini``,
+and ``mcp`` (declarations and results only: MCP calls arrive through the server).
+A call-shape module satisfies :class:`ProviderFormat`: it recognises its input
+(:func:`claims`), parses it into a :class:`Batch` of :class:`~toolexec.records.ToolCall`
+records, and renders the result messages in input order. A call that is malformed
+becomes a refused result in its place; the others still run.
 
-Later modules (the Responses API, Gemini) and per-provider exporters and
-safe-name maps plug in here: a new module and one line in :func:`formats`.
+Every module also declares tools (:func:`definitions`) from the one canonical schema,
+under provider-safe names (:mod:`toolexec.providers.names`) that are mapped back when
+a model's call comes in (:func:`parse_batch` with ``names``).
 
 >>> batch = parse_batch([{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}])
 >>> [call.name for call in batch.calls]
@@ -17,15 +20,51 @@ safe-name maps plug in here: a new module and one line in :func:`formats`.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple, Protocol
 
 from toolexec import results
 from toolexec.errors import BadRequest
-from toolexec.records import ToolCall, ToolResult
+from toolexec.providers.names import NameMap, NameRule
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
-__all__ = ["Batch", "ProviderFormat", "content", "formats", "parse_batch", "refusal", "render"]
+__all__ = [
+    "DECLARATION_FORMATS",
+    "Batch",
+    "Declared",
+    "Definitions",
+    "Names",
+    "ProviderFormat",
+    "Sent",
+    "content",
+    "definitions",
+    "format_named",
+    "format_tool_result",
+    "format_tool_result_as_text",
+    "formats",
+    "parse_batch",
+    "refusal",
+    "render",
+    "sent_of",
+]
+
+# Every declaration format: `toolexec declarations --format …` and `Executor.definitions(format=…)`.
+DECLARATION_FORMATS = ("openai", "openai-strict", "responses", "anthropic", "gemini", "mcp")
+
+
+class Sent(NamedTuple):
+    """How the model named one call: the provider-safe name and the call id it gave (None when it gave none)."""
+
+    name: str
+    call_id: str | None
+
+
+class Declared(NamedTuple):
+    """One tool's declaration in a provider's format, and what had to give way (for ``--verbose``)."""
+
+    declaration: dict[str, Any]
+    note: str | None = None
 
 
 class ProviderFormat(Protocol):
@@ -33,7 +72,7 @@ class ProviderFormat(Protocol):
 
     @property
     def NAME(self) -> str:  # a module constant in each provider module
-        """The provider's name: ``"openai"``, ``"anthropic"``."""
+        """The provider's name: ``"openai"``, ``"responses"``, ``"anthropic"``, ``"gemini"``."""
         ...
 
     @property
@@ -41,12 +80,21 @@ class ProviderFormat(Protocol):
         """The accepted input, in words, for error messages."""
         ...
 
+    @property
+    def NAMES(self) -> NameRule:  # a module constant in each provider module
+        """What the provider accepts as a function name."""
+        ...
+
     def claims(self, data: Any) -> bool:
         """Whether ``data`` (parsed JSON) is in this provider's shape."""
         ...
 
     def parse(self, data: Any) -> Batch:
-        """The calls in ``data``; a malformed call becomes a refused result in its place."""
+        """The calls in ``data``, named as sent; a malformed call becomes a refused result in its place."""
+        ...
+
+    def message(self, result: ToolResult, sent: Sent) -> dict[str, Any]:
+        """The result of one call as this provider expects it back."""
         ...
 
     def render(self, batch: Batch, results: Sequence[ToolResult]) -> Any:
@@ -66,6 +114,8 @@ class Batch:
     entries: tuple[ToolCall | ToolResult, ...]
     # The input was a whole message (not a bare list), so the answer is a message too.
     as_message: bool = False
+    # Per entry: the name and call id as the model sent them (the answer repeats them).
+    sent: tuple[Sent, ...] = field(default=(), compare=False)
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -79,39 +129,84 @@ class Batch:
         ran = iter(results)
         return [next(ran) if isinstance(entry, ToolCall) else entry for entry in self.entries]
 
+    def sent_as(self, index: int, result: ToolResult) -> Sent:
+        """How entry ``index`` was sent (its result's name and id when the parser recorded nothing)."""
+        return self.sent[index] if index < len(self.sent) else Sent(result.tool_name, result.tool_call_id)
+
+
+class Names:
+    """Provider-safe names for one set of tools, one :class:`NameMap` per provider rule (made on first use)."""
+
+    def __init__(self, tools: Iterable[str]) -> None:
+        self.tools = tuple(sorted(set(tools)))
+        self._maps: dict[str, NameMap] = {}
+
+    def map(self, rule: NameRule) -> NameMap:
+        """The map under ``rule``."""
+        if rule.label not in self._maps:
+            self._maps[rule.label] = NameMap(self.tools, rule)
+        return self._maps[rule.label]
+
+    def original(self, sent: str) -> str:
+        """The tool a provider-safe name stands for under any provider's rule (the name itself when none maps it)."""
+        if sent in self.tools:
+            return sent
+        from toolexec.providers.names import GEMINI_NAMES, MCP_NAMES, OPENAI_NAMES
+
+        found = {self.map(rule).original(sent) for rule in (OPENAI_NAMES, GEMINI_NAMES, MCP_NAMES)} - {sent}
+        return found.pop() if len(found) == 1 else sent
+
 
 def formats() -> tuple[ProviderFormat, ...]:
-    """Every provider format, in the order they are tried on unlabelled input."""
+    """Every call-shape provider format, in the order they are tried on unlabelled input."""
     # Imported here: the provider modules import this module's shared pieces.
-    from toolexec.providers import anthropic, openai
+    from toolexec.providers import anthropic, gemini, openai, responses
 
-    # Anthropic first: its blocks are recognisable by type, OpenAI is the fallback shape of a bare list.
-    return (anthropic, openai)
+    # By what marks each shape: Anthropic's typed blocks, Responses' function_call items,
+    # Gemini's parts; OpenAI last, as the fallback shape of a bare list.
+    return (anthropic, responses, gemini, openai)
 
 
 def format_named(name: str) -> ProviderFormat:
     """The provider format called ``name``; :class:`BadRequest` naming the known ones otherwise."""
     known = {provider.NAME: provider for provider in formats()}
+    if name == "openai-strict":
+        name = "openai"
     if name not in known:
         raise BadRequest(f"unknown provider {name!r}; known providers: {', '.join(sorted(known))}")
     return known[name]
 
 
-def parse_batch(data: Any, provider: str | None = None) -> Batch:
+def accepted_shapes() -> str:
+    """Every accepted input shape, in words (for the refusal of input that is none of them)."""
+    return "expected tool calls in one of these shapes: " + "; ".join(f"{p.NAME}: {p.SHAPE}" for p in formats())
+
+
+def parse_batch(data: Any, provider: str | None = None, *, names: Names | None = None) -> Batch:
     """Parse tool calls from ``data`` (parsed JSON) in ``provider``'s shape, or the first shape that fits.
 
-    Raises :class:`BadRequest` only when ``data`` as a whole is no provider's shape;
-    a single malformed call is refused in its place instead.
+    With ``names``, a provider-safe name the model sent is mapped back to the tool's own
+    name. Raises :class:`BadRequest` only when ``data`` as a whole is no provider's shape
+    (the message lists the accepted shapes); a single malformed call is refused in its place instead.
     """
     if provider is not None:
         named = format_named(provider)
         if not named.claims(data):
             raise BadRequest(f"expected tool calls in {named.NAME}'s shape: {named.SHAPE}")
-        return named.parse(data)
-    for candidate in formats():
-        if candidate.claims(data):
-            return candidate.parse(data)
-    raise BadRequest("expected a list of OpenAI tool_calls or Anthropic tool_use blocks, or a message holding them")
+        batch = named.parse(data)
+    else:
+        found = next((candidate for candidate in formats() if candidate.claims(data)), None)
+        if found is None:
+            raise BadRequest(accepted_shapes())
+        batch = found.parse(data)
+    if names is None:
+        return batch
+    rule = format_named(batch.provider).NAMES
+    mapped = tuple(
+        replace(entry, name=names.map(rule).original(entry.name)) if isinstance(entry, ToolCall) else entry
+        for entry in batch.entries
+    )
+    return replace(batch, entries=mapped)
 
 
 def render(batch: Batch, results: Sequence[ToolResult]) -> Any:
@@ -126,6 +221,81 @@ def content(result: ToolResult) -> str:
     if result.ok:
         return result.output
     return f"{result.error}\n{result.output}" if result.output else str(result.error)
+
+
+def format_tool_result_as_text(result: ToolResult) -> str:
+    """The result as plain text for any model: the output, or ``[Tool Error] …`` when the call failed."""
+    return result.output if result.ok else f"[Tool Error] {content(result)}"
+
+
+def format_tool_result(result: ToolResult, format: str = "openai", *, names: Names | None = None) -> dict[str, Any]:
+    """One result as ``format``'s provider expects it back (``openai``, ``responses``, ``anthropic``, ``gemini``, ``mcp``).
+
+    Where the shape names the tool (Gemini), it is the provider-safe name from ``names``
+    (the name coerced on its own without them).
+    """
+    if format == "mcp":
+        from toolexec.providers import mcp
+
+        return mcp.message(result)
+    provider = format_named(format)
+    known = names.map(provider.NAMES) if names is not None else NameMap([result.tool_name], provider.NAMES)
+    return provider.message(result, Sent(known.safe(result.tool_name), result.tool_call_id))
+
+
+@dataclass(frozen=True)
+class Definitions:
+    """Declarations in one format, with a note per tool whose declaration had to give way."""
+
+    format: str
+    declarations: list[dict[str, Any]]
+    notes: list[str]
+
+
+def definitions(
+    tools: Sequence[ToolDeclaration], format: str = "openai", *, names: Names | None = None, json_schema: bool = False
+) -> Definitions:
+    """Declare ``tools`` in ``format`` (one of :data:`DECLARATION_FORMATS`) from their canonical schemas.
+
+    Names are made provider-safe with ``names`` (built over ``tools`` without it).
+    ``json_schema`` asks Gemini for ``parametersJsonSchema`` instead of its OpenAPI subset.
+    """
+    from toolexec.providers import anthropic, gemini, mcp, openai, responses
+
+    if format not in DECLARATION_FORMATS:
+        raise BadRequest(f"unknown declaration format {format!r}; known formats: {', '.join(DECLARATION_FORMATS)}")
+    if json_schema and format != "gemini":
+        raise BadRequest("json_schema applies to the gemini format only (parametersJsonSchema)")
+    names = names if names is not None else Names(t.name for t in tools)
+    declarations, notes = [], []
+    for tool in tools:
+        if format in ("openai", "openai-strict"):
+            rule = openai.NAMES
+            safe = names.map(rule).safe(tool.name)
+            declared = openai.declare(tool, safe, strict=format == "openai-strict")
+        elif format == "responses":
+            safe = names.map(responses.NAMES).safe(tool.name)
+            declared = responses.declare(tool, safe)
+        elif format == "anthropic":
+            safe = names.map(anthropic.NAMES).safe(tool.name)
+            declared = anthropic.declare(tool, safe)
+        elif format == "gemini":
+            safe = names.map(gemini.NAMES).safe(tool.name)
+            declared = gemini.declare(tool, safe, json_schema=json_schema)
+        else:
+            safe = names.map(mcp.NAMES).safe(tool.name)
+            declared = mcp.declare(tool, safe)
+        declarations.append(declared.declaration)
+        if safe != tool.name:
+            notes.append(f"{tool.name}: declared as {safe!r} ({format} does not accept the name as it is)")
+        if declared.note:
+            notes.append(f"{tool.name}: {declared.note}")
+    return Definitions(format, declarations, notes)
+
+
+def sent_of(entries: Iterable[ToolCall | ToolResult]) -> tuple[Sent, ...]:
+    """How each entry was sent: a call's name and id as parsed, a refusal's as it names them."""
+    return tuple(Sent(e.name, e.call_id) if isinstance(e, ToolCall) else Sent(e.tool_name, e.tool_call_id) for e in entries)
 
 
 def refusal(call_id: str, name: str, message: str) -> ToolResult:

@@ -1,9 +1,13 @@
-"""Anthropic Messages: ``tool_use`` blocks in, ``tool_result`` blocks out.
+"""Anthropic Messages: ``tools`` out, ``tool_use`` blocks in, ``tool_result`` blocks back.
 
 Accepted input (parsed JSON): a list of content blocks holding ``tool_use`` blocks,
-or a message whose ``content`` holds them; other blocks (text, thinking) are
-ignored. The answer is a list of ``tool_result`` blocks, or a user message holding
-them when a message came in. A block without an ``id`` gets ``toolu_<index>``.
+a message whose ``content`` holds them, or a whole response (a message with ``id``,
+``type: message``…); other blocks (text, thinking) are ignored. The answer is a list of
+``tool_result`` blocks (``is_error`` on every failure), or one user message holding them
+when a message came in. A block without an ``id`` gets ``toolu_<index>``.
+
+Declarations: ``{name, description, input_schema}``, plus ``input_examples`` when the
+tool declares examples.
 """
 
 from __future__ import annotations
@@ -11,11 +15,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolexec.providers import Batch, content, refusal
-from toolexec.records import ToolCall, ToolResult
+from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers.names import OPENAI_NAMES
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 NAME = "anthropic"
-SHAPE = "a list of content blocks holding tool_use blocks, or a message whose content holds them"
+SHAPE = "a list of content blocks holding tool_use blocks, or a message (or response) whose content holds them"
+NAMES = OPENAI_NAMES  # the same rule: [A-Za-z0-9_-]{1,64}
+
+
+def declare(tool: ToolDeclaration, name: str) -> Declared:
+    """The Messages API ``tools`` entry of ``tool`` under ``name``."""
+    declaration: dict[str, Any] = {
+        "name": name,
+        "description": tool.description,
+        "input_schema": {"type": "object", **tool.to_function()["parameters"]},
+    }
+    if tool.metadata.examples:
+        declaration["input_examples"] = [dict(example) for example in tool.metadata.examples]
+    return Declared(declaration)
 
 
 def claims(data: Any) -> bool:
@@ -28,8 +46,8 @@ def claims(data: Any) -> bool:
 def parse(data: Any) -> Batch:
     """Every ``tool_use`` block as a call; one without a name is refused in its place."""
     blocks = data["content"] if isinstance(data, dict) else data
-    calls = tuple(_call(block, index) for index, block in enumerate(blocks) if _is_tool_use(block))
-    return Batch(NAME, calls, as_message=isinstance(data, dict))
+    entries = tuple(_call(block, index) for index, block in enumerate(blocks) if _is_tool_use(block))
+    return Batch(NAME, entries, as_message=isinstance(data, dict), sent=sent_of(entries))
 
 
 def _is_tool_use(block: Any) -> bool:
@@ -43,9 +61,17 @@ def _call(block: dict[str, Any], index: int) -> ToolCall | ToolResult:
     return ToolCall(name=block["name"], arguments=block.get("input"), call_id=call_id)
 
 
+def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
+    """``{"type": "tool_result", "tool_use_id", "content", "is_error"}``."""
+    return {
+        "type": "tool_result",
+        "tool_use_id": sent.call_id or result.tool_call_id,
+        "content": content(result),
+        "is_error": not result.ok,
+    }
+
+
 def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]] | dict[str, Any]:
-    """``tool_result`` blocks (``is_error`` for every failure) in input order, in a user message if one came in."""
-    blocks = [
-        {"type": "tool_result", "tool_use_id": r.tool_call_id, "content": content(r), "is_error": not r.ok} for r in results
-    ]
+    """``tool_result`` blocks in input order, in one user message if a message came in."""
+    blocks = [message(r, batch.sent_as(i, r)) for i, r in enumerate(results)]
     return {"role": "user", "content": blocks} if batch.as_message else blocks

@@ -1,8 +1,14 @@
-"""OpenAI Chat Completions: ``tool_calls`` in, ``{"role": "tool"}`` messages out.
+"""OpenAI Chat Completions: ``tools`` declarations out, ``tool_calls`` in, ``{"role": "tool"}`` messages out.
 
 Accepted input (parsed JSON): a list of ``tool_calls`` items, ``{"tool_calls": [...]}``,
-or an assistant message carrying them. ``function.arguments`` may be a JSON string
-(as the API sends it) or an object. A call without an ``id`` gets ``call_<index>``.
+an assistant message carrying them, or a whole response (``{"choices": [{"message": …}]}``,
+every choice's calls). ``function.arguments`` may be a JSON string (as the API sends it)
+or an object. A call without an ``id`` gets ``call_<index>``.
+
+Declarations: ``{"type": "function", "function": {name, description, parameters, strict}}``,
+``strict`` always explicit. In strict mode every object gets ``additionalProperties: false``,
+every property is required and the optional ones are made nullable (a ``null`` that comes
+back means "absent"); a schema that strict mode would change falls back to ``strict: false``.
 """
 
 from __future__ import annotations
@@ -10,23 +16,52 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolexec.providers import Batch, content, refusal
-from toolexec.records import ToolCall, ToolResult
+from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers.names import OPENAI_NAMES
+from toolexec.providers.schema import strict_schema
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 NAME = "openai"
-SHAPE = "a list of tool_calls, {'tool_calls': [...]}, or an assistant message carrying them"
+SHAPE = "a list of tool_calls, {'tool_calls': [...]}, an assistant message carrying them, or a response with 'choices'"
 ITEM = "{'id': …, 'type': 'function', 'function': {'name': …, 'arguments': …}}"
+NAMES = OPENAI_NAMES
+
+
+def declare(tool: ToolDeclaration, name: str, *, strict: bool = False) -> Declared:
+    """The Chat Completions ``tools`` entry of ``tool`` under ``name``."""
+    parameters, note = strict_parameters(tool) if strict else (tool.to_function()["parameters"], None)
+    function = {"name": name, "description": tool.description, "parameters": parameters, "strict": strict and note is None}
+    return Declared({"type": "function", "function": function}, note)
+
+
+def strict_parameters(tool: ToolDeclaration) -> tuple[dict[str, Any], str | None]:
+    """The strict form of ``tool``'s parameters; or, when strict mode would change them, them as they are
+    and the note saying that the tool stays ``strict: false`` and why."""
+    canonical = tool.to_function()["parameters"]
+    made, why = strict_schema(canonical)
+    return (made, None) if made is not None else (canonical, f"strict: false ({why})")
 
 
 def claims(data: Any) -> bool:
-    """A list (of tool calls), or an object with a ``tool_calls`` list."""
+    """A list (of tool calls), an object with a ``tool_calls`` list, or a response with ``choices``."""
+    if isinstance(data, dict) and isinstance(data.get("choices"), list):
+        return True
     return isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("tool_calls"), list))
 
 
 def parse(data: Any) -> Batch:
     """Every item of the list as a call; a malformed item is refused in its place."""
-    items = data["tool_calls"] if isinstance(data, dict) else data
-    return Batch(NAME, tuple(_call(item, index) for index, item in enumerate(items)), as_message=isinstance(data, dict))
+    if isinstance(data, dict) and isinstance(data.get("choices"), list):
+        items = [
+            item
+            for choice in data["choices"]
+            if isinstance(choice, dict) and isinstance(choice.get("message"), dict)
+            for item in choice["message"].get("tool_calls") or ()
+        ]
+    else:
+        items = data["tool_calls"] if isinstance(data, dict) else data
+    entries = tuple(_call(item, index) for index, item in enumerate(items))
+    return Batch(NAME, entries, as_message=isinstance(data, dict), sent=sent_of(entries))
 
 
 def _call(item: Any, index: int) -> ToolCall | ToolResult:
@@ -38,6 +73,11 @@ def _call(item: Any, index: int) -> ToolCall | ToolResult:
     return ToolCall(name=function["name"], arguments=function.get("arguments"), call_id=call_id)
 
 
+def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
+    """``{"role": "tool", "tool_call_id", "content"}``."""
+    return {"role": "tool", "tool_call_id": sent.call_id or result.tool_call_id, "content": content(result)}
+
+
 def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
     """One ``{"role": "tool", "tool_call_id", "content"}`` message per call, in input order."""
-    return [{"role": "tool", "tool_call_id": r.tool_call_id, "content": content(r)} for r in results]
+    return [message(r, batch.sent_as(i, r)) for i, r in enumerate(results)]

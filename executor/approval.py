@@ -1,0 +1,104 @@
+"""Approval: a ``before_call`` hook sees each call, with its tool and validated arguments, before it runs.
+
+The hook (a plain or an ``async`` function) returns what to do::
+
+    def before_call(request: ApprovalRequest) -> Decision:
+        if request.annotations.destructive:
+            return Deny("destructive tools need a person's yes")   # the model reads this, as an error result
+        if request.tool.name == "fs_ls" and "path" not in request.arguments:
+            return Rewrite({**request.arguments, "path": "."})        # re-validated before it runs
+        return None                                                   # allow (so does True)
+
+    Executor(before_call=before_call)
+
+``False`` denies without a reason of its own. A hook that raises denies the call too,
+with the exception as the reason. :func:`confirm_on_terminal` is the hook behind
+``toolexec run/call --confirm destructive|all``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, TextIO
+
+from toolexec.records import Annotations, ToolDeclaration
+
+__all__ = ["ApprovalRequest", "BeforeCall", "Decision", "Deny", "Rewrite", "confirm_on_terminal", "needs_confirmation"]
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One call awaiting approval: the tool (with its annotations), the validated arguments, the call id."""
+
+    tool: ToolDeclaration
+    arguments: dict[str, Any]
+    call_id: str | None
+
+    @property
+    def annotations(self) -> Annotations:
+        """The tool's behaviour hints (read-only, destructive, idempotent, open-world; None when undeclared)."""
+        return self.tool.metadata.annotations
+
+
+class Deny(NamedTuple):
+    """Do not run the call; ``reason`` is what the model reads."""
+
+    reason: str
+
+
+class Rewrite(NamedTuple):
+    """Run the call with these arguments instead (they are validated again first)."""
+
+    arguments: dict[str, Any]
+
+
+Decision = Deny | Rewrite | bool | None
+BeforeCall = Callable[[ApprovalRequest], "Decision | Awaitable[Decision]"]
+
+ConfirmMode = Literal["destructive", "all"]
+
+
+def needs_confirmation(tool: ToolDeclaration, mode: ConfirmMode) -> bool:
+    """Whether ``--confirm mode`` asks before ``tool`` runs.
+
+    ``destructive`` asks for every tool that may modify something: all but the ones
+    declared read-only or declared not destructive (MCP's reading of undeclared hints).
+    """
+    if mode == "all":
+        return True
+    hints = tool.metadata.annotations
+    return hints.read_only is not True and hints.destructive is not False
+
+
+def confirm_on_terminal(mode: ConfirmMode, *, terminal: str = "/dev/tty") -> BeforeCall:
+    """A hook that asks on the terminal (not stdin, which may hold the batch) before the calls ``mode`` names.
+
+    Only ``y`` or ``yes`` allows; anything else, or no terminal to ask on, denies.
+    Questions are asked one at a time.
+    """
+    lock = threading.Lock()
+
+    def ask(request: ApprovalRequest) -> Decision:
+        if not needs_confirmation(request.tool, mode):
+            return None
+        arguments = json.dumps(request.arguments, ensure_ascii=False)
+        with lock:
+            try:
+                with open(terminal, "r+", encoding="utf-8") as tty:
+                    answer = _ask(tty, f"toolexec: run {request.tool.name} {arguments}? [y/N] ")
+            except OSError:
+                return Deny(f"--confirm {mode} needs a terminal to ask on, and there is none")
+        if answer in ("y", "yes"):
+            return None
+        return Deny("the user declined the call")
+
+    return ask
+
+
+def _ask(tty: TextIO, question: str) -> str:
+    tty.write(question)
+    tty.flush()
+    return tty.readline().strip().lower()

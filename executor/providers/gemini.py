@@ -1,0 +1,88 @@
+"""Google Gemini: ``functionDeclarations`` out, ``functionCall`` parts in, ``functionResponse`` parts back.
+
+Accepted input (parsed JSON): a list of parts holding ``functionCall`` parts, a content
+(``{"role": "model", "parts": [...]}``), or a whole response (``{"candidates": [...]}``,
+every candidate's calls); other parts (text, thought) are ignored. The answer is a list
+of ``functionResponse`` parts (``response.output`` on success, ``response.error`` on
+failure), or one ``user`` content holding them when a content or response came in. A
+call's ``id`` is echoed back when the model sent one.
+
+Declarations: ``{name, description, parameters}`` with the parameters in Gemini's
+OpenAPI subset; a tool with no parameters has none; a schema the subset cannot say
+(non-string enums, several types, free-form objects) is sent as ``parametersJsonSchema``
+instead, as it is when ``json_schema`` is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers.names import GEMINI_NAMES
+from toolexec.providers.schema import gemini_schema
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+
+NAME = "gemini"
+SHAPE = "a list of parts holding functionCall parts, a content with 'parts', or a response with 'candidates'"
+NAMES = GEMINI_NAMES
+
+
+def declare(tool: ToolDeclaration, name: str, *, json_schema: bool = False) -> Declared:
+    """The ``functionDeclarations`` entry of ``tool`` under ``name``."""
+    declaration: dict[str, Any] = {"name": name, "description": tool.description}
+    canonical = tool.to_function()["parameters"]
+    if json_schema:
+        return Declared({**declaration, "parametersJsonSchema": canonical})
+    parameters, why = gemini_schema(canonical)
+    if parameters is None:
+        return Declared({**declaration, "parametersJsonSchema": canonical}, f"sent as parametersJsonSchema ({why})")
+    return Declared({**declaration, "parameters": parameters} if parameters else declaration)
+
+
+def claims(data: Any) -> bool:
+    """A response with ``candidates``, a content with ``parts``, or a list with a ``functionCall`` part."""
+    if isinstance(data, dict):
+        return isinstance(data.get("candidates"), list) or isinstance(data.get("parts"), list)
+    return isinstance(data, list) and any(_is_call(part) for part in data)
+
+
+def parse(data: Any) -> Batch:
+    """Every ``functionCall`` part as a call; one without a name is refused in its place."""
+    if isinstance(data, dict) and isinstance(data.get("candidates"), list):
+        parts = [
+            part
+            for candidate in data["candidates"]
+            if isinstance(candidate, dict) and isinstance(candidate.get("content"), dict)
+            for part in candidate["content"].get("parts") or ()
+        ]
+    else:
+        parts = data["parts"] if isinstance(data, dict) else data
+    entries = tuple(_call(part["functionCall"], index) for index, part in enumerate(parts) if _is_call(part))
+    return Batch(NAME, entries, as_message=isinstance(data, dict), sent=sent_of(entries))
+
+
+def _is_call(part: Any) -> bool:
+    return isinstance(part, dict) and "functionCall" in part
+
+
+def _call(call: Any, index: int) -> ToolCall | ToolResult:
+    given = call.get("id") if isinstance(call, dict) and isinstance(call.get("id"), str) and call["id"] else None
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return refusal(given or f"gemini_{index}", "", f"functionCall part {index}: expected {{'name': …, 'args': {{…}}}}")
+    return ToolCall(name=call["name"], arguments=call.get("args"), call_id=given)
+
+
+def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
+    """``{"functionResponse": {"name", "id"?, "response": {"output"} | {"error"}}}``."""
+    response = {"output": result.output} if result.ok else {"error": content(result)}
+    reply: dict[str, Any] = {"name": sent.name}
+    if sent.call_id is not None:
+        reply["id"] = sent.call_id
+    return {"functionResponse": {**reply, "response": response}}
+
+
+def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]] | dict[str, Any]:
+    """``functionResponse`` parts in input order, in one ``user`` content if a content or response came in."""
+    parts = [message(r, batch.sent_as(i, r)) for i, r in enumerate(results)]
+    return {"role": "user", "parts": parts} if batch.as_message else parts

@@ -1,0 +1,73 @@
+"""OpenAI Responses API: flat function tools out, ``function_call`` items in, ``function_call_output`` items back.
+
+Accepted input (parsed JSON): a list of output items holding ``function_call`` items, or
+a whole response whose ``output`` holds them; other items (messages, reasoning) are
+ignored. ``arguments`` is a JSON string as the API sends it (an object is accepted too).
+The answer is a list of ``function_call_output`` items, each naming the ``call_id``.
+
+Declarations are flat: ``{"type": "function", name, description, parameters, strict}``.
+The Responses API is strict by default, so the parameters are made strict as for
+``openai-strict`` (with the same fallback to ``strict: false``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers.names import OPENAI_NAMES
+from toolexec.providers.openai import strict_parameters
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+
+NAME = "responses"
+SHAPE = "a list of output items holding function_call items, or a response whose 'output' holds them"
+NAMES = OPENAI_NAMES
+
+
+def declare(tool: ToolDeclaration, name: str) -> Declared:
+    """The flat Responses API tool of ``tool`` under ``name``."""
+    parameters, note = strict_parameters(tool)
+    declaration = {
+        "type": "function",
+        "name": name,
+        "description": tool.description,
+        "parameters": parameters,
+        "strict": note is None,
+    }
+    return Declared(declaration, note)
+
+
+def claims(data: Any) -> bool:
+    """A response with an ``output`` list, or a list with a ``function_call`` item."""
+    if isinstance(data, dict):
+        return isinstance(data.get("output"), list)
+    return isinstance(data, list) and any(_is_call(item) for item in data)
+
+
+def parse(data: Any) -> Batch:
+    """Every ``function_call`` item as a call; one without a name is refused in its place."""
+    items = data["output"] if isinstance(data, dict) else data
+    entries = tuple(_call(item, index) for index, item in enumerate(items) if _is_call(item))
+    return Batch(NAME, entries, as_message=isinstance(data, dict), sent=sent_of(entries))
+
+
+def _is_call(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "function_call"
+
+
+def _call(item: dict[str, Any], index: int) -> ToolCall | ToolResult:
+    call_id = str(item.get("call_id") or item.get("id") or f"call_{index}")
+    if not isinstance(item.get("name"), str):
+        return refusal(call_id, "", f"function_call item {index}: expected a 'name'")
+    return ToolCall(name=item["name"], arguments=item.get("arguments"), call_id=call_id)
+
+
+def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
+    """``{"type": "function_call_output", "call_id", "output"}``."""
+    return {"type": "function_call_output", "call_id": sent.call_id or result.tool_call_id, "output": content(result)}
+
+
+def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]]:
+    """One ``function_call_output`` item per call, in input order (the next request's ``input`` items)."""
+    return [message(r, batch.sent_as(i, r)) for i, r in enumerate(results)]
