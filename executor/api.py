@@ -405,17 +405,29 @@ class Executor:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
         self.close()
 
-    def _serving(self, tool: str | None = None) -> tuple[Config, Catalog, Names]:
-        """The config, catalog and provider-safe names calls use: the built catalog plus the registered tools.
+    def _call_catalog(self, tool: str | None) -> tuple[Config, Catalog]:
+        """The config and catalog a call of ``tool`` runs against: without registered tools, the catalog
+        checked for that tool only (see :meth:`_fresh_catalog`), so no other tool's row is read."""
+        if not self._registered:
+            return self.config, self._fresh_catalog(tool)
+        config, catalog, _ = self._serving()
+        return config, catalog
 
-        With ``tool``, the catalog is checked for a call of that tool only (see :meth:`_fresh_catalog`).
-        """
+    def _serving(self) -> tuple[Config, Catalog, Names]:
+        """The config, catalog and provider-safe names calls use: the built catalog plus the registered tools."""
+        try:
+            return self._serving_once()
+        except DamagedCatalog:  # a damaged index row or a lost record, met while listing: rebuilt once
+            self.build()
+            return self._serving_once()
+
+    def _serving_once(self) -> tuple[Config, Catalog, Names]:
         from dataclasses import replace
 
         from toolexec.catalog import Entry
         from toolexec.providers import Names
 
-        base = self._fresh_catalog(tool)
+        base = self.catalog
         with self._lock:
             cached = self._serving_cache
             if cached is not None and cached[0] is base and cached[1] == self._generation:
@@ -528,7 +540,7 @@ class Executor:
             if control.cancelled:  # closed (or cancelled) while waiting for a thread
                 return _not_run(request, "cancelled", "the call was cancelled before it started")
             try:
-                config, catalog, _ = self._serving(request.name if isinstance(request.name, str) else None)
+                config, catalog = self._call_catalog(request.name if isinstance(request.name, str) else None)
             except ToolexecError as error:  # the catalog could not be (re)built: no writable state directory
                 return refused(request, error, started=time.monotonic())
             return Engine(config, catalog).invoke(request, control)
