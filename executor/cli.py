@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -16,16 +17,71 @@ EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 
 
 def main(argv: list[str] | None = None) -> int:
+    _usable_streams()
     args = _parser().parse_args(argv)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()
+        return code
     except ToolexecError as error:
-        print(f"toolexec: {error}", file=sys.stderr)
+        _say(f"toolexec: {error}")
         return EXIT_REFUSED
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except OSError as exc:  # stdout closed, a full disk (/dev/full), a broken pipe: the output could not be written
+        _discard_stdout()
+        _say(f"toolexec: cannot write the output: {exc.strerror or exc}")
         return EXIT_FAILED
+
+
+def _usable_streams() -> None:
+    """A closed stdout or stderr (``>&-``) becomes /dev/null, so nothing fails on the way to a result."""
+    import os
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+
+
+def _say(line: str) -> None:
+    """One line on stderr, whatever state stderr is in."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _json(data: Any, indent: int | None = None) -> str:
+    """JSON for stdout: UTF-8 where it can be, escapes where a string holds a lone surrogate."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=indent)
+    return text
+
+
+def _stdin_text(what: str) -> str:
+    """All of stdin as text; BadRequest when it is not UTF-8."""
+    from toolexec.errors import BadRequest
+
+    if sys.stdin is None:
+        return ""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"{what} on stdin is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
@@ -157,7 +213,7 @@ def _compile(args: argparse.Namespace) -> int:
         for warning in declaration.warnings:
             print(warning, file=sys.stderr)
         declarations.append(declaration.to_function())
-    print(json.dumps(declarations, indent=2, ensure_ascii=False))
+    print(_json(declarations, indent=2))
     return status
 
 
@@ -169,7 +225,7 @@ def _list(args: argparse.Namespace) -> int:
     ]
     rows += [{**broken, "description": None} for broken in executor.broken(enabled_only=not args.all)]
     if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(_json(rows, indent=2))
         return EXIT_OK
     width = max((len(row["name"]) for row in rows), default=0)
     for row in rows:
@@ -184,7 +240,7 @@ def _list(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     declaration = _executor(args).describe(args.name)
     if args.json:
-        print(json.dumps(declaration.to_dict(), indent=2, ensure_ascii=False))
+        print(_json(declaration.to_dict(), indent=2))
         return EXIT_OK
     print(f"{declaration.name}  ({declaration.language}, {declaration.source})\n")
     print(declaration.description + "\n")
@@ -203,15 +259,22 @@ def _describe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Every signal that would end toolexec and that it can catch: each one cancels the call instead.
+CANCELLING_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+
+
 def _cancel_on_signals() -> Any:
-    """A Cancellation set by SIGINT or SIGTERM, so the tool's tree ends and a result is still printed."""
+    """A Cancellation set by any terminating signal (a closed terminal too), so the tool's tree ends,
+    its files are removed, and a result is still printed where it can be."""
     import signal
 
     from toolexec.runtimes.process import Cancellation
 
     cancel = Cancellation()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: cancel.cancel())
+    for name in CANCELLING_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, lambda *_: cancel.cancel())
     return cancel
 
 
@@ -219,7 +282,7 @@ def _call(args: argparse.Namespace) -> int:
     from toolexec.batch import parse_batch, result_messages, run_batch
     from toolexec.errors import BadRequest
 
-    text = sys.stdin.read() if sys.stdin is not None else ""
+    text = _stdin_text("the batch")
     if not text.strip():
         raise BadRequest("the batch on stdin is empty: expected OpenAI tool_calls or Anthropic tool_use blocks as JSON")
     try:
@@ -232,18 +295,18 @@ def _call(args: argparse.Namespace) -> int:
     results = run_batch(
         batch, lambda c: executor.call(c.name, c.arguments, call_id=c.call_id, cancel=cancel), executor.config.max_parallel
     )
-    print(json.dumps(result_messages(batch, results), ensure_ascii=False))
+    print(_json(result_messages(batch, results)))
     return EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
-        raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
     executor = _executor(args)
     result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=_cancel_on_signals())
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False))
+        print(_json(result.to_dict()))
     else:
         if result.output:
             sys.stdout.write(result.output)

@@ -61,5 +61,13 @@ if (value && typeof value === "object" && typeof value.ok === "boolean" && Objec
   }
   value = value.output;
 }
-const text = render(value);
+let text;
+try {
+  text = render(value);
+} catch (error) {
+  // a cycle, a BigInt: say so instead of dying in the bootstrap
+  fail(new TypeError(`run() returned a value that cannot be written as JSON: ${error?.message ?? error}`));
+}
 if (text) appendFileSync(process.env.LLM_OUTPUT, text);
+// The result is written: timers and sockets the tool left open do not keep the call running.
+process.exit(0);

@@ -234,19 +234,35 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     # Arguments travel in an unlinked temporary file: interpreters read a regular
     # file in large chunks (bash reads a pipe one byte at a time), no writer is
     # needed, and nothing is left on disk whatever happens to either process.
-    with tempfile.TemporaryFile() as stdin:
-        stdin.write(launch.stdin)
-        stdin.seek(0)
-        proc = subprocess.Popen(
-            list(launch.argv),
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**launch.env, MARKER: mark},
-            cwd=launch.cwd,
-            start_new_session=True,
-            close_fds=True,
-        )
+    system.enter()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(launch.stdin)
+            stdin.seek(0)
+            proc = subprocess.Popen(
+                system.with_death_signal(list(launch.argv)),
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**launch.env, MARKER: mark},
+                cwd=launch.cwd,
+                start_new_session=True,
+                close_fds=True,
+            )
+        system.register(proc.pid)
+        finished = _supervise(proc, system, launch, control, start, mark)
+    finally:
+        system.leave(proc.pid if proc is not None else None)
+    assert proc is not None
+    control.emit("exited", returncode=proc.returncode)
+    return finished
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes], system: ModuleType, launch: Launch, control: CallControl, start: float, mark: str
+) -> Finished:
+    """Supervise the started tool, then kill whatever of the call is left and release every descriptor."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     try:
@@ -265,7 +281,6 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
             if exited is not None:
                 exited.close()
-    control.emit("exited", returncode=proc.returncode)
     return dataclasses.replace(finished, escaped=escaped)
 
 
