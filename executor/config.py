@@ -20,9 +20,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from toolexec.errors import ConfigError, did_you_mean
+from toolexec.errors import ConfigError, brief, did_you_mean
 from toolexec.paths import package_defaults, user_config_dir
-from toolexec.records import LANGUAGES
+from toolexec.records import LANGUAGES, limit_problem
 from toolexec.state import State, config_snapshot, write_json_atomic
 
 # A config.yaml found in the working directory is toolexec's only when it has one of these.
@@ -37,7 +37,9 @@ DEFAULTS: dict[str, Any] = {
     "timeout": 60,
     "max_output_bytes": 1 << 20,
     "max_parallel": 8,
+    "max_kept_bytes": 1 << 30,
 }
+MAX_PARALLEL = 1024
 
 
 class Located(NamedTuple):
@@ -60,6 +62,8 @@ class Config:
     timeout: float = 60.0
     max_output_bytes: int = 1 << 20
     max_parallel: int = 8
+    # What one call may keep on disk of its full stdout and stderr (beyond max_output_bytes); the rest is dropped.
+    max_kept_bytes: int = 1 << 30
     embedded: bool = False
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
@@ -173,7 +177,7 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
     values = {**DEFAULTS, **{k: v for k, v in data.items() if v is not None}}
     functions_dir = values["functions_dir"]
     if not isinstance(functions_dir, str) or not functions_dir:
-        raise ConfigError(where, f"expected a directory path, got {functions_dir!r}", key="functions_dir")
+        raise ConfigError(where, f"expected a directory path, got {brief(functions_dir)}", key="functions_dir")
     return Config(
         path=path,
         functions_dir=(path.parent / Path(functions_dir).expanduser()).resolve(),
@@ -181,9 +185,10 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         enabled_tools=_enabled(values["enabled_tools"], where),
         mapping_tools=_mapping(values["mapping_tools"], where),
         runtimes=_runtimes(values["runtimes"], where),
-        timeout=_positive(values["timeout"], "timeout", where, float),
-        max_output_bytes=int(_positive(values["max_output_bytes"], "max_output_bytes", where, int)),
+        timeout=float(_limit(values["timeout"], "timeout", where)),
+        max_output_bytes=int(_limit(values["max_output_bytes"], "max_output_bytes", where, whole=True)),
         max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
+        max_kept_bytes=int(_limit(values["max_kept_bytes"], "max_kept_bytes", where, whole=True)),
         embedded=embedded,
     )
 
@@ -194,7 +199,7 @@ def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
         return tuple(n.strip() for n in value.split(",") if n.strip())
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(v.strip() for v in value)
-    raise ConfigError(where, f"expected a list of names or a comma-separated string, got {value!r}", key=key)
+    raise ConfigError(where, f"expected a list of names or a comma-separated string, got {brief(value)}", key=key)
 
 
 def _visible(value: Any, where: str) -> tuple[str, ...]:
@@ -212,13 +217,13 @@ def _enabled(value: Any, where: str) -> tuple[str, ...] | None:
 
 def _mapping(value: Any, where: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, dict):
-        raise ConfigError(where, f"expected a mapping of alias: 'tool_a,tool_b', got {value!r}", key="mapping_tools")
+        raise ConfigError(where, f"expected a mapping of alias: 'tool_a,tool_b', got {brief(value)}", key="mapping_tools")
     return {str(alias): _names(tools, f"mapping_tools.{alias}", where) for alias, tools in value.items()}
 
 
 def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, dict):
-        raise ConfigError(where, f"expected a mapping such as python: python3.12, got {value!r}", key="runtimes")
+        raise ConfigError(where, f"expected a mapping such as python: python3.12, got {brief(value)}", key="runtimes")
     result: dict[str, tuple[str, ...]] = {}
     for language, command in value.items():
         key = f"runtimes.{language}"
@@ -229,7 +234,7 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
         elif isinstance(command, list) and command and all(isinstance(c, str) for c in command):
             result[language] = tuple(command)
         else:
-            raise ConfigError(where, f"expected a command such as 'python3.12', got {command!r}", key=key)
+            raise ConfigError(where, f"expected a command such as 'python3.12', got {brief(command)}", key=key)
     return result
 
 
@@ -240,7 +245,14 @@ def is_positive(value: Any, kind: type = float) -> bool:
 
 
 def _positive(value: Any, key: str, where: str, kind: type) -> float:
-    if not is_positive(value, kind):
-        expected = "a positive whole number" if kind is int else "a positive number of seconds"
-        raise ConfigError(where, f"expected {expected}, got {value!r}", key=key)
+    if not is_positive(value, kind) or value > MAX_PARALLEL:
+        raise ConfigError(where, f"expected a positive whole number up to {MAX_PARALLEL}, got {brief(value)}", key=key)
+    return value
+
+
+def _limit(value: Any, key: str, where: str, *, whole: bool = False) -> float:
+    """A call limit, finite, positive and bounded (:func:`toolexec.records.limit_problem`)."""
+    problem = limit_problem(key, value, whole=whole)
+    if problem is not None:
+        raise ConfigError(where, f"expected {problem}, got {brief(value)}", key=key)
     return value

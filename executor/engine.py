@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from toolexec.catalog import Catalog
-from toolexec.config import Config, is_positive
-from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError
-from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.config import Config
+from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError, brief
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult, limit_problem
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
@@ -44,8 +44,8 @@ class Engine:
         call_id = call.call_id if isinstance(call.call_id, str) and call.call_id else new_call_id()
         try:
             check_call_id(call_id)
-            if call.timeout is not None and not is_positive(call.timeout):
-                raise BadRequest(f"timeout must be a positive number of seconds, got {call.timeout!r}")
+            if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
+                raise BadRequest(f"timeout must be {problem}, got {brief(call.timeout)}")
             tool = self.catalog.get_enabled(call.name, self.config)
             arguments = parse_arguments(call.arguments, tool.name)
             self.catalog.validator(tool.name)(tool.name, arguments)
