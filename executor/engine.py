@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
 from toolexec.state import check_call_id, new_call_id
-from toolexec.validation import parse_arguments
+from toolexec.validation import parse_arguments, prepare_numbers
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
 # The private channel on which a bootstrap reports a failure (JSON: type, message, stack).
@@ -49,6 +50,8 @@ class Engine:
             tool = self.catalog.get_enabled(call.name, self.config)
             arguments = parse_arguments(call.arguments, tool.name)
             self.catalog.validator(tool.name)(tool.name, arguments)
+            javascript = tool.language in ("javascript", "typescript")
+            arguments = prepare_numbers(arguments, tool.parameters, tool.name, javascript=javascript)
             return self._run(tool, arguments, call, call_id, control, started)
         except ToolexecError as error:
             return refusal(call.name, call_id if _printable(call_id) else "invalid-call-id", error, started)
@@ -81,12 +84,26 @@ class Engine:
                 timeout=timeout,
                 capture_limit=limit,
                 spill_dir=str(state.outputs_dir),
+                keep_limit=self.config.max_kept_bytes,
             )
             try:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
-            output = read_capped(output_path, limit)
+            try:
+                output = read_capped(output_path, limit)
+            except OutputUnreadable as exc:
+                _discard(finished.stdout.spilled)
+                return outcome(
+                    tool.name,
+                    call_id,
+                    finished,
+                    Capture(limit),
+                    timeout=timeout,
+                    failure=str(exc),
+                    started=started,
+                    broken_output=True,
+                )
             if not output.total and finished.stdout.total:
                 output = finished.stdout  # the tool printed instead of writing LLM_OUTPUT
             else:
@@ -94,6 +111,10 @@ class Engine:
             if output.dropped and output.spill is None:  # keep the whole of it, named in the result
                 output.spill = str(state.output_file(call_id, "output"))
                 shutil.move(output_path, output.spill)
+                output.keep_limit = self.config.max_kept_bytes
+                output.kept = min(output.total, output.keep_limit)
+                if output.unkept:
+                    os.truncate(output.spill, output.kept)
             if output.spilled or finished.stderr.spilled:
                 _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
             return outcome(
@@ -121,8 +142,12 @@ def _call_files(tool: str) -> Iterator[tuple[str, str]]:
         yield paths[0], paths[1]
     finally:
         for path in paths:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError:  # the tool put a directory there
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def _reported_failure(path: str) -> str | None:
@@ -157,16 +182,38 @@ def _discard(path: str | None) -> None:
             os.unlink(path)
 
 
+class OutputUnreadable(Exception):
+    """``$LLM_OUTPUT`` is no longer the regular file toolexec created: the tool's error, said in the result."""
+
+
 def read_capped(path: str, limit: int) -> Capture:
-    """The file's bytes within ``limit`` (head and tail), never all of a huge file in memory."""
+    """The file's bytes within ``limit`` (head and tail) from one size snapshot, never all of a huge file in memory.
+
+    Opened without following a link or blocking (a FIFO put in its place would block ``open``
+    forever): only a regular file is read; anything else is :class:`OutputUnreadable`.
+    """
     capture = Capture(limit)
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise OutputUnreadable("the tool removed the file $LLM_OUTPUT names") from None
+    except OSError as exc:
+        raise OutputUnreadable(f"$LLM_OUTPUT cannot be read ({exc.strerror}): the tool replaced it with a link") from None
+    with open(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputUnreadable(f"the tool replaced $LLM_OUTPUT with {_kind_of(st.st_mode)}, not a regular file")
+        size = st.st_size  # what is read: a file that grows meanwhile adds nothing
         if size <= limit:
-            capture.add(handle.read(limit + 1))
+            capture.add(handle.read(size))
             return capture
         capture.head += handle.read(limit // 2)
         handle.seek(size - (limit - limit // 2))
-        capture.tail += handle.read()
+        capture.tail += handle.read(limit - limit // 2)
         capture.total = size
     return capture
+
+
+def _kind_of(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"))
+    return next((name for test, name in kinds if test(mode)), "a special file")

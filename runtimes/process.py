@@ -119,8 +119,10 @@ class Capture:
     head: bytearray = field(default_factory=bytearray)
     tail: bytearray = field(default_factory=bytearray)
     total: int = 0
-    # Where everything goes once the limit is passed, so the full text is never lost.
+    # Where everything goes once the limit is passed (private, 0600), so the full text is kept, up to keep_limit.
     spill: str | None = None
+    keep_limit: int | None = None
+    kept: int = 0
     _file: Any = None
 
     def add(self, data: bytes) -> None:
@@ -131,9 +133,10 @@ class Capture:
         if self.spill is not None:
             if self._file is None:
                 os.makedirs(os.path.dirname(self.spill), exist_ok=True)
-                self._file = open(self.spill, "wb")  # noqa: SIM115 - closed by close()
-                self._file.write(self.head + self.tail)
-            self._file.write(data)
+                fd = os.open(self.spill, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                self._file = open(fd, "wb")  # noqa: SIM115 - closed by close()
+                self._keep(self.head + self.tail)
+            self._keep(data)
         half = self.limit // 2
         if not self.tail:  # first overflow: the head keeps exactly half, the rest may be tail
             take = max(0, half - len(self.head))
@@ -145,6 +148,17 @@ class Capture:
         excess = len(self.tail) - (self.limit - half)
         if excess > 0:
             del self.tail[:excess]
+
+    def _keep(self, data: bytes | bytearray) -> None:
+        room = len(data) if self.keep_limit is None else max(0, min(len(data), self.keep_limit - self.kept))
+        if room:
+            self._file.write(data[:room])
+            self.kept += room
+
+    @property
+    def unkept(self) -> int:
+        """Bytes of a spilled stream that passed ``keep_limit`` and are in no file."""
+        return self.total - self.kept if self.keep_limit is not None and self.spilled else 0
 
     def close(self) -> None:
         if self._file is not None:
@@ -206,6 +220,8 @@ class Launch:
     grace: float = 2.0
     # Directory for the full stdout/stderr of a call whose output passes capture_limit.
     spill_dir: str | None = None
+    # At most this many bytes of each stream are kept there; the rest is counted and dropped.
+    keep_limit: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -298,8 +314,8 @@ class _Supervisor:
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
         self.captures = {
-            self.out_fd: Capture(launch.capture_limit, spill=spill("stdout")),
-            self.err_fd: Capture(launch.capture_limit, spill=spill("stderr")),
+            self.out_fd: Capture(launch.capture_limit, spill=spill("stdout"), keep_limit=launch.keep_limit),
+            self.err_fd: Capture(launch.capture_limit, spill=spill("stderr"), keep_limit=launch.keep_limit),
         }
         # Whether the exit event was handled; not proc.returncode, which a backend's thread may set earlier.
         self.exited = self.timed_out = self.cancelled = False
