@@ -151,11 +151,30 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+MAX_ALIASES = 100  # a config has no use for more; an alias bomb expands to gigabytes
+
+
 def _parse_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
+    class Loader(yaml.SafeLoader):
+        aliases = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > MAX_ALIASES:
+                    raise ConfigError(str(path), f"more than {MAX_ALIASES} YAML aliases (*name); write the values out")
+            return super().compose_node(parent, index)
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        loader = Loader(path.read_text(encoding="utf-8"))
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except RecursionError:
+        raise ConfigError(str(path), "nested too deeply to be a config") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -176,11 +195,14 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
             raise ConfigError(where, f"unknown setting{did_you_mean(str(key), DEFAULTS)}", key=str(key))
     values = {**DEFAULTS, **{k: v for k, v in data.items() if v is not None}}
     functions_dir = values["functions_dir"]
-    if not isinstance(functions_dir, str) or not functions_dir:
+    if not isinstance(functions_dir, str) or not functions_dir or "\0" in functions_dir:
         raise ConfigError(where, f"expected a directory path, got {brief(functions_dir)}", key="functions_dir")
+    resolved = (path.parent / Path(functions_dir).expanduser()).resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise ConfigError(where, f"{resolved} is a file, not a directory; name the directory holding tools/", key="functions_dir")
     return Config(
         path=path,
-        functions_dir=(path.parent / Path(functions_dir).expanduser()).resolve(),
+        functions_dir=resolved,
         visible_tools=_visible(values["visible_tools"], where),
         enabled_tools=_enabled(values["enabled_tools"], where),
         mapping_tools=_mapping(values["mapping_tools"], where),
@@ -205,7 +227,7 @@ def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
 def _visible(value: Any, where: str) -> tuple[str, ...]:
     files = _names(value, "visible_tools", where)
     for name in files:
-        if "/" in name or name in (".", ".."):
+        if "/" in name or name in (".", "..") or "\0" in name:
             raise ConfigError(where, f"{name!r} is not a file name in functions/tools/", key="visible_tools")
     return files
 
@@ -230,7 +252,10 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
         if language not in LANGUAGES:
             raise ConfigError(where, f"unknown language{did_you_mean(str(language), LANGUAGES)}", key=key)
         if isinstance(command, str) and command.strip():
-            result[language] = tuple(shlex.split(command))
+            try:
+                result[language] = tuple(shlex.split(command))
+            except ValueError as exc:  # an unbalanced quote
+                raise ConfigError(where, f"cannot split {brief(command)} into a command: {exc}", key=key) from None
         elif isinstance(command, list) and command and all(isinstance(c, str) for c in command):
             result[language] = tuple(command)
         else:
