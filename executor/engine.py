@@ -199,10 +199,11 @@ def read_capped(path: str, limit: int) -> Capture:
         raise OutputUnreadable("the tool removed the file $LLM_OUTPUT names") from None
     except OSError as exc:
         raise OutputUnreadable(f"$LLM_OUTPUT cannot be read ({exc.strerror}): the tool replaced it with a link") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OutputUnreadable(f"the tool replaced $LLM_OUTPUT with {_kind_of(st.st_mode)}, not a regular file")
     with open(fd, "rb") as handle:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OutputUnreadable(f"the tool replaced $LLM_OUTPUT with {_kind_of(st.st_mode)}, not a regular file")
         size = st.st_size  # what is read: a file that grows meanwhile adds nothing
         if size <= limit:
             capture.add(handle.read(size))

@@ -34,7 +34,7 @@ main() {
 """
 DAEMON = """# @describe Double-fork a daemon into its own session, then return at once.
 main() {
-    ( setsid env -i /bin/sh -c 'echo $$ > "$0"; exec sleep 1000' "$LLM_TOOL_CACHE_DIR/pid" & ) 
+    ( setsid env -i /bin/sh -c 'echo $$ > "$0"; exec sleep 1000' "$LLM_TOOL_CACHE_DIR/pid" & )
     while [ ! -s "$LLM_TOOL_CACHE_DIR/pid" ]; do :; done
     echo started >>"$LLM_OUTPUT"
 }
@@ -165,7 +165,7 @@ def _start_cli(project: Project) -> tuple[subprocess.Popen[str], Path]:
 def test_every_terminating_signal_cancels(sig: str, project: Project, private_tmpdir: Path) -> None:
     child, pid_file = _start_cli(project)
     child.send_signal(getattr(signal, sig))
-    out, err = child.communicate(timeout=60)
+    out, _ = child.communicate(timeout=60)
     result = json.loads(out)
     assert (child.returncode, result["status"], result["tool_call_error"]) == (
         130,
