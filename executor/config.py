@@ -152,6 +152,22 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 MAX_ALIASES = 100  # a config has no use for more; an alias bomb expands to gigabytes
+MAX_VALUES = 100_000  # values in the loaded config once aliases are expanded
+
+
+def _expands_beyond(data: Any, cap: int) -> bool:
+    """Whether ``data``, walked as JSON would write it (shared aliases once per use), has more than ``cap`` values."""
+    stack, seen = [data], 0
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > cap:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 def _parse_yaml(path: Path) -> dict[str, Any]:
@@ -175,12 +191,16 @@ def _parse_yaml(path: Path) -> dict[str, Any]:
             loader.dispose()
     except RecursionError:
         raise ConfigError(str(path), "nested too deeply to be a config") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise ConfigError(str(path), f"holds a value YAML cannot load: {str(exc).split(';')[0]}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), f"cannot read the config file: {exc}") from None
+    if _expands_beyond(data, MAX_VALUES):
+        raise ConfigError(str(path), f"its aliases expand to more than {MAX_VALUES} values; write the values out")
     if data is None:
         return {}
     if not isinstance(data, dict):

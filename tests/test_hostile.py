@@ -101,3 +101,29 @@ def test_hostile(case: Case, catalogue, private_tmpdir: Path, monkeypatch: pytes
         call = catalogue.call
         monkeypatch.setattr(catalogue, "call", lambda *a, **k: call(*a, **k, timeout=TIMEOUTS[case.id]))
     run_case(case, catalogue, private_tmpdir)
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)) + "visible_tools: []\n"  # fmt: skip
+CONFIGS = [
+    ("alias-bomb", BOMB, "{path}: its aliases expand to more than 100000 values; write the values out"),
+    ("many-aliases", "a: &a x\nvisible_tools: [" + ", ".join(["*a"] * 101) + "]\n", "{path}: more than 100 YAML aliases (*name); write the values out"),
+    ("deep-yaml", "visible_tools: " + "[" * 2000 + "]" * 2000 + "\n", "{path}: nested too deeply to be a config"),
+    ("nul-in-visible-tools", 'visible_tools: ["a\\0.py"]\n', "{path}: key 'visible_tools': 'a\\x00.py' is not a file name in functions/tools/"),
+    ("unbalanced-quote-in-runtimes", "visible_tools: []\nruntimes:\n  python: \"'python3\"\n", "{path}: key 'runtimes.python': cannot split \"'python3\" into a command: No closing quotation"),
+    ("functions-dir-is-a-file", "visible_tools: []\nfunctions_dir: config.yaml\n", "{path}: key 'functions_dir': {path} is a file, not a directory; name the directory holding tools/"),
+    ("timeout-too-large", "visible_tools: []\ntimeout: 1.0e+10\n", "{path}: key 'timeout': expected at most 86400 (one day), got 10000000000.0"),
+    ("max-output-bytes-huge", "visible_tools: []\nmax_output_bytes: " + "9" * 5000 + "\n", "{path}: holds a value YAML cannot load: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("row", CONFIGS, ids=lambda r: r[0])
+def test_hostile_config(row: tuple[str, str, str], tmp_path: Path) -> None:
+    from toolexec.config import load_config
+    from toolexec.errors import ConfigError
+
+    _, text, message = row
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value) == message.replace("{path}", str(path))
