@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import PurePath
@@ -11,7 +12,7 @@ import tree_sitter
 
 from toolexec.compilers.shebang import read_shebang
 from toolexec.errors import CompileError, Problem
-from toolexec.records import Invocation, Language, Limits, Metadata, ToolDeclaration, name_problem
+from toolexec.records import Invocation, Language, Limits, Metadata, ToolDeclaration, limit_problem, name_problem
 
 
 @cache
@@ -135,6 +136,24 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
 
 # Per-tool call limits a script may declare: name -> (unit text, whether a whole number).
 LIMITS = {"timeout": ("a number of seconds", False), "max_output_bytes": ("a whole number of bytes", True)}
+# Units a limit may be written with ("2 hours", "90s", "1 MiB"); a bare number is seconds or bytes.
+_UNITS: dict[str, dict[str, float]] = {
+    "timeout": {"": 1, "ms": 0.001, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60,
+                "mins": 60, "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600},
+    "max_output_bytes": {"": 1, "b": 1, "bytes": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30},
+}  # fmt: skip
+_AMOUNT = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+
+def parse_limit(name: str, raw: str) -> float | int | None:
+    """The value of limit ``name`` written as ``raw`` (a number and an optional unit), or None."""
+    match = _AMOUNT.fullmatch(raw)
+    factor = _UNITS[name].get(match.group(2).lower()) if match else None
+    if match is None or factor is None:
+        return None
+    if LIMITS[name][1]:
+        return int(match.group(1)) * int(factor) if match.group(1).isdigit() else None
+    return float(match.group(1)) * factor
 
 
 def read_limits(
@@ -144,7 +163,7 @@ def read_limits(
     syntax: str,
     spelling: dict[str, str] | None = None,
 ) -> Limits:
-    """Validated per-tool limits from ``{name: text}``.
+    """Validated per-tool limits from ``{name: text}``: finite, positive and bounded (``LIMIT_BOUNDS``).
 
     ``syntax`` shows how the language writes one (``{name}``, ``{value}``) and
     ``spelling`` how it spells a limit's name, for messages.
@@ -153,13 +172,16 @@ def read_limits(
     for name, raw in found.items():
         unit, whole = LIMITS[name]
         spelled = (spelling or {}).get(name, name)
-        try:
-            value = float(raw.split()[0].rstrip("s")) if not whole else int(raw.split()[0])
-        except (ValueError, IndexError):
-            value = -1
-        if value <= 0:
-            example = syntax.format(name=spelled, value=1048576 if whole else 30)
-            diag.error(at, f"{syntax.format(name=spelled, value=raw)!r} is not {unit}", f"write {example}")
+        value = parse_limit(name, raw)
+        example = syntax.format(name=spelled, value=1048576 if whole else 30)
+        written = syntax.format(name=spelled, value=raw[:40])
+        problem = limit_problem(name, value, whole=whole) if value is not None else None
+        if value is None or (problem is not None and value <= 0):
+            units = "seconds, or a unit: ms, s, min, h" if not whole else "bytes, or a unit: KiB, MiB, GiB"
+            diag.error(at, f"{written!r} is not {unit}", f"write {example} ({units})")
+            continue
+        if problem is not None:
+            diag.error(at, f"{written!r} is too large: a {name} is {problem}", f"write {example}")
             continue
         limits[name] = value
     return Limits(**limits)

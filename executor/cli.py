@@ -32,17 +32,72 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     Signal handlers are process-wide, so they are installed only with ``handle_signals``
     (:func:`program`): a test or a library calling ``main(argv)`` keeps its own.
     """
+    _usable_streams()
     args = _parser().parse_args(argv)
     args.handle_signals = handle_signals
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()
+        return code
     except ToolexecError as error:
-        print(f"toolexec: {error}", file=sys.stderr)
+        _say(f"toolexec: {error}")
         return error.exit_code
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except OSError as exc:  # stdout closed, a full disk (/dev/full), a broken pipe: the output could not be written
+        _discard_stdout()
+        _say(f"toolexec: cannot write the output: {exc.strerror or exc}")
         return EXIT_FAILED
+
+
+def _usable_streams() -> None:
+    """A closed stdout or stderr (``>&-``) becomes /dev/null, so nothing fails on the way to a result."""
+    import os
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+
+
+def _say(line: str) -> None:
+    """One line on stderr, whatever state stderr is in."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _json(data: Any, indent: int | None = None) -> str:
+    """JSON for stdout: UTF-8 where it can be, escapes where a string holds a lone surrogate."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=indent)
+    return text
+
+
+def _stdin_text(what: str) -> str:
+    """All of stdin as text; BadRequest when it is not UTF-8."""
+    from toolexec.errors import BadRequest
+
+    if sys.stdin is None:
+        return ""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"{what} on stdin is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
@@ -232,7 +287,7 @@ def _compile(args: argparse.Namespace) -> int:
         for warning in declaration.warnings:
             print(warning, file=sys.stderr)
         declarations.append(declaration.to_function())
-    print(json.dumps(declarations, indent=2, ensure_ascii=False))
+    print(_json(declarations, indent=2))
     return status
 
 
@@ -263,7 +318,7 @@ def _list(args: argparse.Namespace) -> int:
             for broken in executor.broken(enabled_only=not args.all)
         ]
     if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(_json(rows, indent=2))
         return EXIT_OK
     width = max((len(row["name"]) for row in rows), default=0)
     for row in rows:
@@ -279,7 +334,7 @@ def _list(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     declaration = _executor(args).describe(args.name)
     if args.json:
-        print(json.dumps(declaration.to_dict(), indent=2, ensure_ascii=False))
+        print(_json(declaration.to_dict(), indent=2))
         return EXIT_OK
     print("\n".join(describe_text(declaration)))
     return EXIT_OK
@@ -369,9 +424,13 @@ def _mcp(args: argparse.Namespace) -> int:
     return main(args.config, http=args.http, token_env=args.token_env, options=options)
 
 
+# Every signal that would end toolexec and that it can catch: each one cancels the call instead.
+CANCELLING_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+
+
 @contextlib.contextmanager
 def _call_control(args: argparse.Namespace) -> Iterator[CallControl]:
-    """The control of the command's calls; run as the program, SIGINT and SIGTERM cancel it, so the
+    """The control of the command's calls; run as the program, every terminating signal cancels it, so the
     tool's tree ends and a result is still printed. Handlers and descriptors are released afterwards."""
     import signal
 
@@ -381,8 +440,10 @@ def _call_control(args: argparse.Namespace) -> Iterator[CallControl]:
     previous = {}
     try:
         if args.handle_signals:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, lambda *_: control.cancel())
+            for name in CANCELLING_SIGNALS:
+                sig = getattr(signal, name, None)
+                if sig is not None:
+                    previous[sig] = signal.signal(sig, lambda *_: control.cancel())
         yield control
     finally:
         for sig, handler in previous.items():
@@ -396,14 +457,14 @@ def _declarations(args: argparse.Namespace) -> int:
     if args.verbose:
         for note in declared.notes:
             print(f"toolexec: {note}", file=sys.stderr)
-    print(json.dumps(declared.declarations, indent=2, ensure_ascii=False))
+    print(_json(declared.declarations, indent=2))
     return EXIT_OK
 
 
 def _call(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
 
-    text = sys.stdin.read() if sys.stdin is not None else ""
+    text = _stdin_text("the batch")
     if not text.strip():
         raise BadRequest(
             "the batch on stdin is empty: expected a model's tool calls as JSON (OpenAI, Responses API, Anthropic, Gemini)"
@@ -415,19 +476,19 @@ def _call(args: argparse.Namespace) -> int:
     executor = _executor(args)
     with _call_control(args) as control:
         answer = executor.answer(data, args.format, cancel=control)
-    print(json.dumps(answer, ensure_ascii=False))
+    print(_json(answer))
     return EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
-        raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
     executor = _executor(args)
     with _call_control(args) as control:
         result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False))
+        print(_json(result.to_dict()))
     else:
         if result.output:
             sys.stdout.write(result.output)

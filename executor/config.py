@@ -20,9 +20,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from toolexec.errors import ConfigError, did_you_mean
+from toolexec.errors import ConfigError, brief, did_you_mean
 from toolexec.paths import package_defaults, user_config_dir
-from toolexec.records import LANGUAGES
+from toolexec.records import LANGUAGES, limit_problem
 from toolexec.state import State, config_snapshot, write_json_atomic
 
 # A config.yaml found in the working directory is toolexec's only when it has one of these.
@@ -38,7 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "max_output_bytes": 1 << 20,
     "max_parallel": 8,
     "mcp": {},
+    "max_kept_bytes": 1 << 30,
 }
+MAX_PARALLEL = 1024
 MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
 
 
@@ -129,6 +131,8 @@ class Config:
     max_output_bytes: int = 1 << 20
     max_parallel: int = 8
     mcp: McpSettings = field(default_factory=McpSettings)
+    # What one call may keep on disk of its full stdout and stderr (beyond max_output_bytes); the rest is dropped.
+    max_kept_bytes: int = 1 << 30
     embedded: bool = False
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
@@ -221,17 +225,56 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+MAX_ALIASES = 100  # a config has no use for more; an alias bomb expands to gigabytes
+MAX_VALUES = 100_000  # values in the loaded config once aliases are expanded
+
+
+def _expands_beyond(data: Any, cap: int) -> bool:
+    """Whether ``data``, walked as JSON would write it (shared aliases once per use), has more than ``cap`` values."""
+    stack, seen = [data], 0
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > cap:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 def _parse_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
+    class Loader(yaml.SafeLoader):
+        aliases = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > MAX_ALIASES:
+                    raise ConfigError(str(path), f"more than {MAX_ALIASES} YAML aliases (*name); write the values out")
+            return super().compose_node(parent, index)
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        loader = Loader(path.read_text(encoding="utf-8"))
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except RecursionError:
+        raise ConfigError(str(path), "nested too deeply to be a config") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise ConfigError(str(path), f"holds a value YAML cannot load: {str(exc).split(';')[0]}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), f"cannot read the config file: {exc}") from None
+    if _expands_beyond(data, MAX_VALUES):
+        raise ConfigError(str(path), f"its aliases expand to more than {MAX_VALUES} values; write the values out")
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -246,9 +289,13 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
             raise ConfigError(where, f"unknown setting{did_you_mean(str(key), DEFAULTS)}", key=str(key))
     values = {**DEFAULTS, **{k: v for k, v in data.items() if v is not None}}
     functions_dir = values["functions_dir"]
-    if not isinstance(functions_dir, str) or not functions_dir:
-        raise ConfigError(where, f"expected a directory path, got {functions_dir!r}", key="functions_dir")
+    if not isinstance(functions_dir, str) or not functions_dir or "\0" in functions_dir:
+        raise ConfigError(where, f"expected a directory path, got {brief(functions_dir)}", key="functions_dir")
     functions = (path.parent / Path(functions_dir).expanduser()).resolve()
+    if functions.exists() and not functions.is_dir():
+        raise ConfigError(
+            where, f"{functions} is a file, not a directory; name the directory holding tools/", key="functions_dir"
+        )
     visible = values["visible_tools"]
     if data.get("visible_tools") is None:
         visible = _tools_txt(functions / TOOLS_TXT, visible)
@@ -259,10 +306,11 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         enabled_tools=_enabled(values["enabled_tools"], where),
         mapping_tools=_mapping(values["mapping_tools"], where),
         runtimes=_runtimes(values["runtimes"], where),
-        timeout=_positive(values["timeout"], "timeout", where, float),
-        max_output_bytes=int(_positive(values["max_output_bytes"], "max_output_bytes", where, int)),
+        timeout=float(_limit(values["timeout"], "timeout", where)),
+        max_output_bytes=int(_limit(values["max_output_bytes"], "max_output_bytes", where, whole=True)),
         max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
         mcp=_mcp(values["mcp"], where),
+        max_kept_bytes=int(_limit(values["max_kept_bytes"], "max_kept_bytes", where, whole=True)),
         embedded=embedded,
     )
 
@@ -282,13 +330,13 @@ def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
         return tuple(n.strip() for n in value.split(",") if n.strip())
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(v.strip() for v in value)
-    raise ConfigError(where, f"expected a list of names or a comma-separated string, got {value!r}", key=key)
+    raise ConfigError(where, f"expected a list of names or a comma-separated string, got {brief(value)}", key=key)
 
 
 def _visible(value: Any, where: str) -> tuple[str, ...]:
     files = _names(value, "visible_tools", where)
     for name in files:
-        if "/" in name or name in (".", ".."):
+        if "/" in name or name in (".", "..") or "\0" in name:
             raise ConfigError(where, f"{name!r} is not a file name in functions/tools/", key="visible_tools")
     return files
 
@@ -300,24 +348,27 @@ def _enabled(value: Any, where: str) -> tuple[str, ...] | None:
 
 def _mapping(value: Any, where: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, dict):
-        raise ConfigError(where, f"expected a mapping of alias: 'tool_a,tool_b', got {value!r}", key="mapping_tools")
+        raise ConfigError(where, f"expected a mapping of alias: 'tool_a,tool_b', got {brief(value)}", key="mapping_tools")
     return {str(alias): _names(tools, f"mapping_tools.{alias}", where) for alias, tools in value.items()}
 
 
 def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, dict):
-        raise ConfigError(where, f"expected a mapping such as python: python3.12, got {value!r}", key="runtimes")
+        raise ConfigError(where, f"expected a mapping such as python: python3.12, got {brief(value)}", key="runtimes")
     result: dict[str, tuple[str, ...]] = {}
     for language, command in value.items():
         key = f"runtimes.{language}"
         if language not in LANGUAGES:
             raise ConfigError(where, f"unknown language{did_you_mean(str(language), LANGUAGES)}", key=key)
         if isinstance(command, str) and command.strip():
-            result[language] = tuple(shlex.split(command))
+            try:
+                result[language] = tuple(shlex.split(command))
+            except ValueError as exc:  # an unbalanced quote
+                raise ConfigError(where, f"cannot split {brief(command)} into a command: {exc}", key=key) from None
         elif isinstance(command, list) and command and all(isinstance(c, str) for c in command):
             result[language] = tuple(command)
         else:
-            raise ConfigError(where, f"expected a command such as 'python3.12', got {command!r}", key=key)
+            raise ConfigError(where, f"expected a command such as 'python3.12', got {brief(command)}", key=key)
     return result
 
 
@@ -346,7 +397,14 @@ def is_positive(value: Any, kind: type = float) -> bool:
 
 
 def _positive(value: Any, key: str, where: str, kind: type) -> float:
-    if not is_positive(value, kind):
-        expected = "a positive whole number" if kind is int else "a positive number of seconds"
-        raise ConfigError(where, f"expected {expected}, got {value!r}", key=key)
+    if not is_positive(value, kind) or value > MAX_PARALLEL:
+        raise ConfigError(where, f"expected a positive whole number up to {MAX_PARALLEL}, got {brief(value)}", key=key)
+    return value
+
+
+def _limit(value: Any, key: str, where: str, *, whole: bool = False) -> float:
+    """A call limit, finite, positive and bounded (:func:`toolexec.records.limit_problem`)."""
+    problem = limit_problem(key, value, whole=whole)
+    if problem is not None:
+        raise ConfigError(where, f"expected {problem}, got {brief(value)}", key=key)
     return value

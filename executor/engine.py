@@ -11,20 +11,21 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from toolexec.catalog import Catalog
-from toolexec.config import Config, is_positive
-from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError
-from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.config import Config
+from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError, brief
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult, limit_problem
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
 from toolexec.state import check_call_id, new_call_id
-from toolexec.validation import parse_arguments
+from toolexec.validation import parse_arguments, prepare_numbers
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
 # The private channel on which a bootstrap reports a failure (JSON: type, message, stack).
@@ -44,11 +45,13 @@ class Engine:
         call_id = call.call_id if isinstance(call.call_id, str) and call.call_id else new_call_id()
         try:
             check_call_id(call_id)
-            if call.timeout is not None and not is_positive(call.timeout):
-                raise BadRequest(f"timeout must be a positive number of seconds, got {call.timeout!r}")
+            if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
+                raise BadRequest(f"timeout must be {problem}, got {brief(call.timeout)}")
             tool = self.catalog.get_enabled(call.name, self.config)
             arguments = parse_arguments(call.arguments, tool.name)
             arguments = self.catalog.validator(tool.name)(tool.name, arguments)
+            javascript = tool.language in ("javascript", "typescript")
+            arguments = prepare_numbers(arguments, tool.parameters, tool.name, javascript=javascript)
             return self._run(tool, arguments, call, call_id, control, started)
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
@@ -83,12 +86,26 @@ class Engine:
                 capture_limit=limit,
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
+                keep_limit=self.config.max_kept_bytes,
             )
             try:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
-            output = read_capped(output_path, limit)
+            try:
+                output = read_capped(output_path, limit)
+            except OutputUnreadable as exc:
+                _discard(finished.stdout.spilled)
+                return outcome(
+                    tool.name,
+                    call_id,
+                    finished,
+                    Capture(limit),
+                    timeout=timeout,
+                    failure=str(exc),
+                    started=started,
+                    broken_output=True,
+                )
             if not output.total and finished.stdout.total:
                 output = finished.stdout  # the tool printed instead of writing LLM_OUTPUT
             else:
@@ -96,6 +113,10 @@ class Engine:
             if output.dropped and output.spill is None:  # keep the whole of it, named in the result
                 output.spill = str(state.output_file(call_id, "output"))
                 shutil.move(output_path, output.spill)
+                output.keep_limit = self.config.max_kept_bytes
+                output.kept = min(output.total, output.keep_limit)
+                if output.unkept:
+                    os.truncate(output.spill, output.kept)
             if output.spilled or finished.stderr.spilled:
                 _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
             return outcome(
@@ -147,8 +168,12 @@ def _call_files(tool: str) -> Iterator[tuple[str, str]]:
         yield paths[0], paths[1]
     finally:
         for path in paths:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError:  # the tool put a directory there
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def _reported_failure(path: str) -> str | None:
@@ -183,16 +208,39 @@ def _discard(path: str | None) -> None:
             os.unlink(path)
 
 
+class OutputUnreadable(Exception):
+    """``$LLM_OUTPUT`` is no longer the regular file toolexec created: the tool's error, said in the result."""
+
+
 def read_capped(path: str, limit: int) -> Capture:
-    """The file's bytes within ``limit`` (head and tail), never all of a huge file in memory."""
+    """The file's bytes within ``limit`` (head and tail) from one size snapshot, never all of a huge file in memory.
+
+    Opened without following a link or blocking (a FIFO put in its place would block ``open``
+    forever): only a regular file is read; anything else is :class:`OutputUnreadable`.
+    """
     capture = Capture(limit)
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise OutputUnreadable("the tool removed the file $LLM_OUTPUT names") from None
+    except OSError as exc:
+        raise OutputUnreadable(f"$LLM_OUTPUT cannot be read ({exc.strerror}): the tool replaced it with a link") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OutputUnreadable(f"the tool replaced $LLM_OUTPUT with {_kind_of(st.st_mode)}, not a regular file")
+    with open(fd, "rb") as handle:
+        size = st.st_size  # what is read: a file that grows meanwhile adds nothing
         if size <= limit:
-            capture.add(handle.read(limit + 1))
+            capture.add(handle.read(size))
             return capture
         capture.head += handle.read(limit // 2)
         handle.seek(size - (limit - limit // 2))
-        capture.tail += handle.read()
+        capture.tail += handle.read(limit - limit // 2)
         capture.total = size
     return capture
+
+
+def _kind_of(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"))
+    return next((name for test, name in kinds if test(mode)), "a special file")

@@ -121,7 +121,8 @@ class UnknownTool(CallRefused):
 
     def __init__(self, name: str, known: Iterable[str], *, because: str | None = None) -> None:
         self.name = name
-        super().__init__(f"unknown tool {name!r}: {because}" if because else f"unknown tool {name!r}{did_you_mean(name, known)}")
+        shown = brief(name)
+        super().__init__(f"unknown tool {shown}: {because}" if because else f"unknown tool {shown}{did_you_mean(name, known)}")
 
 
 class NotEnabled(CallRefused):
@@ -196,6 +197,22 @@ class PreparationFailed(RuntimeUnavailable):
     def describe(interpreter: str, hint: str) -> str:
         """The message: the program, then what went wrong."""
         return f"{interpreter} {hint}"
+
+
+def brief(value: object, width: int = 80) -> str:
+    """``repr(value)`` cut to ``width`` characters: a message never echoes an unbounded value.
+
+    Safe for anything a parser can hand over (a 5,000-digit integer, an alias bomb's megabytes).
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    if isinstance(value, (list, dict)) and len(value) > width:
+        return f"a {type(value).__name__} of {len(value)} items"
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__} too large to show"
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

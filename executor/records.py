@@ -133,9 +133,31 @@ Invocation = Kwargs | Positional | ObjectArgument | Module | Argc
 Convention = Literal["kwargs", "positional", "object", "module", "argc"]
 
 
+# The largest value each limit may take: a day of run time; 256 MiB kept in memory per stream.
+LIMIT_BOUNDS: dict[str, float] = {"timeout": 86400.0, "max_output_bytes": float(256 << 20), "max_kept_bytes": float(1 << 40)}
+
+
+def limit_problem(name: str, value: Any, *, whole: bool = False) -> str | None:
+    """Why ``value`` cannot be the limit ``name`` (see :data:`LIMIT_BOUNDS`), or None when it can."""
+    import math
+
+    number = isinstance(value, int) if whole else isinstance(value, (int, float))
+    if not number or isinstance(value, bool) or not (isinstance(value, int) or math.isfinite(value)) or value <= 0:
+        return "a positive whole number" if whole else "a positive number of seconds"
+    bound = LIMIT_BOUNDS.get(name)
+    if bound is not None and value > bound:
+        return f"at most {bound:.0f}" + (" (one day)" if name == "timeout" else "")
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Limits:
-    """Per-tool call limits declared in the script; None means the config's value applies."""
+    """Per-tool call limits declared in the script; None means the config's value applies.
+
+    Every limit, wherever it comes from (script, config, CLI, API), is finite, positive and at
+    most :data:`LIMIT_BOUNDS`: a NaN, an infinity or 1e10 seconds would otherwise disable the
+    timeout or overflow ``select``.
+    """
 
     timeout: float | None = None
     max_output_bytes: int | None = None

@@ -49,6 +49,7 @@ def outcome(
     failure: str | None,
     started: float,
     notes: tuple[str, ...] = (),
+    broken_output: bool = False,
 ) -> ToolResult:
     """The result of a call that ran: its status, Loki's wording, the error and the notes.
 
@@ -73,6 +74,8 @@ def outcome(
             "tool_failed",
             f"Tool call '{name}' exited with code {finished.returncode}",
         )
+    elif broken_output:
+        status, code, reason, loki = "error", 1, "tool_failed", f"Tool call '{name}' failed"
     else:
         status, code, reason, loki = "ok", 0, None, None
     detail = failure or next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
@@ -102,10 +105,16 @@ def _notes(finished: Finished, output: Capture, lossy: bool) -> list[str]:
         notes.append("output was not valid UTF-8; invalid bytes were replaced with U+FFFD")
     if finished.escaped:
         notes.append(f"killed {finished.escaped} process(es) the tool left running outside its process group")
-    if output.spilled:
-        notes.append(
-            f"output was longer than max_output_bytes ({output.limit}); the middle was dropped; all of it is in {output.spilled}"
-        )
-    if finished.stderr.spilled:
-        notes.append(f"stderr was longer than max_output_bytes; all of it is in {finished.stderr.spilled}")
+    for what, capture in (("output", output), ("stderr", finished.stderr)):
+        if not capture.spilled:
+            continue
+        longer = f"{what} was longer than max_output_bytes" + (f" ({capture.limit})" if what == "output" else "")
+        middle = "; the middle was dropped" if what == "output" else ""
+        if capture.unkept:
+            notes.append(
+                f"{longer}{middle}; its first {capture.kept} bytes are in {capture.spilled}, "
+                f"the last {capture.unkept} were dropped (max_kept_bytes)"
+            )
+        else:
+            notes.append(f"{longer}{middle}; all of it is in {capture.spilled}")
     return notes

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
-from toolexec.errors import BadRequest, InvalidArguments, did_you_mean
+from toolexec.errors import BadRequest, InvalidArguments, brief, did_you_mean
 
 _TYPE_NAMES = {
     "string": "a string",
@@ -26,25 +27,157 @@ _TYPE_NAMES = {
 }
 
 
+MAX_DEPTH = 100  # nesting of arguments; deeper would exhaust the recursion of the validators and encoders
+MAX_DIGITS = 4300  # Python's own bound on converting an integer to and from text
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJSON(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJSON(f"{text[:40]} is too large for a JSON number (it would be infinite)")
+    return value
+
+
 def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
-    """Arguments given as a JSON string (as OpenAI sends them) or already as an object."""
+    """Arguments given as a JSON string (as OpenAI sends them) or already as an object.
+
+    Only JSON is accepted: no NaN or Infinity, no number that overflows, no lone surrogate,
+    at most :data:`MAX_DEPTH` levels deep (:func:`check_values`).
+    """
     if isinstance(raw, (str, bytes)):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if not text.strip():
             return {}
+        if _too_deep_text(text):
+            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply")
         try:
-            raw = json.loads(text)
+            raw = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
         except json.JSONDecodeError as exc:
             raise BadRequest(
                 f"arguments for tool {tool!r} are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             ) from None
+        except _NotJSON as exc:
+            raise BadRequest(f"arguments for tool {tool!r} are not valid JSON: {exc}") from None
+        except ValueError:  # an integer of more digits than Python converts
+            raise BadRequest(f"arguments for tool {tool!r} hold an integer of more than {MAX_DIGITS} digits") from None
         except RecursionError:
             raise BadRequest(f"arguments for tool {tool!r} are nested too deeply") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise BadRequest(f"arguments for tool {tool!r} must be a JSON object of parameter names to values, got {_kind(raw)}")
+    check_values(raw, tool)
     return raw
+
+
+def _too_deep_text(text: str) -> bool:
+    """Whether JSON text opens more than MAX_DEPTH brackets at once (strings skipped), without parsing it."""
+    depth, in_string, escaped = 0, False, False
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def check_values(arguments: dict[str, Any], tool: str) -> None:
+    """BadRequest unless every value is plain JSON a tool can be handed: finite numbers, integers
+    Python can print, text without lone surrogates, string keys, at most MAX_DEPTH levels."""
+    stack: list[tuple[Any, str, int]] = [(arguments, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply")
+        problem = _value_problem(value)
+        if problem is not None:
+            raise BadRequest(f"parameter {where or '(arguments)'!r} of tool {tool!r} {problem}")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str) or _lone_surrogate(key):
+                    raise BadRequest(f"arguments for tool {tool!r} have a key that is not text: {brief(key)}")
+                stack.append((item, f"{where}.{key}" if where else key, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value))
+
+
+def _value_problem(value: Any) -> str | None:
+    if value is None or isinstance(value, (bool, dict, list, tuple)):
+        return None
+    if isinstance(value, str):
+        bad = _lone_surrogate(value)
+        return f"holds a lone surrogate (U+{ord(bad):04X}), which is not Unicode text" if bad else None
+    if isinstance(value, int):
+        # 14,000 bits is about 4,200 digits: under Python's limit on converting to text
+        return None if value.bit_length() <= 14000 else f"is an integer of more than {MAX_DIGITS} digits"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"is {value!r}, which is not a JSON number"
+    return f"is not a JSON value (a {type(value).__name__})"
+
+
+def _lone_surrogate(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return text[exc.start]
+    return None
+
+
+def prepare_numbers(arguments: dict[str, Any], schema: dict[str, Any], tool: str, *, javascript: bool) -> dict[str, Any]:
+    """Integral floats (``3.0``) for integer parameters become integers; for JavaScript, an integer
+    a double cannot hold exactly (beyond 2^53 - 1) is refused rather than rounded."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    converted = dict(arguments)
+    for name, value in arguments.items():
+        spec = properties.get(name) if isinstance(properties, dict) else None
+        if not isinstance(spec, dict):
+            continue
+        if spec.get("type") == "integer":
+            converted[name] = _integral(value)
+        elif spec.get("type") == "array" and isinstance(value, list) and (spec.get("items") or {}).get("type") == "integer":
+            converted[name] = [_integral(item) for item in value]
+    if javascript:
+        stack: list[tuple[Any, str]] = [(converted, "")]
+        while stack:
+            value, where = stack.pop()
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JS_SAFE_INTEGER:
+                raise BadRequest(
+                    f"parameter {where!r} of tool {tool!r} is {brief(value)}, beyond the integers a JavaScript number "
+                    f"holds exactly (up to {JS_SAFE_INTEGER}); pass it as a string"
+                )
+            if isinstance(value, dict):
+                stack.extend((item, f"{where}.{key}" if where else key) for key, item in value.items())
+            elif isinstance(value, list):
+                stack.extend((item, f"{where}[{index}]") for index, item in enumerate(value))
+    return converted
+
+
+JS_SAFE_INTEGER = 2**53 - 1
+
+
+def _integral(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 Validator = Callable[[str, dict[str, Any]], dict[str, Any]]

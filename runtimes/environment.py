@@ -21,7 +21,7 @@ def parse_dotenv(text: str) -> dict[str, str]:
     values: dict[str, str] = {}
     for line in text.splitlines():
         match = _LINE.match(line)
-        if not match:
+        if not match or "\0" in line:  # a NUL cannot be in an environment variable
             continue
         key, value = match.groups()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -39,8 +39,9 @@ def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = ()) -> dict[str
     merged: dict[str, str] = {}
     for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
         try:
-            merged.update(parse_dotenv(path.read_text(encoding="utf-8")))
-        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+            # surrogateescape: a byte that is not UTF-8 reaches the tool as it is, and spoils nothing else
+            merged.update(parse_dotenv(path.read_bytes().decode("utf-8", "surrogateescape")))
+        except OSError:  # missing, a directory, unreadable: no values from it
             continue
     return merged
 

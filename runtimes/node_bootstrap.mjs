@@ -61,5 +61,14 @@ if (value && typeof value === "object" && typeof value.ok === "boolean" && Objec
   }
   value = value.output;
 }
+let text;
+try {
+  text = render(value);
+} catch (error) {
+  // a cycle, a BigInt: say so instead of dying in the bootstrap
+  fail(new TypeError(`run() returned a value that cannot be written as JSON: ${error?.message ?? error}`));
+}
 // A returned value replaces what the tool wrote to LLM_OUTPUT, as Loki's runner does.
-if (value !== undefined && value !== null) writeFileSync(process.env.LLM_OUTPUT, render(value));
+if (value !== undefined && value !== null) writeFileSync(process.env.LLM_OUTPUT, text);
+// The result is written: timers and sockets the tool left open do not keep the call running.
+process.exit(0);

@@ -122,8 +122,10 @@ class Capture:
     head: bytearray = field(default_factory=bytearray)
     tail: bytearray = field(default_factory=bytearray)
     total: int = 0
-    # Where everything goes once the limit is passed, so the full text is never lost.
+    # Where everything goes once the limit is passed (private, 0600), so the full text is kept, up to keep_limit.
     spill: str | None = None
+    keep_limit: int | None = None
+    kept: int = 0
     _file: Any = None
 
     def add(self, data: bytes) -> None:
@@ -134,9 +136,10 @@ class Capture:
         if self.spill is not None:
             if self._file is None:
                 os.makedirs(os.path.dirname(self.spill), exist_ok=True)
-                self._file = open(self.spill, "wb")  # noqa: SIM115 - closed by close()
-                self._file.write(self.head + self.tail)
-            self._file.write(data)
+                fd = os.open(self.spill, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                self._file = open(fd, "wb")  # noqa: SIM115 - closed by close()
+                self._keep(self.head + self.tail)
+            self._keep(data)
         half = self.limit // 2
         if not self.tail:  # first overflow: the head keeps exactly half, the rest may be tail
             take = max(0, half - len(self.head))
@@ -148,6 +151,17 @@ class Capture:
         excess = len(self.tail) - (self.limit - half)
         if excess > 0:
             del self.tail[:excess]
+
+    def _keep(self, data: bytes | bytearray) -> None:
+        room = len(data) if self.keep_limit is None else max(0, min(len(data), self.keep_limit - self.kept))
+        if room:
+            self._file.write(data[:room])
+            self.kept += room
+
+    @property
+    def unkept(self) -> int:
+        """Bytes of a spilled stream that passed ``keep_limit`` and are in no file."""
+        return self.total - self.kept if self.keep_limit is not None and self.spilled else 0
 
     def close(self) -> None:
         if self._file is not None:
@@ -211,6 +225,8 @@ class Launch:
     spill_dir: str | None = None
     # Open a progress pipe named by LLM_PROGRESS; its JSON lines become "progress" events.
     progress: bool = False
+    # At most this many bytes of each stream are kept there; the rest is counted and dropped.
+    keep_limit: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,26 +260,47 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
+    system.enter()
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        with tempfile.TemporaryFile() as stdin:
-            stdin.write(launch.stdin)
-            stdin.seek(0)
-            proc = subprocess.Popen(
-                list(launch.argv),
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=launch.cwd,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(progress_write,) if launch.progress else (),
-            )
-    except BaseException:
-        _close(progress_read)
-        raise
+        try:
+            with tempfile.TemporaryFile() as stdin:
+                stdin.write(launch.stdin)
+                stdin.seek(0)
+                proc = subprocess.Popen(
+                    system.with_death_signal(list(launch.argv)),
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    cwd=launch.cwd,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=(progress_write,) if launch.progress else (),
+                )
+        except BaseException:
+            _close(progress_read)
+            raise
+        finally:
+            _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
+        system.register(proc.pid)
+        finished = _supervise(proc, system, launch, control, start, mark, progress_read)
     finally:
-        _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
+        system.leave(proc.pid if proc is not None else None)
+    control.emit("exited", returncode=proc.returncode)
+    return finished
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    system: ModuleType,
+    launch: Launch,
+    control: CallControl,
+    start: float,
+    mark: str,
+    progress_read: int,
+) -> Finished:
+    """Supervise the started tool, then kill whatever of the call is left and release every descriptor."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     try:
@@ -283,7 +320,6 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
             if exited is not None:
                 exited.close()
-    control.emit("exited", returncode=proc.returncode)
     return dataclasses.replace(finished, escaped=escaped)
 
 
@@ -310,8 +346,8 @@ class _Supervisor:
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
         self.captures = {
-            self.out_fd: Capture(launch.capture_limit, spill=spill("stdout")),
-            self.err_fd: Capture(launch.capture_limit, spill=spill("stderr")),
+            self.out_fd: Capture(launch.capture_limit, spill=spill("stdout"), keep_limit=launch.keep_limit),
+            self.err_fd: Capture(launch.capture_limit, spill=spill("stderr"), keep_limit=launch.keep_limit),
         }
         # Whether the exit event was handled; not proc.returncode, which a backend's thread may set earlier.
         self.exited = self.timed_out = self.cancelled = False

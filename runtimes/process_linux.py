@@ -1,31 +1,131 @@
 """The Linux half of the process helper: a pidfd for the child's exit, ``/proc`` for the call's processes.
 
-Standard library only: this is the path of every call on Linux, and a one-shot
-``toolexec run`` must not pay for importing psutil.
+Standard library only (ctypes for ``prctl``): this is the path of every call on Linux, and a
+one-shot ``toolexec run`` must not pay for importing psutil.
+
+What a tool cannot shed: while calls are in flight this process is a *child subreaper*
+(``PR_SET_CHILD_SUBREAPER``), so a descendant whose parent dies is re-parented here rather
+than to init, even after ``setsid`` and with its environment cleared (``setsid env -i …``).
+Such an orphan is attributed to the call whose tool was started before it, when no other
+call in flight could own it (every other one started after it); the last owner to finish kills it.
+The search repeats until a pass finds nothing alive, so a process that keeps forking loses the race.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+MAX_ROUNDS = 200  # passes over /proc before giving up on a process that forks faster than it is killed
 
 _usable: bool | None = None
+_lock = threading.Condition()
+_in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since boot)
+_calls = 0  # calls between enter() and leave()
+# Calls between enter() and register(): their tool may already be a child of this process without being
+# in _in_flight yet, so a scan must not mistake it for an orphan of another call (and kill it).
+_spawning = 0
+_subreaper_was_set: bool | None = None  # whether the host had set it before the first call
+_prctl: Callable[..., int] | None = None
+_setpriv: str | None = None  # its path, or '' when it is not installed
+_MY_SESSION = os.getsid(0)
 
 
 def available() -> bool:
-    """Whether this system has both a working ``pidfd_open`` (Linux 5.3+) and a ``/proc`` to scan."""
+    """Whether this system has both a working ``pidfd_open`` (Linux 5.3+) and a ``/proc`` to scan.
+
+    Decided once; the answer is published in one assignment, so a thread asking while another
+    decides never sees a half-made answer (which once sent a concurrent call to the portable path).
+    """
     global _usable
     if _usable is None:
-        _usable = False
+        usable = False
         if hasattr(os, "pidfd_open") and os.path.exists("/proc/self/stat"):
             try:  # the call exists in Python but an old kernel or a seccomp filter may refuse it
                 os.close(os.pidfd_open(os.getpid()))
-                _usable = True
+                usable = True
             except OSError:
                 pass
+        _usable = usable
     return _usable
+
+
+def _libc_prctl() -> Callable[..., int] | None:
+    """``prctl`` from the C library, resolved once."""
+    global _prctl
+    if _prctl is None:
+        try:
+            function = ctypes.CDLL(None, use_errno=True).prctl
+            function.restype = ctypes.c_int
+            _prctl = function
+        except (OSError, AttributeError):
+            return None
+    return _prctl
+
+
+def with_death_signal(argv: list[str]) -> list[str]:
+    """``argv`` run under ``setpriv --pdeathsig KILL`` (util-linux) where it is installed: a tool dies with a
+    toolexec that was killed by SIGKILL (the signal comes when the spawning thread ends; that thread
+    supervises the call to its end). An exec of a small program costs far less than a ``preexec_fn``,
+    which makes Python fork the whole interpreter. Without setpriv, or when ``argv[0]`` cannot be
+    found (so that the error names it), ``argv`` is returned as it is.
+    """
+    global _setpriv
+    if _setpriv is None:
+        _setpriv = shutil.which("setpriv") or ""
+    if not _setpriv or not argv or shutil.which(argv[0]) is None:
+        return argv
+    return [_setpriv, "--pdeathsig", "KILL", "--", *argv]
+
+
+def enter() -> None:
+    """A call is about to start its tool: be a subreaper from before the spawn (first call in flight)."""
+    global _subreaper_was_set, _calls, _spawning
+    with _lock:
+        _calls += 1
+        _spawning += 1
+        prctl = _libc_prctl()
+        if _calls == 1 and prctl is not None:
+            if _subreaper_was_set is None:
+                flag = ctypes.c_int(0)
+                prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+                _subreaper_was_set = bool(flag.value)
+            prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def register(pid: int) -> None:
+    """The call's tool is ``pid``: remember when it started, to tell which orphans are its."""
+    global _spawning
+    start = _stat(pid).start
+    with _lock:
+        _in_flight[pid] = start
+        _spawning -= 1
+        _lock.notify_all()
+
+
+def leave(pid: int | None) -> None:
+    """The call (of tool ``pid``, if one started) is over; the last call in flight stops being a subreaper."""
+    global _calls, _spawning
+    with _lock:
+        if pid is not None:
+            _in_flight.pop(pid, None)
+        else:  # the spawn failed: it is no longer pending
+            _spawning -= 1
+            _lock.notify_all()
+        _calls -= 1
+        prctl = _libc_prctl()
+        if _calls == 0 and not _subreaper_was_set and prctl is not None:
+            prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
 class ExitWaiter:
@@ -43,39 +143,117 @@ class ExitWaiter:
             self._fd = -1
 
 
-def kill_marked(marker: str, pgid: int) -> int:
-    """SIGKILL every live process of the group or carrying ``marker`` (``NAME=value``); wait until they are gone.
+class _Proc(NamedTuple):
+    pid: int
+    state: str  # "" once the process is gone
+    ppid: int
+    pgrp: int
+    session: int
+    start: int  # clock ticks since boot
 
-    Returns how many of them had left the tool's process group.
+
+_GONE = _Proc(0, "", 0, 0, 0, 0)
+
+
+def kill_marked(marker: str, pgid: int) -> int:
+    """SIGKILL every live process of the call rooted at ``pgid`` until a pass finds none; wait until they are gone.
+
+    A process belongs to the call when it is in the tool's group or session, carries
+    ``marker`` (``NAME=value``) in its environment, descends from one that does, or is an
+    orphan re-parented here that only this call can own. Returns how many had left the group.
     """
     needle = marker.encode()
-    victims: dict[int, bool] = {}
+    me = os.getpid()
+    escaped: set[int] = set()
+    deadline = time.monotonic() + 10.0
+    for _ in range(MAX_ROUNDS):
+        # Under the lock, and once no spawn is pending: a tool another call just started is then either
+        # registered in _in_flight or not yet forked, never mistaken for an orphan of this call.
+        with _lock:
+            _lock.wait_for(lambda: _spawning == 0, timeout=5.0)
+            call_start = _in_flight.get(pgid)
+            later = [start for pid, start in _in_flight.items() if pid != pgid]
+            victims = _scan(needle, pgid, me, call_start, later)
+        if not victims:
+            break
+        for pid, outside in victims.items():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            if outside:
+                escaped.add(pid)
+        while time.monotonic() < deadline and any(_stat(pid).state not in ("Z", "X", "") for pid in victims):
+            time.sleep(0.002)  # SIGKILL is asynchronous: the call is not over until they are gone
+        _reap(victims, me)
+        if time.monotonic() >= deadline:
+            break
+    return len(escaped)
+
+
+def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list[int]) -> dict[int, bool]:
+    """One pass over /proc: the call's live processes, each with whether it left the tool's group."""
+    table: dict[int, _Proc] = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+        if name.isdigit() and int(name) != me:
+            info = _stat(int(name))
+            if info.state:
+                table[info.pid] = info
+    found: dict[int, bool] = {}
+    for info in table.values():
+        if info.state in ("Z", "X"):
+            if (
+                info.ppid == me
+                and info.pid not in _in_flight
+                and (info.pgrp == pgid or info.session == pgid or _owns(call_start, later, info))
+            ):
+                with contextlib.suppress(ChildProcessError, OSError):  # an orphan of the call that ended by itself
+                    os.waitpid(info.pid, os.WNOHANG)
             continue
-        try:
-            state, group = _state(int(name))
-            if state in ("Z", "X", ""):
-                continue
-            if group != pgid:  # a dying group member's environ reads empty, so match it by group
-                with open(f"/proc/{name}/environ", "rb") as handle:
-                    if needle not in handle.read():
-                        continue
-            os.kill(int(name), signal.SIGKILL)
-            victims[int(name)] = group != pgid
-        except (OSError, ValueError):
-            continue
-    deadline = time.monotonic() + 5.0
-    while victims and time.monotonic() < deadline and any(_state(pid)[0] not in ("Z", "X", "") for pid in victims):
-        time.sleep(0.002)  # SIGKILL is asynchronous: the call is not over until they are gone
-    return sum(victims.values())
+        if info.pgrp == pgid or info.session == pgid:
+            found[info.pid] = info.pgrp != pgid
+        elif info.ppid == me and info.pid not in _in_flight and _owns(call_start, later, info):
+            found[info.pid] = True
+        else:
+            with contextlib.suppress(OSError), open(f"/proc/{info.pid}/environ", "rb") as handle:
+                if needle in handle.read():
+                    found[info.pid] = True
+    # whatever descends from one of them is the call's too, whatever it did to its group and environment
+    children: dict[int, list[int]] = {}
+    for info in table.values():
+        children.setdefault(info.ppid, []).append(info.pid)
+    stack = [*found, pgid]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found and table[child].state not in ("Z", "X"):
+                found[child] = table[child].pgrp != pgid
+                stack.append(child)
+    return found
 
 
-def _state(pid: int) -> tuple[str, int]:
-    """(state letter, process group) from /proc, or ("", 0) once the process is gone."""
+def _owns(call_start: int | None, later: list[int], orphan: _Proc) -> bool:
+    """Whether an orphan re-parented here is this call's: in its own session (this process's other
+    children share ours), started after the call's tool and before every other call in flight."""
+    return (
+        call_start is not None
+        and orphan.session != _MY_SESSION
+        and orphan.start >= call_start
+        and all(orphan.start < other for other in later)
+    )
+
+
+def _reap(victims: dict[int, bool], me: int) -> None:
+    """Collect the orphans that were re-parented here (a subreaper must, or they stay zombies)."""
+    for pid in victims:
+        info = _stat(pid)
+        if info.state == "Z" and info.ppid == me and pid not in _in_flight:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+
+
+def _stat(pid: int) -> _Proc:
+    """State, parent, group, session and start time from /proc, or an empty record once the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             fields = handle.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return "", 0
-    return fields[0].decode(), int(fields[2])
+        return _Proc(pid, fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+    except (OSError, IndexError, ValueError):
+        return _GONE

@@ -56,13 +56,42 @@ class ExitWaiter:
             self._read = -1
 
 
+def with_death_signal(argv: list[str]) -> list[str]:
+    """``argv`` unchanged: a parent-death signal is a Linux feature."""
+    return argv
+
+
+def enter() -> None:
+    """Nothing to set up before a spawn."""
+
+
+def register(pid: int) -> None:
+    """Nothing to remember: the marker and the group find the call's processes."""
+
+
+def leave(pid: int | None) -> None:
+    """Nothing to release."""
+
+
 def kill_marked(marker: str, pgid: int) -> int:
+    """Kill the call's processes (:func:`_kill_pass`) until a pass over the process table finds none."""
+    escaped: set[int] = set()
+    deadline = time.monotonic() + 10.0
+    for _ in range(200):  # a process forking faster than it is killed loses within a few passes
+        victims = _kill_pass(marker, pgid)
+        escaped.update(pid for pid, outside in victims if outside)
+        if not victims or time.monotonic() >= deadline:
+            break
+    return len(escaped)
+
+
+def _kill_pass(marker: str, pgid: int) -> list[tuple[int, bool]]:
     """SIGKILL every live process of the group or carrying ``marker`` (``NAME=value``); wait until they are gone.
 
     A process's environment is readable only where the system permits (on macOS:
     processes of the same user); those of other users cannot have inherited the
     marker from the tool anyway, unless the tool ran a set-user-ID program.
-    Returns how many of them had left the tool's process group.
+    Returns each one's pid and whether it had left the tool's process group.
     """
     name, _, value = marker.partition("=")
     me = os.getpid()
@@ -87,7 +116,7 @@ def kill_marked(marker: str, pgid: int) -> int:
         pending = [process for process in pending if _alive(process)]
         if pending:
             time.sleep(0.002)  # SIGKILL is asynchronous: the call is not over until they are gone
-    return sum(escaped for _, escaped in victims)
+    return [(process.pid, outside) for process, outside in victims]
 
 
 def _group(pid: int) -> int:

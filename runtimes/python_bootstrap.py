@@ -32,10 +32,16 @@ def _render(value):
         import json
 
         try:
-            return json.dumps(value, ensure_ascii=False, default=_fallback)
-        except (TypeError, ValueError):
+            return json.dumps(value, ensure_ascii=False, default=_fallback, allow_nan=False)
+        except TypeError:
             pass
+        except (ValueError, RecursionError) as exc:  # NaN, a huge integer, a cycle: no text would be faithful
+            raise _NotJSON(f"run() returned a value that cannot be written as JSON: {exc}") from None
     return str(value)
+
+
+class _NotJSON(ValueError):
+    pass
 
 
 def _fallback(value):
@@ -125,7 +131,12 @@ def main():
         # The {ok, output, error} convention: ok=false is a failed call.
         failed = None if value["ok"] else (value.get("error") or "the tool reported failure")
         value = value.get("output") if value["ok"] else None
-    text = _render(value)
+    try:
+        text = _render(value)
+    except _NotJSON as exc:
+        sys.stderr.write(str(exc) + "\n")
+        _report("ValueError", str(exc))
+        return 1
     if text is not None:  # a returned value replaces what the tool wrote, as Loki's runner does
         with open(os.environ["LLM_OUTPUT"], "w", encoding="utf-8") as out:
             out.write(text)
@@ -148,5 +159,28 @@ async def _await(value):
     return await value
 
 
+def _exit(code):
+    """End now: threads the tool left running (non-daemon ones too) do not outlive its result."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:  # noqa: SIM105 - contextlib is not imported by the bootstrap
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        _code = main()
+    except SystemExit as exc:  # the tool's own sys.exit()
+        if exc.code is None or isinstance(exc.code, int):
+            _code = exc.code or 0
+        else:
+            sys.stderr.write(f"{exc.code}\n")
+            _code = 1
+    _exit(_code & 0xFF)

@@ -250,7 +250,7 @@ def test_before_call_allows_denies_and_rewrites(project: Project) -> None:
         bad = ex.call("notes:search", {"query": "bad"})
         assert (bad.reason, bad.error) == (
             "invalid_arguments",
-            "invalid arguments for tool 'notes:search':\n- parameter 'query': expected a string, got an array [\"not\", \"a\", \"string\"]",
+            'invalid arguments for tool \'notes:search\':\n- parameter \'query\': expected a string, got an array ["not", "a", "string"]',
         )
         invalid = ex.call("notes:search", {"query": {"an": "object"}})  # refused before the hook sees it
         assert invalid.reason == "invalid_arguments"

@@ -286,7 +286,12 @@ CASES = [
         "{}",
         "ok",
         0,
-        check=lambda r: r.output_file is not None and os.path.getsize(r.output_file) == 2**31 and len(r.output) < 5000,
+        check=lambda r: (
+            r.output_file is not None
+            and os.path.getsize(r.output_file) == 2**20
+            and len(r.output) < 5000
+            and r.notes[-1].endswith(f"the last {2**31 - 2**20} were dropped (max_kept_bytes)")
+        ),
     ),
     Case(
         "invalid-utf8",
@@ -345,7 +350,7 @@ def marked_processes(tmpdir: Path) -> list[int]:
 def catalogue(project: Project):  # type: ignore[no-untyped-def]
     for name, source in TOOLS.items():
         project.tool(name, source)
-    return project.executor(VISIBLE, max_output_bytes=4096)
+    return project.executor(VISIBLE, max_output_bytes=4096, max_kept_bytes=1 << 20)
 
 
 def test_catalogue_is_large_enough() -> None:

@@ -115,7 +115,7 @@ def test_defaults_and_enabled_forms(tmp_path: Path) -> None:
         ("timeout: -1\n", "key 'timeout': expected a positive number of seconds, got -1"),
         ("timeout: .inf\n", "key 'timeout': expected a positive number of seconds, got inf"),
         ("timeout: .nan\n", "key 'timeout': expected a positive number of seconds, got nan"),
-        ("max_parallel: 1.5\n", "key 'max_parallel': expected a positive whole number, got 1.5"),
+        ("max_parallel: 1.5\n", "key 'max_parallel': expected a positive whole number up to 1024, got 1.5"),
         ("max_output_bytes: true\n", "key 'max_output_bytes': expected a positive whole number, got True"),
         ("visible_tools: {a: 1}\n", "key 'visible_tools': expected a list of names or a comma-separated string, got {'a': 1}"),
         ("visible_tools: [../x.py]\n", "key 'visible_tools': '../x.py' is not a file name in functions/tools/"),

@@ -74,3 +74,33 @@ def test_a_call_on_linux_does_not_import_psutil(project: Project) -> None:
     env = {name: value for name, value in os.environ.items() if name != process.BACKEND_VARIABLE}
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "2 False\n", "")
+
+
+def test_threads_asking_while_the_backend_is_decided_all_get_the_linux_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread that asks while another is deciding must not see a half-made answer (it once did:
+    a concurrent call then took the portable path, and the Linux path's orphan search killed its tool)."""
+    import os
+    import threading
+
+    from toolexec.runtimes import process_linux
+
+    if not process_linux.available():
+        pytest.skip("needs the Linux path")
+    monkeypatch.setattr(process_linux, "_usable", None)
+    deciding, asked = threading.Event(), threading.Event()
+    real = os.pidfd_open
+
+    def slow_pidfd_open(pid: int) -> int:  # the first decision waits until the second thread has asked
+        deciding.set()
+        asked.wait(timeout=10)
+        return real(pid)
+
+    monkeypatch.setattr(os, "pidfd_open", slow_pidfd_open)
+    answers: list[bool] = []
+    first = threading.Thread(target=lambda: answers.append(process_linux.available()))
+    first.start()
+    assert deciding.wait(timeout=10)
+    second = process_linux.available()
+    asked.set()
+    first.join(timeout=10)
+    assert (answers, second) == ([True], True)
