@@ -429,7 +429,8 @@ BLOCKERS = {
         "Most of the added time is the escapee scan that follows every call (reading every process of the machine in "
         "/proc; see 'Where the time goes'); the rest is the hand-off to the executor's thread, two private temporary "
         "files and the environment. A subreaper (PR_SET_CHILD_SUBREAPER) would find escaped descendants without "
-        "reading every process."
+        "reading every process. The tool also starts under `setpriv --pdeathsig KILL` (one more exec per call) where "
+        "util-linux has it."
     ),
     "no-op TypeScript tool": (
         "toolexec's own start-up (the imports of the one-shot row) is what it adds to node's; the transpiled JavaScript "
