@@ -83,12 +83,13 @@ def _named_tsx(interpreter: list[str], site: Site) -> list[str] | None:
     failure. None for any other runtime, or a tsx that is not the npm package."""
     names = [Path(word).name for word in interpreter]
     if names == ["tsx"]:
-        tsx: str | None = interpreter[0]
+        tsx = interpreter[0]
     elif names in (["npx", "tsx"], ["npx", "--yes", "tsx"], ["npx", "-y", "tsx"]):
         tried: list[str] = []
-        tsx = _tsx_from_npx(site.state.transpile_dir, tried)
-        if tsx is None:
+        fetched = _tsx_from_npx(site.state.transpile_dir, tried)
+        if fetched is None:
             raise RuntimeUnavailable("tsx", f"tried {', '.join(tried)}; {ADVICE}")
+        tsx = fetched
     else:
         return None
     node = resolve(default_node(), "typescript")[0]
