@@ -272,6 +272,7 @@ class Executor:
         ]
 
     def describe(self, name: str) -> ToolDeclaration:
+        """The declaration and metadata of one visible tool (``toolexec describe``)."""
         return self.catalog.get(name, self.config)
 
     def call(
