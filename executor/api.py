@@ -292,6 +292,7 @@ class Executor:
         ]
 
     def describe(self, name: str) -> ToolDeclaration:
+        """The declaration and metadata of one visible tool (``toolexec describe``)."""
         return self._fresh_catalog(name).get(name, self.config)
 
     def call(

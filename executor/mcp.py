@@ -241,6 +241,7 @@ class ToolServer:
 
     @property
     def page_size(self) -> int:
+        """Tools per ``tools/list`` page."""
         return self.options.page_size or self.config.mcp.page_size
 
     # --- protocol handlers -------------------------------------------------------------------
