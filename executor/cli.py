@@ -131,7 +131,13 @@ def _parser() -> argparse.ArgumentParser:
         return add(name, parents=[shared], **kwargs)
 
     commands.add_parser = command  # type: ignore[method-assign]
+    for commands_of in (_project_commands, _call_commands, _authoring_commands, _agent_commands):
+        commands_of(commands)
+    return parser
 
+
+def _project_commands(commands: Any) -> None:
+    """init, build, compile, list, describe."""
     init = commands.add_parser("init", help="write a starting config.yaml and functions/tools/ into DIR")
     init.add_argument("dir", nargs="?", default=".")
     init.set_defaults(handler=_init)
@@ -155,6 +161,9 @@ def _parser() -> argparse.ArgumentParser:
     describe.add_argument("--json", action="store_true")
     describe.set_defaults(handler=_describe)
 
+
+def _call_commands(commands: Any) -> None:
+    """run and call."""
     run = commands.add_parser("run", help="call a tool once with a JSON object of arguments")
     run.add_argument("name")
     run.add_argument("arguments", nargs="?", default="-", help="JSON object; '-' or absent reads stdin")
@@ -171,6 +180,9 @@ def _parser() -> argparse.ArgumentParser:
     _confirm_option(call)
     call.set_defaults(handler=_call)
 
+
+def _authoring_commands(commands: Any) -> None:
+    """new and check."""
     new = commands.add_parser("new", help="write a documented skeleton tool and add it to visible_tools")
     new.add_argument("name", help="the tool's name (the file is NAME.LANG in the functions' tools/)")
     new.add_argument("--lang", required=True, choices=["py", "sh", "ts", "js"], help="the language of the tool")
@@ -181,6 +193,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the findings as one JSON array")
     check.set_defaults(handler=_check)
 
+
+def _agent_commands(commands: Any) -> None:
+    """mcp and declarations."""
     mcp = commands.add_parser("mcp", help="serve the enabled tools over MCP (stdio, or Streamable HTTP with --http)")
     mcp.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP (stateless) instead of stdio; host 127.0.0.1")
     mcp.add_argument(
@@ -199,7 +214,6 @@ def _parser() -> argparse.ArgumentParser:
         "--json-schema", action="store_true", help="gemini: send parametersJsonSchema instead of the OpenAPI subset"
     )
     declarations.set_defaults(handler=_declarations)
-    return parser
 
 
 def _declaration_formats() -> list[str]:
