@@ -268,7 +268,12 @@ class ToolServer:
         )
 
     async def _invoke(self, ctx: ServerRequestContext[Any, Any], engine: Engine, call: ToolCall) -> ToolResult:
-        """Run one call in a worker thread; progress events become notifications; cancellation ends the tree."""
+        """Run one call in a worker thread; progress events become notifications; cancellation ends the tree.
+
+        Progress is wired (a pipe for the tool, a task forwarding its lines) only when the client sent a
+        progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
+        """
+        listening = (ctx.meta or {}).get("progress_token") is not None
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
         token = anyio.lowlevel.current_token()
 
@@ -276,7 +281,7 @@ class ToolServer:
             if event.get("event") == "progress":
                 anyio.from_thread.run_sync(send.send_nowait, event, token=token)
 
-        control = CallControl(on_event=on_event)
+        control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
         entry = (control, done)
 
@@ -295,7 +300,10 @@ class ToolServer:
         spawned = False
         try:
             async with self.limiter, anyio.create_task_group() as group:
-                group.start_soon(forward)
+                if listening:
+                    group.start_soon(forward)
+                else:
+                    receive.close()
                 self.in_flight.add(entry)
                 spawned = True
                 try:

@@ -385,6 +385,33 @@ def test_progress_from_every_language(tools: Project, era: str) -> None:
     assert list(seen) == ["prog_py", "prog_sh", "prog_js", "prog_ts"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+def test_a_tool_sees_llm_progress_only_while_the_client_listens(project: Project, era: str) -> None:
+    project.tool(
+        "channel.sh",
+        """#!/usr/bin/env bash
+# @describe Tell where progress would go.
+main() { echo "${LLM_PROGRESS:-unset}" >> "$LLM_OUTPUT"; }
+eval "$(argc --argc-eval "$0" "$@")"
+""",
+    )
+    project.configure(["channel.sh"])
+
+    async def scenario() -> tuple[str, str]:
+        async def ignore(progress: float, total: float | None, message: str | None) -> None:
+            pass
+
+        async with stdio(project, era) as client:
+            listened = await client.call_tool("channel", {}, progress_callback=ignore)
+            unheard = await client.call_tool("channel", {})
+        return text(listened).strip(), text(unheard).strip()
+
+    listened, unheard = anyio.run(scenario)
+    assert re.fullmatch(r"/dev/fd/\d+", listened), listened
+    assert unheard == "unset"
+
+
 def read_pids(path: Path) -> list[int]:
     return [int(p) for p in wait_until(lambda: path.exists() and path.read_text()).split()]
 
