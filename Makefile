@@ -32,7 +32,13 @@ $(VENV)/wheelhouse/.done: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip download -q -d $(VENV)/wheelhouse executor '.[node]'
 	touch $@
 
-$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/inspector/node_modules/.bin/mcp-inspector $(VENV)/wheelhouse/.done
+# nginx (Debian's package) for the scale-out test, which puts it in front of two `toolexec mcp --http`;
+# installed when missing, as .ci/run does for the packages the build needs.
+$(VENV)/.nginx: | $(BIN)/python
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; }
+	touch $@
+
+$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/inspector/node_modules/.bin/mcp-inspector $(VENV)/wheelhouse/.done $(VENV)/.nginx
 	$(BIN)/python -m pip install -q -e '.[node,test]'
 	touch $@ $(VENV)/.app
 
@@ -61,6 +67,7 @@ typecheck: $(VENV)/.test
 unit: $(VENV)/.test
 	$(BIN)/python -m pytest
 
+# Figures, not tests: writes benchmarks/RESULTS.md (see benchmarks/run.py); never collected by pytest.
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/stress.py

@@ -26,6 +26,7 @@ __all__ = ["SUFFIXES", "CompileError", "compile_file", "compile_source", "langua
 
 
 def language_of(path: str | Path) -> Language | None:
+    """The language of a tool file, by its extension, or None."""
     return SUFFIXES.get(Path(path).suffix)
 
 
@@ -43,6 +44,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
 
 
 def compile_file(path: str | Path) -> ToolDeclaration:
+    """Read and compile one file; an unreadable file is a CompileError naming it."""
     try:
         source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -21,6 +21,8 @@ _SHORT = re.compile(r"-([A-Za-z0-9])(?=\s|$)")
 
 
 class TagError(ValueError):
+    """A malformed tag: where in the line (``offset``), what is wrong and what to write instead."""
+
     def __init__(self, offset: int, message: str, hint: str) -> None:
         super().__init__(message)
         self.offset, self.message, self.hint = offset, message, hint
@@ -28,6 +30,8 @@ class TagError(ValueError):
 
 @dataclass
 class Param:
+    """One ``@option`` / ``@flag`` / ``@arg`` as argc reads it."""
+
     kind: ParamKind
     name: str  # the property name: the long name with '-' turned into '_'
     long: str
@@ -66,6 +70,8 @@ class Param:
 
 @dataclass
 class EnvVar:
+    """One ``@env`` line as argc reads it."""
+
     name: str
     required: bool = False
     default: str | None = None
@@ -109,6 +115,7 @@ class _Scanner:
 
 
 def parse_param(kind: ParamKind, text: str) -> Param:
+    """Read the rest of an ``@option`` / ``@flag`` / ``@arg`` line; TagError when it is malformed."""
     scan = _Scanner(text)
     scan.skip_space()
     short = None
@@ -188,6 +195,7 @@ def _choices(body: str, param: Param, at: int) -> None:
 
 
 def parse_env(text: str) -> EnvVar:
+    """Read the rest of an ``@env`` line; TagError when it is malformed."""
     scan = _Scanner(text)
     scan.skip_space()
     found = scan.match(_ENV)

@@ -28,6 +28,7 @@ BUILD_MARKER = " ARGC-BUILD {"
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
+    """Compile a Bash tool's argc comment tags into its declaration (see the module docstring)."""
     diag = Diagnostics(path)
     root = parser("bash").parse(source.encode("utf-8")).root_node
     syntax_errors(root, diag)

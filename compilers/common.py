@@ -37,16 +37,20 @@ class Diagnostics:
         self.name: str | None = None  # the tool's name, once known: a broken tool is filed under it
 
     def error(self, at: tree_sitter.Node | tuple[int, int] | None, message: str, hint: str | None = None) -> None:
+        """Record an error at a node or (row, column); reported with every other one."""
         self.errors.append(Problem(self.path, *position(at), message, hint))
 
     def warn(self, at: tree_sitter.Node | tuple[int, int] | None, message: str, hint: str | None = None) -> None:
+        """Record a warning; the tool still builds."""
         self.warnings.append(Problem(self.path, *position(at), message, hint, severity="warning"))
 
     def raise_if_any(self) -> None:
+        """Raise one CompileError holding every error recorded, in source order."""
         if self.errors:
             raise CompileError(self.path, sorted(self.errors, key=lambda p: (p.line, p.col)), name=self.name)
 
     def warning_texts(self) -> tuple[str, ...]:
+        """The warnings as ``path:line:col: warning: …`` lines."""
         return tuple(str(w) for w in self.warnings)
 
 
@@ -59,6 +63,7 @@ def position(at: tree_sitter.Node | tuple[int, int] | None) -> tuple[int, int]:
 
 
 def text(node: tree_sitter.Node | None) -> str:
+    """A node's source text ('' for no node)."""
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
@@ -108,6 +113,7 @@ def is_literal(value: Any) -> bool:
 
 
 def json_type_of(value: Any) -> str:
+    """The JSON Schema type of a literal value."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -128,6 +134,7 @@ def enum_schema(values: list[Any]) -> dict[str, Any]:
 
 
 def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """An object schema with these properties, and ``required`` only when something is."""
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required

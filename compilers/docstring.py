@@ -40,6 +40,8 @@ _ENTRY = re.compile(r"^(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 
 @dataclass
 class ArgDoc:
+    """One documented parameter: its text and the type written in parentheses, if any."""
+
     description: str
     type: str | None = None
     optional: bool = False
@@ -57,6 +59,8 @@ class Field:
 
 @dataclass
 class Docstring:
+    """A parsed Google-style docstring: description, documented arguments and fields."""
+
     description: str
     args: dict[str, ArgDoc] = field(default_factory=dict)
     # Inline section values such as ``Timeout: 30``.
@@ -87,6 +91,7 @@ def _header(line: str, in_section: bool) -> tuple[str, str, str | None] | None:
 
 
 def parse_docstring(raw: str) -> Docstring:
+    """Parse a docstring's description, ``Args:`` and fields (``Timeout:``, ``Title:``, …)."""
     raw_lines = raw.expandtabs().split("\n")
     lines = inspect.cleandoc(raw).splitlines()
     summary: list[str] = []

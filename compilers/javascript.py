@@ -28,6 +28,7 @@ _MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotati
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
+    """Compile a JavaScript tool in whichever dialect it is written (flat, object or module)."""
     if "node_modules" in path.replace("\\", "/").split("/"):
         diag = Diagnostics(path)
         diag.error(None, "files under node_modules/ are never tools", "move the tool into functions/tools/")

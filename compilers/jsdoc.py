@@ -12,6 +12,8 @@ _NAME = re.compile(r"^(\[)?\s*([A-Za-z_$][\w$.]*)(\?)?\s*(?:=\s*([^\]]*))?\s*(\]
 
 @dataclass
 class Tag:
+    """One JSDoc tag: its name, type, parameter name, optional flag, default and text."""
+
     tag: str
     type: str | None = None
     name: str | None = None
@@ -24,11 +26,14 @@ class Tag:
 
 @dataclass
 class JSDoc:
+    """A parsed ``/** … */`` block: the description and its tags."""
+
     description: str
     tags: list[Tag] = field(default_factory=list)
     origin: tuple[int, int] = (0, 0)  # 0-based (row, column) of the block's "/**" in the file
 
     def find(self, tag: str) -> list[Tag]:
+        """The tags named ``name``, in order."""
         return [t for t in self.tags if t.tag == tag]
 
     def at(self, tag: Tag) -> tuple[int, int]:
@@ -38,10 +43,12 @@ class JSDoc:
 
 
 def is_jsdoc(comment: str) -> bool:
+    """Whether a comment node is a ``/** … */`` block."""
     return comment.startswith("/**") and not comment.startswith("/***")
 
 
 def parse_jsdoc(comment: str, origin: tuple[int, int] = (0, 0)) -> JSDoc:
+    """Parse the text of a ``/** … */`` block."""
     body = comment[3:-2] if comment.endswith("*/") else comment[3:]
     raw_lines = body.split("\n")
     lines = [re.sub(r"^\s*\*? ?", "", line) for line in raw_lines]

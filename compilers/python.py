@@ -32,6 +32,7 @@ _KWARGS_HINT = "declare each parameter by name, e.g. def run(path: str, limit: i
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
+    """Compile a Python tool: ``def run(...)``, its docstring and type hints."""
     diag = Diagnostics(path)
     root = parser("python").parse(source.encode("utf-8")).root_node
     syntax_errors(root, diag)

@@ -179,6 +179,8 @@ def _walk(node: Node) -> list[Node]:
 
 
 class NotLiteral(ValueError):
+    """The expression is not a literal value (a call, a variable, …)."""
+
     pass
 
 

@@ -32,10 +32,12 @@ RUN_HINT = "write the tool as: export function run(city: string, days = 1) { ...
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
+    """Compile a TypeScript tool: ``export function run(...)`` with its JSDoc and types."""
     return compile_flat(source, path, "typescript")
 
 
 def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
+    """Compile the flat-parameter dialect shared by TypeScript and JavaScript."""
     diag = Diagnostics(path)
     root = parser(language).parse(source.encode("utf-8")).root_node
     syntax_errors(root, diag)
@@ -189,6 +191,7 @@ def find_run(root: Node, diag: Diagnostics) -> tuple[Node, Node] | None:
 
 
 def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
+    """The JSDoc block right before the ``run`` statement (an error when there is none)."""
     comment = statement.prev_named_sibling
     if comment is not None and comment.type == "comment" and is_jsdoc(text(comment)):
         doc = parse_jsdoc(text(comment), comment.start_point)
@@ -205,6 +208,7 @@ def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
 def flat_parameters(
     function: Node, doc: JSDoc, context: TypeContext, diag: Diagnostics, *, typed: bool
 ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The properties, required names and positional order of ``run``'s parameters."""
     params = {tag.name: tag for tag in doc.find("param") if tag.name}
     properties: dict[str, Any] = {}
     required: list[str] = []

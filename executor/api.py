@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec import results
-from toolexec.catalog import Catalog, expand_enabled, load_catalog
+from toolexec.catalog import Catalog, DamagedCatalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
 from toolexec.engine import Engine, refused
 from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, ToolexecError, UnknownTool
@@ -77,12 +77,22 @@ class Executor:
     @property
     def catalog(self) -> Catalog:
         """The catalog, rebuilt when a visible tool or the config changed since it was read."""
+        return self._fresh_catalog()
+
+    def _fresh_catalog(self, tool: str | None = None) -> Catalog:
+        """The catalog, fresh for everything (or, with ``tool``, for a call of that tool: only its
+        file is checked and only its record read, so a call costs the same with a thousand tools)."""
         with self._lock:
-            if self._catalog is None or not self._catalog.is_fresh(self.config):
-                catalog = load_catalog(self.config)
-                if catalog is None or not catalog.is_fresh(self.config):
-                    catalog = self.build().catalog
-                self._catalog = catalog
+            try:
+                if self._catalog is None or not self._catalog.is_fresh(self.config, tool=tool):
+                    catalog = load_catalog(self.config)
+                    if catalog is None or not catalog.is_fresh(self.config, tool=tool):
+                        catalog = self.build().catalog
+                    self._catalog = catalog
+                if tool is not None and (entry := self._catalog.entry(tool)) is not None:
+                    entry.serving  # noqa: B018 - read the one record the call needs, here where a lost one is rebuilt
+            except DamagedCatalog:  # a damaged index or a lost record (a cleared cache): rebuilt
+                self._catalog = self.build().catalog
             return self._catalog
 
     def build(self, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
@@ -96,8 +106,16 @@ class Executor:
     def tools(self, *, enabled_only: bool = True, tags: Sequence[str] = ()) -> list[ToolDeclaration]:
         """The enabled tools (every visible one with ``enabled_only=False``) and the registered ones,
         keeping those that carry every tag in ``tags``."""
-        config, catalog, _ = self._serving()
-        found = catalog.enabled(config) if enabled_only else list(catalog.tools.values())
+
+        def listing() -> list[ToolDeclaration]:
+            config, catalog, _ = self._serving()
+            return catalog.enabled(config) if enabled_only else list(catalog.tools.values())
+
+        try:
+            found = listing()
+        except DamagedCatalog:  # a record was lost (a cleared cache): rebuild once
+            self.build()
+            found = listing()
         return [tool for tool in found if all(tag in tool.metadata.tags for tag in tags)]
 
     # --- the registry --------------------------------------------------------------------
@@ -210,6 +228,8 @@ class Executor:
 
     def original_name(self, name: str) -> str:
         """The tool a provider-safe name stands for (any provider's), or ``name`` itself."""
+        if not self._registered and self._fresh_catalog(name).entry(name) is not None:
+            return name  # a tool's own name: no name map (which lists every tool) is needed
         return self._serving()[2].original(name)
 
     def parse_calls(self, data: Any, format: str | None = None) -> Batch:
@@ -272,7 +292,8 @@ class Executor:
         ]
 
     def describe(self, name: str) -> ToolDeclaration:
-        return self.catalog.get(name, self.config)
+        """The declaration and metadata of one visible tool (``toolexec describe``)."""
+        return self._fresh_catalog(name).get(name, self.config)
 
     def call(
         self,
@@ -385,8 +406,23 @@ class Executor:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
         self.close()
 
+    def _call_catalog(self, tool: str | None) -> tuple[Config, Catalog]:
+        """The config and catalog a call of ``tool`` runs against: without registered tools, the catalog
+        checked for that tool only (see :meth:`_fresh_catalog`), so no other tool's row is read."""
+        if not self._registered:
+            return self.config, self._fresh_catalog(tool)
+        config, catalog, _ = self._serving()
+        return config, catalog
+
     def _serving(self) -> tuple[Config, Catalog, Names]:
         """The config, catalog and provider-safe names calls use: the built catalog plus the registered tools."""
+        try:
+            return self._serving_once()
+        except DamagedCatalog:  # a damaged index row or a lost record, met while listing: rebuilt once
+            self.build()
+            return self._serving_once()
+
+    def _serving_once(self) -> tuple[Config, Catalog, Names]:
         from dataclasses import replace
 
         from toolexec.catalog import Entry
@@ -505,7 +541,7 @@ class Executor:
             if control.cancelled:  # closed (or cancelled) while waiting for a thread
                 return _not_run(request, "cancelled", "the call was cancelled before it started")
             try:
-                config, catalog, _ = self._serving()
+                config, catalog = self._call_catalog(request.name if isinstance(request.name, str) else None)
             except ToolexecError as error:  # the catalog could not be (re)built: no writable state directory
                 return refused(request, error, started=time.monotonic())
             return Engine(config, catalog).invoke(request, control)

@@ -1,21 +1,21 @@
 """``toolexec build``: compile every visible tool into the catalog and functions.json.
 
-Unchanged files (same content hash) keep their previous declaration; one
-broken tool never stops the others, and a tool whose edit broke it keeps serving
+A file whose stat (mtime, size, inode, ctime) is unchanged is not even read; one whose
+content hash is unchanged keeps its previous declaration; one broken tool never stops the others, and a tool whose edit broke it keeps serving
 its last good version while the build reports the error.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from toolexec.catalog import Catalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
 from toolexec.config import Config
 from toolexec.errors import CompileError, did_you_mean
+from toolexec.records import ToolDeclaration
 
 
 @dataclass(frozen=True)
@@ -49,35 +49,41 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     """
     previous = load_catalog(config)
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
-    known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
+    try:
+        known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
+    except DamagedCatalog:  # a damaged index: built as if there were none
+        previous, same_config, known = None, False, {}
+    records = previous is not None and previous.records_present()
     entries: list[Entry] = []
     compiled = 0
     for file in config.visible_tools:
-        entry, fresh = _entry(config, file, known.get(file), reuse=not force)
+        entry, fresh = _entry(config, file, known.get(file), reuse=not force, records=records)
         entries.append(entry)
         compiled += fresh
         if on_file is not None:
             on_file(file)
     catalog = Catalog(fingerprint=catalog_fingerprint(config), entries=tuple(_check_duplicates(entries)))
-    save_catalog(config, catalog)
+    save_catalog(config, catalog, previous if same_config else None)
     return BuildReport(catalog, compiled, config)
 
 
-def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) -> tuple[Entry, bool]:
+def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, records: bool) -> tuple[Entry, bool]:
     """The entry of one visible file: reused when its content is unchanged, else compiled."""
     from toolexec.compilers.common import stem_name
 
+    stat = file_stat(os.path.join(config.tools_dir, file))  # strings, not Paths: this runs per file per build
+    if reuse and previous is not None and stat is not None and stat == previous.stat and _readable(previous, records):
+        return previous, False  # the same file as last time: not even read
     path = config.tools_dir / file
-    stat = file_stat(path)
-    last_good = previous.serving if previous is not None else None
+    last_good = _serving(previous)
     if stat is None or not path.is_file():
         existing = sorted(os.listdir(config.tools_dir)) if config.tools_dir.is_dir() else []
         problem = f"{config.path}: visible tool {file!r} not found in {config.tools_dir}{did_you_mean(file, existing)}"
         return Entry(file=file, name=stem_name(file), stat=None, sha256=None, declaration=None, problems=(problem,)), False
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    if reuse and previous is not None and previous.sha256 == sha:
-        return dataclasses.replace(previous, stat=stat), False
+    if reuse and previous is not None and previous.sha256 == sha and _readable(previous, records):
+        return previous.replace(stat=stat), False
     from toolexec.compilers import compile_source  # only here: a fresh catalog never loads tree-sitter
 
     try:
@@ -87,13 +93,29 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool) ->
         broken = Entry(
             file=file, name=_name(previous, stem_name(file)), stat=stat, sha256=sha, declaration=None, problems=(problem,)
         )
-        return dataclasses.replace(broken, last_good=last_good), True
+        return broken.replace(last_good=last_good), True
     except CompileError as exc:
         name = exc.name or _name(previous, stem_name(file))
         broken = Entry(file=file, name=name, stat=stat, sha256=sha, declaration=None, problems=(str(exc),))
-        return dataclasses.replace(broken, last_good=last_good if last_good and last_good.name == name else None), True
+        return broken.replace(last_good=last_good if last_good and last_good.name == name else None), True
     entry = Entry(file=file, name=declaration.name, stat=stat, sha256=sha, declaration=declaration, warnings=declaration.warnings)
     return entry, True
+
+
+def _readable(entry: Entry, records: bool) -> bool:
+    """Whether an entry can be kept without compiling: its declarations are in memory, or the pack
+    holding its record is there (a cleared cache means recompiling)."""
+    return entry.loaded or entry.record is None or records
+
+
+def _serving(entry: Entry | None) -> ToolDeclaration | None:
+    """The previous entry's served declaration, or None when there is none or its record is lost."""
+    from toolexec.catalog import DamagedCatalog
+
+    try:
+        return entry.serving if entry is not None else None
+    except DamagedCatalog:
+        return None
 
 
 def _name(previous: Entry | None, fallback: str) -> str:
@@ -106,12 +128,12 @@ def _check_duplicates(entries: list[Entry]) -> Iterator[Entry]:
     owners: dict[str, Entry] = {}
     for entry in entries:
         first = owners.get(entry.name)
-        if entry.serving is not None and first is not None:
+        if entry.serves and first is not None:
             problem = (
-                f"{entry.serving.source}:1:1: tool name {entry.name!r} is already used by {first.file}; rename one of the files"
+                f"{entry.serving.source}:1:1: tool name {entry.name!r} is already used by {first.file}; rename one of the files"  # type: ignore[union-attr]
             )
-            yield dataclasses.replace(entry, declaration=None, last_good=None, problems=(problem,))
+            yield entry.replace(declaration=None, last_good=None, problems=(problem,))
             continue
-        if entry.serving is not None:
+        if entry.serves:
             owners[entry.name] = entry
         yield entry

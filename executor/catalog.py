@@ -1,79 +1,194 @@
 """The catalog: every visible tool's declaration and provenance, kept next to functions.json.
 
-Loading it and checking that it is fresh costs one JSON read and a ``stat`` per
-visible tool; no parser or compiler is imported unless something changed. An entry
-whose file no longer builds keeps its ``last_good`` declaration: the tool stays
+On disk it is an index (``catalog.json``: one small row per visible file, with its stat,
+hash, problems and where its record is) plus a pack of records, one JSON line per declaration
+(see :mod:`toolexec.state`), so that a call reads the index and the called tool's record only
+(one slice of the pack): a catalog of a thousand tools costs a call what one of four does.
+Records are named by a digest of their content and the pack is only appended to, so a rebuild
+writes only what changed and a reader holding an older index still finds its records. Loading and checking freshness imports no parser or compiler. An
+entry whose file no longer builds keeps its ``last_good`` declaration: the tool stays
 callable as it was, and the build reports the error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, StateUnavailable, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
-from toolexec.state import write_json_atomic
+from toolexec.state import State, write_text_atomic
 from toolexec.version import __version__
 
 if TYPE_CHECKING:
     from toolexec.validation import Validator
 
 Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
+FORMAT = 3  # of catalog.json; another value means rebuild
+# A pack or validator no index names is removed by a later build once it is this old (a
+# concurrent build or reader may still use it).
+STALE_RECORD_SECONDS = 600
+# A pack is rewritten with only the live records once dead ones make up most of it.
+COMPACT_SLACK_BYTES = 1 << 16
 
 
-@dataclass(frozen=True, kw_only=True)
+class DamagedCatalog(Exception):
+    """A record the index names is missing or unreadable: the catalog is rebuilt."""
+
+
+Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None]  # declaration, last_good
+Slice = tuple[int, int]  # (offset, length) of a record in the pack
+
+
 class Entry:
-    """One visible file: its stat and hash, and either a declaration or its problems."""
+    """One visible file: its stat and hash, and either a declaration or its problems.
 
-    file: str
-    name: str
-    stat: Stat | None  # None when the file is missing
-    sha256: str | None
-    declaration: ToolDeclaration | None
-    problems: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-    # The declaration of the last version that built, kept while the file is broken.
-    last_good: ToolDeclaration | None = None
+    An entry read from the index loads its declarations from their record on first use.
+    """
+
+    __slots__ = ("_loaded", "_loader", "at", "file", "name", "problems", "record", "sha256", "stat", "warnings")
+
+    def __init__(
+        self,
+        *,
+        file: str,
+        name: str,
+        stat: Stat | None,  # None when the file is missing
+        sha256: str | None,
+        declaration: ToolDeclaration | None = None,
+        problems: tuple[str, ...] = (),
+        warnings: tuple[str, ...] = (),
+        # The declaration of the last version that built, kept while the file is broken.
+        last_good: ToolDeclaration | None = None,
+        record: str | None = None,
+        at: Slice | None = None,
+        loader: Callable[[str, Slice], Loaded] | None = None,
+    ) -> None:
+        self.file, self.name, self.stat, self.sha256 = file, name, stat, sha256
+        self.problems, self.warnings = tuple(problems), tuple(warnings)
+        self.record, self.at = record, at
+        self._loader = loader
+        lazy = loader is not None and record is not None and at is not None
+        self._loaded: Loaded | None = None if lazy else (declaration, last_good)
+
+    def _load(self) -> Loaded:
+        if self._loaded is None:
+            assert self._loader is not None and self.record is not None and self.at is not None
+            self._loaded = self._loader(self.record, self.at)
+        return self._loaded
+
+    @property
+    def declaration(self) -> ToolDeclaration | None:
+        """The declaration of the file as it is, or None when it does not build."""
+        return self._load()[0]
+
+    @property
+    def last_good(self) -> ToolDeclaration | None:
+        """The declaration of the last version that built, kept while the file is broken."""
+        return self._load()[1]
 
     @property
     def serving(self) -> ToolDeclaration | None:
         """What a call of this tool runs: the current declaration, else the last good one."""
         return self.declaration or self.last_good
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready form stored in catalog.json."""
+    @property
+    def serves(self) -> bool:
+        """Whether a call of this name runs this entry (known without loading its record)."""
+        if self._loaded is None:
+            return self.record is not None
+        return self.serving is not None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the declarations are in memory (a fresh compile, or a record already read)."""
+        return self._loaded is not None
+
+    def replace(self, **changes: Any) -> Entry:
+        """A copy with ``changes``; declarations are carried over without being loaded."""
+        fields = {k: getattr(self, k) for k in ("file", "name", "stat", "sha256", "problems", "warnings")}
+        if not {"declaration", "last_good"} & changes.keys():
+            fields.update(record=self.record, at=self.at, loader=self._loader)
+            if self._loaded is not None:
+                fields.update(declaration=self._loaded[0], last_good=self._loaded[1])
+        else:
+            fields.update(declaration=self.declaration, last_good=self.last_good)
+        entry = Entry(**{**fields, **changes})
+        if self._loaded is not None and "declaration" not in changes and "last_good" not in changes:
+            entry._loaded = self._loaded
+        return entry
+
+    def record_data(self) -> dict[str, Any] | None:
+        """What the entry's record holds (None when there is nothing to serve)."""
+        declaration, last_good = self.declaration, self.last_good
+        if declaration is None and last_good is None:
+            return None
+        return {
+            "declaration": declaration.to_dict() if declaration else None,
+            "last_good": last_good.to_dict() if last_good else None,
+        }
+
+    def index_data(self) -> dict[str, Any]:
+        """The entry's row in catalog.json."""
         return {
             "file": self.file,
             "name": self.name,
             "stat": list(self.stat) if self.stat else None,
             "sha256": self.sha256,
-            "declaration": self.declaration.to_dict() if self.declaration else None,
             "problems": list(self.problems),
             "warnings": list(self.warnings),
+            "record": self.record,
+            "at": list(self.at) if self.at else None,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything about the entry, declarations included (for tools that inspect a catalog)."""
+        return {
+            **self.index_data(),
+            "declaration": self.declaration.to_dict() if self.declaration else None,
             "last_good": self.last_good.to_dict() if self.last_good else None,
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Entry:
-        """The entry :meth:`to_dict` stored."""
-        declaration, last_good = data.get("declaration"), data.get("last_good")
+    def from_index(cls, row: dict[str, Any], loader: Callable[[str, Slice], Loaded]) -> Entry:
+        """The entry of one catalog.json row; its declarations are read when first used."""
         return cls(
-            file=data["file"],
-            name=data["name"],
-            stat=tuple(data["stat"]) if data.get("stat") else None,  # type: ignore[arg-type]
-            sha256=data.get("sha256"),
-            declaration=ToolDeclaration.from_dict(declaration) if declaration else None,
-            problems=tuple(data.get("problems", ())),
-            warnings=tuple(data.get("warnings", ())),
-            last_good=ToolDeclaration.from_dict(last_good) if last_good else None,
+            file=row["file"],
+            name=row["name"],
+            stat=tuple(row["stat"]) if row.get("stat") else None,  # type: ignore[arg-type]
+            sha256=row.get("sha256"),
+            problems=tuple(row.get("problems", ())),
+            warnings=tuple(row.get("warnings", ())),
+            record=row.get("record"),
+            at=tuple(row["at"]) if row.get("at") else None,  # type: ignore[arg-type]
+            loader=loader,
         )
+
+    def __repr__(self) -> str:
+        return f"Entry(file={self.file!r}, name={self.name!r}, record={self.record!r}, problems={self.problems!r})"
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.file, self.name, self.stat, self.sha256, self.problems, self.warnings, self.declaration, self.last_good)
+
+    def __eq__(self, other: object) -> bool:
+        """Entries are equal when they say the same (where their records are is not compared)."""
+        return isinstance(other, Entry) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def record_text(data: dict[str, Any]) -> tuple[str, str]:
+    """A record's JSON and its name: a digest of that content (so an unchanged tool keeps its record)."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    key = hashlib.sha256(f"{__version__}\n{text}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return text, key
 
 
 class Diff(NamedTuple):
@@ -87,24 +202,119 @@ class Diff(NamedTuple):
         return bool(self.added or self.removed or self.changed)
 
 
-@dataclass(frozen=True, kw_only=True)
+class Tools(Mapping[str, ToolDeclaration]):
+    """The served declarations by name, in visible_tools order; each is read from its record when first used."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+
+    def __getitem__(self, name: str) -> ToolDeclaration:
+        entry = self._catalog.entry(name)
+        if entry is None:
+            raise KeyError(name)
+        serving = entry.serving
+        assert serving is not None
+        return serving
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._catalog._serving)
+
+    def __len__(self) -> int:
+        return len(self._catalog._serving)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._catalog.entry(name) is not None
+
+
+class StoredRows(NamedTuple):
+    """An index as read from disk: each row is parsed only when an entry of it is wanted."""
+
+    names: dict[str, list[int]]  # tool name -> its rows
+    offsets: list[list[int]]  # row -> [offset, length] in body
+    body: bytes
+    loader: Callable[[str, Slice], Loaded]
+
+
 class Catalog:
-    """Every visible tool of one config, in ``visible_tools`` order."""
+    """Every visible tool of one config, in ``visible_tools`` order.
 
-    fingerprint: dict[str, Any]
-    entries: tuple[Entry, ...]
-    tools: dict[str, ToolDeclaration] = field(init=False)
-    _validators: dict[str, Validator] = field(init=False, default_factory=dict, compare=False, repr=False)
+    A catalog read from disk parses the row of an entry when it is first wanted, so a call of one
+    tool parses one row however many tools there are; listing or building parses them all.
+    """
 
-    def __post_init__(self) -> None:
-        tools = {e.name: e.serving for e in self.entries if e.serving is not None and not _shadowed(e)}
-        object.__setattr__(self, "tools", tools)
+    def __init__(
+        self,
+        *,
+        fingerprint: dict[str, Any],
+        entries: tuple[Entry, ...] = (),
+        state: State | None = None,
+        pack: str | None = None,
+        rows: StoredRows | None = None,
+    ) -> None:
+        self.fingerprint = fingerprint
+        self.state = state  # where records live (None: an unsaved catalog)
+        self.pack = pack  # the name of the pack holding the records
+        self._rows = rows
+        self._parsed: dict[int, Entry] = {}
+        self._entries: tuple[Entry, ...] | None = None if rows is not None else tuple(entries)
+        self._serving_map: dict[str, Entry] | None = None
+        self.tools: Mapping[str, ToolDeclaration] = Tools(self)
+        self._validators: dict[str, Validator] = {}
+
+    def __eq__(self, other: object) -> bool:
+        """Catalogs are equal when they hold the same entries for the same fingerprint (loads every record)."""
+        return isinstance(other, Catalog) and (self.fingerprint, self.entries) == (other.fingerprint, other.entries)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Catalog(pack={self.pack!r}, tools={list(self.tools)!r})"
+
+    def _row(self, number: int) -> Entry:
+        entry = self._parsed.get(number)
+        if entry is None:
+            assert self._rows is not None
+            try:
+                offset, length = self._rows.offsets[number]
+                row = json.loads(self._rows.body[offset : offset + length])
+                entry = self._parsed[number] = Entry.from_index(row, self._rows.loader)
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+                raise DamagedCatalog(f"catalog.json row {number}: {exc}") from None
+        return entry
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        """Every visible file's entry, in visible_tools order."""
+        if self._entries is None:
+            assert self._rows is not None
+            self._entries = tuple(self._row(n) for n in range(len(self._rows.offsets)))
+        return self._entries
+
+    @property
+    def _serving(self) -> dict[str, Entry]:
+        """The served entries by name (a file whose name another file took is never served)."""
+        if self._serving_map is None:
+            self._serving_map = {entry.name: entry for entry in self.entries if entry.serves}
+        return self._serving_map
+
+    def named(self, name: str) -> list[Entry]:
+        """Every entry with this tool name (more than one when files clash), without parsing the others."""
+        if self._entries is None and self._rows is not None:
+            return [self._row(n) for n in self._rows.names.get(name, ())]
+        return [e for e in self.entries if e.name == name]
+
+    def entry(self, name: str) -> Entry | None:
+        """The entry serving ``name``, if any."""
+        if self._serving_map is not None:
+            return self._serving_map.get(name)
+        return next((e for e in reversed(self.named(name)) if e.serves), None)
 
     def get(self, name: str, config: Config | None = None) -> ToolDeclaration:
         """The declaration a call of ``name`` runs; with ``config``, an unknown name is explained."""
-        if name in self.tools:
-            return self.tools[name]
-        broken = next((e for e in self.entries if e.name == name and e.problems), None)
+        served = self.entry(name)
+        if served is not None and served.serving is not None:
+            return served.serving
+        broken = next((e for e in self.named(name) if e.problems), None)
         if broken is not None:
             missing = str(config.tools_dir / broken.file) if config is not None and broken.stat is None else None
             raise ToolBroken(name, broken.problems, missing=missing)
@@ -128,13 +338,49 @@ class Catalog:
         return declaration
 
     def validator(self, name: str) -> Validator:
-        """The compiled argument validator of a tool, made once per catalog."""
+        """The compiled argument validator of a tool, made once per catalog.
+
+        Its code is generated once per declaration and kept in the tool's record, so a later
+        process only executes it (no schema compiler is imported).
+        """
         check = self._validators.get(name)
         if check is None:
-            from toolexec.validation import compile_validator
+            from toolexec.validation import validator_code, validator_from_code
 
-            check = self._validators[name] = compile_validator(self.tools[name].parameters)
+            entry = self.entry(name)
+            assert entry is not None and entry.serving is not None
+            parameters = entry.serving.parameters
+            kept = self._kept_validator(entry)
+            try:
+                check = validator_from_code(parameters, kept) if kept is not None else None
+            except Exception:  # a damaged cache file: made again below
+                check = None
+            if check is None:
+                code = validator_code(parameters)
+                self._keep_validator(entry, code)
+                check = validator_from_code(parameters, code)
+            self._validators[name] = check
         return check
+
+    def _kept_validator(self, entry: Entry) -> str | None:
+        """The validator code kept beside the entry's record, if any."""
+        if self.state is None or entry.record is None:
+            return None
+        try:
+            with open(self.state.validator_file(entry.record), encoding="utf-8") as handle:
+                return handle.read()
+        except (OSError, ValueError):
+            return None
+
+    def _keep_validator(self, entry: Entry, code: str) -> None:
+        """Keep the validator's code beside the entry's record (an optimisation: failing to write is fine)."""
+        if self.state is not None and entry.record is not None:
+            with contextlib.suppress(OSError):
+                write_text_atomic(self.state.validator_file(entry.record), code)
+
+    def records_present(self) -> bool:
+        """Whether the pack the index points to is there (a cleared cache means recompiling)."""
+        return self.state is not None and self.pack is not None and self.state.pack_file(self.pack).exists()
 
     def enabled(self, config: Config) -> list[ToolDeclaration]:
         """The tools offered to an agent, in visible_tools order."""
@@ -157,30 +403,37 @@ class Catalog:
                 found.append(f"{config.path}: enabled_tools names unknown tool {name!r}{did_you_mean(name, known)}")
         return found
 
-    def is_fresh(self, config: Config) -> bool:
-        """Whether nothing the catalog was built from changed (config fingerprint, every file's stat)."""
+    def is_fresh(self, config: Config, *, tool: str | None = None) -> bool:
+        """Whether nothing the catalog was built from changed (config fingerprint, every file's stat).
+
+        With ``tool``, only what a call of it depends on is checked: the config and the files
+        holding that name (every file when no entry has it, since a new one may now).
+        """
         if self.fingerprint != catalog_fingerprint(config):
             return False
-        return all(file_stat(config.tools_dir / e.file) == e.stat for e in self.entries)
+        entries = self.named(tool) if tool is not None else []
+        tools_dir = str(config.tools_dir)
+        return all(file_stat(os.path.join(tools_dir, e.file)) == e.stat for e in entries or self.entries)
 
     def diff(self, other: Catalog) -> Diff:
         """What changed from ``other`` (the older catalog) to this one."""
-        old = {n: d.fingerprint() for n, d in other.tools.items()}
-        new = {n: d.fingerprint() for n, d in self.tools.items()}
+        old, new = other._serving, self._serving
+
+        def changed(name: str) -> bool:
+            before, after = old[name], new[name]
+            if before.record is not None and before.record == after.record:
+                return False  # same record, same declarations: nothing to load
+            return before.serving.fingerprint() != after.serving.fingerprint()  # type: ignore[union-attr]
+
         return Diff(
             added=tuple(n for n in new if n not in old),
             removed=tuple(n for n in old if n not in new),
-            changed=tuple(n for n in new if n in old and new[n] != old[n]),
+            changed=tuple(n for n in new if n in old and changed(n)),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready form stored in catalog.json."""
+        """Everything in the catalog, declarations included (loads every record)."""
         return {"fingerprint": self.fingerprint, "entries": [e.to_dict() for e in self.entries]}
-
-
-def _shadowed(entry: Entry) -> bool:
-    """A file whose name another file already took (reported by the build) is never served."""
-    return entry.declaration is None and entry.last_good is None
 
 
 def _hidden_file(config: Config, name: str) -> str | None:
@@ -225,7 +478,7 @@ def compilers_fingerprint() -> str:
     return hashlib.sha256("\n".join(sorted(seen)).encode()).hexdigest()[:16]
 
 
-def file_stat(path: Path) -> Stat | None:
+def file_stat(path: str | os.PathLike[str]) -> Stat | None:
     """What says a file changed without reading it: mtime, size, inode and ctime (so a file replaced by
     one of the same size and mtime, as ``cp -p`` or ``tar x`` do, is noticed)."""
     try:
@@ -236,22 +489,203 @@ def file_stat(path: Path) -> Stat | None:
 
 
 def load_catalog(config: Config) -> Catalog | None:
-    """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt)."""
+    """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt).
+
+    Only the index's first line (names and where each row is) is parsed here; a row is parsed
+    when its entry is wanted, and a declaration read from the pack when it is first used.
+    """
+    state = config.state
     try:
-        data = json.loads(config.state.catalog_file.read_text(encoding="utf-8"))
-        return Catalog(fingerprint=data["fingerprint"], entries=tuple(Entry.from_dict(e) for e in data["entries"]))
+        with open(state.catalog_file, "rb") as handle:
+            text = handle.read()
+        end = text.index(b"\n")
+        head = json.loads(text[:end])
+        if head.get("format") != FORMAT:
+            return None
+        pack = head.get("pack")
+        rows = StoredRows(head["names"], head["offsets"], text[end + 1 :], _record_loader(state, pack))
+        return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def save_catalog(config: Config, catalog: Catalog) -> None:
-    """Write functions.json (the declarations a model sees) and catalog.json."""
-    functions = [d.to_function() for d in catalog.tools.values()]
+def _index_text(catalog: Catalog) -> str:
+    """catalog.json: a first line naming where each row is, then one row per line (ASCII, so a
+    character offset is a byte offset)."""
+    rows = [json.dumps(e.index_data()) for e in catalog.entries]
+    names: dict[str, list[int]] = {}
+    offsets, at = [], 0
+    for number, (entry, row) in enumerate(zip(catalog.entries, rows, strict=True)):
+        names.setdefault(entry.name, []).append(number)
+        offsets.append([at, len(row)])
+        at += len(row) + 1
+    head = {"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "names": names, "offsets": offsets}
+    return "\n".join([json.dumps(head), *rows]) + "\n"
+
+
+# After this many records read one by one, the rest come from one read of the whole pack (a listing).
+SLICE_READS = 2
+
+
+def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
+    whole: list[bytes] = []
+    reads = [0]
+
+    def read(at: Slice) -> bytes:
+        assert pack is not None
+        if whole:
+            return whole[0][at[0] : at[0] + at[1]]
+        reads[0] += 1
+        with open(state.pack_file(pack), "rb") as handle:
+            if reads[0] > SLICE_READS:
+                whole.append(handle.read())
+                return whole[0][at[0] : at[0] + at[1]]
+            handle.seek(at[0])
+            return handle.read(at[1])
+
+    def load(key: str, at: Slice) -> Loaded:
+        try:
+            if pack is None:
+                raise ValueError("the index names no pack")
+            data = json.loads(read(at))
+            declaration, last_good = data.get("declaration"), data.get("last_good")
+            return (
+                ToolDeclaration.from_dict(declaration) if declaration else None,
+                ToolDeclaration.from_dict(last_good) if last_good else None,
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # The pack goes, so that the rebuild this causes compiles anew instead of trusting it.
+            if pack is not None:
+                with contextlib.suppress(OSError):
+                    state.pack_file(pack).unlink()
+            raise DamagedCatalog(f"catalog record {key}: {exc}") from None
+
+    return load
+
+
+def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = None) -> None:
+    """Append the new records to the pack, then write catalog.json and functions.json (the declarations a
+    model sees) when they changed. What an unchanged tool contributes is taken from ``previous`` without
+    reading its record.
+    """
+    state = config.state
+    fresh = []  # (entry, its record's JSON line)
+    for entry in catalog.entries:
+        if entry.loaded and entry.record is None and (data := entry.record_data()) is not None:
+            text, entry.record = record_text(data)
+            fresh.append((entry, text.encode("utf-8", "surrogateescape") + b"\n"))
     try:
-        write_json_atomic(config.state.functions_file, functions)
-        write_json_atomic(config.state.catalog_file, catalog.to_dict())
+        catalog.pack = _append_records(state, catalog, previous, fresh)
+        functions = _functions(catalog, previous, state)
+        if functions is not None:
+            write_text_atomic(state.functions_file, _json_lines(functions))
+        rows = [e.index_data() for e in catalog.entries]
+        unchanged = (
+            previous is not None
+            and functions is None
+            and catalog.pack == previous.pack
+            and rows == [e.index_data() for e in previous.entries]
+        )
+        if not unchanged:
+            write_text_atomic(state.catalog_file, _index_text(catalog))
+        catalog.state = state
     except OSError as exc:
-        raise StateUnavailable(str(config.state.root), exc.strerror or str(exc)) from None
+        raise StateUnavailable(str(state.root), exc.strerror or str(exc)) from None
+    if not unchanged:
+        _remove_stale(state, catalog)
 
 
-__all__ = ["BuildError", "Catalog", "Diff", "Entry", "catalog_fingerprint", "file_stat", "load_catalog", "save_catalog"]
+def _append_records(state: State, catalog: Catalog, previous: Catalog | None, fresh: list[tuple[Entry, bytes]]) -> str | None:
+    """The pack holding every record of ``catalog``: the previous one with ``fresh`` appended, or a new
+    one (none yet, lost, or mostly dead records)."""
+    import fcntl
+
+    pack = previous.pack if previous is not None and previous.records_present() else None
+    kept = [e for e in catalog.entries if e.record is not None and e.at is not None and not any(e is f for f, _ in fresh)]
+    if not fresh and (pack is not None or not kept):
+        return pack  # nothing to write (no tool built: no pack at all)
+    if pack is not None:
+        live = sum(e.at[1] for e in kept if e.at) + sum(len(line) for _, line in fresh)
+        if state.pack_file(pack).stat().st_size > 2 * live + COMPACT_SLACK_BYTES:
+            old = state.pack_file(pack).read_bytes()
+            for entry in kept:  # loaded first, so that no reader of these entries looks at moved slices
+                entry.declaration  # noqa: B018
+            fresh = [(e, old[e.at[0] : e.at[0] + e.at[1]] + b"\n") for e in kept if e.at] + fresh
+            pack = None
+    elif kept:  # the previous pack is gone: its records cannot be copied, so they must be fresh
+        raise DamagedCatalog("the records of unchanged tools are lost")
+    if pack is None:
+        pack = os.urandom(8).hex()
+    state.records_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state.pack_file(pack), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # concurrent builds append one after the other
+        offset, chunks = os.fstat(fd).st_size, []
+        for entry, line in fresh:
+            entry.at = (offset, len(line) - 1)
+            offset += len(line)
+            chunks.append(line)
+        data = memoryview(b"".join(chunks))
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)  # releases the lock
+    return pack
+
+
+def _json_lines(items: list[Any]) -> str:
+    """A JSON array with one item per line: readable, and written by the C encoder."""
+    return "[\n" + ",\n".join(json.dumps(item, ensure_ascii=False) for item in items) + "\n]\n"
+
+
+def _functions(catalog: Catalog, previous: Catalog | None, state: State) -> list[dict[str, Any]] | None:
+    """functions.json's new content, or None when the stored file already says it.
+
+    Each unchanged tool's function is taken from the previous functions.json, so a rebuild
+    after one edit reads one file instead of every record.
+    """
+    served = [(name, entry.record) for name, entry in catalog._serving.items()]
+    known: dict[str, dict[str, Any]] = {}
+    if previous is not None:
+        before = [(name, entry.record) for name, entry in previous._serving.items()]
+        try:
+            with open(state.functions_file, encoding="utf-8") as handle:
+                stored = json.load(handle)
+            if isinstance(stored, list) and [f.get("name") for f in stored] == [n for n, _ in before]:
+                if before == served:
+                    return None
+                records = dict(before)
+                known = {f["name"]: f for f in stored if records.get(f["name"]) is not None}
+        except (OSError, ValueError, AttributeError):
+            known = {}
+    functions = []
+    for name, record in served:
+        old = previous._serving.get(name) if previous is not None else None
+        reuse = name in known and old is not None and old.record == record
+        functions.append(known[name] if reuse else catalog.tools[name].to_function())
+    return functions
+
+
+def _remove_stale(state: State, catalog: Catalog) -> None:
+    """Remove packs and validators no index names any more, once they are old enough not to be in use."""
+    cutoff = time.time() - STALE_RECORD_SECONDS
+    live = {f"{catalog.pack}.pack", *(f"{e.record}.validator.py" for e in catalog.entries if e.record)}
+    with contextlib.suppress(OSError), os.scandir(state.records_dir) as found:
+        for item in found:
+            if item.name not in live:
+                with contextlib.suppress(OSError):
+                    if item.stat().st_mtime < cutoff:
+                        os.unlink(item.path)
+
+
+__all__ = [
+    "BuildError",
+    "Catalog",
+    "DamagedCatalog",
+    "Diff",
+    "Entry",
+    "catalog_fingerprint",
+    "file_stat",
+    "load_catalog",
+    "save_catalog",
+]

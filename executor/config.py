@@ -111,6 +111,8 @@ TOOLS_TXT = "tools.txt"
 
 
 class Located(NamedTuple):
+    """Where the config was found: its path, whether it is the embedded default, and why (``--verbose``)."""
+
     path: Path
     embedded: bool
     trail: tuple[str, ...]
@@ -139,6 +141,7 @@ class Config:
 
     @property
     def tools_dir(self) -> Path:
+        """The ``tools/`` folder inside the functions directory."""
         return self.functions_dir / "tools"
 
     @cached_property
@@ -283,6 +286,7 @@ def _parse_yaml(path: Path) -> dict[str, Any]:
 
 
 def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) -> Config:
+    """Validate a parsed config mapping into a :class:`Config`; ConfigError names the key and the file."""
     where = str(path)
     for key in data:
         if key not in DEFAULTS and key not in LOKI_KEYS:

@@ -197,6 +197,7 @@ class ToolServer:
 
     @property
     def page_size(self) -> int:
+        """Tools per ``tools/list`` page."""
         return self.options.page_size or self.config.mcp.page_size
 
     # --- protocol handlers -------------------------------------------------------------------
@@ -379,9 +380,9 @@ class ToolServer:
                 copy.parent.mkdir(exist_ok=True)
                 copy.write_bytes(self.good_sources[entry.name])
                 copy.chmod(0o700)
-                entry = dataclasses.replace(entry, last_good=dataclasses.replace(entry.last_good, source=str(copy)))
+                entry = entry.replace(last_good=dataclasses.replace(entry.last_good, source=str(copy)))
             entries.append(entry)
-        return Catalog(fingerprint=catalog.fingerprint, entries=tuple(entries))
+        return Catalog(fingerprint=catalog.fingerprint, entries=tuple(entries), state=catalog.state, pack=catalog.pack)
 
     def close(self) -> None:
         """Remove the private copies of last good sources."""

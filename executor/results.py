@@ -58,26 +58,7 @@ def outcome(
     """
     text, lossy = output.text()
     stderr, stderr_lossy = finished.stderr.text()
-    status: Status
-    reason: Reason | None
-    if finished.timed_out:
-        status, code, reason, loki = "timeout", EXIT_TIMEOUT, "timeout", f"Tool call '{name}' timed out after {timeout:g}s"
-    elif finished.cancelled:
-        status, code, reason, loki = "cancelled", EXIT_CANCELLED, "cancelled", f"Tool call '{name}' was cancelled"
-    elif finished.signal is not None:
-        status, code, reason = "error", 128 + finished.signal, "tool_failed"
-        loki = f"Tool call '{name}' was killed by signal {finished.signal}"
-    elif finished.returncode:
-        status, code, reason, loki = (
-            "error",
-            finished.returncode,
-            "tool_failed",
-            f"Tool call '{name}' exited with code {finished.returncode}",
-        )
-    elif broken_output:
-        status, code, reason, loki = "error", 1, "tool_failed", f"Tool call '{name}' failed"
-    else:
-        status, code, reason, loki = "ok", 0, None, None
+    status, code, reason, loki = _ending(name, finished, timeout=timeout, broken_output=broken_output)
     detail = failure or next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
     error = None if loki is None else (f"{loki}: {detail}" if detail else loki)
     return ToolResult(
@@ -97,6 +78,23 @@ def outcome(
         stderr_file=finished.stderr.spilled,
         reason=reason,
     )
+
+
+def _ending(
+    name: str, finished: Finished, *, timeout: float, broken_output: bool
+) -> tuple[Status, int, Reason | None, str | None]:
+    """How the call ended: status, exit code, reason and Loki's sentence for it (None when it succeeded)."""
+    if finished.timed_out:
+        return "timeout", EXIT_TIMEOUT, "timeout", f"Tool call '{name}' timed out after {timeout:g}s"
+    if finished.cancelled:
+        return "cancelled", EXIT_CANCELLED, "cancelled", f"Tool call '{name}' was cancelled"
+    if finished.signal is not None:
+        return "error", 128 + finished.signal, "tool_failed", f"Tool call '{name}' was killed by signal {finished.signal}"
+    if finished.returncode:
+        return "error", finished.returncode, "tool_failed", f"Tool call '{name}' exited with code {finished.returncode}"
+    if broken_output:
+        return "error", 1, "tool_failed", f"Tool call '{name}' failed"
+    return "ok", 0, None, None
 
 
 def _notes(finished: Finished, output: Capture, lossy: bool) -> list[str]:

@@ -3,7 +3,11 @@
 ::
 
     <root>/functions.json            the declarations, a plain JSON array
-    <root>/catalog.json              everything else toolexec knows about the tools
+    <root>/catalog.json              the index: one row per visible file (stat, hash, problems, record)
+    <root>/cache/.catalog/<id>.pack  the records, one JSON line per declaration (the declaration and
+                                     its last good version), named by a digest of that content;
+                                     only appended to, rewritten under a new id when mostly dead
+    <root>/cache/.catalog/<key>.validator.py  a record's generated argument validator
     <root>/cache/<tool>/             LLM_TOOL_CACHE_DIR of each tool (names never start with '.')
     <root>/cache/.outputs/           full outputs of capped calls, kept for a day
     <root>/cache/.typescript/        the TypeScript transpile cache
@@ -42,15 +46,20 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
     """Write JSON so that a reader never sees half a file, and concurrent writers (threads or
     processes) never share a temporary file."""
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text as :func:`write_json_atomic` writes JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with open(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+            handle.write(text)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -109,6 +118,23 @@ class State:
     def functions_file(self) -> Path:
         """``functions.json``."""
         return self.root / FUNCTIONS_FILE
+
+    @property
+    def records_dir(self) -> Path:
+        """The catalog's per-declaration records."""
+        return self.root / "cache" / ".catalog"
+
+    def pack_file(self, name: str) -> Path:
+        """The pack of records named ``name`` (a hex id, never a path)."""
+        if not name.isalnum():
+            raise ValueError(f"not a pack name: {name!r}")
+        return self.records_dir / f"{name}.pack"
+
+    def validator_file(self, key: str) -> Path:
+        """The generated validator code of the record ``key`` (a hex digest, never a path)."""
+        if not key.isalnum():
+            raise ValueError(f"not a record key: {key!r}")
+        return self.records_dir / f"{key}.validator.py"
 
     @property
     def outputs_dir(self) -> Path:

@@ -192,11 +192,47 @@ def compile_validator(schema: dict[str, Any]) -> Validator:
     optional parameter means absent. Nothing else is loosened. Arguments that already match are
     returned as they are, after one compiled check.
     """
+    return validator_from_code(schema, validator_code(schema))
+
+
+def validator_code(schema: dict[str, Any]) -> str:
+    """Python source of the fast validator of ``schema`` (made once per declaration, kept with the catalog)."""
     import fastjsonschema
 
-    strict = _strict(schema)
     # use_default=False: never write schema defaults into (the caller's) arguments
-    fast = fastjsonschema.compile(strict, use_default=False)
+    return fastjsonschema.compile_to_code(_strict(schema), use_default=False)
+
+
+class _Rejected(ValueError):
+    """Stands for fastjsonschema's exceptions in generated code, so running it imports nothing."""
+
+    def __init__(self, message: str = "", *args: Any, **kwargs: Any) -> None:
+        super().__init__(message)
+
+
+class _NoDecimal:
+    """Stands for ``decimal.Decimal`` while nothing has imported decimal: no value can be one."""
+
+
+# The generated code's own imports, replaced by the names above.
+_IMPORTS = ("from decimal import Decimal", "from fastjsonschema import ")
+
+
+def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
+    """The validator (see :func:`compile_validator`) whose fast check is ``code`` (from :func:`validator_code`)."""
+    import sys
+
+    strict = _strict(schema)
+    decimal = sys.modules.get("decimal")
+    namespace: dict[str, Any] = {
+        "Decimal": decimal.Decimal if decimal is not None else _NoDecimal,
+        "JsonSchemaValueException": _Rejected,
+        "JsonSchemaValuesException": _Rejected,
+        "JsonSchemaDefinitionException": _Rejected,
+    }
+    source = "\n".join(line for line in code.splitlines() if not line.startswith(_IMPORTS))
+    exec(compile(source, "<toolexec validator>", "exec"), namespace)
+    fast = namespace["validate"]
     loosen = _loosener(strict)
 
     def validate(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -205,7 +241,7 @@ def compile_validator(schema: dict[str, Any]) -> Validator:
             return arguments
         except RecursionError:
             raise InvalidArguments(tool, ["the arguments are nested too deeply"]) from None
-        except Exception:  # fastjsonschema's rejection; loosened, or explained below
+        except Exception:  # the fast check's rejection; loosened, or explained below
             pass
         loosened = loosen(arguments)
         if loosened is not arguments:

@@ -129,6 +129,7 @@ class Capture:
     _file: Any = None
 
     def add(self, data: bytes) -> None:
+        """Take the next chunk of the stream, keeping the head and the tail within ``limit``."""
         self.total += len(data)
         if not self.tail and len(self.head) + len(data) <= self.limit:
             self.head += data
@@ -164,16 +165,19 @@ class Capture:
         return self.total - self.kept if self.keep_limit is not None and self.spilled else 0
 
     def close(self) -> None:
+        """Close the spill file, if one was opened."""
         if self._file is not None:
             self._file.close()
             self._file = None
 
     @property
     def spilled(self) -> str | None:
+        """The file holding the whole stream, when bytes were dropped from the capture."""
         return self.spill if self.dropped and self.spill else None
 
     @property
     def dropped(self) -> int:
+        """How many bytes of the stream the capture does not hold."""
         return self.total - len(self.head) - len(self.tail)
 
     def text(self) -> tuple[str, bool]:
@@ -214,6 +218,8 @@ def _cut_start(data: bytes) -> bytes:
 
 @dataclass(frozen=True, kw_only=True)
 class Launch:
+    """How to start one call: argv, environment, stdin bytes and its limits."""
+
     argv: Sequence[str]
     env: Mapping[str, str]
     stdin: bytes = b""
@@ -231,6 +237,8 @@ class Launch:
 
 @dataclass(frozen=True, kw_only=True)
 class Finished:
+    """How the process ended, and what it wrote to stdout and stderr."""
+
     returncode: int | None
     signal: int | None
     stdout: Capture

@@ -135,9 +135,11 @@ class ExitWaiter:
         self._fd = os.pidfd_open(proc.pid)
 
     def fileno(self) -> int:
+        """The pidfd: readable once the child has exited."""
         return self._fd
 
     def close(self) -> None:
+        """Close the pidfd."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -46,6 +46,7 @@ class ExitWaiter:
             raise
 
     def fileno(self) -> int:
+        """The read end of the pipe the waiting thread writes to when the child exits."""
         return self._read
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from toolexec.errors import RuntimeUnavailable
 from toolexec.records import ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
-from toolexec.runtimes.interpreter import find_program, interpreter_for, is_plain_node
+from toolexec.runtimes.interpreter import default_node, find_program, interpreter_for, is_plain_node, resolve
 from toolexec.runtimes.javascript import BOOTSTRAP, request
 from toolexec.runtimes.transpile import ESBUILD_FLAGS, stripped, transpiled
 
@@ -50,11 +50,10 @@ class TypeScriptRuntime:
             notes = (
                 f"the shebang names {tool.shebang[0]}, which is not installed; ran with toolexec's own TypeScript runtime instead",
             )
-        argv = (
-            _on_node(tool.source, interpreter[0], site)
-            if is_plain_node(interpreter)
-            else [*interpreter, str(BOOTSTRAP), tool.source]
-        )
+        if is_plain_node(interpreter):
+            argv = _on_node(tool.source, interpreter[0], site)
+        else:
+            argv = [*(_named_tsx(interpreter, site) or interpreter), str(BOOTSTRAP), tool.source]
         return Prepared(argv=argv, stdin=request(tool, arguments), notes=notes)
 
 
@@ -75,6 +74,27 @@ def _on_node(source: str, node: str, site: Site) -> list[str]:
     if tsx is None:
         raise RuntimeUnavailable("tsx", f"tried {', '.join(tried)}; {ADVICE}")
     return [*_under_tsx(node, tsx), str(BOOTSTRAP), source]
+
+
+def _named_tsx(interpreter: list[str], site: Site) -> list[str] | None:
+    """tsx named by the shebang or config (``tsx``, ``npx tsx``), as node with tsx's loader and its cache
+    off, so that nothing lands in ``$TMPDIR`` (tsx's own CLI always makes ``$TMPDIR/tsx-<uid>/``); an
+    ``npx tsx`` that cannot fetch tsx (offline) is unavailable, saying so, never an npm log as a tool
+    failure. None for any other runtime, or a tsx that is not the npm package."""
+    names = [Path(word).name for word in interpreter]
+    if names == ["tsx"]:
+        tsx = interpreter[0]
+    elif names in (["npx", "tsx"], ["npx", "--yes", "tsx"], ["npx", "-y", "tsx"]):
+        tried: list[str] = []
+        fetched = _tsx_from_npx(site.state.transpile_dir, tried)
+        if fetched is None:
+            raise RuntimeUnavailable("tsx", f"tried {', '.join(tried)}; {ADVICE}")
+        tsx = fetched
+    else:
+        return None
+    node = resolve(default_node(), "typescript")[0]
+    prefix = _under_tsx(node, tsx)
+    return prefix if prefix != [tsx] else None
 
 
 def _under_tsx(node: str, tsx: str) -> list[str]:

@@ -37,9 +37,13 @@ def test_build_writes_plain_functions_json_and_a_separate_catalog(project: Proje
             "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
         },
     ]
-    catalog = json.loads((project.root / "functions" / "catalog.json").read_text())
+    head, *rows = (project.root / "functions" / "catalog.json").read_text().splitlines()
+    catalog = {**json.loads(head), "entries": [json.loads(row) for row in rows]}  # a first line, then a row per tool
     first = catalog["entries"][0]
-    assert (first["file"], first["declaration"]["language"], first["declaration"]["invocation"]["kind"]) == (
+    pack = (project.root / "functions" / "cache" / ".catalog" / f"{catalog['pack']}.pack").read_bytes()
+    offset, length = first["at"]
+    record = json.loads(pack[offset : offset + length])
+    assert (first["file"], record["declaration"]["language"], record["declaration"]["invocation"]["kind"]) == (
         "double.py",
         "python",
         "kwargs",

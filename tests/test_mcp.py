@@ -130,15 +130,20 @@ def inject_metadata(project: Project, name: str, metadata: dict[str, Any]) -> No
     """Build, then give one tool metadata in the stored catalog (the build reuses unchanged files' declarations),
     so these tests do not depend on how a compiler reads metadata from source."""
     from toolexec.build import build
+    from toolexec.catalog import Catalog, save_catalog
     from toolexec.config import load_config
+    from toolexec.records import ToolDeclaration
 
     config = load_config(project.config)
-    build(config)
-    data = json.loads(config.state.catalog_file.read_text())
-    for entry in data["entries"]:
-        if entry["name"] == name:
-            entry["declaration"]["metadata"].update(metadata)
-    config.state.catalog_file.write_text(json.dumps(data))
+    stored = build(config).catalog
+    entries = []
+    for entry in stored.entries:
+        if entry.name == name and entry.declaration is not None:
+            data = entry.declaration.to_dict()
+            data["metadata"].update(metadata)
+            entry = entry.replace(declaration=ToolDeclaration.from_dict(data))
+        entries.append(entry)
+    save_catalog(config, Catalog(fingerprint=stored.fingerprint, entries=tuple(entries)), stored)
 
 
 @pytest.fixture

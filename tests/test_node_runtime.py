@@ -218,10 +218,24 @@ def js_runtimes(monkeypatch: pytest.MonkeyPatch) -> Path:
     ("shebang", "runtime"),
     [("#!/usr/bin/env bun", "bun"), ("#!/usr/bin/env -S deno run -A", "deno"), ("#!/usr/bin/env tsx", "tsx"), ("", "node")],
 )
-def test_shebang_runtime_really_runs_the_typescript(project: Project, js_runtimes: Path, shebang: str, runtime: str) -> None:
+def test_shebang_runtime_really_runs_the_typescript(
+    project: Project, js_runtimes: Path, shebang: str, runtime: str, private_tmpdir: Path
+) -> None:
     project.tool("who.ts", f"{shebang}\n{WHICH_RUNTIME_TS}")
     result = project.executor().call("who", {"name": "zoë"})
     assert (result.status, result.output) == ("ok", f"{runtime}: hello zoë"), result.stderr
+    if runtime in ("tsx", "node"):  # whatever the TypeScript path, nothing is left in $TMPDIR (tsx's CLI leaves tsx-<uid>/)
+        assert os.listdir(private_tmpdir) == []
+
+
+def test_runtimes_config_naming_tsx_or_npx_tsx_leaves_nothing_in_tmpdir(
+    project: Project, js_runtimes: Path, private_tmpdir: Path
+) -> None:
+    project.tool("who.ts", WHICH_RUNTIME_TS)
+    for command in ("tsx", "npx tsx"):
+        result = project.executor(runtimes={"typescript": command}).call("who", {"name": "zoë"})
+        assert (result.status, result.output) == ("ok", "tsx: hello zoë"), result.stderr
+        assert os.listdir(private_tmpdir) == []
 
 
 SYSTEM_NODE = shutil.which("node", path=os.defpath + os.pathsep + "/usr/local/bin")  # Node 20 here: no type stripping

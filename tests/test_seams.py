@@ -29,6 +29,11 @@ def writer(project: Project) -> Path:
     return project.root / "functions" / "cache" / ".outputs"
 
 
+def catalog_records(project: Project) -> list[Path]:
+    """The catalog's pack of records and the tools' kept validators (cache/.catalog/, see toolexec.state)."""
+    return sorted((project.root / "functions" / "cache" / ".catalog").iterdir())
+
+
 def files_outside(root: Path, inside: Path) -> list[Path]:
     """Every file below ``root`` that is not below ``inside``."""
     return sorted(p for p in root.rglob("*") if p.is_file() and inside not in p.parents)
@@ -56,7 +61,7 @@ def test_a_call_id_names_a_kept_output_only_inside_the_outputs_folder(project: P
     assert re.fullmatch(OUTPUT_NAME.format(stem=re.escape(stem)), kept.name)
     assert kept.read_text() == "x" * 1000
     assert files_outside(project.root.parent, outputs) == sorted(
-        [project.config, project.tools / "writer.py", *(project.root / "functions").glob("*.json")]
+        [project.config, project.tools / "writer.py", *(project.root / "functions").glob("*.json"), *catalog_records(project)]
     )
 
 
@@ -123,7 +128,7 @@ def test_cli_batch_ids_keep_outputs_inside_the_state_directory(project: Project)
     assert [re.sub(r"-[0-9a-f]{8}\.", "-#.", p.name) for p in kept] == ["escaped-#.output", "etc_absolute-#.output"]
     assert all(p.read_text() == "x" * 1000 for p in kept)
     assert files_outside(project.root / "functions", outputs) == sorted(
-        [project.tools / "writer.py", *(project.root / "functions").glob("*.json")]
+        [project.tools / "writer.py", *(project.root / "functions").glob("*.json"), *catalog_records(project)]
     )
 
 
@@ -371,7 +376,8 @@ def test_enabled_tools_problems_follow_an_edit_of_enabled_tools(capsys: pytest.C
     stored = load_catalog(edited)
     assert stored is not None and stored.is_fresh(edited)
     assert stored.problems(edited) == []
-    assert sorted(json.loads((project.root / "functions" / "catalog.json").read_text())) == ["entries", "fingerprint"]
+    head = (project.root / "functions" / "catalog.json").read_text().split("\n", 1)[0]
+    assert sorted(json.loads(head)) == ["fingerprint", "format", "names", "offsets", "pack"]
     assert project.executor(enabled_tools=["add"]).build().problems == []
     assert cli(capsys, "--config", str(config), "build")[:2] == (
         0,
@@ -386,9 +392,7 @@ def test_enabled_tools_problems_follow_an_edit_of_enabled_tools(capsys: pytest.C
 
 
 def test_catalog_diff_and_round_trip(project: Project) -> None:
-    import dataclasses
-
-    from toolexec.catalog import Diff, load_catalog
+    from toolexec.catalog import Catalog, Diff, load_catalog
 
     one = 'def run(a: int) -> int:\n    """One."""\n    return a\n'
     project.tool("keep.py", one)
@@ -403,5 +407,6 @@ def test_catalog_diff_and_round_trip(project: Project) -> None:
     after = project.executor().build().catalog
     assert after.diff(before) == Diff(added=("new",), removed=("gone",), changed=("edit",))
     assert before.diff(after) == Diff(added=("gone",), removed=("new",), changed=("edit",))
-    assert not after.diff(after) and after.diff(dataclasses.replace(after)) == Diff((), (), ())
+    copy = Catalog(fingerprint=after.fingerprint, entries=after.entries)
+    assert not after.diff(after) and after.diff(copy) == Diff((), (), ())
     assert load_catalog(project.executor().config) == after

@@ -1,0 +1,210 @@
+"""The structure that keeps calls fast (timings themselves live in benchmarks/, never here).
+
+A one-shot ``run`` on a fresh catalog imports no parser, schema library or event loop; a
+Python tool's bootstrap imports ``asyncio`` only for a coroutine ``run``; a call reads the
+index and the called tool's record only; a no-change build reads no tool file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Project
+from toolexec.build import build
+from toolexec.config import load_config
+
+NOOP_SH = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
+GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
+HEAVY = ("tree_sitter", "yaml", "jsonschema", "fastjsonschema", "pydantic", "mcp", "asyncio", "toolexec.compilers")
+
+
+def read_index(project: Project) -> dict[str, Any]:
+    """catalog.json: its first line (names, where each row is, the pack) with the rows that follow as ``entries``."""
+    head, *rows = (project.root / "functions" / "catalog.json").read_text().splitlines()
+    return {**json.loads(head), "entries": [json.loads(row) for row in rows]}
+
+
+def imported_by_run(config: Path, *argv: str) -> tuple[str, set[str]]:
+    """The output of a one-shot ``toolexec run`` and every module it imported (from ``-X importtime``)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done.stdout, modules
+
+
+def test_one_shot_run_on_a_fresh_catalog_imports_nothing_heavy(project: Project) -> None:
+    project.tool("echo.sh", NOOP_SH)
+    config = project.configure()
+    output, first = imported_by_run(config, "echo", '{"text": "one"}')
+    assert output == "one"
+    assert {"toolexec.compilers", "tree_sitter", "yaml"} <= first  # the first run builds the catalog
+    output, modules = imported_by_run(config, "echo", '{"text": "two"}')
+    assert output == "two"
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY) == []
+
+
+def test_python_bootstrap_imports_asyncio_only_for_a_coroutine_run(project: Project) -> None:
+    project.tool(
+        "plain.py",
+        'import sys\n\ndef run() -> str:\n    """Report."""\n    return str(sorted(m for m in ("asyncio", "inspect") if m in sys.modules))\n',
+    )
+    project.tool(
+        "coro.py",
+        'import sys\n\nasync def run() -> str:\n    """Report."""\n    return str("asyncio" in sys.modules)\n',
+    )
+    executor = project.executor()
+    assert executor.call("plain", {}).output == "[]"
+    assert executor.call("coro", {}).output == "True"
+
+
+def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
+    for n in range(5):
+        project.tool(f"t{n}.py", GOOD)
+    config = project.configure()
+    report = build(load_config(config))
+    index_file = project.root / "functions" / "catalog.json"
+    index = read_index(project)
+    pack_file = project.root / "functions" / "cache" / ".catalog" / f"{index['pack']}.pack"
+    pack = bytearray(pack_file.read_bytes())
+    for row in index["entries"]:
+        if row["name"] != "t3":  # a call that read any other record would fail to and rebuild
+            offset, length = row["at"]
+            pack[offset : offset + length] = b"x" * length
+    pack_file.write_bytes(bytes(pack))
+    head, *rows = index_file.read_text().splitlines()
+    rows = [row if json.loads(row)["name"] == "t3" else "x" * len(row) for row in rows]  # nor any other row
+    index_file.write_text("\n".join([head, *rows]) + "\n")
+    before = index_file.stat().st_mtime_ns
+    done = subprocess.run(
+        [sys.executable, "-m", "toolexec", "--config", str(config), "run", "t3", '{"x": 21}'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (done.stdout, report.compiled) == ("42", 5)
+    assert index_file.stat().st_mtime_ns == before
+    assert pack_file.read_bytes() == bytes(pack)
+    assert project.executor().call("t1", {"x": 1}).output == "2"  # a damaged index or record is rebuilt
+    assert read_index(project)["entries"][1]["name"] == "t1"
+
+
+def test_a_lost_record_is_rebuilt_not_an_error(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    project.tool("other.py", GOOD)
+    executor = project.executor()
+    assert executor.call("tool", {"x": 1}).output == "2"
+    shutil.rmtree(project.root / "functions" / "cache" / ".catalog")
+    assert project.executor().call("tool", {"x": 2}).output == "4"
+    shutil.rmtree(project.root / "functions" / "cache" / ".catalog")
+    assert [t.name for t in project.executor().tools()] == ["other", "tool"]
+    report = build(load_config(project.configure()))
+    assert (report.ok, report.compiled) == (True, 0)
+
+
+def test_the_validator_is_generated_once_and_kept_beside_the_record(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    config = project.configure()
+    assert project.executor().call("tool", {"x": 1}).output == "2"
+    index = read_index(project)
+    kept = project.root / "functions" / "cache" / ".catalog" / f"{index['entries'][0]['record']}.validator.py"
+    assert "def validate" in kept.read_text()
+    refused = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", "tool", '{"x": "one"}'],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2
+    assert "parameter 'x': expected an integer, got a string \"one\"" in refused.stderr
+    # Explaining a rejection needs jsonschema; the stored fast validator needed no fastjsonschema.
+    modules = {line.rsplit("|", 1)[1].strip() for line in refused.stderr.splitlines() if line.startswith("import time:")}
+    assert ("jsonschema" in modules, "fastjsonschema" in modules) == (True, False)
+
+
+def test_a_no_change_build_reads_no_tool_file(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(3):
+        project.tool(f"t{n}.py", GOOD)
+    config = load_config(project.configure())
+    assert build(config).compiled == 3
+    functions = project.root / "functions" / "functions.json"
+    written = functions.stat().st_mtime_ns
+
+    def no_reading(self: Path) -> bytes:
+        raise AssertionError(f"read {self}")
+
+    monkeypatch.setattr(Path, "read_bytes", no_reading)
+    report = build(config)
+    assert (report.ok, report.compiled, [t for t in report.catalog.tools]) == (True, 0, ["t0", "t1", "t2"])
+    assert functions.stat().st_mtime_ns == written  # nothing changed, nothing rewritten
+    monkeypatch.undo()
+    os.utime(project.tools / "t1.py")  # a new stat, the same content: read, hashed, not compiled
+    assert build(config).compiled == 0
+    project.tool("t1.py", GOOD.replace("Double", "Twice"))
+    report = build(config)
+    assert (report.compiled, report.catalog.tools["t1"].description) == (1, "Twice x.")
+    assert [f["description"] for f in json.loads(functions.read_text())] == ["Double x.", "Twice x.", "Double x."]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        '{"arguments": {"text": "h\\u00e9 \\"q\\"", "n": [1, 2.5, -3e2, null, true, false, {}]}}',
+        '  {"arguments": {"text": "h\\u00e9 \\"q\\"", "n": [1, 2.5, -3e2, null, true, false, {}]}}\n',  # json's own path
+    ],
+)
+def test_the_python_bootstrap_reads_a_request_as_json_does(project: Project, tmp_path: Path, request_text: str) -> None:
+    from toolexec.runtimes.python import BOOTSTRAP
+
+    tool = project.tool("echo.py", 'import json\n\ndef run(**kw):\n    """Echo."""\n    return json.dumps(kw, sort_keys=True)\n')
+    output = tmp_path / "output"
+    done = subprocess.run(
+        [sys.executable, str(BOOTSTRAP), str(tool)],
+        input=request_text.encode(),
+        env={**os.environ, "LLM_OUTPUT": str(output)},
+        capture_output=True,
+        check=True,
+    )
+    assert done.stderr == b""
+    assert output.read_text() == json.dumps(json.loads(request_text)["arguments"], sort_keys=True)
+
+
+def test_a_damaged_record_of_the_called_tool_is_rebuilt(project: Project) -> None:
+    project.tool("tool.py", GOOD)
+    assert project.executor().call("tool", {"x": 1}).output == "2"
+    for record in (project.root / "functions" / "cache" / ".catalog").iterdir():
+        record.write_text('{"declaration": ')
+    assert project.executor().call("tool", {"x": 3}).output == "6"
+    assert project.executor().call("tool", {"x": 4}).output == "8"
+
+
+def test_edits_append_to_the_pack_and_a_mostly_dead_pack_is_rewritten(project: Project) -> None:
+    for n in range(3):
+        project.tool(f"t{n}.py", GOOD)
+    config = load_config(project.configure())
+    records = project.root / "functions" / "cache" / ".catalog"
+    build(config)
+    first = read_index(project)["pack"]
+    packs = set()
+    for n in range(40):
+        project.tool("t1.py", GOOD.replace("Double x.", f"Double x, take {n}. " + "Padding. " * 400))
+        report = build(config)
+        assert report.compiled == 1
+        packs.add(read_index(project)["pack"])
+    assert first in packs and len(packs) > 1  # appended to at first, rewritten once mostly dead
+    index = read_index(project)
+    live = sum(row["at"][1] for row in index["entries"])
+    assert (records / f"{index['pack']}.pack").stat().st_size <= 2 * live + (1 << 16)
+    executor = project.executor()
+    assert [executor.call(f"t{n}", {"x": n}).output for n in range(3)] == ["0", "2", "4"]
+    assert executor.describe("t1").description.startswith("Double x, take 39.")
