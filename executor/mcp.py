@@ -46,6 +46,8 @@ from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
 from toolexec.engine import Engine
 from toolexec.errors import BadRequest, ToolexecError
+from toolexec.providers import mcp as mcp_format
+from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
 from toolexec.version import __version__
@@ -54,7 +56,6 @@ CatalogMode = Literal["full", "summaries"]
 DESCRIBE_TOOL = "describe_tool"
 # How long a cancelled call may take to end its tree (SIGTERM, grace, SIGKILL) before the server stops waiting.
 CANCEL_WAIT_SECONDS = 10.0
-_MCP_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
 def log(message: str) -> None:
@@ -71,86 +72,36 @@ class ServeOptions:
     reload: bool = True
 
 
-def mcp_names(names: list[str]) -> dict[str, str]:
-    """Tool name → the name MCP clients see (``[A-Za-z0-9_.-]``): others become ``_``, collisions get a suffix."""
-    taken = {n for n in names if set(n) <= _MCP_NAME_CHARS}
-    mapped: dict[str, str] = {}
-    for name in names:
-        if name in taken:
-            mapped[name] = name
-            continue
-        base = "".join(c if c in _MCP_NAME_CHARS else "_" for c in name)[:120]
-        candidate, n = base, 2
-        while candidate in taken:
-            candidate, n = f"{base}_{n}", n + 1
-        taken.add(candidate)
-        mapped[name] = candidate
-    return mapped
-
-
 def summary_of(tool: ToolDeclaration) -> str:
     """The one-line summary: the declared one, else the description's first line."""
     return tool.metadata.summary or (tool.description.strip().split("\n", 1)[0] if tool.description else tool.name)
 
 
 def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool) -> types.Tool:
-    """The ``tools/list`` entry of one tool (in summaries mode: the one-line summary and no parameters)."""
-    meta, hints = tool.metadata, tool.metadata.annotations
-    annotations = None
-    if meta.title is not None or any(
-        v is not None for v in (hints.read_only, hints.destructive, hints.idempotent, hints.open_world)
-    ):
-        annotations = types.ToolAnnotations(
-            title=meta.title,
-            read_only_hint=hints.read_only,
-            destructive_hint=hints.destructive,
-            idempotent_hint=hints.idempotent,
-            open_world_hint=hints.open_world,
-        )
+    """The ``tools/list`` entry of one tool: :func:`toolexec.providers.mcp.declare`'s (what
+    ``toolexec declarations --format mcp`` prints), or in summaries mode the one-line summary and no parameters."""
+    declared = mcp_format.declare(tool, name).declaration
     if summaries:
-        return types.Tool(
-            name=name,
-            title=meta.title,
-            description=f"{summary_of(tool)} (call {DESCRIBE_TOOL} for its parameters)",
-            input_schema={"type": "object"},
-            annotations=annotations,
-        )
-    return types.Tool(
-        name=name,
-        title=meta.title,
-        description=tool.description,
-        input_schema=tool.to_function()["parameters"],
-        output_schema=output_schema(tool),
-        annotations=annotations,
-    )
-
-
-def output_schema(tool: ToolDeclaration) -> dict[str, Any] | None:
-    """The declared output shape when MCP can carry it (an object at the root, as every protocol version allows)."""
-    schema = tool.metadata.output_schema
-    return dict(schema) if isinstance(schema, dict) and schema.get("type") == "object" else None
+        declared = {
+            **{key: value for key, value in declared.items() if key in ("name", "title", "annotations")},
+            "description": f"{summary_of(tool)} (call {DESCRIBE_TOOL} for its parameters)",
+            "inputSchema": {"type": "object"},
+        }
+    return types.Tool.model_validate(declared)
 
 
 def describe(tool: ToolDeclaration, name: str) -> dict[str, Any]:
     """What ``describe_tool`` returns: the full spec, worked examples and error modes."""
     meta = tool.metadata
+    declared = mcp_format.declare(tool, name).declaration
     return {
         "name": name,
         "title": meta.title,
         "summary": summary_of(tool),
         "description": tool.description,
-        "inputSchema": tool.to_function()["parameters"],
-        "outputSchema": output_schema(tool),
-        "annotations": {
-            k: v
-            for k, v in {
-                "readOnlyHint": meta.annotations.read_only,
-                "destructiveHint": meta.annotations.destructive,
-                "idempotentHint": meta.annotations.idempotent,
-                "openWorldHint": meta.annotations.open_world,
-            }.items()
-            if v is not None
-        },
+        "inputSchema": declared["inputSchema"],
+        "outputSchema": declared.get("outputSchema"),
+        "annotations": {key: value for key, value in declared.get("annotations", {}).items() if key != "title"},
         "tags": list(meta.tags),
         "examples": list(meta.examples),
         "errors": list(meta.errors),
@@ -173,16 +124,21 @@ DESCRIBE_TOOL_SPEC = types.Tool(
 
 
 class Listing:
-    """The tools offered by one catalog under one config: MCP names both ways, in catalog order."""
+    """The tools offered by one catalog under one config, in catalog order, under their MCP names.
+
+    The names are :mod:`toolexec.providers.names`' map over every tool of the catalog, so they
+    are the ones ``toolexec declarations --format mcp`` prints and ``Executor`` maps back.
+    """
 
     def __init__(self, config: Config, catalog: Catalog, *, summaries: bool) -> None:
         self.tools = catalog.enabled(config)
-        self.names = mcp_names([t.name for t in self.tools])
-        self.back = {mcp: real for real, mcp in self.names.items()}
+        self.map = NameMap(catalog.tools, MCP_NAMES)
+        self.names = {t.name: self.map.safe(t.name) for t in self.tools}  # enabled tool → its MCP name
+        self.by_name = {t.name: t for t in self.tools}
+        self.by_mcp_name = {self.names[t.name]: t for t in self.tools}
         self.entries = [mcp_tool(t, self.names[t.name], summaries=summaries) for t in self.tools]
-        if summaries and DESCRIBE_TOOL not in self.back:
+        if summaries and DESCRIBE_TOOL not in self.by_mcp_name:
             self.entries.append(DESCRIBE_TOOL_SPEC)
-        self.fingerprints = {self.names[t.name]: t.fingerprint() for t in self.tools}
         self._checks: dict[str, Any] = {}
 
     def output_check(self, tool: ToolDeclaration) -> Any:
@@ -190,7 +146,7 @@ class Listing:
         if tool.name not in self._checks:
             import jsonschema
 
-            schema = output_schema(tool)
+            schema = mcp_format.output_schema(tool)
             self._checks[tool.name] = jsonschema.Draft202012Validator(schema) if schema is not None else None
         return self._checks[tool.name]
 
@@ -264,10 +220,10 @@ class ToolServer:
     async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602."""
         listing = self.listing
-        if params.name == DESCRIBE_TOOL and self.options.catalog == "summaries" and DESCRIBE_TOOL not in listing.back:
+        if params.name == DESCRIBE_TOOL and self.options.catalog == "summaries" and DESCRIBE_TOOL not in listing.by_mcp_name:
             return self._describe(listing, params.arguments)
-        name = listing.back.get(params.name, params.name)
-        tool = next((t for t in listing.tools if t.name == name), None)
+        name = listing.map.original(params.name)
+        tool = listing.by_name.get(name)
         call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {})
         result = await self._invoke(ctx, Engine(self.config, self.catalog), call)
         if result.reason in ("unknown_tool", "not_enabled"):
@@ -278,11 +234,13 @@ class ToolServer:
 
     def _describe(self, listing: Listing, arguments: dict[str, Any] | None) -> types.CallToolResult:
         name = (arguments or {}).get("name")
-        tool = next((t for t in listing.tools if listing.names[t.name] == name), None)
+        tool = listing.by_mcp_name.get(name) if isinstance(name, str) else None
         if tool is None:
             from toolexec.errors import did_you_mean
 
-            return _error(f"no tool named {name!r}{did_you_mean(str(name), list(listing.back))}; pass a name from tools/list")
+            return _error(
+                f"no tool named {name!r}{did_you_mean(str(name), list(listing.by_mcp_name))}; pass a name from tools/list"
+            )
         spec = describe(tool, listing.names[tool.name])
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(spec, indent=2, ensure_ascii=False))], structured_content=spec
@@ -311,7 +269,12 @@ class ToolServer:
         )
 
     async def _invoke(self, ctx: ServerRequestContext[Any, Any], engine: Engine, call: ToolCall) -> ToolResult:
-        """Run one call in a worker thread; progress events become notifications; cancellation ends the tree."""
+        """Run one call in a worker thread; progress events become notifications; cancellation ends the tree.
+
+        Progress is wired (a pipe for the tool, a task forwarding its lines) only when the client sent a
+        progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
+        """
+        listening = (ctx.meta or {}).get("progress_token") is not None
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
         token = anyio.lowlevel.current_token()
 
@@ -319,7 +282,7 @@ class ToolServer:
             if event.get("event") == "progress":
                 anyio.from_thread.run_sync(send.send_nowait, event, token=token)
 
-        control = CallControl(on_event=on_event)
+        control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
         entry = (control, done)
 
@@ -338,7 +301,10 @@ class ToolServer:
         spawned = False
         try:
             async with self.limiter, anyio.create_task_group() as group:
-                group.start_soon(forward)
+                if listening:
+                    group.start_soon(forward)
+                else:
+                    receive.close()
                 self.in_flight.add(entry)
                 spawned = True
                 try:
@@ -392,8 +358,10 @@ class ToolServer:
         self.config, self.catalog = config, self._serving(report.catalog)
         self.listing = Listing(config, self.catalog, summaries=self.options.catalog == "summaries")
         offered = set(old.names) | set(self.listing.names)
-        changed = any(n in offered for n in (*diff.added, *diff.removed, *diff.changed)) or set(old.names) != set(
-            self.listing.names
+        changed = (
+            any(n in offered for n in (*diff.added, *diff.removed, *diff.changed))
+            or set(old.names) != set(self.listing.names)
+            or old.entries != self.listing.entries  # a tool renamed for MCP, say, by a new one taking its name
         )
         if changed:
             await self.announce()

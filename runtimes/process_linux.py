@@ -212,12 +212,10 @@ def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
             continue
         if info.pgrp == pgid or info.session == pgid:
             found[info.pid] = info.pgrp != pgid
-        elif info.ppid == me and info.pid not in _in_flight and _owns(call_start, later, info):
+        elif (info.ppid == me and info.pid not in _in_flight and _owns(call_start, later, info)) or _carries(
+            needle, info, call_start
+        ):
             found[info.pid] = True
-        else:
-            with contextlib.suppress(OSError), open(f"/proc/{info.pid}/environ", "rb") as handle:
-                if needle in handle.read():
-                    found[info.pid] = True
     # whatever descends from one of them is the call's too, whatever it did to its group and environment
     children: dict[int, list[int]] = {}
     for info in table.values():
@@ -229,6 +227,12 @@ def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
                 found[child] = table[child].pgrp != pgid
                 stack.append(child)
     return found
+
+
+def _carries(needle: bytes, info: _Proc, call_start: int | None) -> bool:
+    """Whether the process's environment holds the call's marker. Only a process started since the tool can (the
+    marker is new to this call, and an environment is inherited at fork), so no other environment is read."""
+    return (call_start is None or info.start >= call_start) and needle in _read(f"/proc/{info.pid}/environ")
 
 
 def _owns(call_start: int | None, later: list[int], orphan: _Proc) -> bool:
@@ -254,8 +258,26 @@ def _reap(victims: dict[int, bool], me: int) -> None:
 def _stat(pid: int) -> _Proc:
     """State, parent, group, session and start time from /proc, or an empty record once the process is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
+        fields = _read(f"/proc/{pid}/stat", whole=False).rsplit(b")", 1)[1].split()
         return _Proc(pid, fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
     except (OSError, IndexError, ValueError):
         return _GONE
+
+
+def _read(path: str, *, whole: bool = True) -> bytes:
+    """A /proc file's bytes (empty when it cannot be read); with ``whole=False`` one read (a ``stat`` line comes
+    whole in one). Plain descriptors, not Python file objects: a pass over /proc reads a file or two per process
+    on every call, and buffered file objects made it cost twice as much."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        chunks = [os.read(fd, 65536)]
+        while whole and chunks[-1]:
+            chunks.append(os.read(fd, 65536))
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

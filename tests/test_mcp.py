@@ -390,6 +390,33 @@ def test_progress_from_every_language(tools: Project, era: str) -> None:
     assert list(seen) == ["prog_py", "prog_sh", "prog_js", "prog_ts"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+def test_a_tool_sees_llm_progress_only_while_the_client_listens(project: Project, era: str) -> None:
+    project.tool(
+        "channel.sh",
+        """#!/usr/bin/env bash
+# @describe Tell where progress would go.
+main() { echo "${LLM_PROGRESS:-unset}" >> "$LLM_OUTPUT"; }
+eval "$(argc --argc-eval "$0" "$@")"
+""",
+    )
+    project.configure(["channel.sh"])
+
+    async def scenario() -> tuple[str, str]:
+        async def ignore(progress: float, total: float | None, message: str | None) -> None:
+            pass
+
+        async with stdio(project, era) as client:
+            listened = await client.call_tool("channel", {}, progress_callback=ignore)
+            unheard = await client.call_tool("channel", {})
+        return text(listened).strip(), text(unheard).strip()
+
+    listened, unheard = anyio.run(scenario)
+    assert re.fullmatch(r"/dev/fd/\d+", listened), listened
+    assert unheard == "unset"
+
+
 def read_pids(path: Path) -> list[int]:
     return [int(p) for p in wait_until(lambda: path.exists() and path.read_text()).split()]
 
@@ -564,6 +591,87 @@ def test_summaries_catalog_and_describe_tool(tools: Project) -> None:
             assert text(await client.call_tool("greet", {"name": "Ada"})) == "hello Ada"
 
     anyio.run(scenario)
+
+
+def rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any]:
+    """Send one JSON-RPC request to a raw server and return its reply (notifications on the way are skipped)."""
+    import select
+
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + WAIT
+    while True:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"no reply to {message['method']} within {WAIT}s"
+        reply = json.loads(proc.stdout.readline())
+        if reply.get("id") == message["id"]:
+            return reply
+
+
+NAMED = """#!/usr/bin/env bash
+# @describe A tool named {name}.
+main() {{ :; }}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+MODULE = """export const tool = {{
+  name: "{name}",
+  description: "A tool named {name}.",
+  args: {{ type: "object", properties: {{ q: {{ type: "string" }} }} }},
+  run: async (input) => input.q,
+}};
+"""
+
+
+def test_tools_list_is_what_declarations_format_mcp_prints(project: Project) -> None:
+    """One source of truth: the server lists exactly the objects ``toolexec declarations --format mcp`` prints,
+    names made MCP-safe over the whole catalog (a disabled ``ns_tool`` still pushes ``ns:tool`` to ``ns_tool_2``)."""
+    from tests.conftest import toolexec
+
+    project.tool("shape.py", SHAPE)
+    for file in ("ns:tool.sh", "ns_tool.sh"):
+        project.tool(file, NAMED.format(name=file[:-3]))
+    for file, name in (("web_search.js", "web.search"), ("abc.js", "a.b:c")):  # a file name stops at its first '.'
+        project.tool(file, MODULE.format(name=name))
+    visible = ["shape.py", "ns:tool.sh", "ns_tool.sh", "web_search.js", "abc.js"]
+    project.configure(visible, enabled_tools=["shape", "ns:tool", "web.search", "a.b:c"])
+    inject_metadata(
+        project,
+        "shape",
+        {
+            "title": "Shape",
+            "output_schema": SHAPE_SCHEMA,
+            "annotations": {"read_only": True, "destructive": False, "idempotent": True, "open_world": None},
+        },
+    )
+    inject_metadata(
+        project, "web.search", {"annotations": {"read_only": None, "destructive": None, "idempotent": None, "open_world": True}}
+    )
+    printed = toolexec("--config", str(project.config), "declarations", "--format", "mcp")
+    assert printed.returncode == 0, printed.stderr
+    declared = json.loads(printed.stdout)
+    assert [d["name"] for d in declared] == ["shape", "ns_tool_2", "web.search", "a.b_c"]
+    assert declared[0] == {
+        "name": "shape",
+        "title": "Shape",
+        "description": "Return a count; n < 0 returns a string count, breaking the declared shape.",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        "outputSchema": SHAPE_SCHEMA,
+        "annotations": {"title": "Shape", "readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+    }
+    assert declared[2]["annotations"] == {"openWorldHint": True}
+
+    proc = raw_server(project)
+    try:
+        listed = rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert listed["result"]["tools"] == declared
+        called = rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ns_tool_2", "arguments": {}}})
+        assert called["result"]["isError"] is False
+    finally:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=WAIT) == 0
+        proc.stdout.close()
 
 
 INSPECTOR = REPO / ".venv" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
