@@ -39,7 +39,80 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         module = import_module(f"{__name__}.{language}")
     except ModuleNotFoundError:
         raise CompileError(path, [Problem(path, 1, 1, f"{language} tools are not supported yet")]) from None
-    return module.compile_source(source, path)
+    try:
+        declaration: ToolDeclaration = module.compile_source(source, path)
+    except CompileError:
+        raise
+    except RecursionError:
+        raise CompileError(path, [_too_deep(path)]) from None
+    except Exception as exc:  # toolexec's own limit or bug: this file's problem, never the whole build's
+        raise CompileError(path, [_internal(path, exc)]) from None
+    if _depth(declaration.parameters) > MAX_DEPTH or _depth(declaration.metadata.output_schema) > MAX_DEPTH:
+        raise CompileError(path, [_too_deep(path)], name=declaration.name)
+    surrogate = _lone_surrogate(declaration.to_dict())
+    if surrogate is not None:
+        where, char = surrogate
+        problem = Problem(
+            path,
+            1,
+            1,
+            f"{where} holds a lone surrogate (U+{ord(char):04X}), which is not Unicode text",
+            "a \\uD800-\\uDFFF escape must be half of a pair; write the character itself",
+        )
+        raise CompileError(path, [problem], name=declaration.name)
+    return declaration
+
+
+def _internal(path: str, exc: BaseException) -> Problem:
+    return Problem(
+        path,
+        1,
+        1,
+        f"toolexec cannot compile this file ({type(exc).__name__}: {str(exc)[:200]})",
+        "this is a limit or bug of toolexec, not of your tool; simplify the file and report it",
+    )
+
+
+MAX_DEPTH = 100  # levels of a declaration's schemas: deeper ones exhaust the recursion of the encoders and validators
+
+
+def _too_deep(path: str) -> Problem:
+    return Problem(
+        path,
+        1,
+        1,
+        f"a type or literal here is nested too deeply: toolexec compiles at most {MAX_DEPTH} levels",
+        "flatten it: give an inner part a name (a type alias, a TypedDict or an interface) and refer to that",
+    )
+
+
+def _depth(value: object) -> int:
+    """How many objects and arrays deep ``value`` nests, counted iteratively."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _lone_surrogate(value: object) -> tuple[str, str] | None:
+    """(where, the character) of the first lone surrogate in a declaration's stored form, or None."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            found = next((c for c in item if "\ud800" <= c <= "\udfff"), None)
+            if found is not None:
+                return where or "the declaration", found
+        elif isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in item.items())
+            stack.extend((k, f"a key in {where or 'the declaration'}") for k in item if isinstance(k, str))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+    return None
 
 
 def compile_file(path: str | Path) -> ToolDeclaration:
