@@ -7,6 +7,8 @@ problem in the file. :func:`compile_file` is the only function here that reads d
 
 from __future__ import annotations
 
+import os
+import stat
 from importlib import import_module
 from pathlib import Path
 
@@ -116,8 +118,27 @@ def _lone_surrogate(value: object) -> tuple[str, str] | None:
 
 
 def compile_file(path: str | Path) -> ToolDeclaration:
+    """Compile the script at ``path``: a regular file, read as it is (no newline translation: CRLF is refused)."""
     try:
-        source = Path(path).read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO must never wait for a writer; it is refused below
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            kind = file_kind(os.fstat(descriptor).st_mode)
+            if kind is not None:
+                raise CompileError(str(path), [Problem(str(path), 1, 1, f"{kind}, not a tool script", "name a regular file")])
+            with os.fdopen(descriptor, "rb", closefd=False) as handle:
+                source = handle.read().decode("utf-8")
+        finally:
+            os.close(descriptor)
     except (OSError, UnicodeDecodeError) as exc:
         raise CompileError(str(path), [Problem(str(path), 1, 1, f"cannot read the file: {exc}")]) from None
     return compile_source(source, str(path))
+
+
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO", "a directory", …), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a FIFO (named pipe)", stat.S_ISSOCK: "a socket"}
+    kinds |= {stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device"}
+    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")

@@ -231,6 +231,13 @@ def flat_parameters(
         name = text(pattern)
         if pattern.type != "identifier" or name == "this":
             continue
+        if name in properties:
+            diag.error(
+                param,
+                f"parameter {name!r} is declared twice",
+                "rename one: a module refuses a function with two parameters of one name",
+            )
+            continue
         tag = params.get(name)
         annotation = param.child_by_field_name("type")
         if annotation is not None:

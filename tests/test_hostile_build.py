@@ -76,6 +76,19 @@ CASES = [
     BuildCase("python-surrogate-description", "surrdoc.py", 'def run() -> str:\n    """Surrogate \\udfff in the description."""\n    return "x"\n', "{path}:1:1: metadata.summary holds a lone surrogate (U+DFFF), which is not Unicode text\n" + SURROGATE_HINT),
     BuildCase("python-surrogate-pair-is-two-halves", "pair.py", 'def run(x: str = "\\ud83d\\ude00") -> str:\n    """In Python source, escaped halves stay two lone surrogates."""\n    return x\n', "{path}:1:1: parameters.properties.x.default holds a lone surrogate (U+D83D), which is not Unicode text\n" + SURROGATE_HINT),
     BuildCase("js-surrogate-pair-is-fine", "pair.js", '/**\n * A pair is one character.\n * @param {string} [x="\\ud83d\\ude00"] - X.\n */\nexport function run(x = "\\ud83d\\ude00") {\n  return x;\n}\n', None, "\U0001f600"),
+    # 3. compiles but cannot run as declared: supported, or refused with the fix
+    BuildCase("js-export-default-function", "defjs.js", '/**\n * Default export.\n * @param {string} x - X.\n */\nexport default function run(x) {\n  return "got " + x;\n}\n', None, "got a", {"x": "a"}),
+    BuildCase("ts-export-default-function", "defts.ts", '/**\n * Default export.\n * @param x - X.\n */\nexport default function run(x: string): string {\n  return "got " + x;\n}\n', None, "got a", {"x": "a"}),
+    BuildCase("js-export-default-object-argument", "defobj.js", '/**\n * Default export, llm-functions style.\n * @typedef {Object} Args\n * @property {string} x - X.\n * @param {Args} args\n */\nexport default function run(args) {\n  return "got " + args.x;\n}\n', None, "got a", {"x": "a"}),
+    BuildCase("python-duplicate-parameter", "dup.py", 'def run(x: str, x: int) -> str:\n    """Dup."""\n    return "d"\n', "{path}:1:17: parameter 'x' is declared twice\n  hint: rename one: Python refuses a function with two parameters of one name"),
+    BuildCase("ts-duplicate-parameter", "dup.ts", '/**\n * Dup.\n * @param x - X.\n */\nexport function run(x: string, x: number): string {\n  return "d";\n}\n', "{path}:5:32: parameter 'x' is declared twice\n  hint: rename one: a module refuses a function with two parameters of one name"),
+    BuildCase("bash-dotted-option-as-argc", "dots.sh", '# @describe Dots.\n# @option --foo.bar A dotted option.\nmain() { printf "[%s]" "$argc_foo_bar" >>"$LLM_OUTPUT"; }\n', None, "[v]", {"foo_bar": "v"}),
+    BuildCase("bash-tab-after-option-kept", "tab.sh", '# @describe Tab.\n# @option\t--need! Required.\nmain() { printf "[%s]" "$argc_need" >>"$LLM_OUTPUT"; }\n', None, "[n]", {"need": "n"}),
+    BuildCase("bash-tab-after-option-required", "tab.sh", '# @describe Tab.\n# @option\t--need! Required.\nmain() { printf "[%s]" "$argc_need" >>"$LLM_OUTPUT"; }\n', None, None, {}),
+    BuildCase("bash-arg-named-fn", "fn.sh", '# @describe Fn arg.\n# @arg _fn A function name.\nmain() { printf "[%s]" "$argc__fn" >>"$LLM_OUTPUT"; }\n', "{path}:2:8: @arg: '_fn' would be argc__fn, which argc sets itself\n  hint: rename it: @arg fn"),
+    BuildCase("bash-arg-named-positionals", "pos.sh", '# @describe Positionals arg.\n# @arg _positionals Values.\nmain() { :; }\n', "{path}:2:8: @arg: '_positionals' would be argc__positionals, which argc sets itself\n  hint: rename it: @arg positionals"),
+    BuildCase("bash-crlf", "crlf.sh", '# @describe CRLF.\r\n# @option --x X.\r\nmain() {\r\n  echo "[$argc_x]" >>"$LLM_OUTPUT"\r\n}\r\n', "{path}:1:1: the file has Windows (CRLF) line endings, which bash cannot run\n  hint: convert it: dos2unix {path}  (or: sed -i 's/\\r$//' {path})"),
+    BuildCase("bash-crlf-late", "crlf2.sh", '# @describe CRLF late.\nmain() {\n  echo hi\r\n}\n', "{path}:3:1: the file has Windows (CRLF) line endings, which bash cannot run\n  hint: convert it: dos2unix {path}  (or: sed -i 's/\\r$//' {path})"),
 ]  # fmt: skip
 
 
