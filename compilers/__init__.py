@@ -39,12 +39,19 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         raise CompileError(path, [Problem(path, 1, 1, "not a tool script", f"use one of the extensions {known}")])
     try:
         module = import_module(f"{__name__}.{language}")
-    except ModuleNotFoundError:
-        raise CompileError(path, [Problem(path, 1, 1, f"{language} tools are not supported yet")]) from None
-    try:
         declaration: ToolDeclaration = module.compile_source(source, path)
     except CompileError:
         raise
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{language}":
+            raise CompileError(path, [Problem(path, 1, 1, f"{language} tools are not supported yet")]) from None
+        if exc.name is None or not exc.name.startswith("tree_sitter"):
+            raise CompileError(path, [_internal(path, exc)]) from None
+        package = exc.name.replace("_", "-")
+        problem = Problem(
+            path, 1, 1, f"{language} tools need the parser package {package}, which is not installed", f"pip install {package}"
+        )
+        raise CompileError(path, [problem]) from None
     except RecursionError:
         raise CompileError(path, [_too_deep(path)]) from None
     except Exception as exc:  # toolexec's own limit or bug: this file's problem, never the whole build's

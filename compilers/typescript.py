@@ -190,6 +190,8 @@ def find_run(root: Node, diag: Diagnostics) -> tuple[Node, Node] | None:
 
 def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
     comment = statement.prev_named_sibling
+    while comment is not None and _is_overload(comment):  # overloads: the JSDoc before the first one
+        comment = comment.prev_named_sibling
     if comment is not None and comment.type == "comment" and is_jsdoc(text(comment)):
         doc = parse_jsdoc(text(comment), comment.start_point)
         if doc.description:
@@ -200,6 +202,12 @@ def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
         return doc
     diag.error(at, "function 'run' has no JSDoc block", "put /** What the tool does. @param name - what it is */ right before it")
     return JSDoc(description="")
+
+
+def _is_overload(statement: Node) -> bool:
+    """Whether ``statement`` is an overload signature of run (``export function run(x: T): R;``)."""
+    inner = statement.child_by_field_name("declaration") if statement.type == "export_statement" else statement
+    return inner is not None and inner.type == "function_signature" and text(inner.child_by_field_name("name")) == "run"
 
 
 def flat_parameters(

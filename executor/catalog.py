@@ -106,7 +106,8 @@ class Catalog:
             return self.tools[name]
         broken = next((e for e in self.entries if e.name == name and e.problems), None)
         if broken is not None:
-            missing = str(config.tools_dir / broken.file) if config is not None and broken.stat is None else None
+            path = config.tools_dir / broken.file if config is not None and broken.stat is None else None
+            missing = str(path) if path is not None and not os.path.lexists(path) else None  # not a loop, FIFO, …
             raise ToolBroken(name, broken.problems, missing=missing)
         if config is not None and (hidden := _hidden_file(config, name)):
             because = (
@@ -239,9 +240,15 @@ def load_catalog(config: Config) -> Catalog | None:
     """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt)."""
     try:
         data = json.loads(config.state.catalog_file.read_text(encoding="utf-8"))
-        return Catalog(fingerprint=data["fingerprint"], entries=tuple(Entry.from_dict(e) for e in data["entries"]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        catalog = Catalog(fingerprint=data["fingerprint"], entries=tuple(Entry.from_dict(e) for e in data["entries"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
+    # A damaged (hand-edited) file whose shape still loads: rebuilt rather than served.
+    schemas = [e.declaration.parameters for e in catalog.entries if e.declaration is not None]
+    schemas += [e.last_good.parameters for e in catalog.entries if e.last_good is not None]
+    if not all(isinstance(s, dict) and isinstance(s.get("properties", {}), dict) for s in schemas):
+        return None
+    return catalog
 
 
 def save_catalog(config: Config, catalog: Catalog) -> None:
@@ -250,6 +257,9 @@ def save_catalog(config: Config, catalog: Catalog) -> None:
     try:
         write_json_atomic(config.state.functions_file, functions)
         write_json_atomic(config.state.catalog_file, catalog.to_dict())
+    except IsADirectoryError as exc:
+        name = os.path.basename(exc.filename2 or exc.filename or "catalog.json")
+        raise StateUnavailable(str(config.state.root), f"{name} there is a directory, not a file") from None
     except OSError as exc:
         raise StateUnavailable(str(config.state.root), exc.strerror or str(exc)) from None
 
