@@ -124,7 +124,7 @@ def test_hostile_build(case: BuildCase, project: Project, private_tmpdir: Path) 
 
 
 def test_catalogue_size() -> None:
-    assert len({c.id for c in CASES}) == len(CASES) >= 16
+    assert len({c.id for c in CASES}) == len(CASES) >= 40
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.problem is not None], ids=lambda c: c.id)
