@@ -33,7 +33,7 @@ class Param:
     """One ``@option`` / ``@flag`` / ``@arg`` as argc reads it."""
 
     kind: ParamKind
-    name: str  # the property name: the long name with '-' turned into '_'
+    name: str  # the property name: the long name with '-' and '.' turned into '_'
     long: str
     short: str | None = None
     required: bool = False
@@ -130,7 +130,8 @@ def parse_param(kind: ParamKind, text: str) -> Param:
     if found is None:
         example = f"# @{kind} {'--' if kind != 'arg' else ''}name <help text>"
         raise TagError(scan.pos, "expected a name", f"write {example}")
-    param = Param(kind=kind, name=found.group(0).replace("-", "_"), long=found.group(0), short=short)
+    # argc binds --foo-bar and --foo.bar both to argc_foo_bar
+    param = Param(kind=kind, name=re.sub(r"[-.]", "_", found.group(0)), long=found.group(0), short=short)
     _modifiers(scan, param)
     scan.skip_space()
     while scan.peek() == "<":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from typing import Any
 
@@ -27,9 +28,21 @@ _TYPES = {"INT": "integer", "NUM": "number"}
 BUILD_MARKER = " ARGC-BUILD {"
 
 
+# The variables argc sets at every run (argc__fn is the function to call): a parameter cannot be one.
+_ARGC_OWN = ("argc__fn", "argc__args", "argc__positionals")
+
+
 def compile_source(source: str, path: str) -> ToolDeclaration:
     """Compile a Bash tool's argc comment tags into its declaration (see the module docstring)."""
     diag = Diagnostics(path)
+    if "\r\n" in source:
+        row = source[: source.index("\r\n")].count("\n")
+        diag.error(
+            (row, 0),
+            "the file has Windows (CRLF) line endings, which bash cannot run",
+            f"convert it: dos2unix {path}  (or: sed -i 's/\\r$//' {path})",
+        )
+        diag.raise_if_any()
     root = parser("bash").parse(source.encode("utf-8")).root_node
     syntax_errors(root, diag)
     name = tool_name(path, diag)
@@ -66,7 +79,8 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
             continue
         continuing = None
         tag_at = col + 1 + (len(body) - len(body.lstrip()))
-        tag, _, rest = line[1:].partition(" ")
+        # argc separates a tag from its text by any blank (a TAB too)
+        tag, rest = re.split(r"\s", line[1:], maxsplit=1) if re.search(r"\s", line) else (line[1:], "")
         rest_at = tag_at + 1 + len(tag) + 1
         if tag == "describe":
             if described_at is not None:
@@ -77,6 +91,12 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
             kind: ParamKind = tag  # type: ignore[assignment]
             try:
                 param = parse_param(kind, rest)
+                if param.var in _ARGC_OWN:
+                    raise TagError(
+                        0,
+                        f"'{param.long}' would be {param.var}, which argc sets itself",
+                        f"rename it: @{tag} {param.long.lstrip('_')}",
+                    )
                 if param.name in positions:
                     duplicates.append((param.name, (row, tag_at)))
                 else:

@@ -18,6 +18,7 @@ from tree_sitter import Node
 from toolexec.compilers.common import Diagnostics, check_name, finish, object_schema, parser, syntax_errors, text, tool_name
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from toolexec.compilers.metadata import MetadataReader, did_you_mean, near_miss
+from toolexec.compilers.schemacheck import check_input_schema
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
 from toolexec.compilers.typescript import compile_flat, jsdoc_limits, jsdoc_metadata, parse_default
 from toolexec.records import Metadata, Module, ObjectArgument, ToolDeclaration
@@ -190,7 +191,7 @@ def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[
                 f"inputSchema must describe an object, not {value.get('type')!r}",
                 'use type: "object" with properties',
             )
-        else:
+        elif check_input_schema(value, schema_node, diag):
             parameters = {"type": "object", **value}
     if "run" not in fields and not (form in ("meta", "named") and _has_exported_run(root)):
         diag.error(anchor, "the module tool has no run function", "add run: async (input, context) => { … }")

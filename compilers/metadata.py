@@ -190,6 +190,10 @@ def _schema_problem(value: Any) -> str | None:
         return f'must describe an object (type "object"), not {value.get("type", "anything")!r}'
     import jsonschema  # compile time only
 
+    from toolexec.schemarefs import describe, nonlocal_references
+
+    for path, _, ref in nonlocal_references(value):
+        return f"refers to {ref!r} outside itself ({describe(path)}); toolexec never fetches a schema"
     try:
         jsonschema.Draft202012Validator.check_schema(value)
     except jsonschema.exceptions.SchemaError as exc:

@@ -236,6 +236,13 @@ def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics, types: T
             diag.error(node, f"parameter '{star}{text(name_node).lstrip('*')}' cannot be described to a model", _KWARGS_HINT)
             continue
         name = text(name_node)
+        if name in properties:
+            diag.error(
+                node,
+                f"parameter {name!r} is declared twice",
+                "rename one: Python refuses a function with two parameters of one name",
+            )
+            continue
         annotation = node.child_by_field_name("type")
         arg_doc = doc.args.get(name)
         if annotation is not None:

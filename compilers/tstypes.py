@@ -152,9 +152,15 @@ def _enum_values(declaration: Node) -> list[str | int | float]:
 
 
 def _flatten(node: Node) -> list[Node]:
+    """The members of a union in order; iterative, as the grammar nests ``a | b | c`` one level per member."""
     members: list[Node] = []
-    for child in node.named_children:
-        members.extend(_flatten(child) if child.type == "union_type" else [child])
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "union_type":
+            stack.extend(reversed(current.named_children))
+        else:
+            members.append(current)
     return members
 
 

@@ -193,6 +193,8 @@ def find_run(root: Node, diag: Diagnostics) -> tuple[Node, Node] | None:
 def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
     """The JSDoc block right before the ``run`` statement (an error when there is none)."""
     comment = statement.prev_named_sibling
+    while comment is not None and _is_overload(comment):  # overloads: the JSDoc before the first one
+        comment = comment.prev_named_sibling
     if comment is not None and comment.type == "comment" and is_jsdoc(text(comment)):
         doc = parse_jsdoc(text(comment), comment.start_point)
         if doc.description:
@@ -203,6 +205,12 @@ def leading_jsdoc(statement: Node, diag: Diagnostics, at: Node) -> JSDoc:
         return doc
     diag.error(at, "function 'run' has no JSDoc block", "put /** What the tool does. @param name - what it is */ right before it")
     return JSDoc(description="")
+
+
+def _is_overload(statement: Node) -> bool:
+    """Whether ``statement`` is an overload signature of run (``export function run(x: T): R;``)."""
+    inner = statement.child_by_field_name("declaration") if statement.type == "export_statement" else statement
+    return inner is not None and inner.type == "function_signature" and text(inner.child_by_field_name("name")) == "run"
 
 
 def flat_parameters(
@@ -234,6 +242,13 @@ def flat_parameters(
             pattern = param.child_by_field_name("left") or param
         name = text(pattern)
         if pattern.type != "identifier" or name == "this":
+            continue
+        if name in properties:
+            diag.error(
+                param,
+                f"parameter {name!r} is declared twice",
+                "rename one: a module refuses a function with two parameters of one name",
+            )
             continue
         tag = params.get(name)
         annotation = param.child_by_field_name("type")

@@ -7,10 +7,13 @@ its last good version while the build reports the error.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat as stat_module
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
 from toolexec.config import Config
@@ -77,10 +80,14 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, re
     path = config.tools_dir / file
     last_good = _serving(previous)
     if stat is None or not path.is_file():
-        existing = sorted(os.listdir(config.tools_dir)) if config.tools_dir.is_dir() else []
-        problem = f"{config.path}: visible tool {file!r} not found in {config.tools_dir}{did_you_mean(file, existing)}"
+        return Entry(
+            file=file, name=stem_name(file), stat=None, sha256=None, declaration=None, problems=(_missing(config, file),)
+        ), False
+    try:
+        data = _read_regular(path)
+    except OSError as exc:  # replaced between the stat and the read
+        problem = f"{path}:1:1: cannot read the file: {exc.strerror or exc}"
         return Entry(file=file, name=stem_name(file), stat=None, sha256=None, declaration=None, problems=(problem,)), False
-    data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
     if reuse and previous is not None and previous.sha256 == sha and _readable(previous, records):
         return previous.replace(stat=stat), False
@@ -116,6 +123,37 @@ def _serving(entry: Entry | None) -> ToolDeclaration | None:
         return entry.serving if entry is not None else None
     except DamagedCatalog:
         return None
+
+
+def _missing(config: Config, file: str) -> str:
+    """Why a visible file cannot be compiled: a link loop, a FIFO or other non-file, or really not there."""
+    from toolexec.compilers import file_kind
+
+    path = config.tools_dir / file
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return (
+                f"{config.path}: visible tool {file!r} in {config.tools_dir} is a symbolic link loop; point it at a tool script"
+            )
+        if os.path.islink(path):
+            return f"{config.path}: visible tool {file!r} in {config.tools_dir} is a link to {os.readlink(path)!r}, which does not exist"
+        existing = sorted(os.listdir(config.tools_dir)) if config.tools_dir.is_dir() else []
+        return f"{config.path}: visible tool {file!r} not found in {config.tools_dir}{did_you_mean(file, existing)}"
+    return f"{config.path}: visible tool {file!r} in {config.tools_dir} is {file_kind(mode)}, not a tool script; replace it with a regular file"
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file, never waiting on a FIFO put there after the stat."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat_module.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(descriptor)
 
 
 def _name(previous: Entry | None, fallback: str) -> str:

@@ -158,7 +158,18 @@ class Entry:
 
     @classmethod
     def from_index(cls, row: dict[str, Any], loader: Callable[[str, Slice], Loaded]) -> Entry:
-        """The entry of one catalog.json row; its declarations are read when first used."""
+        """The entry of one catalog.json row; its declarations are read when first used.
+
+        The file is untrusted (hand-edited, half-written by an old version): a row of the wrong shape
+        raises TypeError, which the catalog turns into a rebuild.
+        """
+        stat, at = row.get("stat"), row.get("at")
+        if not isinstance(row["file"], str) or not isinstance(row["name"], str):
+            raise TypeError("file and name must be text")
+        if stat is not None and not (isinstance(stat, list) and all(isinstance(n, int) for n in stat)):
+            raise TypeError(f"stat must be a list of numbers, got {stat!r:.40}")
+        if at is not None and not (isinstance(at, list) and len(at) == 2 and all(isinstance(n, int) for n in at)):
+            raise TypeError(f"at must be [offset, length], got {at!r:.40}")
         return cls(
             file=row["file"],
             name=row["name"],
@@ -316,7 +327,8 @@ class Catalog:
             return served.serving
         broken = next((e for e in self.named(name) if e.problems), None)
         if broken is not None:
-            missing = str(config.tools_dir / broken.file) if config is not None and broken.stat is None else None
+            path = config.tools_dir / broken.file if config is not None and broken.stat is None else None
+            missing = str(path) if path is not None and not os.path.lexists(path) else None  # not a loop, FIFO, …
             raise ToolBroken(name, broken.problems, missing=missing)
         if config is not None and (hidden := _hidden_file(config, name)):
             because = (
@@ -503,9 +515,12 @@ def load_catalog(config: Config) -> Catalog | None:
         if head.get("format") != FORMAT:
             return None
         pack = head.get("pack")
-        rows = StoredRows(head["names"], head["offsets"], text[end + 1 :], _record_loader(state, pack))
+        names, offsets = head["names"], head["offsets"]
+        if not isinstance(names, dict) or not isinstance(offsets, list) or not isinstance(head["fingerprint"], dict):
+            return None  # a damaged header: rebuilt
+        rows = StoredRows(names, offsets, text[end + 1 :], _record_loader(state, pack))
         return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 
@@ -550,8 +565,8 @@ def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loa
             data = json.loads(read(at))
             declaration, last_good = data.get("declaration"), data.get("last_good")
             return (
-                ToolDeclaration.from_dict(declaration) if declaration else None,
-                ToolDeclaration.from_dict(last_good) if last_good else None,
+                _checked(ToolDeclaration.from_dict(declaration)) if declaration else None,
+                _checked(ToolDeclaration.from_dict(last_good)) if last_good else None,
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             # The pack goes, so that the rebuild this causes compiles anew instead of trusting it.
@@ -561,6 +576,16 @@ def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loa
             raise DamagedCatalog(f"catalog record {key}: {exc}") from None
 
     return load
+
+
+def _checked(declaration: ToolDeclaration) -> ToolDeclaration:
+    """A stored declaration whose schema has the shape the engine relies on; TypeError otherwise."""
+    parameters = declaration.parameters
+    if not isinstance(parameters, dict) or not isinstance(parameters.get("properties", {}), dict):
+        raise TypeError("the stored parameters are not an object schema")
+    if not isinstance(declaration.name, str) or not isinstance(declaration.source, str):
+        raise TypeError("the stored name and source must be text")
+    return declaration
 
 
 def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = None) -> None:
@@ -589,6 +614,9 @@ def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = No
         if not unchanged:
             write_text_atomic(state.catalog_file, _index_text(catalog))
         catalog.state = state
+    except IsADirectoryError as exc:
+        name = os.path.basename(exc.filename2 or exc.filename or "catalog.json")
+        raise StateUnavailable(str(state.root), f"{name} there is a directory, not a file") from None
     except OSError as exc:
         raise StateUnavailable(str(state.root), exc.strerror or str(exc)) from None
     if not unchanged:

@@ -145,9 +145,12 @@ class Listing:
         """A JSON Schema validator of the tool's declared output, made once per listing."""
         if tool.name not in self._checks:
             import jsonschema
+            from referencing import Registry
 
             schema = mcp_format.output_schema(tool)
-            self._checks[tool.name] = jsonschema.Draft202012Validator(schema) if schema is not None else None
+            # An empty registry: a reference outside the schema is never fetched.
+            check = jsonschema.Draft202012Validator(schema, registry=Registry()) if schema is not None else None
+            self._checks[tool.name] = check
         return self._checks[tool.name]
 
 

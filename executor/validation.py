@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from toolexec.errors import BadRequest, InvalidArguments, brief, did_you_mean
+from toolexec.errors import BadRequest, InvalidArguments, ToolBroken, brief, did_you_mean
 
 _TYPE_NAMES = {
     "string": "a string",
@@ -199,8 +199,16 @@ def validator_code(schema: dict[str, Any]) -> str:
     """Python source of the fast validator of ``schema`` (made once per declaration, kept with the catalog)."""
     import fastjsonschema
 
-    # use_default=False: never write schema defaults into (the caller's) arguments
-    return fastjsonschema.compile_to_code(_strict(schema), use_default=False)
+    from toolexec.schemarefs import nonlocal_references
+
+    strict = _strict(schema)
+    if nonlocal_references(strict):  # generating code resolves references: it would fetch them
+        return ""
+    try:
+        # use_default=False: never write schema defaults into (the caller's) arguments
+        return fastjsonschema.compile_to_code(strict, use_default=False)
+    except Exception:  # a schema it cannot turn into code: jsonschema alone checks it (see validator_from_code)
+        return ""
 
 
 class _Rejected(ValueError):
@@ -223,6 +231,9 @@ def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
     import sys
 
     strict = _strict(schema)
+    refused = _unusable(strict)
+    if refused is not None:
+        return refused
     decimal = sys.modules.get("decimal")
     namespace: dict[str, Any] = {
         "Decimal": decimal.Decimal if decimal is not None else _NoDecimal,
@@ -231,8 +242,11 @@ def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
         "JsonSchemaDefinitionException": _Rejected,
     }
     source = "\n".join(line for line in code.splitlines() if not line.startswith(_IMPORTS))
-    exec(compile(source, "<toolexec validator>", "exec"), namespace)
-    fast = namespace["validate"]
+    try:
+        exec(compile(source, "<toolexec validator>", "exec"), namespace)
+        fast = namespace["validate"]
+    except Exception:  # no code, or code nesting past Python's limit (arrays ~20 deep): jsonschema alone
+        fast = _slow(strict)
     loosen = _loosener(strict)
 
     def validate(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -254,6 +268,39 @@ def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
         raise InvalidArguments(tool, problems or ["the arguments do not match the tool's parameters"])
 
     return validate
+
+
+def _unusable(schema: dict[str, Any]) -> Validator | None:
+    """A validator refusing every call when the schema refers outside itself: both validators would
+    fetch the reference (over HTTP, or a ``file:`` path), and validation never touches the network."""
+    from toolexec.schemarefs import describe, nonlocal_references
+
+    found = nonlocal_references(schema)
+    if not found:
+        return None
+    path, _, ref = found[0]
+    return _refuse(f"its parameter schema refers to {ref!r} outside itself ({describe(path)}); toolexec never fetches a schema")
+
+
+def _slow(schema: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """A check like fastjsonschema's, by ``jsonschema``: raises ValueError when ``arguments`` do not match."""
+    import jsonschema
+    from referencing import Registry
+
+    validator = jsonschema.Draft202012Validator(schema, registry=Registry())
+
+    def check(arguments: dict[str, Any]) -> None:
+        if not validator.is_valid(arguments):
+            raise ValueError("invalid")
+
+    return check
+
+
+def _refuse(problem: str) -> Validator:
+    def refuse(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        raise ToolBroken(tool, [problem])
+
+    return refuse
 
 
 def _loosener(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -305,8 +352,10 @@ def _strict(schema: dict[str, Any]) -> dict[str, Any]:
 def explain(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
     """Every way ``arguments`` breaks ``schema``, each naming the parameter, the expectation and the value."""
     import jsonschema
+    from referencing import Registry
 
-    validator = jsonschema.Draft202012Validator(schema)
+    # An empty registry: a reference outside the schema is unresolvable here, never fetched.
+    validator = jsonschema.Draft202012Validator(schema, registry=Registry())
     errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     problems: list[str] = []

@@ -35,7 +35,8 @@ try {
   fail(error);
 }
 const holder = form === "default" ? module.default : form === "tool" ? module.tool : module;
-const run = holder?.run ?? module.default?.run;
+// `export default function run` (the flat and llm-functions dialects): the default export is run itself.
+const run = holder?.run ?? module.default?.run ?? (form === "named" && typeof module.default === "function" ? module.default : undefined);
 if (typeof run !== "function") fail(new Error(`${process.argv[2]} does not export a run function`));
 
 let value;

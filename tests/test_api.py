@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import Project, toolexec
 from tests.helpers import ESCAPES, RECORDER, alive, max_overlap, read_pid, wait_until
+from toolexec import Executor
 from toolexec.records import ToolCall, ToolResult
 from toolexec.runtimes.process import Cancellation
 
@@ -69,11 +70,12 @@ def test_async_calls_run_together(project: Project) -> None:
 def run_through(entry: str, project: Project, calls: int, expect: int) -> list[str]:
     """Outputs of ``calls`` recorder calls made through ``entry``, in input order."""
     arguments = [{"n": n, "expect": expect} for n in range(calls)]
+    # Executor(project.config): the config the test wrote (project.executor() would rewrite it with defaults)
     if entry == "call_many":
-        results = project.executor().call_many([ToolCall(name="recorder", arguments=a) for a in arguments])
+        results = Executor(project.config).call_many([ToolCall(name="recorder", arguments=a) for a in arguments])
         return [r.output for r in results]
     if entry == "acall":
-        executor = project.executor()
+        executor = Executor(project.config)
 
         async def scenario() -> list[ToolResult]:
             return await asyncio.gather(*(executor.acall("recorder", a) for a in arguments))

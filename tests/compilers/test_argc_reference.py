@@ -72,7 +72,7 @@ def _param(kind: str, item: dict[str, Any], multi: bool, notation: str | None) -
     default, choice = item["default"] or {}, item["choice"] or {}
     return {
         "kind": kind,
-        "name": item["id"].replace("-", "_"),
+        "name": item["id"].replace("-", "_").replace(".", "_"),  # argc_foo_bar for --foo-bar and --foo.bar
         "description": item["describe"],
         "required": item["required"] and not default,
         "multi": multi,
