@@ -6,6 +6,8 @@ import re
 from dataclasses import asdict
 from typing import Any
 
+from tree_sitter import Node
+
 from toolexec.compilers.argc import EnvVar, Param, ParamKind, TagError, parse_env, parse_param
 from toolexec.compilers.common import (
     LIMITS,
@@ -47,103 +49,14 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     syntax_errors(root, diag)
     name = tool_name(path, diag)
     functions = {text(n.child_by_field_name("name")) for n in root.named_children if n.type == "function_definition"}
-    description: list[str] = []
-    described_at: int | None = None
-    # The lines a continuation comment is added to: @describe's, or the last @option/@flag/@arg/@env's.
-    continuing: list[str] | None = None
-    helps: list[tuple[Param | EnvVar, list[str]]] = []
-    params: list[Param] = []
-    positions: dict[str, tuple[int, int]] = {}
-    duplicates: list[tuple[str, tuple[int, int]]] = []
-    envs: list[EnvVar] = []
-    meta: dict[str, Any] = {"require_tools": [], "dotenv": None, "limits": {}}
-    reader = MetadataReader(diag, _SPELL)
-    previous_row = -2
-    built = False
+    reading = _Reading(diag)
     for node in root.named_children:
-        if node.type != "comment" or text(node).startswith("#!"):
-            continuing = None
-            continue
-        body = text(node)[1:]
-        if body.rstrip() == BUILD_MARKER:
-            built, continuing = True, None
-            continue
-        row, col = node.start_point
-        adjacent, previous_row = row == previous_row + 1, row
-        line = body.strip()
-        if not line.startswith("@"):
-            if continuing is not None and adjacent:
-                continuing.append(continuation(body))  # a tag continues on the following comment lines
-            else:
-                continuing = None
-            continue
-        continuing = None
-        tag_at = col + 1 + (len(body) - len(body.lstrip()))
-        # argc separates a tag from its text by any blank (a TAB too)
-        tag, rest = re.split(r"\s", line[1:], maxsplit=1) if re.search(r"\s", line) else (line[1:], "")
-        rest_at = tag_at + 1 + len(tag) + 1
-        if tag == "describe":
-            if described_at is not None:
-                diag.error((row, tag_at), "a second @describe", "keep one @describe; continue it on the next comment lines")
-            described_at, description = row, [rest.strip()]
-            continuing = description
-        elif tag in ("option", "flag", "arg"):
-            kind: ParamKind = tag  # type: ignore[assignment]
-            try:
-                param = parse_param(kind, rest)
-                if param.var in _ARGC_OWN:
-                    raise TagError(
-                        0,
-                        f"'{param.long}' would be {param.var}, which argc sets itself",
-                        f"rename it: @{tag} {param.long.lstrip('_')}",
-                    )
-                if param.name in positions:
-                    duplicates.append((param.name, (row, tag_at)))
-                else:
-                    positions[param.name] = (row, tag_at)
-                params.append(param)
-                continuing = [param.help]
-                helps.append((param, continuing))
-            except TagError as error:
-                diag.error((row, rest_at + error.offset), f"@{tag}: {error.message}", error.hint)
-        elif tag == "env":
-            try:
-                envs.append(parse_env(rest))
-                continuing = [envs[-1].help]
-                helps.append((envs[-1], continuing))
-            except TagError as error:
-                diag.error((row, rest_at + error.offset), f"@env: {error.message}", error.hint)
-        elif tag == "meta":
-            _meta(rest, meta, reader, diag, (row, rest_at))
-        elif tag not in _SILENT:
-            diag.warn((row, tag_at), f"unknown tag @{tag}; it is ignored", "known tags: @describe @option @flag @arg @env @meta")
-    for item, lines in helps:
-        item.help = "\n".join(lines).strip()
-    described = "\n".join(description).strip()
-    if not described:
-        where = (described_at, 0) if described_at is not None else None
-        diag.error(
-            where, "no @describe text", "start the script with a comment such as: # @describe List the files in a directory"
-        )
-    for duplicate, at in duplicates:
-        first = positions[duplicate][0] + 1
-        diag.error(
-            at, f"parameter {duplicate!r} is already declared on line {first}", "give each @option, @flag and @arg its own name"
-        )
-    for param in params:
-        for fn in (param.default_fn, param.choices_fn):
-            if fn and fn not in functions:
-                diag.error(
-                    positions[param.name],
-                    f"function {fn!r} used by {param.long!r} is not defined",
-                    f"define {fn}() {{ ... }} in the script",
-                )
-    if "main" not in functions:
-        diag.warn(None, "no main function; the script's top-level code is the tool")
+        reading.node(node)
+    described = reading.check(functions)
+    params = reading.params
     properties = {p.name: _schema(p) for p in params}
     required = [p.name for p in params if p.required and p.default is None and p.default_fn is None]
     parameters = object_schema(properties, required)
-    metadata = reader.build(parameters, described)
     return finish(
         diag,
         source=source,
@@ -151,18 +64,132 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         name=name,
         description=described,
         parameters=parameters,
-        metadata=metadata,
+        metadata=reading.reader.build(parameters, described),
         language="bash",
         invocation=Argc(
             params=tuple(p.invocation() for p in params),
-            env=tuple(e.invocation() for e in envs),
-            require_tools=tuple(meta["require_tools"]),
-            dotenv=meta["dotenv"],
-            built=built,
+            env=tuple(e.invocation() for e in reading.envs),
+            require_tools=tuple(reading.meta["require_tools"]),
+            dotenv=reading.meta["dotenv"],
+            built=reading.built,
         ),
-        limits=Limits(**meta["limits"]),
+        limits=Limits(**reading.meta["limits"]),
         shebang=_bash_shebang(source),
     )
+
+
+class _Reading:
+    """The comment tags of one script, read top to bottom, and every problem in them."""
+
+    def __init__(self, diag: Diagnostics) -> None:
+        self.diag = diag
+        self.description: list[str] = []
+        self.described_at: int | None = None
+        # The lines a continuation comment is added to: @describe's, or the last @option/@flag/@arg/@env's.
+        self.continuing: list[str] | None = None
+        self.helps: list[tuple[Param | EnvVar, list[str]]] = []
+        self.params: list[Param] = []
+        self.positions: dict[str, tuple[int, int]] = {}
+        self.duplicates: list[tuple[str, tuple[int, int]]] = []
+        self.envs: list[EnvVar] = []
+        self.meta: dict[str, Any] = {"require_tools": [], "dotenv": None, "limits": {}}
+        self.reader = MetadataReader(diag, _SPELL)
+        self.previous_row = -2
+        self.built = False
+
+    def node(self, node: Node) -> None:
+        """One top-level node: a tag, a continuation line, or anything else (which ends a continuation)."""
+        if node.type != "comment" or text(node).startswith("#!"):
+            self.continuing = None
+            return
+        body = text(node)[1:]
+        if body.rstrip() == BUILD_MARKER:
+            self.built, self.continuing = True, None
+            return
+        row, col = node.start_point
+        adjacent, self.previous_row = row == self.previous_row + 1, row
+        line = body.strip()
+        if not line.startswith("@"):
+            if self.continuing is not None and adjacent:
+                self.continuing.append(continuation(body))  # a tag continues on the following comment lines
+            else:
+                self.continuing = None
+            return
+        self.continuing = None
+        tag_at = col + 1 + (len(body) - len(body.lstrip()))
+        # argc separates a tag from its text by any blank (a TAB too)
+        tag, rest = re.split(r"\s", line[1:], maxsplit=1) if re.search(r"\s", line) else (line[1:], "")
+        self.tag(tag, rest, row, tag_at, tag_at + 1 + len(tag) + 1)
+
+    def tag(self, tag: str, rest: str, row: int, tag_at: int, rest_at: int) -> None:
+        """One ``@tag rest`` line at (row, column)."""
+        diag = self.diag
+        if tag == "describe":
+            if self.described_at is not None:
+                diag.error((row, tag_at), "a second @describe", "keep one @describe; continue it on the next comment lines")
+            self.described_at, self.description = row, [rest.strip()]
+            self.continuing = self.description
+        elif tag in ("option", "flag", "arg"):
+            try:
+                self.param(tag, rest, row, tag_at)  # type: ignore[arg-type]
+            except TagError as error:
+                diag.error((row, rest_at + error.offset), f"@{tag}: {error.message}", error.hint)
+        elif tag == "env":
+            try:
+                self.envs.append(parse_env(rest))
+                self.continuing = [self.envs[-1].help]
+                self.helps.append((self.envs[-1], self.continuing))
+            except TagError as error:
+                diag.error((row, rest_at + error.offset), f"@env: {error.message}", error.hint)
+        elif tag == "meta":
+            _meta(rest, self.meta, self.reader, diag, (row, rest_at))
+        elif tag not in _SILENT:
+            diag.warn((row, tag_at), f"unknown tag @{tag}; it is ignored", "known tags: @describe @option @flag @arg @env @meta")
+
+    def param(self, kind: ParamKind, rest: str, row: int, tag_at: int) -> None:
+        """An ``@option`` / ``@flag`` / ``@arg``; TagError when it is malformed."""
+        param = parse_param(kind, rest)
+        if param.var in _ARGC_OWN:
+            raise TagError(
+                0, f"'{param.long}' would be {param.var}, which argc sets itself", f"rename it: @{kind} {param.long.lstrip('_')}"
+            )
+        if param.name in self.positions:
+            self.duplicates.append((param.name, (row, tag_at)))
+        else:
+            self.positions[param.name] = (row, tag_at)
+        self.params.append(param)
+        self.continuing = [param.help]
+        self.helps.append((param, self.continuing))
+
+    def check(self, functions: set[str]) -> str:
+        """Join the continued help texts, report what the whole script lacks, and return the description."""
+        diag = self.diag
+        for item, lines in self.helps:
+            item.help = "\n".join(lines).strip()
+        described = "\n".join(self.description).strip()
+        if not described:
+            where = (self.described_at, 0) if self.described_at is not None else None
+            diag.error(
+                where, "no @describe text", "start the script with a comment such as: # @describe List the files in a directory"
+            )
+        for duplicate, at in self.duplicates:
+            first = self.positions[duplicate][0] + 1
+            diag.error(
+                at,
+                f"parameter {duplicate!r} is already declared on line {first}",
+                "give each @option, @flag and @arg its own name",
+            )
+        for param in self.params:
+            for fn in (param.default_fn, param.choices_fn):
+                if fn and fn not in functions:
+                    diag.error(
+                        self.positions[param.name],
+                        f"function {fn!r} used by {param.long!r} is not defined",
+                        f"define {fn}() {{ ... }} in the script",
+                    )
+        if "main" not in functions:
+            diag.warn(None, "no main function; the script's top-level code is the tool")
+        return described
 
 
 def continuation(body: str) -> str:
