@@ -213,6 +213,8 @@ def _is_overload(statement: Node) -> bool:
     return inner is not None and inner.type == "function_signature" and text(inner.child_by_field_name("name")) == "run"
 
 
+# Long (~70 lines) on purpose: one pass over the parameter list keeps each parameter's order, type,
+# default and JSDoc text together; split, the same per-parameter state would be passed around.
 def flat_parameters(
     function: Node, doc: JSDoc, context: TypeContext, diag: Diagnostics, *, typed: bool
 ) -> tuple[dict[str, Any], list[str], list[str]]:

@@ -22,7 +22,7 @@ from toolexec.config import Config
 from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError, brief
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult, limit_problem
 from toolexec.results import outcome, refusal
-from toolexec.runtimes import CallControl, Capture, Launch, Site, run_process, runtime_for
+from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
 from toolexec.state import check_call_id, new_call_id
 from toolexec.validation import parse_arguments, prepare_numbers
@@ -93,7 +93,7 @@ class Engine:
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
             try:
-                output = read_capped(output_path, limit)
+                output = self._result_text(output_path, finished, limit, call_id)
             except OutputUnreadable as exc:
                 _discard(finished.stdout.spilled)
                 return outcome(
@@ -106,19 +106,6 @@ class Engine:
                     started=started,
                     broken_output=True,
                 )
-            if not output.total and finished.stdout.total:
-                output = finished.stdout  # the tool printed instead of writing LLM_OUTPUT
-            else:
-                _discard(finished.stdout.spilled)  # stdout is not the result: no file of it is kept
-            if output.dropped and output.spill is None:  # keep the whole of it, named in the result
-                output.spill = str(state.output_file(call_id, "output"))
-                shutil.move(output_path, output.spill)
-                output.keep_limit = self.config.max_kept_bytes
-                output.kept = min(output.total, output.keep_limit)
-                if output.unkept:
-                    os.truncate(output.spill, output.kept)
-            if output.spilled or finished.stderr.spilled:
-                _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
             return outcome(
                 tool.name,
                 call_id,
@@ -129,6 +116,26 @@ class Engine:
                 started=started,
                 notes=prepared.notes,
             )
+
+    def _result_text(self, output_path: str, finished: Finished, limit: int, call_id: str) -> Capture:
+        """What the call returns: LLM_OUTPUT (else what the tool printed), capped, the whole of it kept in a
+        file named by the result when it was longer; OutputUnreadable when LLM_OUTPUT is not a regular file."""
+        state = self.config.state
+        output = read_capped(output_path, limit)
+        if not output.total and finished.stdout.total:
+            output = finished.stdout  # the tool printed instead of writing LLM_OUTPUT
+        else:
+            _discard(finished.stdout.spilled)  # stdout is not the result: no file of it is kept
+        if output.dropped and output.spill is None:  # keep the whole of it, named in the result
+            output.spill = str(state.output_file(call_id, "output"))
+            shutil.move(output_path, output.spill)
+            output.keep_limit = self.config.max_kept_bytes
+            output.kept = min(output.total, output.keep_limit)
+            if output.unkept:
+                os.truncate(output.spill, output.kept)
+        if output.spilled or finished.stderr.spilled:
+            _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
+        return output
 
 
 def refused(call: ToolCall, error: ToolexecError, *, started: float, call_id: str | None = None) -> ToolResult:
