@@ -197,7 +197,8 @@ class Entry:
 
 def record_text(data: dict[str, Any]) -> tuple[str, str]:
     """A record's JSON and its name: a digest of that content (so an unchanged tool keeps its record)."""
-    text = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    # not sort_keys: property order is declaration order, which models, messages and MCP clients see
+    text = json.dumps(data, ensure_ascii=False)
     key = hashlib.sha256(f"{__version__}\n{text}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return text, key
 

@@ -164,3 +164,22 @@ def test_generated_files_go_to_the_user_cache(project: Project, monkeypatch: pyt
     assert config.state_dir.parent == Path.home() / ".cache" / "toolexec" / "state"
     assert json.loads((config.state_dir / "functions.json").read_text())[0]["name"] == "tool"
     assert not (functions / "functions.json").exists() and not (functions / "catalog.json").exists()
+
+
+def test_declaration_order_survives_the_stored_catalog(project: Project) -> None:
+    """Properties keep their source order when a later process reads the declaration from the catalog."""
+    project.tool("order.py", 'def run(zeta: str, alpha: int = 1, mid: bool = False) -> str:\n    """Order."""\n    return zeta\n')
+    config = project.configure()
+    build(load_config(config))
+    probe = textwrap.dedent(
+        f"""
+        from toolexec import Executor
+        ex = Executor({str(config)!r})
+        print(list(ex.describe("order").parameters["properties"]), ex.call("order", {{"zeta": "z", "x": 1}}).error)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == (
+        "['zeta', 'alpha', 'mid'] invalid arguments for tool 'order':\n"
+        "- unknown parameter 'x'; known parameters: zeta, alpha, mid"
+    )
