@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from toolexec.validation import Validator
 
 Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
-FORMAT = 3  # of catalog.json; another value means rebuild
+FORMAT = 4  # of catalog.json; another value means rebuild (4: records keep declaration order)
 # A pack or validator no index names is removed by a later build once it is this old (a
 # concurrent build or reader may still use it).
 STALE_RECORD_SECONDS = 600
