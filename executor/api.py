@@ -30,6 +30,7 @@ from toolexec.engine import Engine, refused
 from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, ToolexecError, UnknownTool
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import Cancellation
+from toolexec.state import call_id_for
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -468,7 +469,7 @@ class Executor:
             arguments = parse_arguments(request.arguments, tool.name)
             catalog.validator(tool.name)(tool.name, arguments)
         except ToolexecError as error:
-            return results.refusal(request.name, _call_id(request), error, started)
+            return results.refusal(request.name, call_id_for(request.call_id), error, started)
         return tool, ApprovalRequest(tool=tool, arguments=arguments, call_id=request.call_id)
 
     def _approve(self, request: ToolCall) -> ToolCall | ToolResult:
@@ -509,7 +510,7 @@ class Executor:
             elif decision is not None and decision is not True:
                 raise CallDenied(tool.name, f"the before_call hook returned {decision!r}, not Deny, Rewrite, True, False or None")
         except ToolexecError as error:
-            return results.refusal(tool.name, _call_id(request), error, started)
+            return results.refusal(tool.name, call_id_for(request.call_id), error, started)
         return ToolCall(name=tool.name, arguments=arguments, call_id=request.call_id, timeout=request.timeout)
 
     def _submit(self, request: ToolCall, cancel: Cancellation) -> Future[ToolResult]:
@@ -551,10 +552,6 @@ class Executor:
                 self._registry.notify_all()
 
 
-def _call_id(request: ToolCall) -> str:
-    return request.call_id if isinstance(request.call_id, str) and request.call_id else f"call_{os.urandom(12).hex()}"
-
-
 async def _awaited(decision: Awaitable[Decision]) -> Decision:
     return await decision
 
@@ -586,7 +583,7 @@ def _close_when_done(cancel: Cancellation, work: list[Future[ToolResult]]) -> No
 
 def _not_run(request: ToolCall, status: Literal["refused", "cancelled"], message: str) -> ToolResult:
     """The result of a call that never started: refused (a closed executor) or cancelled while queued."""
-    call_id = request.call_id or f"call_{os.urandom(12).hex()}"
+    call_id = call_id_for(request.call_id)
     if status == "refused":
         return results.refusal(request.name, call_id, BadRequest(message), time.monotonic())
     return ToolResult(

@@ -24,7 +24,7 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult, limit_proble
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
-from toolexec.state import check_call_id, new_call_id
+from toolexec.state import call_id_for, check_call_id
 from toolexec.validation import parse_arguments, prepare_numbers
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
@@ -42,7 +42,7 @@ class Engine:
     def invoke(self, call: ToolCall, control: CallControl | None = None) -> ToolResult:
         """Run ``call`` and return its result; never raises for a refused, failed or unrunnable call."""
         started = time.monotonic()
-        call_id = call.call_id if isinstance(call.call_id, str) and call.call_id else new_call_id()
+        call_id = call_id_for(call.call_id)
         try:
             check_call_id(call_id)
             if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
@@ -140,7 +140,7 @@ class Engine:
 
 def refused(call: ToolCall, error: ToolexecError, *, started: float, call_id: str | None = None) -> ToolResult:
     """The result of ``call`` stopped by ``error`` before it ran (an unusable call id is not echoed)."""
-    call_id = call_id or (call.call_id if isinstance(call.call_id, str) and call.call_id else new_call_id())
+    call_id = call_id or call_id_for(call.call_id)
     return refusal(call.name, call_id if _printable(call_id) else "invalid-call-id", error, started)
 
 

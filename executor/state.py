@@ -86,6 +86,11 @@ def new_call_id() -> str:
     return f"call_{os.urandom(12).hex()}"
 
 
+def call_id_for(given: object) -> str:
+    """The id a call runs under: the one it came with, or a fresh one when it came with none."""
+    return given if isinstance(given, str) and given else new_call_id()
+
+
 def file_stem(call_id: str) -> str:
     """A file name for something of this call: never a path, bounded, unique."""
     safe = _UNSAFE.sub("_", call_id).strip("._")[:48] or "call"
