@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -94,3 +95,22 @@ def max_overlap(log: Path) -> int:
         running += 1 if starts else -1
         peak = max(peak, running)
     return peak
+
+
+def marked_processes(tmpdir: Path) -> list[int]:
+    """Live processes started by a call of this test: they carry a call marker and our TMPDIR."""
+    ours = f"TMPDIR={tmpdir}\0".encode()
+    alive = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            if state in (b"Z", b"X"):
+                continue
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            if b"TOOLEXEC_CALL_MARK=" in environ and ours in environ:
+                alive.append(int(name))
+        except (OSError, IndexError):
+            continue
+    return alive

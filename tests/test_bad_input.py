@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
+from tests.helpers import marked_processes
 from toolexec.records import ToolResult
 
 TOOLS = {
@@ -325,25 +326,6 @@ CASES = [
         prepare=lambda tools: (tools / "doomed.py").unlink(),
     ),
 ]
-
-
-def marked_processes(tmpdir: Path) -> list[int]:
-    """Live processes started by a call of this test: they carry a call marker and our TMPDIR."""
-    ours = f"TMPDIR={tmpdir}\0".encode()
-    alive = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-            if state in (b"Z", b"X"):
-                continue
-            environ = Path(f"/proc/{name}/environ").read_bytes()
-            if b"TOOLEXEC_CALL_MARK=" in environ and ours in environ:
-                alive.append(int(name))
-        except (OSError, IndexError):
-            continue
-    return alive
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project, cli
-from tests.test_bad_input import marked_processes
+from tests.helpers import marked_processes
 
 TOOL = 'def run(x: str = "") -> str:\n    """Echo."""\n    return "fine " + x\n'
 BAD_ID = "a call id may not contain control characters or lone surrogates, got {!r}"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project, cli
-from tests.test_bad_input import marked_processes
+from tests.helpers import marked_processes
 
 SIBLING = 'def run() -> str:\n    """Fine."""\n    return "fine"\n'
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project, cli, toolexec
-from tests.test_bad_input import marked_processes
+from tests.helpers import marked_processes
 
 SIBLING = 'def run() -> str:\n    """Fine."""\n    return "fine"\n'
 

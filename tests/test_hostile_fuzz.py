@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import Project
-from tests.test_bad_input import marked_processes
+from tests.helpers import marked_processes
 
 TOOLS = {
     "py_any.py": 'def run(v: dict, n: int = 0, s: str = "") -> str:\n    """Anything."""\n    return "ok"\n',

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.test_bad_input import marked_processes
+from tests.helpers import marked_processes, wait_until
 
 SETSID_ENV_I = """# @describe Leave a child in its own session with an empty environment.
 main() {
@@ -155,9 +155,12 @@ def _start_cli(project: Project) -> tuple[subprocess.Popen[str], Path]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    while not pid_file.exists():
+
+    def started() -> bool:
         assert child.poll() is None, child.stderr.read() if child.stderr else ""
-        os.sched_yield()
+        return pid_file.exists()
+
+    wait_until(started, "the tool to write its pid")
     return child, pid_file
 
 

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from tests.conftest import REPO, Project
-from tests.test_process_tree import alive
+from tests.helpers import alive
 
 pytest.importorskip("mcp")
 
