@@ -11,9 +11,13 @@ import os
 import stat
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolexec.errors import CompileError, Problem
-from toolexec.records import Language, ToolDeclaration
+from toolexec.records import ToolDeclaration
+
+if TYPE_CHECKING:
+    from toolexec.records import Language
 
 SUFFIXES: dict[str, Language] = {
     ".py": "python",

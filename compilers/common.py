@@ -6,13 +6,16 @@ import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tree_sitter
 
 from toolexec.compilers.shebang import read_shebang
 from toolexec.errors import CompileError, Problem
-from toolexec.records import Invocation, Language, Limits, Metadata, ToolDeclaration, limit_problem, name_problem
+from toolexec.records import Invocation, Limits, Metadata, ToolDeclaration, limit_problem, name_problem
+
+if TYPE_CHECKING:
+    from toolexec.records import Language
 
 
 @cache

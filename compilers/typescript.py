@@ -6,7 +6,7 @@ where types come from ``@param {type}`` instead of annotations.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tree_sitter import Node
 
@@ -26,7 +26,10 @@ from toolexec.compilers.common import (
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from toolexec.compilers.metadata import MetadataReader, near_miss
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from toolexec.records import Language, Limits, Metadata, Positional, ToolDeclaration
+from toolexec.records import Limits, Metadata, Positional, ToolDeclaration
+
+if TYPE_CHECKING:
+    from toolexec.records import Language
 
 RUN_HINT = "write the tool as: export function run(city: string, days = 1) { ... }"
 

@@ -7,9 +7,10 @@ does on every call, does not pay for the whole package.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
 from toolexec.version import __version__
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 
 _EXPORTS = {
     "Executor": "toolexec.api",
@@ -97,7 +98,7 @@ if TYPE_CHECKING:
     from toolexec.toolkit import Toolkit
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'toolexec' has no attribute {name!r}")

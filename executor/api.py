@@ -1,10 +1,10 @@
 """The public Python API: one :class:`Executor` per config, safe to share between threads and tasks.
 
-Every call, whether from :meth:`Executor.call`, :meth:`Executor.acall` or
-:meth:`Executor.call_many`, runs on the executor's own ``config.max_parallel``
-threads (the one concurrency limiter: a call waits for a free thread) and is
-registered with its cancellation while queued or running, so that
-:meth:`Executor.close` can end every call in flight.
+Every call, whether from :meth:`Executor.call` (which runs on the calling thread),
+:meth:`Executor.acall` or :meth:`Executor.call_many` (which run on the executor's own
+threads), takes one of ``config.max_parallel`` slots while it runs (the one concurrency
+limiter: a call waits for a free slot) and is registered with its cancellation while
+waiting or running, so that :meth:`Executor.close` can end every call in flight.
 
 Besides calls, the executor is a registry (:meth:`~Executor.get`, :meth:`~Executor.has`,
 :meth:`~Executor.names`, :meth:`~Executor.manifest`, :meth:`~Executor.register`),
@@ -16,12 +16,9 @@ model's calls in the shape they came in (:meth:`~Executor.answer`), hands out
 
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
 
 from toolexec import results
 from toolexec.catalog import Catalog, DamagedCatalog, expand_enabled, load_catalog
@@ -32,9 +29,12 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import Cancellation
 from toolexec.state import call_id_for
 
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterable, Sequence
     from concurrent.futures import Future, ThreadPoolExecutor
     from types import TracebackType
+    from typing import Any, Literal, TypeGuard
 
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision
     from toolexec.build import BuildReport
@@ -70,9 +70,11 @@ class Executor:
         self._lock = threading.Lock()
         # Calls in flight (queued or running), so close() can cancel them.
         self._in_flight: dict[object, Cancellation] = {}
-        self._registry = threading.Condition()  # guards _in_flight, _closed and _threads
+        self._registry = threading.Condition()  # guards _in_flight, _closed, _running and _threads
         self._closed = False
-        # The one concurrency limiter: every call runs on one of these max_parallel threads.
+        # The one concurrency limiter: a call runs only while it holds one of max_parallel slots.
+        self._running = 0
+        # Where call_many and acall run their calls (made on first use; call runs on its caller's thread).
         self._threads: ThreadPoolExecutor | None = None
 
     @property
@@ -312,7 +314,20 @@ class Executor:
         :meth:`close`, which sets it, and so does interrupting the waiting thread
         (``KeyboardInterrupt``), which re-raises once the tool has ended.
         """
-        return self.call_many([ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)], cancel=cancel)[0]
+        request = self._resolve(ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout))
+        approved = self._approve(request) if self.before_call is not None else request
+        if isinstance(approved, ToolResult):
+            return approved
+        control = cancel if cancel is not None else Cancellation()
+        try:
+            with self._registry:  # registered before it waits for a slot, so close() cancels and waits for it too
+                token = self._register(control)
+            if token is None:
+                return _not_run(approved, "refused", CLOSED)
+            return self._run(token, approved, control)
+        finally:
+            if cancel is None:
+                control.close()
 
     def call_many(self, calls: Iterable[ToolCall], *, cancel: Cancellation | None = None) -> list[ToolResult]:
         """Run ``calls`` concurrently, at most ``max_parallel`` at once; results in input order.
@@ -366,7 +381,7 @@ class Executor:
                 return checked
             try:
                 decision = self.before_call(checked[1])
-                if inspect.isawaitable(decision):
+                if _awaitable(decision):
                     decision = await decision
             except Exception as error:  # a failing hook denies; the caller's program goes on
                 decision = _failed_hook(error)
@@ -396,6 +411,7 @@ class Executor:
             self._closed = True
             for cancel in self._in_flight.values():
                 cancel.cancel()
+            self._registry.notify_all()  # calls waiting for a slot see their cancellation now
             self._registry.wait_for(lambda: not self._in_flight)
             threads, self._threads = self._threads, None
         if threads is not None:
@@ -481,7 +497,7 @@ class Executor:
         assert self.before_call is not None
         try:
             decision = self.before_call(asked)
-            if inspect.isawaitable(decision):
+            if _awaitable(decision):
                 import asyncio
 
                 decision = asyncio.run(_awaited(decision))
@@ -537,9 +553,11 @@ class Executor:
             return token
 
     def _run(self, token: object, request: ToolCall, control: Cancellation) -> ToolResult:
-        """Run the registered call on one of the executor's threads, then unregister it: the path every call takes."""
+        """Run the registered call once it holds a slot, then unregister it: the path every call takes."""
+        holds = False
         try:
-            if control.cancelled:  # closed (or cancelled) while waiting for a thread
+            holds = self._take_slot(control)
+            if not holds:  # closed (or cancelled) while waiting for a slot
                 return _not_run(request, "cancelled", "the call was cancelled before it started")
             try:
                 config, catalog = self._call_catalog(request.name if isinstance(request.name, str) else None)
@@ -548,8 +566,27 @@ class Executor:
             return Engine(config, catalog).invoke(request, control)
         finally:
             with self._registry:
+                self._running -= holds
                 del self._in_flight[token]
                 self._registry.notify_all()
+
+    def _take_slot(self, control: Cancellation) -> bool:
+        """Wait for one of the ``max_parallel`` slots; False when the call was cancelled first."""
+        with self._registry:
+            while self._running >= self.config.max_parallel and not control.cancelled:
+                # A slot freed or close() wakes this at once; a cancellation of this call alone
+                # (a pipe, not this condition) is seen within the timeout.
+                self._registry.wait(0.05)
+            if control.cancelled:
+                return False
+            self._running += 1
+            return True
+
+
+def _awaitable(value: object) -> TypeGuard[Awaitable[Any]]:
+    import inspect  # only a before_call hook's answer needs it
+
+    return inspect.isawaitable(value)
 
 
 async def _awaited(decision: Awaitable[Decision]) -> Decision:

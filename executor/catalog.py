@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping
 
 from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, StateUnavailable, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
+from toolexec.recordtype import record
 from toolexec.state import State, write_text_atomic
 from toolexec.version import __version__
 
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
     from toolexec.validation import Validator
 
 Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
@@ -199,11 +202,14 @@ def record_text(data: dict[str, Any]) -> tuple[str, str]:
     """A record's JSON and its name: a digest of that content (so an unchanged tool keeps its record)."""
     # not sort_keys: property order is declaration order, which models, messages and MCP clients see
     text = json.dumps(data, ensure_ascii=False)
+    import hashlib  # only a build writes records
+
     key = hashlib.sha256(f"{__version__}\n{text}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return text, key
 
 
-class Diff(NamedTuple):
+@record(kw_only=False)
+class Diff:
     """How one catalog's tools differ from another's, by name, judged by what a model sees."""
 
     added: tuple[str, ...]
@@ -238,7 +244,8 @@ class Tools(Mapping[str, ToolDeclaration]):
         return isinstance(name, str) and self._catalog.entry(name) is not None
 
 
-class StoredRows(NamedTuple):
+@record(kw_only=False)
+class StoredRows:
     """An index as read from disk: each row is parsed only when an entry of it is wanted."""
 
     names: dict[str, list[int]]  # tool name -> its rows
@@ -475,12 +482,16 @@ def catalog_fingerprint(config: Config) -> dict[str, Any]:
 
 @functools.cache
 def compilers_fingerprint() -> str:
-    """A digest of the compilers' files (name, size, mtime): an upgraded or edited compiler means every
-    declaration is rebuilt, even when the version number did not change. Stats only; nothing is read."""
-    import importlib.util
+    """The compilers' files (name, size, mtime): an upgraded or edited compiler means every declaration
+    is rebuilt, even when the version number did not change. Stats only; nothing is read or hashed."""
+    installed = os.path.join(os.path.dirname(__file__), "compilers")  # where a wheel puts them
+    if os.path.isfile(os.path.join(installed, "__init__.py")):
+        folders = [installed]
+    else:  # a development install maps the package elsewhere
+        import importlib.util
 
-    spec = importlib.util.find_spec("toolexec.compilers")
-    folders = list(spec.submodule_search_locations or []) if spec else []
+        spec = importlib.util.find_spec("toolexec.compilers")
+        folders = list(spec.submodule_search_locations or []) if spec else []
     seen = []
     for folder in folders:
         with os.scandir(folder) as entries:
@@ -488,7 +499,7 @@ def compilers_fingerprint() -> str:
                 if entry.name.endswith(".py"):
                     st = entry.stat()
                     seen.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(sorted(seen)).encode()).hexdigest()[:16]
+    return ";".join(sorted(seen))
 
 
 def file_stat(path: str | os.PathLike[str]) -> Stat | None:
@@ -688,9 +699,9 @@ def _functions(catalog: Catalog, previous: Catalog | None, state: State) -> list
         except (OSError, ValueError, AttributeError):
             known = {}
     functions = []
-    for name, record in served:
+    for name, written in served:
         old = previous._serving.get(name) if previous is not None else None
-        reuse = name in known and old is not None and old.record == record
+        reuse = name in known and old is not None and old.record == written
         functions.append(known[name] if reuse else catalog.tools[name].to_function())
     return functions
 

@@ -12,10 +12,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from toolexec.errors import CompileError, Problem
-from toolexec.records import Language, ToolDeclaration
+from toolexec.records import ToolDeclaration
+
+if TYPE_CHECKING:
+    from toolexec.records import Language
 
 Severity = Literal["error", "warning"]
 

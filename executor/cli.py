@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import shutil
 import sys
-from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from toolexec.errors import ToolexecError
 from toolexec.version import __version__
 
+TYPE_CHECKING = False  # typing and argparse are not imported by a one-shot `run`: it pays for every import
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterator
+    from typing import Any
+
     from toolexec.runtimes.process import CallControl
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     (:func:`program`): a test or a library calling ``main(argv)`` keeps its own.
     """
     _usable_streams()
-    args = _parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = _quick_run(argv) or _parser().parse_args(argv)
     args.handle_signals = handle_signals
     try:
         code = int(args.handler(args))
@@ -87,6 +89,12 @@ def _json(data: Any, indent: int | None = None) -> str:
     return text
 
 
+def _asdict(record: Any) -> dict[str, Any]:
+    from toolexec.recordtype import asdict
+
+    return asdict(record)
+
+
 def _stdin_text(what: str) -> str:
     """All of stdin as text; BadRequest when it is not UTF-8."""
     from toolexec.errors import BadRequest
@@ -100,7 +108,62 @@ def _stdin_text(what: str) -> str:
         raise BadRequest(f"{what} on stdin is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
+# The options of `run` the quick parser knows, each taking a value, and their attribute names.
+_RUN_VALUES = {"--config": "config", "--timeout": "timeout", "--call-id": "call_id", "--confirm": "confirm"}
+_CONFIRM_CHOICES = ("destructive", "all")
+
+
+def _quick_run(argv: list[str]) -> Any:
+    """``run`` parsed without argparse (whose import and parser cost a one-shot call ~10 ms), or None.
+
+    Only the plain spellings are taken (``run NAME [ARGS] [--json] [--timeout S] [--call-id ID]
+    [--confirm WHO] [--config PATH] [-v]``, ``--opt=value`` too); anything else (help, an
+    abbreviation, a bad value, a third positional) returns None, so argparse parses it and
+    words any error. The result has the attributes argparse would give (a test compares them).
+    """
+    from types import SimpleNamespace
+
+    values: dict[str, Any] = {"config": None, "verbose": False, "json": False, "timeout": None, "call_id": None}
+    values["confirm"] = None
+    positionals: list[str] = []
+    words = iter(argv)
+    seen_run = False
+    for word in words:
+        if word in ("-v", "--verbose"):
+            values["verbose"] = True
+        elif word == "--json" and seen_run:
+            values["json"] = True
+        elif word.startswith("--") and word.split("=", 1)[0] in _RUN_VALUES:
+            option, given, value = word.partition("=")
+            if not given:
+                value = next(words, "-")
+            if value.startswith("-") or (option != "--config" and not seen_run):
+                return None
+            values[_RUN_VALUES[option]] = value
+        elif word.startswith("-") and word != "-":
+            return None
+        elif not seen_run:
+            if word != "run":
+                return None
+            seen_run = True
+        else:
+            positionals.append(word)
+    if not seen_run or not 1 <= len(positionals) <= 2:
+        return None
+    if values["confirm"] not in (None, *_CONFIRM_CHOICES):
+        return None
+    if values["timeout"] is not None:
+        try:
+            values["timeout"] = float(values["timeout"])
+        except ValueError:
+            return None
+    name, arguments = positionals[0], positionals[1] if len(positionals) == 2 else "-"
+    return SimpleNamespace(**values, command="run", name=name, arguments=arguments, handler=_run)
+
+
 def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
+    import argparse
+
     """--config and --verbose, accepted before and after the command (there they never reset the first)."""
     options = argparse.ArgumentParser(add_help=False)
     unset: dict[str, Any] = {"default": argparse.SUPPRESS} if after_command else {}
@@ -117,6 +180,8 @@ def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="toolexec",
         description="Compile script tools for LLM agents and run them.",
@@ -264,6 +329,8 @@ def _init(args: argparse.Namespace) -> int:
             continue
         try:
             destination.parent.mkdir(parents=True, exist_ok=True)
+            import shutil
+
             shutil.copy2(source / relative, destination)  # keeps the executable bit of the tools
         except OSError as exc:
             raise BadRequest(f"cannot write {destination}: {exc.strerror or exc}") from None
@@ -320,7 +387,7 @@ def _list(args: argparse.Namespace) -> int:
             "title": t.metadata.title,
             "summary": t.metadata.summary,
             "tags": list(t.metadata.tags),
-            "annotations": asdict(t.metadata.annotations),
+            "annotations": _asdict(t.metadata.annotations),
             "source": t.source,
             "error": None,
         }
@@ -377,8 +444,8 @@ def describe_text(tool: Any) -> list[str]:
         if prop.get("description"):
             lines.append(f"      {prop['description']}")
     hints = {"read_only": "read-only", "destructive": "destructive", "idempotent": "idempotent", "open_world": "open-world"}
-    declared = {hints[k]: v for k, v in asdict(meta.annotations).items() if v is not None}
-    limits = {k.replace("_", " "): v for k, v in asdict(tool.limits).items() if v is not None}
+    declared = {hints[k]: v for k, v in _asdict(meta.annotations).items() if v is not None}
+    limits = {k.replace("_", " "): v for k, v in _asdict(tool.limits).items() if v is not None}
     rows = [
         ("Summary", meta.summary),
         ("Tags", ", ".join(meta.tags)),

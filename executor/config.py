@@ -10,20 +10,22 @@ call does not pay for a YAML parser when nothing changed.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import math
 import os
 import shlex
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from toolexec.errors import ConfigError, brief, did_you_mean
 from toolexec.paths import package_defaults, user_config_dir
 from toolexec.records import LANGUAGES, limit_problem
+from toolexec.recordtype import field, record, replace
 from toolexec.state import State, config_snapshot, write_json_atomic
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
 # A config.yaml found in the working directory is toolexec's only when it has one of these.
 OWN_KEYS = ("visible_tools", "functions_dir")
@@ -44,7 +46,7 @@ MAX_PARALLEL = 1024
 MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class McpSettings:
     """The ``mcp:`` section: what ``toolexec mcp`` needs beyond the tools."""
 
@@ -110,15 +112,23 @@ LOKI_KEYS = frozenset(
 TOOLS_TXT = "tools.txt"
 
 
-class Located(NamedTuple):
-    """Where the config was found: its path, whether it is the embedded default, and why (``--verbose``)."""
+if TYPE_CHECKING:
 
-    path: Path
-    embedded: bool
-    trail: tuple[str, ...]
+    class Located(NamedTuple):
+        """Where the config was found: its path, whether it is the embedded default, and why (``--verbose``)."""
+
+        path: Path
+        embedded: bool
+        trail: tuple[str, ...]
+
+else:  # the same tuple, made without importing typing
+    from collections import namedtuple
+
+    Located = namedtuple("Located", ["path", "embedded", "trail"])
+    Located.__doc__ = "Where the config was found: its path, whether it is the embedded default, and why (``--verbose``)."
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Config:
     """A validated config: every key resolved (paths absolute, names split, limits checked)."""
 
@@ -205,7 +215,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     notes: tuple[str, ...] = (f"ignored Loki settings (toolexec does not use them): {', '.join(ignored)}",) if ignored else ()
     if data.get("visible_tools") is None and (config.functions_dir / TOOLS_TXT).is_file():
         notes += (f"visible tools from {config.functions_dir / TOOLS_TXT} (no visible_tools in the config)",)
-    return dataclasses.replace(config, lookup=(*located.trail, *notes))
+    return replace(config, lookup=(*located.trail, *notes))
 
 
 def _read(path: Path) -> dict[str, Any]:

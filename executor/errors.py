@@ -26,11 +26,13 @@ A tool that runs and fails is not an exception: it is a ``ToolResult`` with
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from toolexec.recordtype import record
 
-from toolexec.records import Reason, Status
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from toolexec.records import Reason, Status
 
 EXIT_FAILED, EXIT_REFUSED, EXIT_TIMEOUT, EXIT_UNAVAILABLE, EXIT_CANCELLED = 1, 2, 124, 127, 130
 
@@ -53,7 +55,7 @@ class ConfigError(ToolexecError):
         super().__init__(f"{where}: {message}")
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class Problem:
     """One diagnostic in a source file, 1-based line and column."""
 
@@ -217,5 +219,7 @@ def brief(value: object, width: int = 80) -> str:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """'; did you mean 'x'?' for the closest candidate, or '' when none is close."""
+    import difflib  # only a misspelt name pays for it
+
     match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""

@@ -13,30 +13,33 @@ copied on the way out by :meth:`ToolDeclaration.to_function`.
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
 
-Language = Literal["python", "bash", "typescript", "javascript"]
-Status = Literal["ok", "error", "refused", "timeout", "cancelled", "unavailable"]
-# Why a call did not succeed, for callers that act on it (MCP maps unknown_tool to a protocol error).
-Reason = Literal[
-    "unknown_tool",  # no visible tool of that name
-    "not_enabled",  # visible, but not in enabled_tools
-    "tool_broken",  # the tool failed to build
-    "bad_request",  # the request itself is malformed (not a JSON object, bad timeout, closed executor)
-    "invalid_arguments",  # arguments that break the tool's schema
-    "precondition",  # what the tool declares it needs is missing (@env, require-tools, a dotenv file)
-    "unavailable",  # the interpreter is missing, or readying the tool (a transpile) failed
-    "state",  # toolexec's state directory cannot be written
-    "tool_failed",  # the tool ran and failed (non-zero exit, exception, a signal)
-    "timeout",
-    "cancelled",
-    "denied",  # the before_call approval hook (or the person asked by --confirm) said no
-]
+from toolexec.recordtype import asdict, field, field_names, record
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
+    Language: TypeAlias = Literal["python", "bash", "typescript", "javascript"]
+    Status: TypeAlias = Literal["ok", "error", "refused", "timeout", "cancelled", "unavailable"]
+    Convention: TypeAlias = Literal["kwargs", "positional", "object", "module", "argc"]
+    # Why a call did not succeed, for callers that act on it (MCP maps unknown_tool to a protocol error).
+    Reason: TypeAlias = Literal[
+        "unknown_tool",  # no visible tool of that name
+        "not_enabled",  # visible, but not in enabled_tools
+        "tool_broken",  # the tool failed to build
+        "bad_request",  # the request itself is malformed (not a JSON object, bad timeout, closed executor)
+        "invalid_arguments",  # arguments that break the tool's schema
+        "precondition",  # what the tool declares it needs is missing (@env, require-tools, a dotenv file)
+        "unavailable",  # the interpreter is missing, or readying the tool (a transpile) failed
+        "state",  # toolexec's state directory cannot be written
+        "tool_failed",  # the tool ran and failed (non-zero exit, exception, a signal)
+        "timeout",
+        "cancelled",
+        "denied",  # the before_call approval hook (or the person asked by --confirm) said no
+    ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
 
@@ -59,14 +62,14 @@ def name_problem(name: str) -> str | None:
 # --- how a runtime hands the validated arguments to the tool ------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Kwargs:
     """Python: ``run(**arguments)``."""
 
     kind: Literal["kwargs"] = "kwargs"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Positional:
     """TypeScript / JavaScript flat parameters: ``run(a, b, c)`` in declaration order."""
 
@@ -74,14 +77,14 @@ class Positional:
     kind: Literal["positional"] = "positional"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ObjectArgument:
     """llm-functions JavaScript: ``run(arguments)`` with the JSDoc ``[name=default]`` defaults filled in."""
 
     kind: Literal["object"] = "object"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Module:
     """A module tool (``export default {…}``, ``export const tool``/``meta``, named exports): ``run(input, context)``."""
 
@@ -89,7 +92,7 @@ class Module:
     kind: Literal["module"] = "module"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ArgcParam:
     """What the Bash runtime needs of one ``@option`` / ``@flag`` / ``@arg`` to bind it as argc would."""
 
@@ -105,7 +108,7 @@ class ArgcParam:
     long: str = ""  # the option's own name (``--long``), as an argc-built script's parser expects it
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ArgcEnv:
     """One ``@env`` line: checked, defaulted or refused before the script starts."""
 
@@ -116,7 +119,7 @@ class ArgcEnv:
     help: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Argc:
     """Bash: argc variables bound from the arguments, then ``main`` runs."""
 
@@ -130,7 +133,6 @@ class Argc:
 
 
 Invocation = Kwargs | Positional | ObjectArgument | Module | Argc
-Convention = Literal["kwargs", "positional", "object", "module", "argc"]
 
 
 # The largest value each limit may take: a day of run time; 256 MiB kept in memory per stream.
@@ -150,7 +152,7 @@ def limit_problem(name: str, value: Any, *, whole: bool = False) -> str | None:
     return None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Limits:
     """Per-tool call limits declared in the script; None means the config's value applies.
 
@@ -163,7 +165,7 @@ class Limits:
     max_output_bytes: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Annotations:
     """Behaviour hints (MCP's tool annotations); None means not declared."""
 
@@ -173,7 +175,7 @@ class Annotations:
     open_world: bool | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Metadata:
     """What a script may declare besides its description and parameters, for agent surfaces."""
 
@@ -186,7 +188,7 @@ class Metadata:
     errors: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ToolDeclaration:
     """One compiled tool: the wire declaration plus where it came from and how to call it."""
 
@@ -209,10 +211,14 @@ class ToolDeclaration:
 
     def to_function(self) -> dict[str, Any]:
         """The provider-neutral function declaration sent to a model (a copy: safe to change)."""
+        import copy
+
         return {"name": self.name, "description": self.description, "parameters": copy.deepcopy(self.parameters)}
 
     def fingerprint(self) -> str:
         """A digest of everything a model or an agent surface sees of this tool: equal means unchanged."""
+        import hashlib  # only builds and list changes compare fingerprints
+
         seen = {**self.to_function(), "metadata": asdict(self.metadata)}
         return hashlib.sha256(json.dumps(seen, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
@@ -256,14 +262,14 @@ def _invocation(data: dict[str, Any]) -> Invocation:
             dotenv=data["dotenv"],
             built=data.get("built", False),
         )
-    record = {"kwargs": Kwargs, "positional": Positional, "object": ObjectArgument, "module": Module}[kind]
-    values = {f.name: data[f.name] for f in fields(record) if f.name in data}
+    kind_class = {"kwargs": Kwargs, "positional": Positional, "object": ObjectArgument, "module": Module}[kind]
+    values = {name: data[name] for name in field_names(kind_class) if name in data}
     if kind == "positional":
         values["order"] = tuple(values["order"])
-    return record(**values)  # type: ignore[arg-type]
+    return kind_class(**values)  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ToolCall:
     """A request to run one tool with JSON arguments."""
 
@@ -273,7 +279,7 @@ class ToolCall:
     timeout: float | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ToolResult:
     """What came of one call. A failed tool is a result, never an exception."""
 

@@ -7,12 +7,13 @@ every failure carries a ``reason`` from a closed vocabulary that callers can act
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from toolexec.errors import EXIT_CANCELLED, EXIT_TIMEOUT, ToolexecError
-from toolexec.records import Reason, Status, ToolResult
+from toolexec.records import ToolResult
 
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
+    from toolexec.records import Reason, Status
     from toolexec.runtimes.process import Capture, Finished
 
 

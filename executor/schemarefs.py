@@ -9,7 +9,10 @@ again before a validator is made), so validation never touches the network.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 # Keywords whose value is data, not a schema: a "$ref" in there is a value, never followed.
 _DATA = frozenset({"enum", "const", "default", "examples", "example"})

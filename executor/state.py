@@ -22,18 +22,20 @@ random suffix.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from toolexec.errors import BadRequest, StateUnavailable
 from toolexec.paths import user_cache_dir
 from toolexec.records import name_problem
+from toolexec.recordtype import record
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 CATALOG_FILE = "catalog.json"
 FUNCTIONS_FILE = "functions.json"
@@ -43,6 +45,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def digest(text: str) -> str:
     """A short stable digest of ``text`` (any string, surrogates included)."""
+    import hashlib  # not at import: a one-shot run that needs no digest does not pay for it
+
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
@@ -66,8 +70,12 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def config_snapshot(config_path: Path) -> Path:
-    """Where the parsed copy of a config file is kept."""
-    return user_cache_dir() / "config" / f"{digest(str(config_path))}.json"
+    """Where the parsed copy of a config file is kept: named by the path itself (escaped), which costs a
+    one-shot run no hashing library; a path too long for a file name is named by its digest."""
+    key = str(config_path).replace("%", "%25").replace("/", "%2F")
+    if len(key.encode("utf-8", "surrogateescape")) > 200:
+        key = digest(str(config_path))
+    return user_cache_dir() / "config" / f"{key}.json"
 
 
 def check_call_id(call_id: str) -> str:
@@ -97,7 +105,7 @@ def file_stem(call_id: str) -> str:
     return f"{safe}-{os.urandom(4).hex()}"
 
 
-@dataclass(frozen=True)
+@record(kw_only=False)
 class State:
     """The state directory of one functions directory."""
 

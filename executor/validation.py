@@ -11,10 +11,15 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Callable
-from typing import Any
 
 from toolexec.errors import BadRequest, InvalidArguments, ToolBroken, brief, did_you_mean
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeAlias
+
+    Validator: TypeAlias = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 _TYPE_NAMES = {
     "string": "a string",
@@ -178,9 +183,6 @@ JS_SAFE_INTEGER = 2**53 - 1
 
 def _integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-Validator = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 def compile_validator(schema: dict[str, Any]) -> Validator:

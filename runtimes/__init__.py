@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from toolexec.records import Language
 from toolexec.runtimes.base import Prepared, Runtime, Site
 from toolexec.runtimes.process import CallControl, Cancellation, Capture, Finished, Launch, run_process
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from toolexec.records import Language
 
 __all__ = [
     "CallControl",

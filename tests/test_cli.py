@@ -442,3 +442,40 @@ def test_executor_tools_filters_by_tags(project: Project) -> None:
     assert [t.name for t in executor.tools(tags=["fs"])] == ["listing", "write"]
     assert [t.name for t in executor.tools(tags=("fs", "write"))] == ["write"]
     assert [t.name for t in executor.tools(tags=["nope"])] == []
+
+
+# `run` is parsed without argparse when it can be (a one-shot call does not pay for argparse); each row
+# says whether the quick parser takes it, and a taken row must parse exactly as argparse parses it.
+QUICK_RUN_ARGV = [
+    (["run", "add"], True),
+    (["run", "add", '{"a": 1}'], True),
+    (["run", "add", "-"], True),
+    (["--config", "c.yaml", "run", "add", "{}"], True),
+    (["--config=c.yaml", "-v", "run", "add"], True),
+    (["run", "add", "{}", "--json", "--timeout", "2.5", "--call-id", "c1", "--confirm", "all"], True),
+    (["run", "--timeout=3", "add", "--call-id=", "--verbose"], True),
+    (["--config", "a.yaml", "run", "add", "--config", "b.yaml"], True),
+    (["run", "add", "--timeout", "inf"], True),  # refused later, by the same check as argparse's value
+    (["run", "add", "{}", "extra"], False),  # a third positional: argparse words the error
+    (["run"], False),
+    (["run", "add", "--timeout", "soon"], False),
+    (["run", "add", "--confirm", "sometimes"], False),
+    (["run", "add", "--jso"], False),  # an abbreviation: argparse decides
+    (["run", "add", "-h"], False),
+    (["run", "add", "--", "{}"], False),
+    (["--json", "run", "add"], False),  # --json belongs after the command
+    (["--timeout", "1", "run", "add"], False),
+    (["run", "add", "--timeout"], False),
+    (["list"], False),
+    ([], False),
+]
+
+
+@pytest.mark.parametrize(("argv", "quick"), QUICK_RUN_ARGV, ids=[" ".join(a) or "(none)" for a, _ in QUICK_RUN_ARGV])
+def test_run_is_parsed_without_argparse_exactly_as_argparse_parses_it(argv: list[str], quick: bool) -> None:
+    from toolexec.cli import _parser, _quick_run
+
+    parsed = _quick_run(list(argv))
+    assert (parsed is not None) == quick
+    if parsed is not None:
+        assert vars(parsed) == vars(_parser().parse_args(argv))

@@ -5,7 +5,7 @@
     toolexec (the package), __main__, cli, api, mcp, watch        the surfaces
     engine, build, catalog, config, providers, batch, results, validation
     toolexec.compilers, toolexec.runtimes                          (neither imports the other)
-    records, errors, state, paths, version                         the leaf vocabulary
+    records, recordtype, errors, state, paths, version             the leaf vocabulary
 
 Every import statement counts, including one inside a function (a lazy import) or under
 ``TYPE_CHECKING``: an upward import is allowed only when listed in :data:`JUSTIFIED` with why.
@@ -35,13 +35,22 @@ LAYERS = [
         "toolexec.validation",
     },
     {"toolexec.compilers", "toolexec.runtimes"},
-    {"toolexec.records", "toolexec.errors", "toolexec.state", "toolexec.paths", "toolexec.version", "toolexec.schemarefs"},
+    {
+        "toolexec.records",
+        "toolexec.recordtype",
+        "toolexec.errors",
+        "toolexec.state",
+        "toolexec.paths",
+        "toolexec.version",
+        "toolexec.schemarefs",
+    },
 ]
 # Inside the leaf vocabulary: what each may import of the project.
 LEAVES = {
-    "toolexec.records": set(),
-    "toolexec.errors": {"toolexec.records"},
-    "toolexec.state": {"toolexec.errors", "toolexec.records", "toolexec.paths"},
+    "toolexec.recordtype": set(),
+    "toolexec.records": {"toolexec.recordtype"},
+    "toolexec.errors": {"toolexec.records", "toolexec.recordtype"},
+    "toolexec.state": {"toolexec.errors", "toolexec.records", "toolexec.recordtype", "toolexec.paths"},
     "toolexec.paths": set(),
     "toolexec.version": set(),
     "toolexec.schemarefs": set(),
