@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from toolexec.recordtype import field, record
 
-from toolexec.records import ToolDeclaration
-from toolexec.state import State
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any, Protocol
+
+    from toolexec.records import ToolDeclaration
+    from toolexec.state import State
+else:
+    Protocol = object  # at run time Runtime is a plain base class; type checkers see the protocol
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Site:
     """Where a call happens: what a runtime may consult to prepare it (never changes it)."""
 
@@ -24,7 +29,7 @@ class Site:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Prepared:
     """How to start one call: the argv, the bytes on stdin, and variables to add to the environment."""
 

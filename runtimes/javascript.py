@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from toolexec.records import Module, Positional, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.interpreter import interpreter_for
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 BOOTSTRAP = Path(__file__).with_name("node_bootstrap.mjs")
 

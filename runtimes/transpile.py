@@ -13,7 +13,6 @@ imported from where it is.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -26,6 +25,8 @@ from toolexec.state import write_json_atomic
 
 ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
 NODE_RECIPE = "node stripTypeScriptTypes transform v1"
+# What each way of transpiling is made with: a cached output is used only when it was made the same way.
+RECIPES = {"esbuild": " ".join(ESBUILD_FLAGS), "node": NODE_RECIPE}
 NODE_TRANSPILER = Path(__file__).with_name("node_transpile.mjs")
 UNSUPPORTED = 3  # node_transpile.mjs's exit status when this node has no stripTypeScriptTypes
 TS_SUFFIXES = (".ts", ".mts", ".cts")
@@ -57,7 +58,7 @@ def transpiled(source: str, esbuild: str, cache: Path) -> Path:
             for leftover in (metafile, staging):
                 leftover.unlink(missing_ok=True)
 
-    return _cached(source, " ".join(ESBUILD_FLAGS), cache, esbuild, build)
+    return _cached(source, "esbuild", cache, esbuild, build)
 
 
 def stripped(source: str, node: str, cache: Path) -> Path | None:
@@ -66,9 +67,11 @@ def stripped(source: str, node: str, cache: Path) -> Path | None:
     Only a cache miss starts node; a node found unable is remembered (by path and stat) so later calls
     go straight to the next fallback.
     """
-    key = _key(source, NODE_RECIPE)
-    if _fresh(cache / f"{key}.mjs", cache / f"{key}.inputs.json"):
+    key = _key(source, "node")
+    if _fresh(cache / f"{key}.mjs", cache / f"{key}.inputs.json", NODE_RECIPE):
         return cache / f"{key}.mjs"
+    import hashlib  # the rest runs only when the cache misses
+
     marker = cache / f"no-strip.{hashlib.sha256(repr((os.path.realpath(node), _stat(Path(node)))).encode()).hexdigest()[:16]}"
     if marker.exists():
         return None
@@ -101,7 +104,7 @@ def stripped(source: str, node: str, cache: Path) -> Path | None:
                 Path(job["out"]).unlink(missing_ok=True)
 
     try:
-        return _cached(source, NODE_RECIPE, cache, node, build)
+        return _cached(source, "node", cache, node, build)
     except _Unsupported:
         return None
 
@@ -113,22 +116,32 @@ class _Unsupported(Exception):
 def _cached(source: str, recipe: str, cache: Path, program: str, build: Callable[[str, Path, str], Inputs]) -> Path:
     key = _key(source, recipe)
     output, inputs_file = cache / f"{key}.mjs", cache / f"{key}.inputs.json"
-    if _fresh(output, inputs_file):
+    if _fresh(output, inputs_file, RECIPES[recipe]):
         return output
     with _lock(key):
-        if _fresh(output, inputs_file):  # another thread built it while this one waited
+        if _fresh(output, inputs_file, RECIPES[recipe]):  # another thread built it while this one waited
             return output
         try:
             cache.mkdir(parents=True, exist_ok=True)
             inputs = build(key, output, f"{os.getpid()}.{threading.get_ident()}")
-            write_json_atomic(inputs_file, inputs)
+            write_json_atomic(inputs_file, {"recipe": RECIPES[recipe], "inputs": inputs})
             return output
         except OSError as exc:
             raise PreparationFailed(program, f"could not write its output to {cache}: {exc.strerror or exc}") from None
 
 
 def _key(source: str, recipe: str) -> str:
-    return hashlib.sha256(Path(source).read_bytes() + recipe.encode()).hexdigest()[:32]
+    """The cache name of ``source`` transpiled by ``recipe`` (a :data:`RECIPES` name): its path, escaped.
+
+    A call finds its output by this name and checks it by the stats of every input (see :func:`_fresh`),
+    so nothing is read or hashed when the cache is fresh; a path too long for a file name is digested.
+    """
+    key = os.path.abspath(source).replace("%", "%25").replace("/", "%2F")
+    if len(key.encode("utf-8", "surrogateescape")) > 180:
+        import hashlib
+
+        key = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return f"{key}.{recipe}"
 
 
 def _import_graph(source: Path, key: str, cache: Path, output: Path) -> tuple[dict[Path, tuple[str, Path]], Inputs]:
@@ -153,6 +166,8 @@ def _import_graph(source: Path, key: str, cache: Path, output: Path) -> tuple[di
                 )
             if found.suffix in TS_SUFFIXES:
                 if found not in targets:
+                    import hashlib  # building only
+
                     digest = hashlib.sha256(str(found).encode()).hexdigest()[:12]
                     targets[found] = cache / f"{key}.{digest}.mjs"
                     pending.append(found)
@@ -202,10 +217,12 @@ def _resolve(base: Path, specifier: str) -> Path | None:
     return next((c for c in candidates if c.is_file()), None)
 
 
-def _fresh(output: Path, inputs_file: Path) -> bool:
+def _fresh(output: Path, inputs_file: Path, recipe: str) -> bool:
     try:
-        inputs = json.loads(inputs_file.read_text())
-        return output.exists() and all(_stat(Path(p)) == stat for p, stat in inputs.items())
+        made = json.loads(inputs_file.read_text())
+        if made["recipe"] != recipe:
+            return False
+        return output.exists() and all(_stat(Path(p)) == stat for p, stat in made["inputs"].items())
     except (OSError, ValueError, TypeError, AttributeError):
         return False
 
@@ -224,4 +241,5 @@ def _stat(path: Path) -> list[int] | None:
         st = path.stat()
     except OSError:
         return None
-    return [st.st_mtime_ns, st.st_size]
+    # the inode and ctime too: a file replaced by another with the same size and mtime is still new
+    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]

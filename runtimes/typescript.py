@@ -9,20 +9,20 @@ nothing lands in ``$TMPDIR``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from toolexec.errors import RuntimeUnavailable
 from toolexec.records import ToolDeclaration
+from toolexec.recordtype import replace
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.interpreter import default_node, find_program, interpreter_for, is_plain_node, resolve
 from toolexec.runtimes.javascript import BOOTSTRAP, request
 from toolexec.runtimes.transpile import ESBUILD_FLAGS, stripped, transpiled
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ESBUILD_FLAGS", "TypeScriptRuntime"]
 
@@ -46,7 +46,7 @@ class TypeScriptRuntime:
             if not (tool.shebang and Path(tool.shebang[0]).name in FALLBACK_RUNNERS):
                 raise
             # A runner named by the shebang but not installed: Node is right there.
-            interpreter = interpreter_for(dataclasses.replace(tool, shebang=()), site)
+            interpreter = interpreter_for(replace(tool, shebang=()), site)
             notes = (
                 f"the shebang names {tool.shebang[0]}, which is not installed; ran with toolexec's own TypeScript runtime instead",
             )
@@ -115,6 +115,10 @@ def _tsx_from_npx(cache: Path, tried: list[str]) -> str | None:
             return known
     except OSError:
         pass
+    import shutil
+    import subprocess
+    import tempfile  # npx is the last resort: only it pays for these imports
+
     npx = shutil.which("npx")
     if npx is None:
         tried.append("npx tsx (npx not found)")

@@ -474,7 +474,7 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     npx.parent.mkdir()
     npx.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "npx.log"}\necho {bin_tsx}\n')
     npx.chmod(0o755)
-    monkeypatch.setattr(typescript.shutil, "which", lambda name: str(npx) if name == "npx" else None)
+    monkeypatch.setattr(shutil, "which", lambda name: str(npx) if name == "npx" else None)
     monkeypatch.setattr(interpreter.sys, "prefix", str(tmp_path / "no-venv"))
     tsx = tmp_path / "node_modules" / ".bin" / "tsx"  # the working directory's node_modules
     tsx.parent.mkdir(parents=True)
