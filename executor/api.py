@@ -482,8 +482,8 @@ class Executor:
         try:
             config, catalog, _ = self._serving()
             tool = catalog.get_enabled(request.name, config)
-            arguments = parse_arguments(request.arguments, tool.name)
-            catalog.validator(tool.name)(tool.name, arguments)
+            # the hook sees the arguments the tool would run with (a number given for a string made a string)
+            arguments = catalog.validator(tool.name)(tool.name, parse_arguments(request.arguments, tool.name))
         except ToolexecError as error:
             return results.refusal(request.name, call_id_for(request.call_id), error, started)
         return tool, ApprovalRequest(tool=tool, arguments=arguments, call_id=request.call_id)
@@ -522,7 +522,7 @@ class Executor:
                     raise CallDenied(
                         tool.name, f"the before_call hook rewrote the arguments to {type(arguments).__name__}, not an object"
                     )
-                self._serving()[1].validator(tool.name)(tool.name, arguments)
+                arguments = self._serving()[1].validator(tool.name)(tool.name, arguments)
             elif decision is not None and decision is not True:
                 raise CallDenied(tool.name, f"the before_call hook returned {decision!r}, not Deny, Rewrite, True, False or None")
         except ToolexecError as error:

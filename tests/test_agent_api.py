@@ -270,6 +270,20 @@ def test_before_call_allows_denies_and_rewrites(project: Project) -> None:
     ]
 
 
+def test_before_call_sees_the_arguments_the_tool_runs_with(project: Project) -> None:
+    project.tool("search.py", SEARCH)
+    seen: list[dict[str, Any]] = []
+
+    def before_call(request: ApprovalRequest) -> Any:
+        seen.append(request.arguments)
+        return Rewrite({"query": 7, "limit": 2, "tags": None}) if request.arguments["query"] == "again" else None
+
+    with Executor(project.configure(), before_call=before_call) as ex:
+        assert ex.call("search", {"query": 42, "tags": None}).output == '{"query": "42", "limit": 5, "tags": null}'
+        assert ex.call("search", {"query": "again"}).output == '{"query": "7", "limit": 2, "tags": null}'
+    assert seen == [{"query": "42"}, {"query": "again"}]
+
+
 def test_async_before_call_and_a_failing_hook(project: Project) -> None:
     project.tool("clock.py", CLOCK)
 
