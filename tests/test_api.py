@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -35,6 +37,46 @@ def test_cancel_a_sync_call_from_another_thread(project: Project) -> None:
     cancel.close()
     assert (result.status, result.exit_code, result.tool_call_error) == ("cancelled", 130, "Tool call 'escapes' was cancelled")
     assert result.output == "partial output\n"
+    assert not alive(read_pid(pid_file))
+
+
+INTERRUPTED = """
+import os, signal, sys, threading, time
+from toolexec import Executor
+
+ready = sys.argv[2]
+
+def interrupt() -> None:
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt, daemon=True).start()
+with Executor(sys.argv[1]) as ex:
+    try:
+        ex.call("escapes", {})
+    except KeyboardInterrupt:
+        try:  # the escaped grandchild: gone, or a zombie at most
+            with open(f"/proc/{open(ready[:-6]).read()}/stat") as stat:
+                ended = stat.read().rsplit(")", 1)[1].split()[0] in "ZX"
+        except FileNotFoundError:
+            ended = True
+        print("interrupted once the tool had ended:", ended)
+"""
+
+
+@pytest.mark.usefixtures("process_backend")
+def test_an_interrupted_call_ends_the_tree_then_raises(project: Project) -> None:
+    project.tool("escapes.py", ESCAPES)
+    pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED, str(project.configure()), str(pid_file.with_suffix(".pid.ready"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, "interrupted once the tool had ended: True\n"), done.stderr
     assert not alive(read_pid(pid_file))
 
 
