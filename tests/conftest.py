@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# The shared checks in tests/helpers.py (check_case) get pytest's detailed assertion messages too.
+pytest.register_assert_rewrite("tests.helpers")
+
 REPO = Path(__file__).resolve().parent.parent
 
 

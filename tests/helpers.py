@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from toolexec.records import ToolResult
 
 # A Python tool that records when it started and ended in its cache dir, and waits
 # (bounded) until ``expect`` calls have started: serial calls come back "alone".
@@ -114,3 +119,41 @@ def marked_processes(tmpdir: Path) -> list[int]:
         except (OSError, IndexError):
             continue
     return alive
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of a catalogue of bad inputs: the call, and the exact result it must get."""
+
+    id: str
+    tool: str
+    arguments: Any
+    status: str
+    exit_code: int
+    error: str | None = None
+    check: Callable[[ToolResult], bool] | None = None
+    prepare: Callable[[Path], object] | None = None  # given functions/tools/, after the build
+
+
+def check_case(case: Case, executor: Any, private_tmpdir: Path) -> None:
+    """Run one catalogue row: its exact status, exit code and error (or check), then nothing left behind:
+    no process of the call alive, no new descriptor, an empty temporary directory."""
+    executor.build()  # build first, so its files are closed before descriptors are counted
+    if case.prepare is not None:
+        case.prepare(executor.config.tools_dir)
+    descriptors = sorted(os.listdir("/proc/self/fd"))
+    result = executor.call(case.tool, case.arguments)
+    try:
+        assert (result.status, result.exit_code) == (case.status, case.exit_code), result.error
+        if case.error is not None:
+            config = executor.config
+            assert result.error == case.error.replace("{tools}", str(config.tools_dir)).replace("{config}", str(config.path))
+        if case.check is not None:
+            assert case.check(result), json.dumps(result.to_dict())[:2000]
+        assert result.ok == (case.status == "ok")
+    finally:
+        if result.output_file:
+            os.unlink(result.output_file)
+    assert marked_processes(private_tmpdir) == []
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors
+    assert os.listdir(private_tmpdir) == []

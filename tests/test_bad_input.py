@@ -8,18 +8,13 @@ process has the descriptors it had before, and the temporary directory is empty.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import marked_processes
-from toolexec.records import ToolResult
+from tests.helpers import Case, check_case
 
 TOOLS = {
     "typed.py": '''from typing import Literal
@@ -58,18 +53,6 @@ def run(count: int, name: str, tags: list[int] = [], mode: Literal["fast", "slow
 VISIBLE = [name for name in TOOLS if name != "hidden.py"]
 
 TYPED_ERR = "invalid arguments for tool 'typed':\n"
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    tool: str
-    arguments: Any
-    status: str
-    exit_code: int
-    error: str | None = None
-    check: Callable[[ToolResult], bool] | None = None
-    prepare: Callable[[Path], object] | None = None  # given functions/tools/, after the build
 
 
 def deep(levels: int) -> str:
@@ -342,25 +325,7 @@ def test_catalogue_is_large_enough() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_bad_input(case: Case, catalogue, private_tmpdir: Path) -> None:  # type: ignore[no-untyped-def]
-    catalogue.build()  # build first, so its files are closed before descriptors are counted
-    if case.prepare is not None:
-        case.prepare(catalogue.config.tools_dir)
-    descriptors = sorted(os.listdir("/proc/self/fd"))
-    result = catalogue.call(case.tool, case.arguments)
-    try:
-        assert (result.status, result.exit_code) == (case.status, case.exit_code), result.error
-        if case.error is not None:
-            config = catalogue.config
-            assert result.error == case.error.replace("{tools}", str(config.tools_dir)).replace("{config}", str(config.path))
-        if case.check is not None:
-            assert case.check(result), json.dumps(result.to_dict())[:2000]
-        assert result.ok == (case.status == "ok")
-    finally:
-        if result.output_file:
-            os.unlink(result.output_file)
-    assert marked_processes(private_tmpdir) == []
-    assert sorted(os.listdir("/proc/self/fd")) == descriptors
-    assert os.listdir(private_tmpdir) == []
+    check_case(case, catalogue, private_tmpdir)
 
 
 SPAWNING = [case for case in CASES if case.status in ("ok", "error", "timeout")]  # the rows whose tool really runs
@@ -373,4 +338,4 @@ def test_bad_input_through_the_portable_backend(
     """The same rows, with the same checks (nothing alive, no descriptor, no temporary file), without pidfd."""
     monkeypatch.setenv("TOOLEXEC_PROCESS_BACKEND", "portable")
     monkeypatch.delattr(os, "pidfd_open")
-    test_bad_input(case, catalogue, private_tmpdir)
+    check_case(case, catalogue, private_tmpdir)

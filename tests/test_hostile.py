@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.test_bad_input import Case
-from tests.test_bad_input import test_bad_input as run_case
+from tests.helpers import Case, check_case
 
 TOOLS = {
     "fifo.sh": '# @describe Put a FIFO at LLM_OUTPUT.\nmain() { rm "$LLM_OUTPUT"; mkfifo "$LLM_OUTPUT"; }\n',
@@ -100,7 +99,7 @@ def test_hostile(case: Case, catalogue, private_tmpdir: Path, monkeypatch: pytes
     if case.id in TIMEOUTS:
         call = catalogue.call
         monkeypatch.setattr(catalogue, "call", lambda *a, **k: call(*a, **k, timeout=TIMEOUTS[case.id]))
-    run_case(case, catalogue, private_tmpdir)
+    check_case(case, catalogue, private_tmpdir)
 
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)) + "visible_tools: []\n"  # fmt: skip
