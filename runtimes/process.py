@@ -1,7 +1,7 @@
 """The one process helper every runtime uses.
 
 A tool runs in a new session (its own process group), with its arguments in an
-unlinked file on stdin. One loop multiplexes stdout and stderr (kept bounded: head and
+nameless file on stdin. One loop multiplexes stdout and stderr (kept bounded: head and
 tail), the child's exit, a deadline and a cancellation pipe. When the
 call ends for any reason the whole group gets SIGTERM, then SIGKILL after a
 grace period, so nothing the tool started outlives the call. Processes that
@@ -25,7 +25,6 @@ import os
 import selectors
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -260,9 +259,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     start = time.monotonic()
     system = backend()
     mark = os.urandom(12).hex()
-    # Arguments travel in an unlinked temporary file: interpreters read a regular
-    # file in large chunks (bash reads a pipe one byte at a time), no writer is
-    # needed, and nothing is left on disk whatever happens to either process.
+    # Arguments travel in a file without a name: interpreters read a regular file in
+    # large chunks (bash reads a pipe one byte at a time), no writer is needed, and
+    # nothing is left on disk whatever happens to either process.
     env = {**launch.env, MARKER: mark}
     env.pop(PROGRESS_VARIABLE, None)  # a caller's own channel is not this call's (its descriptor is not passed on)
     progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
@@ -271,25 +270,25 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     system.enter()
     proc: subprocess.Popen[bytes] | None = None
     try:
+        stdin = -1
         try:
-            with tempfile.TemporaryFile() as stdin:
-                stdin.write(launch.stdin)
-                stdin.seek(0)
-                proc = subprocess.Popen(
-                    system.with_death_signal(list(launch.argv)),
-                    stdin=stdin,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    cwd=launch.cwd,
-                    start_new_session=True,
-                    close_fds=True,
-                    pass_fds=(progress_write,) if launch.progress else (),
-                )
+            stdin = _stdin_file(launch.stdin)
+            proc = subprocess.Popen(
+                system.with_death_signal(list(launch.argv)),
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=launch.cwd,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(progress_write,) if launch.progress else (),
+            )
         except BaseException:
             _close(progress_read)
             raise
         finally:
+            _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
         system.register(proc.pid)
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
@@ -297,6 +296,30 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         system.leave(proc.pid if proc is not None else None)
     control.emit("exited", returncode=proc.returncode)
     return finished
+
+
+def _stdin_file(data: bytes) -> int:
+    """A descriptor of a file holding ``data``, read from its start, that no name on disk refers to.
+
+    An anonymous memory file (``memfd_create``) where the system has one: one call, no directory
+    touched; else an unlinked temporary file.
+    """
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("toolexec-stdin", os.MFD_CLOEXEC)
+    else:
+        import tempfile
+
+        fd, path = tempfile.mkstemp()
+        os.unlink(path)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _supervise(

@@ -9,20 +9,28 @@ than to init, even after ``setsid`` and with its environment cleared (``setsid e
 Such an orphan is attributed to the call whose tool was started before it, when no other
 call in flight could own it (every other one started after it); the last owner to finish kills it.
 The search repeats until a pass finds nothing alive, so a process that keeps forking loses the race.
+
+Where the subreaper is in effect (and the kernel lists children, ``/proc/PID/task/TID/children``) the
+search walks only this process's descendant tree: every process of a call is in it, since an orphan
+goes to its nearest subreaper ancestor, which is this process or one of the call's own processes.
+Only the subtrees of this process's children that belong to the call are read (another call's tool
+or the host's own children cannot have the call's processes below them), so a pass costs a few
+reads however many processes the machine runs. Without the subreaper it reads every process in
+``/proc``, which also finds a process started outside the tree that carries the call's marker.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import shutil
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import subprocess
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -36,6 +44,8 @@ _calls = 0  # calls between enter() and leave()
 # in _in_flight yet, so a scan must not mistake it for an orphan of another call (and kill it).
 _spawning = 0
 _subreaper_was_set: bool | None = None  # whether the host had set it before the first call
+_subreaper_on = False  # whether this process is a subreaper now (calls in flight, and prctl worked)
+_children_listed: bool | None = None  # whether the kernel lists a task's children (CONFIG_PROC_CHILDREN)
 _prctl: Callable[..., int] | None = None
 _setpriv: str | None = None  # its path, or '' when it is not installed
 _MY_SESSION = os.getsid(0)
@@ -65,6 +75,8 @@ def _libc_prctl() -> Callable[..., int] | None:
     global _prctl
     if _prctl is None:
         try:
+            import ctypes  # only once a call runs: a one-shot run that calls nothing does not pay for it
+
             function = ctypes.CDLL(None, use_errno=True).prctl
             function.restype = ctypes.c_int
             _prctl = function
@@ -80,6 +92,8 @@ def with_death_signal(argv: list[str]) -> list[str]:
     which makes Python fork the whole interpreter. Without setpriv, or when ``argv[0]`` cannot be
     found (so that the error names it), ``argv`` is returned as it is.
     """
+    import shutil
+
     global _setpriv
     if _setpriv is None:
         _setpriv = shutil.which("setpriv") or ""
@@ -90,17 +104,19 @@ def with_death_signal(argv: list[str]) -> list[str]:
 
 def enter() -> None:
     """A call is about to start its tool: be a subreaper from before the spawn (first call in flight)."""
-    global _subreaper_was_set, _calls, _spawning
+    global _subreaper_was_set, _subreaper_on, _calls, _spawning
     with _lock:
         _calls += 1
         _spawning += 1
         prctl = _libc_prctl()
         if _calls == 1 and prctl is not None:
             if _subreaper_was_set is None:
+                import ctypes
+
                 flag = ctypes.c_int(0)
                 prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
                 _subreaper_was_set = bool(flag.value)
-            prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            _subreaper_on = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or _subreaper_was_set
 
 
 def register(pid: int) -> None:
@@ -115,7 +131,7 @@ def register(pid: int) -> None:
 
 def leave(pid: int | None) -> None:
     """The call (of tool ``pid``, if one started) is over; the last call in flight stops being a subreaper."""
-    global _calls, _spawning
+    global _calls, _spawning, _subreaper_on
     with _lock:
         if pid is not None:
             _in_flight.pop(pid, None)
@@ -126,6 +142,7 @@ def leave(pid: int | None) -> None:
         prctl = _libc_prctl()
         if _calls == 0 and not _subreaper_was_set and prctl is not None:
             prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+            _subreaper_on = False
 
 
 class ExitWaiter:
@@ -175,8 +192,11 @@ def kill_marked(marker: str, pgid: int) -> int:
             _lock.wait_for(lambda: _spawning == 0, timeout=5.0)
             call_start = _in_flight.get(pgid)
             later = [start for pid, start in _in_flight.items() if pid != pgid]
-            victims = _scan(needle, pgid, me, call_start, later)
-        if not victims:
+            search = _walk if _subreaper_on and _lists_children() else _scan
+            victims, reaped = search(needle, pgid, me, call_start, later)
+        # A pass that reaped an orphan looks again: that orphan's exit may have handed its children
+        # to this process after the pass had read its list of children.
+        if not victims and not reaped:
             break
         for pid, outside in victims.items():
             with contextlib.suppress(OSError):
@@ -191,8 +211,67 @@ def kill_marked(marker: str, pgid: int) -> int:
     return len(escaped)
 
 
-def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list[int]) -> dict[int, bool]:
-    """One pass over /proc: the call's live processes, each with whether it left the tool's group."""
+def _walk(needle: bytes, pgid: int, me: int, call_start: int | None, later: list[int]) -> tuple[dict[int, bool], bool]:
+    """One pass over this process's descendant tree (the subreaper is on): the call's live processes, each with
+    whether it left the tool's group, and whether an orphan of the call was reaped.
+
+    Of this process's own children only the call's are followed: what belongs to another call or to the
+    host cannot have this call's processes below it (an orphan goes up to its nearest subreaper ancestor).
+    """
+    found: dict[int, bool] = {}
+    reaped = False
+    stack: list[int] = []
+    for pid in _own_children(me):
+        info = _stat(pid)
+        if not info.state:
+            continue
+        orphan = info.pid not in _in_flight and _owns(call_start, later, info)
+        in_call = info.pgrp == pgid or info.session == pgid
+        if info.state in ("Z", "X"):
+            if info.pid not in _in_flight and (in_call or orphan):  # an orphan of the call that ended by itself
+                with contextlib.suppress(ChildProcessError, OSError):
+                    reaped = os.waitpid(info.pid, os.WNOHANG)[0] == info.pid or reaped
+            continue
+        if in_call or orphan or (info.pid not in _in_flight and _carries(needle, info, call_start)):
+            found[info.pid] = info.pgrp != pgid
+            stack.append(info.pid)
+    while stack:  # whatever descends from one of them is the call's too, whatever it did to its group and environment
+        for child in _children(stack.pop()):
+            if child not in found:
+                info = _stat(child)
+                if info.state and info.state not in ("Z", "X"):
+                    found[child] = info.pgrp != pgid
+                    stack.append(child)
+    return found, reaped
+
+
+def _own_children(me: int) -> set[int]:
+    """This process's children, read twice: the kernel can skip a child in a listing when the one listed
+    before it is reaped meanwhile (by another thread, for another call), and a second read repairs that."""
+    first = _children(me)
+    return first | _children(me)
+
+
+def _children(pid: int) -> set[int]:
+    """The children of every thread of ``pid`` (empty once it is gone)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return set()
+    return {int(child) for tid in tasks for child in _read(f"/proc/{pid}/task/{tid}/children").split()}
+
+
+def _lists_children() -> bool:
+    """Whether this kernel lists a task's children in ``/proc`` (CONFIG_PROC_CHILDREN); decided once."""
+    global _children_listed
+    if _children_listed is None:
+        _children_listed = os.path.exists(f"/proc/self/task/{threading.get_native_id()}/children")
+    return _children_listed
+
+
+def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list[int]) -> tuple[dict[int, bool], bool]:
+    """One pass over /proc: the call's live processes, each with whether it left the tool's group, and whether an
+    orphan of the call was reaped."""
     table: dict[int, _Proc] = {}
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) != me:
@@ -200,6 +279,7 @@ def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
             if info.state:
                 table[info.pid] = info
     found: dict[int, bool] = {}
+    reaped = False
     for info in table.values():
         if info.state in ("Z", "X"):
             if (
@@ -208,7 +288,7 @@ def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
                 and (info.pgrp == pgid or info.session == pgid or _owns(call_start, later, info))
             ):
                 with contextlib.suppress(ChildProcessError, OSError):  # an orphan of the call that ended by itself
-                    os.waitpid(info.pid, os.WNOHANG)
+                    reaped = os.waitpid(info.pid, os.WNOHANG)[0] == info.pid or reaped
             continue
         if info.pgrp == pgid or info.session == pgid:
             found[info.pid] = info.pgrp != pgid
@@ -226,7 +306,7 @@ def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
             if child not in found and table[child].state not in ("Z", "X"):
                 found[child] = table[child].pgrp != pgid
                 stack.append(child)
-    return found
+    return found, reaped
 
 
 def _carries(needle: bytes, info: _Proc, call_start: int | None) -> bool:

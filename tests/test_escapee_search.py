@@ -1,0 +1,151 @@
+"""How the Linux backend finds a call's escapees: through this process's descendant tree while it is a
+subreaper (a pass reads a few files however many processes the machine runs), through every process in
+/proc where the subreaper or the kernel's children lists are missing. Either way the escapee dies."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive, read_pid
+from toolexec.runtimes import process, process_linux
+
+# The escapee's parent (a subshell) exits at once: the escapee is re-parented, in its own session, without the marker.
+DAEMON = """# @describe Double-fork a daemon into its own session with an empty environment, then return.
+main() {
+    ( setsid env -i /bin/sh -c 'echo $$ > "$0"; exec sleep 1000' "$LLM_TOOL_CACHE_DIR/pid" & )
+    while [ ! -s "$LLM_TOOL_CACHE_DIR/pid" ]; do :; done
+    echo started >>"$LLM_OUTPUT"
+}
+"""
+# The same, keeping the environment (and so the call's marker): what the full scan finds without a subreaper.
+MARKED_DAEMON = """# @describe Double-fork a daemon into its own session, then return.
+main() {
+    ( setsid /bin/sh -c 'echo $$ > "$0"; exec sleep 1000' "$LLM_TOOL_CACHE_DIR/pid" & )
+    while [ ! -s "$LLM_TOOL_CACHE_DIR/pid" ]; do :; done
+    echo started >>"$LLM_OUTPUT"
+}
+"""
+# The escapee's parent stays alive (deaf to TERM, in the tool's group) while the tool returns.
+NESTED = """# @describe Leave a child in the group whose own child left for a session of its own.
+main() {
+    bash -c 'trap "" TERM; setsid env -i /bin/sh -c '"'"'echo $$ > "$0"; exec sleep 1000'"'"' "$0" & wait' "$LLM_TOOL_CACHE_DIR/pid" &
+    while [ ! -s "$LLM_TOOL_CACHE_DIR/pid" ]; do :; done
+    echo started >>"$LLM_OUTPUT"
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def linux_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not process_linux.available():
+        pytest.skip("needs the Linux backend (pidfd and /proc)")
+    monkeypatch.setenv(process.BACKEND_VARIABLE, "linux")
+
+
+@pytest.fixture
+def listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every directory the backend lists during the test (the full scan lists /proc)."""
+    seen: list[str] = []
+    real = os.listdir
+
+    def spy(path: str = ".") -> list[str]:
+        seen.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", spy)
+    return seen
+
+
+@pytest.fixture
+def host_child() -> Iterator[subprocess.Popen[bytes]]:
+    """A child of the host's own, running through the call: it is not the call's and must outlive it."""
+    child = subprocess.Popen(["sleep", "1000"])
+    try:
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _call(project: Project, file: str, source: str) -> int:
+    """Run the tool in-process; the pid its escapee wrote."""
+    project.tool(file, source)
+    with project.executor() as executor:
+        result = executor.call(file.split(".")[0], {})
+    assert (result.status, result.exit_code, result.output) == ("ok", 0, "started\n"), result.error
+    return read_pid(project.root / "functions" / "cache" / file.split(".")[0] / "pid")
+
+
+@pytest.mark.parametrize(("file", "source"), [("daemon.sh", DAEMON), ("nested.sh", NESTED)], ids=["orphaned", "parent-alive"])
+def test_with_the_subreaper_only_the_calls_own_subtrees_are_read_and_the_escapee_dies(
+    project: Project, listed: list[str], host_child: subprocess.Popen[bytes], file: str, source: str
+) -> None:
+    escapee = _call(project, file, source)
+    assert not alive(escapee)
+    assert "/proc" not in listed  # no pass read every process of the machine
+    assert f"/proc/{host_child.pid}/task" not in listed  # nor what is below the host's own child
+    assert alive(host_child.pid)
+
+
+def test_without_the_kernels_children_lists_the_full_scan_finds_the_orphan(
+    project: Project, listed: list[str], host_child: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process_linux, "_children_listed", False)
+    escapee = _call(project, "daemon.sh", DAEMON)
+    assert not alive(escapee)
+    assert "/proc" in listed
+    assert alive(host_child.pid)
+
+
+def test_without_the_subreaper_the_full_scan_finds_the_escapee_by_its_marker(
+    project: Project, listed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process_linux, "_libc_prctl", lambda: None)
+    escapee = _call(project, "marked.sh", MARKED_DAEMON)
+    assert not alive(escapee)
+    assert "/proc" in listed
+
+
+def test_one_pass_finds_what_descends_from_the_calls_processes() -> None:
+    """A process that left the group with an empty environment, its parent alive, is found below that parent
+    (no marker, not an orphan: only the descent finds it) in the same pass."""
+    tool = subprocess.Popen(
+        ["/bin/sh", "-c", "setsid env -i /bin/sh -c 'echo $$; exec sleep 1000' & wait"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert tool.stdout is not None
+    escapee = int(tool.stdout.readline())
+    try:
+        start = process_linux._stat(tool.pid).start
+        found = process_linux._walk(b"TOOLEXEC_CALL_MARK=none", tool.pid, os.getpid(), start, [])
+        assert found == ({tool.pid: False, escapee: True}, False)
+    finally:
+        os.kill(escapee, 9)
+        tool.kill()
+        tool.communicate()
+
+
+def test_a_listing_that_skips_a_child_is_repaired_by_the_second_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel may skip one child when the child listed before it is reaped mid-listing."""
+    listings = iter([{1}, {2}])
+    monkeypatch.setattr(process_linux, "_children", lambda pid: next(listings))
+    assert process_linux._own_children(os.getpid()) == {1, 2}
+
+
+def test_the_process_modules_import_no_ctypes_tempfile_or_shutil(tmp_path: Path) -> None:
+    """A one-shot run imports them; what only a running call needs is imported when it runs."""
+    import sys
+
+    program = (
+        "import sys\nimport toolexec.runtimes.process, toolexec.runtimes.process_linux\n"
+        "print(sorted(m for m in ('ctypes', 'tempfile', 'shutil', 'random') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
