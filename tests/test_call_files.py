@@ -1,0 +1,49 @@
+"""A call's private files (LLM_OUTPUT and the failure channel): made as ``tempfile.mkstemp`` makes them, where it
+would, without importing ``tempfile`` (and ``random``) on the call's path."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from toolexec.engine import _call_files
+
+
+def test_the_files_are_new_private_and_removed_afterwards(private_tmpdir: Path) -> None:
+    with _call_files("echo") as (output, failure):
+        made = [Path(output), Path(failure)]
+        assert [(p.parent, p.name.startswith("toolexec-echo-"), p.suffix) for p in made] == [
+            (private_tmpdir, True, ".out"),
+            (private_tmpdir, True, ".failure"),
+        ]
+        assert [(stat.S_IMODE(p.stat().st_mode), p.stat().st_size) for p in made] == [(0o600, 0), (0o600, 0)]
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_an_unusable_tmpdir_is_passed_over_as_tempfile_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    monkeypatch.setenv("TEMP", str(tmp_path / "also-missing"))
+    monkeypatch.setenv("TMP", str(tmp_path))
+    with _call_files("echo") as (output, _):
+        assert os.path.dirname(output) == tempfile.gettempdir() == str(tmp_path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_directory_a_program_set_in_tempfile_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", "/nonexistent")
+    with _call_files("echo") as (output, _):
+        assert os.path.dirname(output) == str(tmp_path)
+
+
+def test_the_engine_imports_no_tempfile_or_random(tmp_path: Path) -> None:
+    program = "import sys\nimport toolexec.engine\nprint(sorted(m for m in ('tempfile', 'random') if m in sys.modules))\n"
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
