@@ -85,13 +85,105 @@ def _libc_prctl() -> Callable[..., int] | None:
     return _prctl
 
 
+# The guard: started once per process, in its own session, it holds the read end of a pipe whose only
+# writer is this process. A call's tool group is announced (+PGID) when it starts and withdrawn (-PGID)
+# when it is over; end of file means this process is gone, however it ended, and every group still
+# announced is killed. It ignores the signals that end a toolexec, so it outlives the process it guards.
+_GUARD_SCRIPT = """trap '' HUP INT QUIT TERM USR1 USR2 ALRM PIPE
+groups=' '
+while read -r op group; do
+  case $op in
+  +) groups="$groups$group " ;;
+  -) case $groups in *" $group "*) groups="${groups%% $group *} ${groups#* $group }" ;; esac ;;
+  esac
+done
+for group in $groups; do kill -s KILL -- "-$group" 2>/dev/null; done
+"""
+GUARD_SHELL = "/bin/sh"
+
+
+class _Guard(NamedTuple):
+    proc: subprocess.Popen[bytes]
+    fd: int  # the write end of its pipe (non-blocking, not inherited)
+    owner: int  # the process it guards (a forked child must not write to its parent's guard)
+
+
+_guard: _Guard | None = None
+_guards: set[int] = set()  # the pids of every guard this process started: never taken for a call's orphan
+
+
+def _start_guard() -> _Guard | None:
+    """Start this process's guard; None where it cannot be started (then setpriv, or nothing, is used)."""
+    import subprocess
+
+    read, write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [GUARD_SHELL, "-c", _GUARD_SCRIPT],
+            stdin=read,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={},
+            cwd="/",
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        os.close(write)
+        return None
+    finally:
+        os.close(read)
+    os.set_blocking(write, False)
+    _guards.add(proc.pid)
+    return _Guard(proc, write, os.getpid())
+
+
+def ensure_guard() -> None:
+    """Start this process's guard unless it has one. A call does it itself; a host (or a test) that compares its
+    open descriptors before and after a call does it first, since the guard keeps one for the process's life."""
+    with _lock:
+        _ensure_guard()
+
+
+def _ensure_guard() -> None:
+    global _guard
+    if _guard is None or _guard.owner != os.getpid():
+        _guard = _start_guard()
+
+
+def _tell_guard(message: str) -> bool:
+    """Send one line to the guard (atomic: shorter than PIPE_BUF); False when it is gone or not reading."""
+    guard = _guard
+    if guard is None or guard.owner != os.getpid():
+        return False
+    try:
+        os.write(guard.fd, message.encode())
+    except OSError:
+        return False
+    return True
+
+
+def _forget_guard_after_fork() -> None:
+    """In a forked child: the parent's guard is not ours; holding its pipe would keep it from seeing the parent die."""
+    global _guard
+    if _guard is not None:
+        with contextlib.suppress(OSError):
+            os.close(_guard.fd)
+        _guard = None
+
+
+os.register_at_fork(after_in_child=_forget_guard_after_fork)
+
+
 def with_death_signal(argv: list[str]) -> list[str]:
-    """``argv`` run under ``setpriv --pdeathsig KILL`` (util-linux) where it is installed: a tool dies with a
-    toolexec that was killed by SIGKILL (the signal comes when the spawning thread ends; that thread
-    supervises the call to its end). An exec of a small program costs far less than a ``preexec_fn``,
-    which makes Python fork the whole interpreter. Without setpriv, or when ``argv[0]`` cannot be
-    found (so that the error names it), ``argv`` is returned as it is.
+    """``argv`` as it is where this process's guard is running (it kills the tool's group if this process dies,
+    with no extra exec per call); else under ``setpriv --pdeathsig KILL`` (util-linux) where it is installed:
+    a tool dies with a toolexec that was killed by SIGKILL (the signal comes when the spawning thread ends;
+    that thread supervises the call to its end). Without either, or when ``argv[0]`` cannot be found (so
+    that the error names it), ``argv`` is returned as it is.
     """
+    if _guard is not None and _guard.owner == os.getpid():
+        return argv
     import shutil
 
     global _setpriv
@@ -103,11 +195,12 @@ def with_death_signal(argv: list[str]) -> list[str]:
 
 
 def enter() -> None:
-    """A call is about to start its tool: be a subreaper from before the spawn (first call in flight)."""
+    """A call is about to start its tool: be a subreaper from before the spawn (first call in flight), and have a guard."""
     global _subreaper_was_set, _subreaper_on, _calls, _spawning
     with _lock:
         _calls += 1
         _spawning += 1
+        _ensure_guard()
         prctl = _libc_prctl()
         if _calls == 1 and prctl is not None:
             if _subreaper_was_set is None:
@@ -121,12 +214,21 @@ def enter() -> None:
 
 def register(pid: int) -> None:
     """The call's tool is ``pid``: remember when it started, to tell which orphans are its."""
-    global _spawning
+    global _spawning, _guard
     start = _stat(pid).start
     with _lock:
         _in_flight[pid] = start
         _spawning -= 1
         _lock.notify_all()
+        if _guard is not None and not _tell_guard(f"+ {pid}\n"):
+            # The guard is gone (killed, or stopped with its pipe full): a new one takes every group in flight.
+            # The old pipe is closed only once its guard has ended: a stopped guard that later read the end of
+            # file would kill the groups of calls still running.
+            if _guard.proc.poll() is not None:
+                os.close(_guard.fd)
+            _guard = _start_guard()
+            for other in _in_flight:
+                _tell_guard(f"+ {other}\n")
 
 
 def leave(pid: int | None) -> None:
@@ -135,6 +237,7 @@ def leave(pid: int | None) -> None:
     with _lock:
         if pid is not None:
             _in_flight.pop(pid, None)
+            _tell_guard(f"- {pid}\n")
         else:  # the spawn failed: it is no longer pending
             _spawning -= 1
             _lock.notify_all()
@@ -320,6 +423,7 @@ def _owns(call_start: int | None, later: list[int], orphan: _Proc) -> bool:
     children share ours), started after the call's tool and before every other call in flight."""
     return (
         call_start is not None
+        and orphan.pid not in _guards  # a guard is a child in a session of its own, but no call's
         and orphan.session != _MY_SESSION
         and orphan.start >= call_start
         and all(orphan.start < other for other in later)

@@ -38,6 +38,16 @@ def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def parent_death_guard() -> None:
+    """Start the Linux backend's guard up front: it keeps one descriptor for the life of the process from the
+    first call on, and tests compare the descriptors open before and after a call."""
+    from toolexec.runtimes import process_linux
+
+    if process_linux.available():
+        process_linux.ensure_guard()
+
+
 @pytest.fixture(autouse=True)
 def private_tmpdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A TMPDIR of our own, so 'no temporary file left' can be checked exactly."""

@@ -180,8 +180,6 @@ def test_every_terminating_signal_cancels(sig: str, project: Project, private_tm
 
 
 def test_a_tool_dies_with_a_toolexec_killed_by_sigkill(project: Project, private_tmpdir: Path) -> None:
-    if not Path("/usr/bin/setpriv").exists():
-        pytest.skip("the parent-death signal is set through util-linux's setpriv")
     child, pid_file = _start_cli(project)
     pid = int(pid_file.read_text())
     child.kill()

@@ -1,0 +1,90 @@
+"""The Linux backend's parent-death guard: one helper per process, told which tool groups are in flight, that kills
+them when the process it guards is gone however it ended (end of file on its pipe). It replaces an exec of
+``setpriv --pdeathsig`` per call; setpriv is used only where the guard cannot run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive
+from toolexec.runtimes import process, process_linux
+
+ECHO = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
+
+
+@pytest.fixture(autouse=True)
+def linux_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not process_linux.available():
+        pytest.skip("needs the Linux backend (pidfd and /proc)")
+    monkeypatch.setenv(process.BACKEND_VARIABLE, "linux")
+
+
+def test_the_guard_kills_the_groups_still_announced_when_its_writer_is_gone() -> None:
+    guard = process_linux._start_guard()
+    assert guard is not None
+    withdrawn, announced = (subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(2))
+    try:
+        for line in (f"+ {withdrawn.pid}\n", f"+ {announced.pid}\n", f"- {withdrawn.pid}\n"):
+            os.write(guard.fd, line.encode())
+        os.close(guard.fd)  # what the end of the guarded process does
+        assert guard.proc.wait(timeout=30) == 0
+        assert announced.wait(timeout=30) == -signal.SIGKILL
+        assert withdrawn.poll() is None
+    finally:
+        for proc in (withdrawn, announced):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_call_runs_its_tool_without_an_exec_of_setpriv_and_the_guard_survives_it(project: Project) -> None:
+    process_linux.ensure_guard()
+    guard = process_linux._guard
+    assert guard is not None
+    assert process_linux.with_death_signal(["/bin/true"]) == ["/bin/true"]
+    project.tool("echo.sh", ECHO)
+    with project.executor() as executor:
+        results = [executor.call("echo", {"text": str(n)}).output for n in range(3)]
+    assert (results, process_linux._guard, alive(guard.proc.pid)) == (["0", "1", "2"], guard, True)
+
+
+def test_a_guard_that_was_killed_is_replaced_by_the_next_call(project: Project) -> None:
+    process_linux.ensure_guard()
+    old = process_linux._guard
+    assert old is not None
+    old.proc.kill()
+    old.proc.wait()
+    project.tool("echo.sh", ECHO)
+    with project.executor() as executor:
+        result = executor.call("echo", {"text": "x"})
+    new = process_linux._guard
+    assert (result.output, new is not None and new.proc.pid != old.proc.pid) == ("x", True)
+    assert new is not None and alive(new.proc.pid)
+    with pytest.raises(OSError):  # the dead guard's pipe was released
+        os.fstat(old.fd)
+
+
+def test_a_forked_child_lets_go_of_its_parents_guard(tmp_path: Path) -> None:
+    """Holding the pipe would keep the guard from seeing the parent die; writing to it would mix two processes' groups."""
+    process_linux.ensure_guard()
+    guard = process_linux._guard
+    assert guard is not None
+    report = tmp_path / "report"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's findings are read from the file
+        try:
+            try:
+                os.fstat(guard.fd)
+                held = True
+            except OSError:
+                held = False
+            report.write_text(repr((process_linux._guard, held)))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert report.read_text() == "(None, False)"
