@@ -88,3 +88,16 @@ def test_a_forked_child_lets_go_of_its_parents_guard(tmp_path: Path) -> None:
             os._exit(0)
     os.waitpid(pid, 0)
     assert report.read_text() == "(None, False)"
+
+
+def test_where_no_guard_can_start_the_tool_runs_under_setpriv(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("util-linux's setpriv is not installed")
+    monkeypatch.setattr(process_linux, "GUARD_SHELL", "/nonexistent/sh")
+    monkeypatch.setattr(process_linux, "_guard", None)
+    process_linux.ensure_guard()
+    assert process_linux._guard is None
+    assert process_linux.with_death_signal(["/bin/true"]) == [setpriv, "--pdeathsig", "KILL", "--", "/bin/true"]
