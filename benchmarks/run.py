@@ -435,11 +435,11 @@ BLOCKERS = {
         "no import any more (no YAML, schema compiler or parser on a fresh catalog)."
     ),
     "Bash tool, in-process": (
-        "What is left is the hand-off to the executor's thread (~0.45 ms: a future, a cancellation pipe, two thread "
-        "wake-ups), the engine's own work (~0.25 ms: validation, the environment, two private files, reading the output "
-        "back) and the process layer (~0.2 ms over `subprocess.run`: a pidfd, the select loop, one pass over this "
-        "process's descendant tree for escapees). No per-call scan of /proc (escapees are found below this process, a "
-        "subreaper) and no per-call exec of `setpriv` (one guard process per host kills the tool groups if it dies)."
+        "What is left is toolexec's own work around the process (~0.3 ms: validation, the environment, two private "
+        "files, finding the interpreter on PATH, reading the output back) and the process layer (~0.2 ms over "
+        "`subprocess.run`: a pidfd, the select loop, one pass over this process's descendant tree for escapees). "
+        "No call scans /proc (escapees are found below this process, a subreaper) or execs `setpriv` (one guard "
+        "process per host kills the tool groups in flight if the host dies)."
     ),
     "no-op TypeScript tool": (
         "toolexec's own start-up (the imports of the one-shot row) is what it adds to node's; the transpiled JavaScript "
