@@ -1,14 +1,16 @@
 """Runs inside the tool's own Python: load the script, call ``run(**arguments)``, write the result.
 
-Invoked as ``python python_bootstrap.py TOOL_PATH`` with ``{"arguments": {...}}``
-on stdin. Kept free of third-party imports and of syntax newer than 3.8, since
-the interpreter is whatever the tool's shebang names.
+Invoked as ``python python_bootstrap.py TOOL_PATH`` with ``{"arguments": {...}}`` on
+stdin: marshal's format after a NUL byte (what toolexec writes), or JSON text. Kept free
+of third-party imports and of syntax newer than 3.8, since the interpreter is whatever
+the tool's shebang names.
 
 Start-up is most of a call's cost, so nothing is imported up front beyond ``os`` and ``sys``
-(which every Python start has loaded already): the request is read with the C scanner behind
-``json`` (the ``json`` package would bring ``re``), the tool is loaded with the import
-machinery every interpreter already holds, ``json`` is imported to render a value that is not
-text, ``asyncio`` only for a coroutine ``run`` and ``traceback`` only for a failure.
+(which every Python start has loaded already): the request is read with ``marshal``, which
+every interpreter has loaded too (JSON text with the C scanner behind ``json``; the ``json``
+package would bring ``re``), the tool is loaded with the import machinery every interpreter
+already holds, ``json`` is imported to render a value that is not text, ``asyncio`` only for
+a coroutine ``run`` and ``traceback`` only for a failure.
 """
 
 import os
@@ -61,8 +63,14 @@ class _Decoding:
     parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
 
 
-def _parse(text):
-    """The request toolexec wrote (compact JSON), without importing ``json``; ``json`` for anything else."""
+def _parse(data):
+    """The request toolexec wrote: marshal's format after a NUL (``marshal`` is loaded at every interpreter start),
+    else JSON text, read without importing ``json`` where the C scanner can; ``json`` for anything else."""
+    if data[:1] == b"\0":
+        import marshal
+
+        return marshal.loads(data[1:])
+    text = data.decode("utf-8")
     try:
         from _json import make_scanner
 
@@ -105,7 +113,7 @@ def _report(kind, message, stack=""):
 
 def main():
     path = sys.argv[1]
-    request = _parse(sys.stdin.buffer.read().decode("utf-8"))
+    request = _parse(sys.stdin.buffer.read())
     # The tool gets an empty stdin, like any process run without input.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
