@@ -198,9 +198,9 @@ def enter() -> None:
     """A call is about to start its tool: be a subreaper from before the spawn (first call in flight), and have a guard."""
     global _subreaper_was_set, _subreaper_on, _calls, _spawning
     with _lock:
+        _ensure_guard()  # first: should it raise, no count has changed
         _calls += 1
         _spawning += 1
-        _ensure_guard()
         prctl = _libc_prctl()
         if _calls == 1 and prctl is not None:
             if _subreaper_was_set is None:
