@@ -17,6 +17,10 @@ Only the subtrees of this process's children that belong to the call are read (a
 or the host's own children cannot have the call's processes below them), so a pass costs a few
 reads however many processes the machine runs. Without the subreaper it reads every process in
 ``/proc``, which also finds a process started outside the tree that carries the call's marker.
+
+Should this process die while calls run (even by SIGKILL), a guard (one ``/bin/sh`` per process,
+started by the first call, in a session of its own) kills the tool groups still in flight; where
+it cannot run, each tool starts under ``setpriv --pdeathsig KILL`` instead.
 """
 
 from __future__ import annotations
