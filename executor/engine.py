@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import sys
 import time
@@ -128,6 +127,8 @@ class Engine:
             _discard(finished.stdout.spilled)  # stdout is not the result: no file of it is kept
         if output.dropped and output.spill is None:  # keep the whole of it, named in the result
             output.spill = str(state.output_file(call_id, "output"))
+            import shutil  # only an output past max_output_bytes is moved
+
             shutil.move(output_path, output.spill)
             output.keep_limit = self.config.max_kept_bytes
             output.kept = min(output.total, output.keep_limit)
@@ -178,6 +179,8 @@ def _call_files(tool: str) -> Iterator[tuple[str, str]]:
             except FileNotFoundError:
                 pass
             except OSError:  # the tool put a directory there
+                import shutil
+
                 shutil.rmtree(path, ignore_errors=True)
 
 

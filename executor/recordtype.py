@@ -140,7 +140,7 @@ class _DataclassFields:
         return made  # type: ignore[no-any-return]
 
 
-def _make(cls: type[T], kw_only: bool) -> type[T]:
+def _make(cls: type[T], kw_only: bool, frozen: bool) -> type[T]:
     fields: dict[str, _Field] = {}
     for base in reversed(cls.__mro__[1:]):
         for one in getattr(base, _FIELDS, ()):
@@ -158,14 +158,12 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
         else:
             fields[name] = _Field(name, declared, None, True)
     setattr(cls, _FIELDS, tuple(fields.values()))
-    for name, method in (
-        ("__init__", _init),
-        ("__repr__", _repr),
-        ("__eq__", _eq),
-        ("__hash__", _hash),
-        ("__setattr__", _setattr),
-        ("__delattr__", _delattr),
-    ):
+    methods: list[tuple[str, Any]] = [("__init__", _init), ("__repr__", _repr), ("__eq__", _eq)]
+    if frozen:
+        methods += [("__hash__", _hash), ("__setattr__", _setattr), ("__delattr__", _delattr)]
+    else:  # as a dataclass with eq and without frozen: changeable, so not hashable
+        methods.append(("__hash__", None))
+    for name, method in methods:
         setattr(cls, name, method)
     setattr(cls, "__dataclass_fields__", _DataclassFields())  # noqa: B010
     setattr(cls, "__record_kw_only__", kw_only)  # noqa: B010 - not a name a type checker knows
@@ -176,16 +174,16 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
 if TYPE_CHECKING:
 
     @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
-    def record(cls: type[T] | None = None, /, *, kw_only: bool = True) -> Any:
-        """Make ``cls`` a frozen record: ``@record`` (keyword-only) or ``@record(kw_only=False)``."""
+    def record(cls: type[T] | None = None, /, *, kw_only: bool = True, frozen: bool = True) -> Any:
+        """Make ``cls`` a record: ``@record`` (frozen, keyword-only), ``@record(kw_only=False)``, ``@record(frozen=False)``."""
 
 else:
 
-    def record(cls=None, /, *, kw_only=True):
-        """Make ``cls`` a frozen record: ``@record`` (keyword-only) or ``@record(kw_only=False)``."""
+    def record(cls=None, /, *, kw_only=True, frozen=True):
+        """Make ``cls`` a record: ``@record`` (frozen, keyword-only), ``@record(kw_only=False)``, ``@record(frozen=False)``."""
         if cls is None:
-            return lambda later: _make(later, kw_only)
-        return _make(cls, kw_only)
+            return lambda later: _make(later, kw_only, frozen)
+        return _make(cls, kw_only, frozen)
 
 
 def field_names(item: Any) -> tuple[str, ...]:

@@ -12,13 +12,16 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from toolexec.errors import BadRequest, PreconditionFailed
 from toolexec.records import Argc, ArgcParam, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.environment import parse_dotenv
 from toolexec.runtimes.interpreter import interpreter_for
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 BOOTSTRAP = Path(__file__).with_name("bash_bootstrap.sh")
 

@@ -20,20 +20,24 @@ run the process-tree tests through both.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import selectors
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any, Protocol
 
 from toolexec.errors import ToolexecError
+from toolexec.recordtype import field, record, replace
 from toolexec.runtimes import process_linux
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from types import ModuleType
+    from typing import Any, Protocol
+else:
+    Protocol = object  # at run time _ExitWaiter is a plain base class; type checkers see the protocol
 
 CHUNK = 1 << 16
 MARKER = "TOOLEXEC_CALL_MARK"
@@ -113,7 +117,7 @@ class CallControl:
 Cancellation = CallControl  # the name the API had before the control carried more than cancellation
 
 
-@dataclass
+@record(kw_only=False, frozen=False)
 class Capture:
     """Bytes from a stream kept within ``limit``: the head and the tail."""
 
@@ -215,7 +219,7 @@ def _cut_start(data: bytes) -> bytes:
     return data[skip:]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Launch:
     """How to start one call: argv, environment, stdin bytes and its limits."""
 
@@ -234,7 +238,7 @@ class Launch:
     keep_limit: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Finished:
     """How the process ended, and what it wrote to stdout and stderr."""
 
@@ -351,7 +355,7 @@ def _supervise(
         finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
             if exited is not None:
                 exited.close()
-    return dataclasses.replace(finished, escaped=escaped)
+    return replace(finished, escaped=escaped)
 
 
 class _Supervisor:

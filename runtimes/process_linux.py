@@ -30,11 +30,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
 
+from toolexec.recordtype import record
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -106,7 +108,8 @@ for group in $groups; do kill -s KILL -- "-$group" 2>/dev/null; done
 GUARD_SHELL = "/bin/sh"
 
 
-class _Guard(NamedTuple):
+@record(kw_only=False)
+class _Guard:
     proc: subprocess.Popen[bytes]
     fd: int  # the write end of its pipe (non-blocking, not inherited)
     owner: int  # the process it guards (a forked child must not write to its parent's guard)
@@ -138,8 +141,26 @@ def _start_guard() -> _Guard | None:
     finally:
         os.close(read)
     os.set_blocking(write, False)
+    if not _guards:
+        import atexit
+
+        atexit.register(_stop_guard)
     _guards.add(proc.pid)
     return _Guard(proc, write, os.getpid())
+
+
+def _stop_guard() -> None:
+    """At exit: close the guard's pipe and wait for it to end, so a process that ends normally leaves no
+    guard behind (one that is killed leaves it only as long as the guard takes to kill the tool groups)."""
+    global _guard
+    with _lock:
+        guard, _guard = _guard, None
+    if guard is None or guard.owner != os.getpid():
+        return
+    with contextlib.suppress(OSError):
+        os.close(guard.fd)
+    with contextlib.suppress(Exception):
+        guard.proc.wait(timeout=2)
 
 
 def ensure_guard() -> None:
@@ -269,7 +290,8 @@ class ExitWaiter:
             self._fd = -1
 
 
-class _Proc(NamedTuple):
+@record(kw_only=False)
+class _Proc:
     pid: int
     state: str  # "" once the process is gone
     ppid: int

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import marshal
 from pathlib import Path
-from typing import Any
 
 from toolexec.records import ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.interpreter import interpreter_for
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import Any
 
 BOOTSTRAP = Path(__file__).with_name("python_bootstrap.py")
 # Starts a request in marshal's format (no JSON text starts with a NUL): the bootstrap reads it with a module every

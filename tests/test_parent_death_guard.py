@@ -102,3 +102,30 @@ def test_where_no_guard_can_start_the_tool_runs_under_setpriv(monkeypatch: pytes
     process_linux.ensure_guard()
     assert process_linux._guard is None
     assert process_linux.with_death_signal(["/bin/true"]) == [setpriv, "--pdeathsig", "KILL", "--", "/bin/true"]
+
+
+# Runs a command as a child subreaper: whatever the command leaves behind (an orphan of any kind, the guard
+# included) becomes this wrapper's child, so it is counted here however soon it ends.
+SUBREAPER = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+orphans = 0
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    orphans += 1
+print(done.returncode, repr(done.stdout), orphans)
+"""
+
+
+def test_a_one_shot_run_leaves_no_process_behind_not_even_its_guard(project: Project) -> None:
+    import sys
+
+    project.tool("echo.sh", ECHO)
+    config = project.configure()
+    command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "echo", '{"text": "once"}']
+    done = subprocess.run([sys.executable, "-c", SUBREAPER, *command], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "0 'once' 0\n", done.stderr  # the command closed its guard's pipe and reaped it

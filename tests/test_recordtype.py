@@ -133,6 +133,21 @@ def test_the_dataclasses_functions_still_accept_the_public_records() -> None:
     assert dataclasses.astuple(result)[:3] == (True, "ok", "x")
 
 
+@record(kw_only=False, frozen=False)
+class Counter:
+    limit: int
+    seen: list[int] = field(default_factory=list)
+
+
+def test_a_changeable_record_can_be_changed_and_is_not_hashable() -> None:
+    counter = Counter(3)
+    counter.limit = 4
+    counter.seen.append(1)
+    assert counter == Counter(4, [1])
+    with pytest.raises(TypeError, match="unhashable type: 'Counter'"):
+        hash(counter)
+
+
 def test_records_survive_copy_and_pickle() -> None:
     tool = declaration(metadata=Metadata(title="T"))
     assert copy.deepcopy(tool) == tool and copy.copy(tool) == tool
