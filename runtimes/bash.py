@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from toolexec.errors import BadRequest, PreconditionFailed
 from toolexec.records import Argc, ArgcParam, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.environment import parse_dotenv
-from toolexec.runtimes.interpreter import interpreter_for
+from toolexec.runtimes.interpreter import interpreter_for, which
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -120,7 +119,7 @@ def _environment(tool: ToolDeclaration, invocation: Argc, env: Mapping[str, str]
             raise PreconditionFailed(
                 f"environment variable {var.name} must be one of {', '.join(var.choices)}, got {seen[var.name]!r}"
             )
-    missing = [p for p in invocation.require_tools if not shutil.which(p, path=seen.get("PATH", os.defpath))]
+    missing = [p for p in invocation.require_tools if not which(p, path=seen.get("PATH", os.defpath))]
     if missing:
         them = "them" if len(missing) > 1 else "it"
         raise PreconditionFailed(f"tool {tool.name!r} needs {', '.join(missing)}, not found on PATH; install {them} first")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,38 @@ INSTALL_HINTS = {
     "javascript": "install the Node extra (pip install 'toolexec[node]') or Node.js, or set runtimes.javascript in config.yaml",
     "typescript": "install the Node extra (pip install 'toolexec[node]') or Node.js, or set runtimes.typescript in config.yaml",
 }
+
+
+def which(program: str, path: str | None = None) -> str | None:
+    """``shutil.which(program, path=path)`` on POSIX: the first executable file named ``program`` on ``path``
+    (default ``$PATH``), or ``program`` itself when it names a directory part.
+
+    Not ``shutil.which`` itself because importing ``shutil`` loads zlib, bz2 and lzma, a few milliseconds of
+    every one-shot run for a search of a dozen lines; a test compares the two on the same cases.
+    """
+    if os.path.dirname(program):
+        return program if _executable(program) else None
+    if path is None:
+        path = os.environ.get("PATH")
+        if path is None:
+            try:
+                path = os.confstr("CS_PATH")
+            except (AttributeError, ValueError):
+                path = os.defpath
+    if not path:
+        return None
+    seen = set()
+    for folder in os.fsdecode(path).split(os.pathsep):
+        if folder not in seen:
+            seen.add(folder)
+            candidate = os.path.join(folder, program)
+            if _executable(candidate):
+                return candidate
+    return None
+
+
+def _executable(path: str) -> bool:
+    return os.path.exists(path) and os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path)
 
 
 def interpreter_for(tool: ToolDeclaration, site: Site) -> list[str]:
@@ -54,7 +85,7 @@ def find_program(name: str, site: Site) -> str | None:
     """``name`` from TOOLEXEC_<NAME>, PATH, or a node_modules/.bin of the venv, functions or working directory."""
     candidates = [
         os.environ.get(f"TOOLEXEC_{name.upper()}"),
-        shutil.which(name),
+        which(name),
         *(str(base / "node_modules" / ".bin" / name) for base in (Path(sys.prefix) / "node", site.functions_dir, site.cwd)),
     ]
     return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
@@ -63,7 +94,7 @@ def find_program(name: str, site: Site) -> str | None:
 def resolve(argv: Sequence[str], language: str) -> list[str]:
     """``argv`` with its program made absolute, or RuntimeUnavailable naming it."""
     program = argv[0]
-    found = program if os.sep in program and os.access(program, os.X_OK) else shutil.which(program)
+    found = program if os.sep in program and os.access(program, os.X_OK) else which(program)
     if not found or os.path.isdir(found):
         raise RuntimeUnavailable(program, INSTALL_HINTS.get(language, f"install it or set runtimes.{language}"))
     return [found, *argv[1:]]

@@ -209,12 +209,13 @@ def with_death_signal(argv: list[str]) -> list[str]:
     """
     if _guard is not None and _guard.owner == os.getpid():
         return argv
-    import shutil
+
+    from toolexec.runtimes.interpreter import which
 
     global _setpriv
     if _setpriv is None:
-        _setpriv = shutil.which("setpriv") or ""
-    if not _setpriv or not argv or shutil.which(argv[0]) is None:
+        _setpriv = which("setpriv") or ""
+    if not _setpriv or not argv or which(argv[0]) is None:
         return argv
     return [_setpriv, "--pdeathsig", "KILL", "--", *argv]
 

@@ -26,8 +26,9 @@ GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
 HEAVY = ("tree_sitter", "yaml", "jsonschema", "fastjsonschema", "pydantic", "mcp", "asyncio", "toolexec.compilers")
 # Standard modules a one-shot run does without, each several milliseconds of it on a small machine: the records
 # are made without dataclasses (inspect, ast, dis), run is parsed without argparse, a call runs on the calling
-# thread (no concurrent.futures, logging), caches are named without hashing, private files made without tempfile.
-AVOIDED = ("typing", "dataclasses", "inspect", "argparse", "concurrent", "logging", "hashlib", "tempfile", "random")
+# thread (no concurrent.futures, logging), caches are named without hashing, private files are made without
+# tempfile, programs are found without shutil.
+AVOIDED = ("typing", "dataclasses", "inspect", "argparse", "concurrent", "logging", "hashlib", "tempfile", "random", "shutil")
 
 
 def read_index(project: Project) -> dict[str, Any]:
