@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     _usable_streams()
     if argv is None:
         argv = sys.argv[1:]
-    args = _quick_run(argv) or _parser().parse_args(argv)
+    args = _quick_run(argv) or _parse(argv)
     args.handle_signals = handle_signals
     try:
         code = int(args.handler(args))
@@ -159,6 +159,18 @@ def _quick_run(argv: list[str]) -> Any:
             return None
     name, arguments = positionals[0], positionals[1] if len(positionals) == 2 else "-"
     return SimpleNamespace(**values, command="run", name=name, arguments=arguments, handler=_run)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """argparse's reading of ``argv``, with ``run NAME --json ARGS`` accepted (argparse alone takes no positional
+    after an option once the first ones were read; the quick parser does, and both parse the same)."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "run" and args.arguments == "-" and len(extra) == 1 and not extra[0].startswith("-"):
+        args.arguments = extra[0]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:

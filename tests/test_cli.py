@@ -455,7 +455,9 @@ QUICK_RUN_ARGV = [
     (["run", "add", "{}", "--json", "--timeout", "2.5", "--call-id", "c1", "--confirm", "all"], True),
     (["run", "--timeout=3", "add", "--call-id=", "--verbose"], True),
     (["--config", "a.yaml", "run", "add", "--config", "b.yaml"], True),
-    (["run", "add", "--timeout", "inf"], True),  # refused later, by the same check as argparse's value
+    (["run", "add", "--timeout", "inf"], True),
+    (["run", "add", "--json", "{}"], True),  # options between the positionals, as people write them
+    (["run", "add", "--timeout", "5", "{}", "--call-id", "c"], True),  # refused later, by the same check as argparse's value
     (["run", "add", "{}", "extra"], False),  # a third positional: argparse words the error
     (["run"], False),
     (["run", "add", "--timeout", "soon"], False),
@@ -473,9 +475,9 @@ QUICK_RUN_ARGV = [
 
 @pytest.mark.parametrize(("argv", "quick"), QUICK_RUN_ARGV, ids=[" ".join(a) or "(none)" for a, _ in QUICK_RUN_ARGV])
 def test_run_is_parsed_without_argparse_exactly_as_argparse_parses_it(argv: list[str], quick: bool) -> None:
-    from toolexec.cli import _parser, _quick_run
+    from toolexec.cli import _parse, _quick_run
 
     parsed = _quick_run(list(argv))
     assert (parsed is not None) == quick
     if parsed is not None:
-        assert vars(parsed) == vars(_parser().parse_args(argv))
+        assert vars(parsed) == vars(_parse(argv))
