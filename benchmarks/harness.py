@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 WHEELHOUSE = Path(os.environ.get("TOOLEXEC_WHEELHOUSE", REPO / ".venv" / "wheelhouse"))
@@ -76,8 +77,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def paired_ms(ours: Callable[[], object], bare: Callable[[], object], runs: int = RUNS) -> tuple[float, float]:
-    """Median wall times of ``ours`` and ``bare``, run alternately so drift on a shared machine hits both alike."""
+class Paired(NamedTuple):
+    """Ours against a bare figure, sampled in adjacent pairs."""
+
+    ours: float  # median wall time, ms
+    bare: float  # median wall time, ms
+    ratio: float  # median of the pairs' ours / bare
+    added: float  # median of the pairs' ours - bare, ms
+
+
+def paired_ms(ours: Callable[[], object], bare: Callable[[], object], runs: int = RUNS) -> Paired:
+    """Median wall times of ``ours`` and ``bare``, run alternately, and the medians of each adjacent pair's ratio
+    and difference: a shared machine drifts by milliseconds over a row, and a pair sees the same drift."""
     ours(), bare()  # warm caches (catalog, transpile, page cache) first
     ours(), bare()
     samples: tuple[list[float], list[float]] = ([], [])
@@ -86,7 +97,13 @@ def paired_ms(ours: Callable[[], object], bare: Callable[[], object], runs: int 
             start = time.perf_counter()
             action()
             into.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples[0]), statistics.median(samples[1])
+    pairs = list(zip(*samples, strict=True))
+    return Paired(
+        statistics.median(samples[0]),
+        statistics.median(samples[1]),
+        statistics.median(o / b for o, b in pairs),
+        statistics.median(o - b for o, b in pairs),
+    )
 
 
 def median_ms(action: Callable[[], object], runs: int = RUNS, prepare: Callable[[], object] | None = None) -> float:

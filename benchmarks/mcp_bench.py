@@ -80,8 +80,8 @@ def measure(b: Any) -> list[Any]:
     server = StdioServer(b.cli(b.small, "mcp"), b.env)
     try:
         call = {"name": "noop_sh", "arguments": {"text": "x"}}
-        ours, bare = paired_ms(lambda: server.request("tools/call", call), spawn(["bash", "-c", 'printf "%s" x'], env=b.env))
-        rows.append(added_row("`tools/call` through `toolexec mcp` (stdio), no-op Bash tool", ours, "`bash -c`", bare, 10))
+        paired = paired_ms(lambda: server.request("tools/call", call), spawn(["bash", "-c", 'printf "%s" x'], env=b.env))
+        rows.append(added_row("`tools/call` through `toolexec mcp` (stdio), no-op Bash tool", paired, "`bash -c`", 10))
         calls = 100
         for _ in range(2):  # the second round is measured
             start = time.perf_counter()

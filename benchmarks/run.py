@@ -1,7 +1,8 @@
 """The benchmark suite: every figure of issue 15 (and issue 8's), side by side in one run.
 
 Run with ``make bench``; it writes ``benchmarks/RESULTS.md``. Each timed row runs our
-command and the bare one alternately and reports medians and their ratio. Nothing here is
+command and the bare one alternately and reports their medians, and the median ratio (or
+difference) of adjacent pairs, which a drifting shared machine affects least. Nothing here is
 asserted: these are measurements, and the tests guard the structure that makes them fast.
 
 The suite re-executes itself under a venv holding toolexec's wheel (see harness.py), so
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from harness import (
     NOOP_TS,
     RUNS,
     SLEEPER,
+    Paired,
     clean_env,
     many_tools,
     median_ms,
@@ -66,13 +69,13 @@ def ms(value: float) -> str:
     return f"{value:.1f} ms"
 
 
-def ratio_row(measure: str, ours: float, bare_label: str, bare: float, limit: float | None, note: str = "") -> Row:
+def ratio_row(measure: str, paired: Paired, bare_label: str, limit: float | None, note: str = "") -> Row:
     """Ours against a bare figure, with a target on the ratio (at most ``limit``)."""
-    ratio = ours / bare
+    ratio = paired.ratio
     return Row(
         measure,
-        ms(ours),
-        f"{bare_label}: {ms(bare)}",
+        ms(paired.ours),
+        f"{bare_label}: {ms(paired.bare)}",
         f"{ratio:.2f}x",
         f"≤ {limit}x" if limit else "",
         None if limit is None else ratio <= limit,
@@ -80,10 +83,18 @@ def ratio_row(measure: str, ours: float, bare_label: str, bare: float, limit: fl
     )
 
 
-def added_row(measure: str, ours: float, bare_label: str, bare: float, limit_ms: float, note: str = "") -> Row:
+def added_row(measure: str, paired: Paired, bare_label: str, limit_ms: float, note: str = "") -> Row:
     """Ours against a bare figure, with a target on the time added."""
-    added = ours - bare
-    return Row(measure, ms(ours), f"{bare_label}: {ms(bare)}", f"+{added:.1f} ms", f"≤ +{limit_ms} ms", added <= limit_ms, note)
+    added = paired.added
+    return Row(
+        measure,
+        ms(paired.ours),
+        f"{bare_label}: {ms(paired.bare)}",
+        f"+{added:.1f} ms",
+        f"≤ +{limit_ms} ms",
+        added <= limit_ms,
+        note,
+    )
 
 
 class Bench:
@@ -116,7 +127,7 @@ class Bench:
     def cli(self, config: Path, *argv: str) -> list[str]:
         return [self.toolexec, "--config", str(config), *argv]
 
-    def one_shot(self, config: Path, tool: str) -> object:
+    def one_shot(self, config: Path, tool: str) -> Callable[[], object]:
         return spawn(self.cli(config, "run", tool, '{"text": "x"}'), env=self.env)
 
 
@@ -130,7 +141,7 @@ def per_call_rows(b: Bench) -> list[Row]:
     bare_node = spawn([b.node, str(b.root / "bare.mjs")], env=node_env)
     node_version = subprocess.run([b.node, "--version"], capture_output=True, text=True).stdout.strip()
 
-    def call(tool: str) -> object:
+    def call(tool: str) -> Callable[[], object]:
         def action() -> None:
             result = executor.call(tool, {"text": "x"})
             assert result.ok, result.error
@@ -138,29 +149,28 @@ def per_call_rows(b: Bench) -> list[Row]:
         return action
 
     rows = []
-    ours, bare = paired_ms(call("noop_py"), bare_python)
-    rows.append(ratio_row("Python tool, in-process `Executor.call`", ours, "`python -c pass`", bare, 1.5))
-    ours, bare = paired_ms(call("noop_sh"), spawn(["bash", "-c", 'printf "%s" x'], env=b.env))
-    rows.append(added_row("Bash tool, in-process `Executor.call`", ours, "`bash -c`", bare, 2))
-    ours, bare = paired_ms(call("noop_js"), bare_node)
-    rows.append(ratio_row("JavaScript tool, in-process", ours, f"bare node {node_version}", bare, 1.2))
-    ours, bare = paired_ms(call("noop_ts"), bare_node)
+    paired = paired_ms(call("noop_py"), bare_python)
+    rows.append(ratio_row("Python tool, in-process `Executor.call`", paired, "`python -c pass`", 1.5))
+    paired = paired_ms(call("noop_sh"), spawn(["bash", "-c", 'printf "%s" x'], env=b.env))
+    rows.append(added_row("Bash tool, in-process `Executor.call`", paired, "`bash -c`", 2))
+    paired = paired_ms(call("noop_js"), bare_node)
+    rows.append(ratio_row("JavaScript tool, in-process", paired, f"bare node {node_version}", 1.2))
+    paired = paired_ms(call("noop_ts"), bare_node)
     rows.append(
         ratio_row(
             "TypeScript tool, in-process",
-            ours,
+            paired,
             f"bare node {node_version} on equivalent JS",
-            bare,
             1.2,
             "issue 8 asks ≤ 1.3x against Node 24",
         )
     )
-    ours, bare = paired_ms(b.one_shot(b.small, "noop_sh"), bare_python)
-    rows.append(ratio_row("one-shot `toolexec run`, no-op Bash tool", ours, "`python -c pass`", bare, 3))
-    ours, bare = paired_ms(b.one_shot(b.small, "noop_py"), bare_python)
-    rows.append(ratio_row("one-shot `toolexec run`, no-op Python tool", ours, "`python -c pass`", bare, None))
-    big, small = paired_ms(b.one_shot(b.big, "noop_sh"), b.one_shot(b.small, "noop_sh"))
-    rows.append(ratio_row("one-shot `run`, 1,000-tool catalog", big, "4-tool catalog", small, 1.1))
+    paired = paired_ms(b.one_shot(b.small, "noop_sh"), bare_python)
+    rows.append(ratio_row("one-shot `toolexec run`, no-op Bash tool", paired, "`python -c pass`", 3))
+    paired = paired_ms(b.one_shot(b.small, "noop_py"), bare_python)
+    rows.append(ratio_row("one-shot `toolexec run`, no-op Python tool", paired, "`python -c pass`", None))
+    paired = paired_ms(b.one_shot(b.big, "noop_sh"), b.one_shot(b.small, "noop_sh"))
+    rows.append(ratio_row("one-shot `run`, 1,000-tool catalog", paired, "4-tool catalog", 1.1))
     return rows
 
 
@@ -170,13 +180,13 @@ def alternative_rows(b: Bench) -> list[Row]:
     tools = b.small.parent / "functions" / "tools"
     tsx = harness.REPO / ".venv" / "js-runtimes" / "node_modules" / ".bin" / "tsx"
     if tsx.exists():
-        ours, theirs = paired_ms(b.one_shot(b.small, "noop_ts"), spawn([str(tsx), str(tools / "noop_ts.ts")], env=b.env))
-        speedup = theirs / ours
+        paired = paired_ms(b.one_shot(b.small, "noop_ts"), spawn([str(tsx), str(tools / "noop_ts.ts")], env=b.env))
+        speedup = 1 / paired.ratio  # the median pair's tsx time over ours
         rows.append(
             Row(
                 "one-shot `toolexec run`, no-op TypeScript tool",
-                ms(ours),
-                f"installed `tsx` on the same file: {ms(theirs)}",
+                ms(paired.ours),
+                f"installed `tsx` on the same file: {ms(paired.bare)}",
                 f"{speedup:.1f}x faster",
                 "≥ 4x faster (issue 8)",
                 speedup >= 4,
@@ -196,15 +206,15 @@ def alternative_rows(b: Bench) -> list[Row]:
     )
     env = {**b.env, "LLM_OUTPUT": str(b.root / "bare_output")}
     theirs_cmd = spawn([b.interpreter, str(wrapper), str(tools / "noop_py.py"), '{"text": "x"}'], env=env)
-    ours, theirs = paired_ms(b.one_shot(b.small, "noop_py"), theirs_cmd)
+    paired = paired_ms(b.one_shot(b.small, "noop_py"), theirs_cmd)
     rows.append(
-        ratio_row("one-shot `toolexec run`, no-op Python tool", ours, "llm-functions-style wrapper (import, run)", theirs, None)
+        ratio_row("one-shot `toolexec run`, no-op Python tool", paired, "llm-functions-style wrapper (import, run)", None)
     )
     from toolexec import Executor
 
     executor = Executor(b.small)
-    ours, theirs = paired_ms(lambda: executor.call("noop_py", {"text": "x"}), theirs_cmd)
-    rows.append(ratio_row("in-process `Executor.call`, no-op Python tool", ours, "llm-functions-style wrapper", theirs, None))
+    paired = paired_ms(lambda: executor.call("noop_py", {"text": "x"}), theirs_cmd)
+    rows.append(ratio_row("in-process `Executor.call`, no-op Python tool", paired, "llm-functions-style wrapper", None))
     return rows
 
 
@@ -395,13 +405,12 @@ def breakdown_rows(b: Bench) -> list[Row]:
         "stdin=subprocess.DEVNULL, capture_output=True, check=True)\n"
     )
     bare_python = spawn([b.interpreter, "-c", "pass"], env=b.env)
-    ours, bare = paired_ms(spawn([b.interpreter, str(floor), '{"text": "x"}'], env=b.env), bare_python)
+    paired = paired_ms(spawn([b.interpreter, str(floor), '{"text": "x"}'], env=b.env), bare_python)
     rows.append(
         ratio_row(
             "floor: Python importing json, pathlib, subprocess, selectors, threading, then one bash no-op",
-            ours,
+            paired,
             "`python -c pass`",
-            bare,
             None,
             "no Python tool runner can start a Bash tool faster; the one-shot target (3x) leaves it little room",
         )
@@ -449,10 +458,10 @@ def machine() -> str:
 BLOCKERS = {
     "one-shot `toolexec run`, no-op Bash tool": (
         "Python's own start-up is the bare figure; the standard modules any tool runner needs (json, which brings "
-        "`re` and `enum`; pathlib; subprocess, selectors, threading) and one bash no-op already come to about 2.7x of "
-        "it (the 'floor' row below). Above the floor are toolexec's own modules (records, config, catalog, engine, "
+        "`re` and `enum`; pathlib; subprocess, selectors, threading) and one bash no-op already come to about 2.7-2.9x "
+        "of it (the 'floor' row in 'Where the time goes'). Above the floor are toolexec's own modules (records, config, catalog, engine, "
         "runtime, process helper: imported, none of `typing`, `dataclasses`, `argparse`, `concurrent.futures`, "
-        "`hashlib` or `tempfile`), `shutil` and `ctypes` (PATH search and prctl), the call's work (config lookup, "
+        "`hashlib`, `tempfile` or `shutil`), `ctypes` (for prctl: the subreaper), the call's work (config lookup, "
         "catalog freshness by stats, one record, validation, the environment) and the guard process. Reaching 3x "
         "would mean a runner without the standard JSON or path modules."
     ),
@@ -485,7 +494,8 @@ def write_results(sections: list[tuple[str, list[Row]]], started: float) -> str:
         f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='minutes')}",
         f"- machine: {machine()}",
         f"- load average at the start: {os.getloadavg()[0]:.2f}",
-        f"- method: medians of {RUNS} runs, ours and the bare figure alternately; toolexec installed from its wheel",
+        f"- method: {RUNS} runs, ours and the bare figure alternately; medians of each, and ratios (differences) as the "
+        "median over adjacent pairs; toolexec installed from its wheel",
         f"- suite took {time.perf_counter() - started:.0f} s (`make bench`)",
         "",
     ]
