@@ -82,7 +82,9 @@ class CallControl:
     def __init__(self, *, deadline: float | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
-        self._lock = threading.Lock()
+        # Re-entrant: cancel() runs in signal handlers on the thread that may be running the call (and inside
+        # cancel() already, when a second signal comes during the first one's handler).
+        self._lock = threading.RLock()
         self.cancelled = False
         self.deadline = deadline
         self.on_event = on_event

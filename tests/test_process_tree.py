@@ -93,3 +93,23 @@ def test_an_exception_inside_the_loop_leaks_nothing(monkeypatch: pytest.MonkeyPa
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert threading.enumerate() == threads  # the portable backend's waiting thread is joined
     assert not alive(read_pid(tmp_path / "pid"))
+
+
+def test_a_cancel_inside_a_cancel_on_the_same_thread_returns() -> None:
+    """A signal handler that cancels can interrupt the thread inside cancel() itself (a second signal during the
+    first one's handler); the call runs on that thread now, so the control's lock must be re-entrant."""
+    from toolexec.runtimes.process import CallControl
+
+    control = CallControl()
+    done = threading.Event()
+
+    def nested() -> None:
+        with control._lock:  # where an interrupted cancel() holds it
+            control.cancel()
+        done.set()
+
+    worker = threading.Thread(target=nested, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert done.is_set() and control.cancelled
+    control.close()
