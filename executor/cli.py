@@ -123,8 +123,7 @@ def _quick_run(argv: list[str]) -> Any:
     """
     from types import SimpleNamespace
 
-    values: dict[str, Any] = {"config": None, "verbose": False, "json": False, "timeout": None, "call_id": None}
-    values["confirm"] = None
+    values: dict[str, Any] = dict.fromkeys(("config", "timeout", "call_id", "confirm")) | {"verbose": False, "json": False}
     positionals: list[str] = []
     words = iter(argv)
     seen_run = False
@@ -302,7 +301,7 @@ def _declaration_formats() -> list[str]:
 def _confirm_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--confirm",
-        choices=["destructive", "all"],
+        choices=_CONFIRM_CHOICES,
         help="ask on the terminal before running a tool that may modify something (destructive) or any tool (all)",
     )
 

@@ -69,13 +69,16 @@ def write_text_atomic(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def path_key(path: str | os.PathLike[str], limit: int = 180) -> str:
+    """A file name that stands for ``path``: the path itself with ``%`` and ``/`` escaped (unique, and no hashing
+    library for a one-shot run to import), or its digest when that would be longer than ``limit`` bytes."""
+    key = os.fspath(path).replace("%", "%25").replace("/", "%2F")
+    return digest(os.fspath(path)) if len(key.encode("utf-8", "surrogateescape")) > limit else key
+
+
 def config_snapshot(config_path: Path) -> Path:
-    """Where the parsed copy of a config file is kept: named by the path itself (escaped), which costs a
-    one-shot run no hashing library; a path too long for a file name is named by its digest."""
-    key = str(config_path).replace("%", "%25").replace("/", "%2F")
-    if len(key.encode("utf-8", "surrogateescape")) > 200:
-        key = digest(str(config_path))
-    return user_cache_dir() / "config" / f"{key}.json"
+    """Where the parsed copy of a config file is kept (named by :func:`path_key`)."""
+    return user_cache_dir() / "config" / f"{path_key(config_path)}.json"
 
 
 def check_call_id(call_id: str) -> str:

@@ -94,8 +94,8 @@ def find_program(name: str, site: Site) -> str | None:
 def resolve(argv: Sequence[str], language: str) -> list[str]:
     """``argv`` with its program made absolute, or RuntimeUnavailable naming it."""
     program = argv[0]
-    found = program if os.sep in program and os.access(program, os.X_OK) else which(program)
-    if not found or os.path.isdir(found):
+    found = which(program)  # a path is checked as it is; a bare name is searched on PATH; a directory is never one
+    if not found:
         raise RuntimeUnavailable(program, INSTALL_HINTS.get(language, f"install it or set runtimes.{language}"))
     return [found, *argv[1:]]
 

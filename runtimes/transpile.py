@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolexec.errors import PreparationFailed
-from toolexec.state import write_json_atomic
+from toolexec.state import path_key, write_json_atomic
 
 ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
 NODE_RECIPE = "node stripTypeScriptTypes transform v1"
@@ -134,14 +134,9 @@ def _key(source: str, recipe: str) -> str:
     """The cache name of ``source`` transpiled by ``recipe`` (a :data:`RECIPES` name): its path, escaped.
 
     A call finds its output by this name and checks it by the stats of every input (see :func:`_fresh`),
-    so nothing is read or hashed when the cache is fresh; a path too long for a file name is digested.
+    so nothing is read or hashed when the cache is fresh.
     """
-    key = os.path.abspath(source).replace("%", "%25").replace("/", "%2F")
-    if len(key.encode("utf-8", "surrogateescape")) > 180:
-        import hashlib
-
-        key = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return f"{key}.{recipe}"
+    return f"{path_key(os.path.abspath(source))}.{recipe}"
 
 
 def _import_graph(source: Path, key: str, cache: Path, output: Path) -> tuple[dict[Path, tuple[str, Path]], Inputs]:
