@@ -3,7 +3,7 @@
 Each row is one tool file built beside a good one (``sibling.py``). A refused row asserts the
 exact build problem, the exact refusal of a call of it (status, exit code, message) and that
 the sibling still builds and runs; a supported row asserts the call's exact output. After every
-row, as in :mod:`tests.test_bad_input`: no process of the call alive, no descriptor and no
+row, as in :mod:`tests.executor.test_bad_input`: no process of the call alive, no descriptor and no
 temporary file left.
 """
 

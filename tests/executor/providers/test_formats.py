@@ -1,7 +1,7 @@
 """Every provider's declaration format and call/result shape, against goldens and the providers' published rules.
 
-The goldens live in tests/providers/ (``pytest --update-goldens`` rewrites them); the rules
-each provider publishes for declarations are written down in tests/providers/rules.json.
+The goldens live in tests/executor/providers/goldens/ (``pytest --update-goldens`` rewrites them); the rules
+each provider publishes for declarations are written down in tests/executor/providers/goldens/rules.json.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from toolexec.providers.names import GEMINI_NAMES, MCP_NAMES, OPENAI_NAMES, Name
 from toolexec.providers.schema import drop_optional_nulls
 from toolexec.records import Annotations, Kwargs, Metadata, ToolCall, ToolDeclaration, ToolResult
 
-HERE = Path(__file__).parent / "providers"
+HERE = Path(__file__).parent / "goldens"
 RULES = json.loads((HERE / "rules.json").read_text(encoding="utf-8"))
 LONG = "report_" + "x" * 63  # 70 characters
 

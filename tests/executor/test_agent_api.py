@@ -351,7 +351,7 @@ def test_the_example_agent_loop_runs_offline_and_prints_what_the_docs_show() -> 
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, str(repo / "examples" / "agent_loop.py")], capture_output=True, text=True, timeout=120, check=False
     )

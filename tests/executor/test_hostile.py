@@ -1,6 +1,6 @@
 """The hostile catalogue (issue 10): a hostile tool or caller gets an exact result, never a traceback.
 
-Same rows and checks as :mod:`tests.test_bad_input` (exact status, exit code and error; no process,
+Same rows and checks as :mod:`tests.executor.test_bad_input` (exact status, exit code and error; no process,
 descriptor or temporary file left), with the tools of this file.
 """
 

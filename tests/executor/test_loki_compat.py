@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import REPO, Project
 from toolexec.runtimes.environment import PROMPT_UTILS
 
-CASES = Path(__file__).parent / "compilers" / "cases" / "bash"
+CASES = REPO / "tests" / "compilers" / "cases" / "bash"
 
 PATCH_TOOL = r"""#!/usr/bin/env bash
 set -e

@@ -1,4 +1,4 @@
-"""``toolexec check``: golden outputs per case file in tests/check/ (``--update-goldens`` rewrites them)."""
+"""``toolexec check``: golden outputs per case file in tests/executor/check/ (``--update-goldens`` rewrites them)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import REPO, toolexec
 from toolexec.check import check_file
 
-CASES = REPO / "tests" / "check"
+CASES = REPO / "tests" / "executor" / "check"
 SOURCES = sorted(p for p in CASES.iterdir() if p.suffix in (".py", ".sh", ".ts", ".js"))
 
 

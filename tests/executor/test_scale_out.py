@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import Project
 
 pytestmark = pytest.mark.slow
-NGINX_CONF = Path(__file__).resolve().parent.parent / "docs" / "scale-out.nginx.conf"
+NGINX_CONF = Path(__file__).resolve().parents[2] / "docs" / "scale-out.nginx.conf"
 NOOP_SH = (
     "#!/usr/bin/env bash\n# @describe Say which instance ran the call.\n"
     'main() {\n    printf "%s" "$TOOLEXEC_INSTANCE" >>"$LLM_OUTPUT"\n}\n'
