@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from toolexec.validation import Validator
 
 Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
-FORMAT = 4  # of catalog.json; another value means rebuild (4: records keep declaration order)
+FORMAT = 5  # of catalog.json; another value means rebuild (5: records keep the compiled source text)
 # A pack or validator no index names is removed by a later build once it is this old (a
 # concurrent build or reader may still use it).
 STALE_RECORD_SECONDS = 600
@@ -46,7 +46,8 @@ class DamagedCatalog(Exception):
     """A record the index names is missing or unreadable: the catalog is rebuilt."""
 
 
-Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None]  # declaration, last_good
+# declaration, last_good, and the source text each was compiled from
+Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None, str | None, str | None]
 Slice = tuple[int, int]  # (offset, length) of a record in the pack
 
 
@@ -70,6 +71,9 @@ class Entry:
         warnings: tuple[str, ...] = (),
         # The declaration of the last version that built, kept while the file is broken.
         last_good: ToolDeclaration | None = None,
+        # The source text each declaration was compiled from: what a call runs, byte for byte.
+        code: str | None = None,
+        last_good_code: str | None = None,
         record: str | None = None,
         at: Slice | None = None,
         loader: Callable[[str, Slice], Loaded] | None = None,
@@ -79,7 +83,7 @@ class Entry:
         self.record, self.at = record, at
         self._loader = loader
         lazy = loader is not None and record is not None and at is not None
-        self._loaded: Loaded | None = None if lazy else (declaration, last_good)
+        self._loaded: Loaded | None = None if lazy else (declaration, last_good, code, last_good_code)
 
     def _load(self) -> Loaded:
         if self._loaded is None:
@@ -98,9 +102,25 @@ class Entry:
         return self._load()[1]
 
     @property
+    def code(self) -> str | None:
+        """The source text :attr:`declaration` was compiled from (None when not kept, as for a registered tool)."""
+        return self._load()[2]
+
+    @property
+    def last_good_code(self) -> str | None:
+        """The source text :attr:`last_good` was compiled from."""
+        return self._load()[3]
+
+    @property
     def serving(self) -> ToolDeclaration | None:
         """What a call of this tool runs: the current declaration, else the last good one."""
         return self.declaration or self.last_good
+
+    @property
+    def serving_code(self) -> str | None:
+        """The source text of :attr:`serving`: a call runs exactly these bytes, whatever the file holds now."""
+        loaded = self._load()
+        return loaded[2] if loaded[0] is not None else loaded[3]
 
     @property
     def serves(self) -> bool:
@@ -117,14 +137,17 @@ class Entry:
     def replace(self, **changes: Any) -> Entry:
         """A copy with ``changes``; declarations are carried over without being loaded."""
         fields = {k: getattr(self, k) for k in ("file", "name", "stat", "sha256", "problems", "warnings")}
-        if not {"declaration", "last_good"} & changes.keys():
+        loaded_fields = {"declaration", "last_good", "code", "last_good_code"}
+        if not loaded_fields & changes.keys():
             fields.update(record=self.record, at=self.at, loader=self._loader)
             if self._loaded is not None:
-                fields.update(declaration=self._loaded[0], last_good=self._loaded[1])
+                fields.update(zip(("declaration", "last_good", "code", "last_good_code"), self._loaded, strict=True))
         else:
-            fields.update(declaration=self.declaration, last_good=self.last_good)
+            fields.update(
+                declaration=self.declaration, last_good=self.last_good, code=self.code, last_good_code=self.last_good_code
+            )
         entry = Entry(**{**fields, **changes})
-        if self._loaded is not None and "declaration" not in changes and "last_good" not in changes:
+        if self._loaded is not None and not loaded_fields & changes.keys():
             entry._loaded = self._loaded
         return entry
 
@@ -136,6 +159,8 @@ class Entry:
         return {
             "declaration": declaration.to_dict() if declaration else None,
             "last_good": last_good.to_dict() if last_good else None,
+            "code": self.code if declaration else None,
+            "last_good_code": self.last_good_code if last_good else None,
         }
 
     def index_data(self) -> dict[str, Any]:
@@ -189,7 +214,10 @@ class Entry:
         return f"Entry(file={self.file!r}, name={self.name!r}, record={self.record!r}, problems={self.problems!r})"
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.file, self.name, self.stat, self.sha256, self.problems, self.warnings, self.declaration, self.last_good)
+        return (
+            *(self.file, self.name, self.stat, self.sha256, self.problems, self.warnings),
+            *(self.declaration, self.last_good, self.code, self.last_good_code),
+        )
 
     def __eq__(self, other: object) -> bool:
         """Entries are equal when they say the same (where their records are is not compared)."""
@@ -576,9 +604,14 @@ def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loa
                 raise ValueError("the index names no pack")
             data = json.loads(read(at))
             declaration, last_good = data.get("declaration"), data.get("last_good")
+            code, last_good_code = data.get("code"), data.get("last_good_code")
+            if not all(text is None or isinstance(text, str) for text in (code, last_good_code)):
+                raise TypeError("the stored source must be text")
             return (
                 _checked(ToolDeclaration.from_dict(declaration)) if declaration else None,
                 _checked(ToolDeclaration.from_dict(last_good)) if last_good else None,
+                code,
+                last_good_code,
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             # The pack goes, so that the rebuild this causes compiles anew instead of trusting it.
@@ -645,8 +678,9 @@ def _append_records(state: State, catalog: Catalog, previous: Catalog | None, fr
     if not fresh and (pack is not None or not kept):
         return pack  # nothing to write (no tool built: no pack at all)
     if pack is not None:
-        live = sum(e.at[1] for e in kept if e.at) + sum(len(line) for _, line in fresh)
-        if state.pack_file(pack).stat().st_size > 2 * live + COMPACT_SLACK_BYTES:
+        adding = sum(len(line) for _, line in fresh)
+        live = sum(e.at[1] for e in kept if e.at) + adding
+        if state.pack_file(pack).stat().st_size + adding > 2 * live + COMPACT_SLACK_BYTES:  # as it would be after
             old = state.pack_file(pack).read_bytes()
             for entry in kept:  # loaded first, so that no reader of these entries looks at moved slices
                 entry.declaration  # noqa: B018

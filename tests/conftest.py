@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,13 @@ import pytest
 pytest.register_assert_rewrite("tests.helpers")
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The suite runs as users run: variables of the machine it happens to run on that users do not have are cleared
+# here, before any test (or any interpreter a test starts) reads them. This machine writes no bytecode; users do.
+MACHINE_ONLY = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONNOUSERSITE", "PYTHONSAFEPATH", "PYTHONWARNINGS")
+for _name in MACHINE_ONLY:
+    os.environ.pop(_name, None)
+sys.dont_write_bytecode = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
