@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +20,10 @@ MACHINE_ONLY = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONNOUSERS
 for _name in MACHINE_ONLY:
     os.environ.pop(_name, None)
 sys.dont_write_bytecode = False
+# A suite started in the background of a script inherits SIGINT ignored, and so would every interpreter a test
+# starts (an ignored signal stays ignored across exec): Ctrl-C works for users, so it does here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
