@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat
+from toolexec.catalog_store import load_catalog, save_catalog
 from toolexec.config import Config
 from toolexec.errors import CompileError, did_you_mean
 from toolexec.records import ToolDeclaration

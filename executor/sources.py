@@ -106,7 +106,7 @@ class PolledSource(Source):
     def catalog(self, tool: str | None = None) -> Catalog:
         """The built catalog, fresh for everything (or, with ``tool``, for a call of that tool: only its file is
         checked and only its record read, so a call costs the same with a thousand tools)."""
-        from toolexec.catalog import load_catalog
+        from toolexec.catalog_store import load_catalog
 
         with self._lock:
             try:

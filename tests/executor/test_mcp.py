@@ -130,7 +130,8 @@ def inject_metadata(project: Project, name: str, metadata: dict[str, Any]) -> No
     """Build, then give one tool metadata in the stored catalog (the build reuses unchanged files' declarations),
     so these tests do not depend on how a compiler reads metadata from source."""
     from toolexec.build import build
-    from toolexec.catalog import Catalog, save_catalog
+    from toolexec.catalog import Catalog
+    from toolexec.catalog_store import save_catalog
     from toolexec.config import load_config
     from toolexec.records import ToolDeclaration
 
