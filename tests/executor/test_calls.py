@@ -71,9 +71,11 @@ def test_a_broken_edit_runs_the_last_good_version_on_every_surface(project: Proj
     assert problem in listed.stdout  # list reports the failure
     described = toolexec("--config", str(project.config), "describe", "which")
     assert described.returncode == 0 and "Say which version runs." in described.stdout
-    assert [line for line in described.stderr.splitlines() if problem in line] == [
-        line for line in described.stderr.splitlines() if line.endswith("; calls run this last good version")
-    ] != []
+    assert (
+        [line for line in described.stderr.splitlines() if problem in line]
+        == [line for line in described.stderr.splitlines() if line.endswith("; calls run this last good version")]
+        != []
+    )
 
     async def over_mcp() -> tuple[str, bool]:
         from tests.executor.test_mcp import stdio, text
