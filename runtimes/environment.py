@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # Loki's prompt helpers for Bash tools; <functions_dir>/utils/prompt-utils.sh (Loki's own) wins.
@@ -12,6 +13,9 @@ PROMPT_UTILS = Path(__file__).with_name("prompt-utils.sh")
 # LLM_TOOL_RAW_JSON is left out above this size: Linux refuses to start a program with any one
 # environment string over 128 KiB, and such arguments still reach the tool by its own convention.
 RAW_JSON_LIMIT = 64 * 1024
+# What toolexec trusts (its config, functions directory, .env files, state), os.pathsep-separated: the
+# file built-ins refuse to write or remove any of it (functions/tools/_fsguard.py reads it).
+TRUSTED_PATHS_VARIABLE = "TOOLEXEC_PROTECTED_PATHS"
 
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
@@ -56,11 +60,12 @@ def tool_environment(
     output_path: str,
     dotenv: Mapping[str, str],
     raw_json: str | None = None,
+    trusted: Sequence[Path] = (),
 ) -> dict[str, str]:
     """``.env`` values under the caller's environment (which wins), then the LLM_* variables.
 
     ``raw_json`` is the call's arguments as sent (``LLM_TOOL_RAW_JSON``, which Coyote's tools read),
-    set when it is at most :data:`RAW_JSON_LIMIT` bytes.
+    set when it is at most :data:`RAW_JSON_LIMIT` bytes; ``trusted`` becomes :data:`TRUSTED_PATHS_VARIABLE`.
     """
     env = {**dotenv, **base}
     env.update(
@@ -71,6 +76,7 @@ def tool_environment(
         LLM_TOOL_CALL_ID=call_id,
         LLM_PROMPT_UTILS_FILE=str(prompt_utils(functions_dir)),
     )
+    env[TRUSTED_PATHS_VARIABLE] = os.pathsep.join(str(path) for path in trusted)
     if raw_json is not None and len(raw_json.encode("utf-8", "surrogateescape")) <= RAW_JSON_LIMIT:
         env["LLM_TOOL_RAW_JSON"] = raw_json
     else:

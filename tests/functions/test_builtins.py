@@ -356,9 +356,11 @@ def test_fs_mkdir_and_rm(everything: Executor, tmp_path: Path) -> None:
     )
     assert everything.call("fs_rm", {"path": str(tmp_path / "a"), "recursive": True}).ok
     assert os.listdir(tmp_path) == []
-    assert failed(everything.call("fs_rm", {"path": "/", "recursive": True})) == "refused: will not remove /\n"
+    assert (
+        failed(everything.call("fs_rm", {"path": "/", "recursive": True})) == "refused: will not remove / (the root directory)\n"
+    )
     assert failed(everything.call("fs_rm", {"path": os.environ["HOME"] + "/.", "recursive": True})) == (
-        f"refused: will not remove {os.path.realpath(os.environ['HOME'])}\n"
+        f"refused: will not remove {os.path.realpath(os.environ['HOME'])} (your home directory)\n"
     )
 
 
