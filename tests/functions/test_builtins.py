@@ -494,6 +494,16 @@ def test_http_fetch_refuses_redirects_to_private_addresses(
         ("[::ffff:127.0.0.1]", "::ffff:7f00:1"),  # IPv4-mapped
         ("[::ffff:a00:1]", "::ffff:a00:1"),  # IPv4-mapped 10.0.0.1, hex spelling
         ("[2002:a00:1::]", "2002:a00:1::"),  # 6to4 around 10.0.0.1
+        ("[::127.0.0.1]", "::7f00:1"),  # IPv4-compatible
+        ("[::a00:1]", "::a00:1"),  # IPv4-compatible 10.0.0.1, hex spelling
+        ("[::ffff:0:127.0.0.1]", "::ffff:0:7f00:1"),  # IPv4-translated (SIIT)
+        ("[64:ff9b::10.0.0.1]", "64:ff9b::a00:1"),  # NAT64, well-known prefix
+        ("[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe"),  # NAT64 of the metadata address 169.254.169.254
+        ("[64:ff9b:1::8.8.8.8]", "64:ff9b:1::808:808"),  # NAT64 local-use prefix: never public
+        ("[2001:0:a00:1::f7f7:f7f7]", "2001:0:a00:1::f7f7:f7f7"),  # Teredo: server 10.0.0.1, client 8.8.8.8
+        ("[2001:0:4136:e378:8000:63bf:80ff:fffe]", "2001:0:4136:e378:8000:63bf:80ff:fffe"),  # Teredo client 127.0.0.1
+        ("[2606:4700::5efe:a00:1]", "2606:4700::5efe:a00:1"),  # ISATAP around 10.0.0.1
+        ("[2606:4700::200:5efe:c0a8:101]", "2606:4700::200:5efe:c0a8:101"),  # ISATAP (u bit) around 192.168.1.1
         ("api.example.com", "127.0.0.1"),  # public-looking names, private answers (the test resolver)
         ("metadata.example.org", "169.254.169.254"),
     ],
@@ -515,3 +525,73 @@ def test_http_fetch_refuses_bad_requests(shipped: Executor) -> None:
     assert (
         failed(fetch(shipped, "http://x.invalid/", timeout=0)) == "timeout 0 is out of range; give 0 < timeout <= 300 seconds\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            {"url": "http://example.com:99999/"},
+            "invalid port '99999' in http://example.com:99999/: give a number from 1 to 65535",
+        ),
+        ({"url": "http://example.com:0/"}, "invalid port '0' in http://example.com:0/: give a number from 1 to 65535"),
+        ({"url": "http://example.com:http/"}, "invalid port 'http' in http://example.com:http/: give a number from 1 to 65535"),
+        ({"url": "http://example.com:-1/"}, "invalid port '-1' in http://example.com:-1/: give a number from 1 to 65535"),
+        ({"url": "http://[::1/"}, "invalid URL 'http://[::1/': Invalid IPv6 URL"),
+        (
+            {"url": "http://[1.2.3.4.5]/"},
+            "invalid URL 'http://[1.2.3.4.5]/': '1.2.3.4.5' does not appear to be an IPv4 or IPv6 address",
+        ),
+        (
+            {"url": f"http://{'a' * 64}.example.com/"},
+            f"invalid host name '{'a' * 64}.example.com': each dot-separated label must have 1 to 63 characters, and the name at most 253",
+        ),
+        (
+            {"url": "http://a..example.com/"},
+            "invalid host name 'a..example.com': each dot-separated label must have 1 to 63 characters, and the name at most 253",
+        ),
+        ({"url": "http://exa$mple.com/"}, "invalid host name 'exa$mple.com': a label may hold only letters, digits, '-' and '_'"),
+        (
+            {"url": "http://example.com/a b"},
+            "invalid URL 'http://example.com/a b': it holds a space or a control character (percent-encode them)",
+        ),
+        (
+            {"url": "http://example.com/\r\nX: y"},
+            "invalid URL 'http://example.com/\\r\\nX: y': it holds a space or a control character (percent-encode them)",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"X-A": "1\r\nX-Injected: yes"}},
+            "invalid value for header 'X-A': it holds a line break or NUL",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"X-A\r\nB": "1"}},
+            "invalid header name 'X-A\\r\\nB': use letters, digits and !#$%&'*+-.^_`|~ only",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"Host": "internal"}},
+            "header 'Host' is set by http_fetch itself and cannot be given",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"Transfer-Encoding": "chunked"}},
+            "header 'Transfer-Encoding' is set by http_fetch itself and cannot be given",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"X-A": "€"}},
+            "invalid value for header 'X-A': only Latin-1 text can be sent in a header",
+        ),
+    ],
+)
+def test_http_fetch_refuses_malformed_input_clearly(shipped: Executor, arguments: dict[str, Any], message: str) -> None:
+    assert failed(shipped.call("http_fetch", arguments)) == message + "\n"
+
+
+def test_http_fetch_connects_to_the_address_it_checked(
+    shipped: Executor, server: int, hosts: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # api.example.com exists only in the test resolver: the request reaches the server only because the
+    # connection goes to the address that was resolved and checked, never through a second lookup.
+    monkeypatch.setenv("HTTP_FETCH_ALLOW_HOSTS", "127.0.0.1")
+    result = fetch(shipped, f"http://api.example.com:{server}/hello")
+    assert json.loads(result.output)["body"] == "héllo\n"
+    # Non-ASCII in the path and query is percent-encoded, not a traceback.
+    assert json.loads(fetch(shipped, f"http://api.example.com:{server}/héllo?q=ü").output)["status"] == 404
