@@ -168,9 +168,51 @@ def test_json_parse_names_the_failing_part(shipped: Executor, path: str, message
     assert failed(shipped.call("json_parse", {"json": DOC, "path": path})) == message + "\n"
 
 
-def test_json_parse_refuses_invalid_json(shipped: Executor) -> None:
-    message = failed(shipped.call("json_parse", {"json": "{'a': 1}"}))
-    assert message.startswith("invalid JSON: ") and "position 1" in message
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{'a': 1}", 'expected a key in double quotes, found "\'" at position 1 (line 1, column 2)'),
+        ("", "expected a value, found the end of the text at position 0 (line 1, column 1)"),
+        (
+            "[1,]",
+            'expected a value (an object, array, string, number, true, false or null), found "]" at position 3 (line 1, column 4)',
+        ),
+        ('{\n  "a" 1}', 'expected \':\' after the key "a", found "1" at position 8 (line 2, column 7)'),
+        ("[01]", 'invalid number, found "1" at position 2 (line 1, column 3)'),
+        ("1.", 'invalid number, found "." at position 1 (line 1, column 2)'),
+        (
+            "NaN",
+            'expected a value (an object, array, string, number, true, false or null), found "N" at position 0 (line 1, column 1)',
+        ),
+        ('"abc', "the string never ends, found the end of the text at position 4 (line 1, column 5)"),
+        ('"a\tb"', 'a string holds a control character (escape it), found "\\t" at position 2 (line 1, column 3)'),
+        ('"\\x"', 'a string holds an invalid escape, found "\\\\" at position 1 (line 1, column 2)'),
+        ("[1] x", 'unexpected text after the JSON value, found "x" at position 4 (line 1, column 5)'),
+        ("[" * 3000 + "]" * 2999, "expected ',' or ']', found the end of the text at position 5999 (line 1, column 6000)"),
+    ],
+)
+def test_json_parse_refuses_invalid_json(shipped: Executor, text: str, message: str) -> None:
+    assert failed(shipped.call("json_parse", {"json": text})) == f"invalid JSON: {message}\n"
+
+
+def test_json_parse_keeps_numbers_exactly(shipped: Executor) -> None:
+    numbers = ["1e400", "-1e400", "18446744073709551617", "-0", "0.1", "1E-7", "123456789012345678901234567890.5", "5e-324"]
+    text = "[" + ", ".join(numbers) + "]"
+    assert shipped.call("json_parse", {"json": text}).output == "[\n" + ",\n".join(f"  {n}" for n in numbers) + "\n]"
+    assert shipped.call("json_parse", {"json": '{"big": 18446744073709551617}', "path": "big"}).output == "18446744073709551617"
+    # Strings, true/false/null and nesting come back as JSON would write them; the last of duplicate keys wins.
+    assert shipped.call("json_parse", {"json": '{"s": "\\u00e9\\n", "t": [true, false, null, {}, []], "s": "x"}'}).output == (
+        '{\n  "s": "x",\n  "t": [\n    true,\n    false,\n    null,\n    {},\n    []\n  ]\n}'
+    )
+
+
+def test_json_parse_reads_a_deep_valid_document(shipped: Executor) -> None:
+    deep = "[" * 5000 + "7" + "]" * 5000
+    assert shipped.call("json_parse", {"json": deep}).output == deep  # compact: it nests deeper than 64 levels
+    assert shipped.call("json_parse", {"json": deep, "path": ".".join(["0"] * 4998)}).output == "[\n  [\n    7\n  ]\n]"
+    objects = '{"a": ' * 20000 + "1" + "}" * 20000
+    assert shipped.call("json_parse", {"json": objects, "path": ".".join(["a"] * 19999)}).output == '{\n  "a": 1\n}'
+    assert shipped.call("json_parse", {"json": objects, "path": ".".join(["a"] * 19935)}).output == '{"a":' * 65 + "1" + "}" * 65
 
 
 # --- current_time ----------------------------------------------------------------------------
