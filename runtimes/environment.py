@@ -17,6 +17,38 @@ RAW_JSON_LIMIT = 64 * 1024
 # file built-ins refuse to write or remove any of it (functions/tools/_fsguard.py reads it).
 TRUSTED_PATHS_VARIABLE = "TOOLEXEC_PROTECTED_PATHS"
 
+# Variables that make a shell or an interpreter run code, load libraries or read modules before the
+# tool's own code: never taken from a .env file (a file a tool or a model might have written); set
+# them in toolexec's own environment when you mean them. One list for every .env toolexec reads.
+UNSAFE_DOTENV_VARIABLES = frozenset(
+    {
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONINSPECT",
+        "PYTHONUSERBASE",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "JAVA_TOOL_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "_JAVA_OPTIONS",
+        "GCONV_PATH",
+        "IFS",
+    }
+)
+UNSAFE_DOTENV_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
+
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
@@ -38,13 +70,22 @@ def parse_dotenv(text: str) -> dict[str, str]:
     return values
 
 
+def without_unsafe(values: Mapping[str, str]) -> dict[str, str]:
+    """``values`` read from a ``.env`` file, less :data:`UNSAFE_DOTENV_VARIABLES` and the prefixed kinds."""
+    return {
+        key: value
+        for key, value in values.items()
+        if key not in UNSAFE_DOTENV_VARIABLES and not key.startswith(UNSAFE_DOTENV_PREFIXES)
+    }
+
+
 def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = ()) -> dict[str, str]:
-    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins)."""
+    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins), less the unsafe ones."""
     merged: dict[str, str] = {}
     for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
         try:
             # surrogateescape: a byte that is not UTF-8 reaches the tool as it is, and spoils nothing else
-            merged.update(parse_dotenv(path.read_bytes().decode("utf-8", "surrogateescape")))
+            merged.update(without_unsafe(parse_dotenv(path.read_bytes().decode("utf-8", "surrogateescape"))))
         except OSError:  # missing, a directory, unreadable: no values from it
             continue
     return merged
