@@ -45,7 +45,10 @@ def run(pattern: str, path: str = ".", limit: int = 500) -> str:
         return _failed(f"invalid pattern {pattern!r}: give a pattern relative to path, e.g. '**/*.py'")
     if limit < 1:
         return _failed(f"limit must be at least 1, got {limit}")
-    walk = _Walk(path, [part for part in pattern.split("/") if part not in ("", ".")])
+    parts = [part for part in pattern.split("/") if part not in ("", ".")]
+    if not parts:
+        return _failed(f"invalid pattern {pattern!r}: it names no file or directory below path, e.g. '*' or '**/*.py'")
+    walk = _Walk(path, parts)
     walk.match(path, "", 0, 0)
     found = sorted(walk.found)
     notes = (

@@ -308,6 +308,9 @@ def test_fs_glob(shipped: Executor, tmp_path: Path) -> None:
     assert failed(shipped.call("fs_glob", {"pattern": "/etc/*", "path": str(tmp_path)})) == (
         "invalid pattern '/etc/*': give a pattern relative to path, e.g. '**/*.py'\n"
     )
+    assert failed(shipped.call("fs_glob", {"pattern": "./.", "path": str(tmp_path)})) == (
+        "invalid pattern './.': it names no file or directory below path, e.g. '*' or '**/*.py'\n"
+    )
 
 
 def test_fs_grep(shipped: Executor, tmp_path: Path) -> None:
