@@ -566,8 +566,12 @@ def _call(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     executor = _executor(args)
+    batch = executor.parse_calls(data, args.format)
+    if not batch.entries:
+        shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
+        _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
     with _call_control(args) as control:
-        answer = executor.answer(data, args.format, cancel=control)
+        answer = executor.answer(batch, cancel=control)
     print(_json(answer))
     return EXIT_OK
 
