@@ -346,7 +346,16 @@ def _init(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise BadRequest(f"cannot write {destination}: {exc.strerror or exc}") from None
         print(f"wrote {destination}")
+    print(f"next: {_next_command(target)}")
     return EXIT_OK
+
+
+def _next_command(target: Path) -> str:
+    """What to type after ``init``: go to the project and write a tool of one's own (listed and enabled)."""
+    import shlex
+
+    go = "" if target.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(target))} && "
+    return f"{go}toolexec new my_tool --lang py   (a tool of your own, listed and enabled in config.yaml)"
 
 
 def _build(args: argparse.Namespace) -> int:

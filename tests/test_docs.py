@@ -126,3 +126,62 @@ def test_the_readme_links_every_page() -> None:
     pages = [p.name for p in doc_goldens.pages() if p.name != "README.md"]
     assert [name for name in pages if f"(docs/{name})" not in readme] == []
     assert [name for name in pages if f"({name})" not in index] == []
+
+
+# The README's first-run path, run as a newcomer types it: its sections, in order.
+FIRST_RUN = ("Quick start", "Writing a Python tool")
+_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+_BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+EXPECTED = "# → "
+
+
+def first_run_steps(readme: str) -> list[tuple[str, str, list[str]]]:
+    """The README's first-run blocks as steps: ("sh", command, expected stdout lines) and ("python", file, source)."""
+    starts = [(m.group(1), m.end()) for m in _SECTION.finditer(readme)]
+    sections = {title: readme[end : next((s for _, s in starts if s > end), len(readme))] for title, end in starts}
+    steps: list[tuple[str, str, list[str]]] = []
+    for title in FIRST_RUN:
+        for language, body in _BLOCK.findall(sections[title]):
+            if language == "python":
+                path = body.splitlines()[0].removeprefix("# ")
+                steps.append(("python", path, [body]))
+                continue
+            assert language == "sh", f"README {title!r}: a {language} block in the first-run path"
+            for line in body.splitlines():
+                if line.startswith(EXPECTED):
+                    steps[-1][2].append(line.removeprefix(EXPECTED))
+                elif line.strip():
+                    steps.append(("sh", line, []))
+    return steps
+
+
+def test_the_readme_first_run_works_verbatim(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    steps = first_run_steps((REPO / "README.md").read_text(encoding="utf-8"))
+    assert [kind for kind, _, _ in steps] == ["sh", "sh", "sh", "sh", "python", "sh"]
+    installed = Path(sys.executable).parent
+    assert (installed / "toolexec").is_file(), "the test runs the installed toolexec command"
+    env = {**os.environ, "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}"}
+    where = tmp_path
+    for kind, what, expected in steps:
+        if kind == "python":
+            (where / what).write_text(expected[0], encoding="utf-8")
+            continue
+        script = f'{what}\npwd > "$WHERE_FILE"\n'
+        done = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=where,
+            env={**env, "WHERE_FILE": str(tmp_path / ".where")},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"{what}: exit {done.returncode}\n{done.stderr}"
+        if expected:
+            assert done.stdout.rstrip("\n").split("\n") == expected, what
+        where = Path((tmp_path / ".where").read_text().strip())
+    assert where == tmp_path / "my-tools"

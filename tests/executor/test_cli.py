@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project, cli, toolexec
+from tests.conftest import REPO, Project, cli, toolexec
 from tests.helpers import wait_until
 
 ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add two numbers."""\n    return a + b\n'
@@ -198,8 +198,15 @@ def test_init_writes_a_working_project(tmp_path: Path) -> None:
     done = toolexec("init", str(target))
     assert done.returncode == 0
     assert (target / "config.yaml").is_file() and (target / "functions" / "tools" / "demo_py.py").is_file()
+    listed = sorted(p.name for p in (REPO / "functions" / "tools").iterdir() if p.is_file())
+    wrote = [f"wrote {target / 'config.yaml'}", *(f"wrote {target / 'functions' / 'tools' / name}" for name in listed)]
+    following = f"next: cd {target} && toolexec new my_tool --lang py   (a tool of your own, listed and enabled in config.yaml)"
+    assert done.stdout.splitlines() == [*wrote, following]
     again = toolexec("init", str(target))
-    assert "kept" in again.stderr and again.stdout == ""
+    assert again.stderr.splitlines() == [line.replace("wrote", "kept", 1) + " (already exists)" for line in wrote]
+    assert again.stdout == following + "\n"
+    here = toolexec("init", cwd=target)
+    assert here.stdout == "next: toolexec new my_tool --lang py   (a tool of your own, listed and enabled in config.yaml)\n"
     ran = toolexec("run", "demo_py", '{"text": "hey", "count": 2}', cwd=target)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["said"] == "hey hey"
@@ -243,8 +250,6 @@ def test_list_shows_tools_that_failed_to_build(capsys: pytest.CaptureFixture[str
 
 def test_init_keeps_the_executable_bit_and_refuses_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import os
-
-    from tests.conftest import REPO
 
     target = tmp_path / "new"
     assert cli(capsys, "init", str(target))[0] == 0
