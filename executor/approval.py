@@ -3,8 +3,8 @@
 The hook (a plain or an ``async`` function) returns what to do::
 
     def before_call(request: ApprovalRequest) -> Decision:
-        if request.annotations.destructive:
-            return Deny("destructive tools need a person's yes")   # the model reads this, as an error result
+        if request.may_modify:   # not declared read-only or non-destructive, as --confirm destructive reads it
+            return Deny("this tool needs a person's yes")   # the model reads this, as an error result
         if request.tool.name == "fs_ls" and "path" not in request.arguments:
             return Rewrite({**request.arguments, "path": "."})        # re-validated before it runs
         return None                                                   # allow (so does True)
@@ -42,6 +42,15 @@ class ApprovalRequest:
     def annotations(self) -> Annotations:
         """The tool's behaviour hints (read-only, destructive, idempotent, open-world; None when undeclared)."""
         return self.tool.metadata.annotations
+
+    @property
+    def may_modify(self) -> bool:
+        """Whether the tool may modify something: it is declared neither read-only nor non-destructive.
+
+        A tool without hints may (MCP's reading of undeclared hints), so this is not
+        ``annotations.destructive``, which is None then. ``--confirm destructive`` asks about these tools.
+        """
+        return needs_confirmation(self.tool, "destructive")
 
 
 class Deny(NamedTuple):

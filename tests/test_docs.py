@@ -349,3 +349,58 @@ def test_every_config_key_is_documented_with_its_default() -> None:
             assert shown is not None and shown.group(1) == (json.dumps(value) if isinstance(value, dict) else str(value)), key
     mcp_row = table[table.index("| `mcp` |") :].split("\n", 1)[0]
     assert [key for key in MCP_KEYS if f"`{key}`" not in mcp_row] == []
+
+
+def _literal(module: Path, alias: str) -> list[str]:
+    """The values of the ``Literal`` type alias ``alias`` in ``module`` (read from the source: it exists only for type checkers)."""
+    import ast
+
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == alias:
+            assert isinstance(node.value, ast.Subscript)
+            elements = node.value.slice.elts if isinstance(node.value.slice, ast.Tuple) else [node.value.slice]
+            return [ast.literal_eval(element) for element in elements]
+    raise LookupError(f"no {alias} in {module}")
+
+
+def test_every_reason_a_call_fails_is_documented() -> None:
+    reasons = _literal(REPO / "executor" / "records.py", "Reason")
+    row = next(line for line in (DOCS / "cli.md").read_text(encoding="utf-8").splitlines() if line.startswith("| `reason` |"))
+    documented = re.findall(r"`(\w+)`(?= \(|,| \|)", row.split("|")[2])  # each value, then its meaning or the next
+    assert documented == reasons
+    assert len(reasons) >= 12
+
+
+def test_the_documented_approval_hook_asks_about_what_confirm_destructive_asks_about() -> None:
+    from toolexec.approval import ApprovalRequest, Deny, Rewrite, confirm_on_terminal, needs_confirmation
+    from toolexec.records import Annotations, Kwargs, Metadata, ToolDeclaration
+
+    for page, where in ((DOCS / "providers.md", "python"), (REPO / "executor" / "approval.py", "docstring")):
+        text = page.read_text(encoding="utf-8")
+        if where == "python":
+            (example,) = [body for language, body in _blocks(page) if language == "python" and "def before_call" in body]
+        else:
+            start = text.index("    def before_call")
+            example = "\n".join(line.removeprefix("    ") for line in text[start:].split("\n\n")[0].splitlines())
+        scope: dict[str, Any] = {"Deny": Deny, "Rewrite": Rewrite}
+        exec(compile(example.split("\n\nwith ")[0].replace("Decision", "object"), str(page), "exec"), scope)
+        asks = confirm_on_terminal("destructive", terminal="/nonexistent/tty")  # no terminal: asking denies
+        for read_only in (None, True, False):
+            for destructive in (None, True, False):
+                metadata = Metadata(annotations=Annotations(read_only=read_only, destructive=destructive))
+                tool = ToolDeclaration(
+                    name="t",
+                    description="",
+                    parameters={},
+                    source="t.py",
+                    language="python",
+                    invocation=Kwargs(),
+                    metadata=metadata,
+                )
+                request = ApprovalRequest(tool=tool, arguments={"path": "a"}, call_id="c1")
+                denied_by_example = scope["before_call"](request) is not None
+                assert denied_by_example == (asks(request) is not None) == needs_confirmation(tool, "destructive"), (
+                    page.name,
+                    read_only,
+                    destructive,
+                )
