@@ -198,11 +198,14 @@ def test_an_argc_built_script_runs_once_with_exact_arguments(project: Project) -
     assert (result.ok, result.stderr) == (True, "")
     assert result.output == "hello a b=c\n$(x) tags=-t k=v plain loud=1 words=-x a=b \n"
     assert executor.call("greet", {"name": "-dash"}).output == "hello -dash tags= loud=0 words=\n"
+    patch = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x=1\n+x=2\n"  # fs_patch's patches and fs_write's YAML lists
+    assert executor.call("greet", {"name": patch, "tag": ["- a=b"]}).output == f"hello {patch} tags=- a=b loud=0 words=\n"
     refused = executor.call("greet", {"name": "-a=b"})
     assert (refused.status, refused.error) == (
         "refused",
-        "parameter 'name' of tool 'greet': '-a=b' starts with '-' and contains '=', which the tool's own argc parser "
-        "(an argc-built script) cannot receive as an option value",
+        "parameter 'name' of tool 'greet': '-a=b' cannot reach the tool's own argc parser (an argc-built script): "
+        "it starts with '-' and has '=' with no space before the first '=': the parser takes such a word for an "
+        "option, and --opt=VALUE keeps only the text after the last '='",
     )
 
 
