@@ -8,6 +8,7 @@ checkouts with ``tools.txt``.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -293,11 +294,11 @@ def test_a_loki_config_works_as_it_is(tmp_path: Path) -> None:
     assert executor.config.functions_dir == loki / "functions"
     assert executor.call("fs_cat", {"path": str(tmp_path / "note.txt")}).output == "hello\n"
     assert (
-        "ignored Loki settings (toolexec does not use them): clients, function_calling, model, rag_top_k, stream, temperature"
-        in executor.config.lookup
-    )
+        "ignored settings of Loki, Coyote and AIChat (toolexec does not use them): "
+        "clients, function_calling, model, rag_top_k, stream, temperature"
+    ) in executor.config.lookup
     config.write_text(LOKI_CONFIG + "frobnicate: 1\n")
-    with pytest.raises(ConfigError, match="key 'frobnicate': unknown setting"):
+    with pytest.raises(ConfigError, match="key 'frobnicate': unknown setting: neither toolexec, Loki, Coyote nor AIChat has it"):
         Executor(config)
     config.write_text(LOKI_CONFIG)
     assert main(["--config", str(config), "--verbose", "list"]) == 0
@@ -305,7 +306,7 @@ def test_a_loki_config_works_as_it_is(tmp_path: Path) -> None:
 
 def test_the_verbose_flag_lists_the_ignored_loki_settings(tmp_path: Path) -> None:
     (tmp_path / "functions" / "tools").mkdir(parents=True)
-    (tmp_path / "config.yaml").write_text("model: x\nvisible_tools: []\n")
+    (tmp_path / "config.yaml").write_text("model: x\nvisible_tools: []\nenabled_tools: all\n")
     done = subprocess.run(
         [os.sys.executable, "-m", "toolexec", "--config", str(tmp_path / "config.yaml"), "--verbose", "list"],
         capture_output=True,
@@ -313,7 +314,7 @@ def test_the_verbose_flag_lists_the_ignored_loki_settings(tmp_path: Path) -> Non
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "toolexec: config: ignored Loki settings (toolexec does not use them): model\n" in done.stderr
+    assert "toolexec: config: ignored settings of Loki, Coyote and AIChat (toolexec does not use them): model\n" in done.stderr
 
 
 def test_an_llm_functions_checkout_with_tools_txt(tmp_path: Path) -> None:
@@ -346,3 +347,57 @@ def test_an_llm_functions_checkout_with_tools_txt(tmp_path: Path) -> None:
     assert [t.name for t in executor.tools()] == ["greet", "shout"]
     assert executor.call("greet", {"name": "Ann"}).output == "hello Ann"
     assert executor.call("shout", {"text": "hey"}).output == "HEY"
+
+
+# A stock Loki config: the functions folder beside it, Loki's own settings, and no enabled_tools.
+STOCK_LOKI = """model: openai:gpt-4o
+function_calling_support: true
+mcp_server_support: true
+mapping_tools:
+  fs: 'fs_cat,fs_ls'
+visible_tools:
+  - fs_cat.sh
+  - execute_command.sh
+{enabled}"""
+
+
+def test_a_loki_config_without_enabled_tools_enables_no_tool_as_loki_does(tmp_path: Path) -> None:
+    from tests.conftest import toolexec
+
+    tools = tmp_path / "loki" / "functions" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "fs_cat.sh").write_text('# @describe Print a file.\n# @option --path! The file.\nmain() { cat "$argc_path"; }\n')
+    (tools / "execute_command.sh").write_text(
+        '# @describe Run a shell command.\n# @option --command! The command.\nmain() { eval "$argc_command"; }\n'
+    )
+    config = tmp_path / "loki" / "config.yaml"
+    for enabled in ("", "enabled_tools: null\n"):
+        config.write_text(STOCK_LOKI.format(enabled=enabled))
+        listed = toolexec("--config", str(config), "list")
+        assert (listed.returncode, listed.stdout) == (0, "")
+        assert listed.stderr == (
+            "toolexec: no tool is enabled: a Loki and Coyote config with no enabled_tools enables none, as there; "
+            f"name the tools under enabled_tools in {config} (or write enabled_tools: all); "
+            "toolexec list --all shows the visible ones\n"
+        )
+        ran = toolexec("--config", str(config), "run", "execute_command", '{"command": "echo pwned"}')
+        assert (ran.returncode, ran.stdout) == (2, "")
+        assert ran.stderr == (
+            f"toolexec: tool 'execute_command' is visible but not enabled ({config}: a Loki and Coyote config with no "
+            "enabled_tools enables none, as there); add it to enabled_tools in your config.yaml\n"
+        )
+        offered = toolexec("--config", str(config), "declarations", "--format", "mcp")
+        assert (offered.returncode, json.loads(offered.stdout)) == (0, [])
+    everything = toolexec("--config", str(config), "--verbose", "list", "--all")
+    none = "not enabled: a Loki and Coyote config with no enabled_tools enables none, as there"
+    assert everything.stdout.splitlines() == [
+        "fs_cat           bash        (not enabled) Print a file.",
+        "execute_command  bash        (not enabled) Run a shell command.",
+    ]
+    assert f"toolexec: fs_cat: {none}\ntoolexec: execute_command: {none}\n" in everything.stderr
+    config.write_text(STOCK_LOKI.format(enabled="enabled_tools: fs\n"))
+    rows = json.loads(toolexec("--config", str(config), "list", "--all", "--json").stdout)
+    assert [(row["name"], row["enabled"], row["enabled_why"]) for row in rows] == [
+        ("fs_cat", True, "enabled by enabled_tools, through the mapping_tools alias 'fs'"),
+        ("execute_command", False, "not enabled: not in enabled_tools"),
+    ]
