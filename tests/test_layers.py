@@ -5,7 +5,7 @@
     toolexec (the package), __main__, cli, api, mcp, watch        the surfaces
     engine, build, catalog, config, providers, batch, results, validation
     toolexec.compilers, toolexec.runtimes                          (neither imports the other)
-    records, recordtype, errors, state, paths, version             the leaf vocabulary
+    records, recordtype, errors, state, paths, version, foreign_config   the leaf vocabulary
 
 Every import statement counts, including one inside a function (a lazy import) or under
 ``TYPE_CHECKING``: an upward import is allowed only when listed in :data:`JUSTIFIED` with why.
@@ -43,6 +43,7 @@ LAYERS = [
         "toolexec.paths",
         "toolexec.version",
         "toolexec.schemarefs",
+        "toolexec.foreign_config",
     },
 ]
 # Inside the leaf vocabulary: what each may import of the project.
@@ -54,6 +55,7 @@ LEAVES = {
     "toolexec.paths": set(),
     "toolexec.version": set(),
     "toolexec.schemarefs": set(),
+    "toolexec.foreign_config": set(),
 }
 # (importer, imported) -> why an upward import is right there. None today.
 JUSTIFIED: dict[tuple[str, str], str] = {}
