@@ -73,18 +73,23 @@ def _environment(tool: ToolDeclaration, invocation: Argc, env: Mapping[str, str]
             raise PreconditionFailed(f"tool {tool.name!r} loads {dotenv} (@meta dotenv), which cannot be read: {exc}") from None
         additions.update({k: v for k, v in values.items() if k not in env})
     seen = {**additions, **env}
-    for var in invocation.env:
-        if var.name not in seen and var.default is not None:
+    missing: list[str] = []
+    wrong: list[str] = []
+    for var in invocation.env:  # as argc: an empty variable is an unset one
+        if not seen.get(var.name) and var.default is not None:
             additions[var.name] = seen[var.name] = var.default
-        if var.name not in seen and var.required:
-            about = f" ({var.help})" if var.help else ""
-            raise PreconditionFailed(
-                f"tool {tool.name!r} needs the environment variable {var.name}{about}; set it in the environment or in functions/.env"
-            )
-        if var.name in seen and var.choices and seen[var.name] not in var.choices:
-            raise PreconditionFailed(
-                f"environment variable {var.name} must be one of {', '.join(var.choices)}, got {seen[var.name]!r}"
-            )
+        if not seen.get(var.name) and var.required:
+            missing.append(f"{var.name} ({var.help})" if var.help else var.name)
+        if seen.get(var.name) and var.choices and seen[var.name] not in var.choices:
+            wrong.append(f"environment variable {var.name} must be one of {', '.join(var.choices)}, got {seen[var.name]!r}")
+    if missing:  # every one at once, as argc names them
+        variables, them = ("variable", "it") if len(missing) == 1 else ("variables", "them")
+        raise PreconditionFailed(
+            f"tool {tool.name!r} needs the environment {variables} {', '.join(missing)}; "
+            f"set {them} in the environment or in functions/.env"
+        )
+    if wrong:
+        raise PreconditionFailed("; ".join(wrong))
     missing = [p for p in invocation.require_tools if not which(p, path=seen.get("PATH", os.defpath))]
     if missing:
         them = "them" if len(missing) > 1 else "it"

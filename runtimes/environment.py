@@ -9,6 +9,11 @@ from pathlib import Path
 # Loki's prompt helpers for Bash tools; <functions_dir>/utils/prompt-utils.sh (Loki's own) wins.
 PROMPT_UTILS = Path(__file__).with_name("prompt-utils.sh")
 
+# The terminal type a tool gets when toolexec has none (an MCP client starts its servers without one): "dumb",
+# found first in toolexec's own terminfo entry, whose colours and attributes print nothing, so `tput setaf 1`
+# succeeds where the system's dumb entry fails (and fails a Bash tool under `set -e`).
+TERMINFO = Path(__file__).with_name("terminfo")
+
 # LLM_TOOL_RAW_JSON is left out above this size: Linux refuses to start a program with any one
 # environment string over 128 KiB, and such arguments still reach the tool by its own convention.
 RAW_JSON_LIMIT = 64 * 1024
@@ -57,7 +62,8 @@ def tool_environment(
     dotenv: Mapping[str, str],
     raw_json: str | None = None,
 ) -> dict[str, str]:
-    """``.env`` values under the caller's environment (which wins), then the LLM_* variables.
+    """``.env`` values under the caller's environment (which wins), then the LLM_* variables, and ``TERM=dumb``
+    (with :data:`TERMINFO` first on ``TERMINFO_DIRS``) when neither gives a terminal type.
 
     ``raw_json`` is the call's arguments as sent (``LLM_TOOL_RAW_JSON``, which Coyote's tools read),
     set when it is at most :data:`RAW_JSON_LIMIT` bytes.
@@ -71,6 +77,9 @@ def tool_environment(
         LLM_TOOL_CALL_ID=call_id,
         LLM_PROMPT_UTILS_FILE=str(prompt_utils(functions_dir)),
     )
+    if not env.get("TERM"):
+        env["TERM"] = "dumb"
+        env["TERMINFO_DIRS"] = f"{TERMINFO}:{env.get('TERMINFO_DIRS', '')}"  # an empty entry: the system's own
     if raw_json is not None and len(raw_json.encode("utf-8", "surrogateescape")) <= RAW_JSON_LIMIT:
         env["LLM_TOOL_RAW_JSON"] = raw_json
     else:
