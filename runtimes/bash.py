@@ -68,7 +68,7 @@ def _environment(tool: ToolDeclaration, invocation: Argc, env: Mapping[str, str]
     if invocation.dotenv:
         dotenv = Path(tool.source).parent / invocation.dotenv
         try:
-            values = parse_dotenv(dotenv.read_text(encoding="utf-8"))
+            values = parse_dotenv(dotenv.read_text(encoding="utf-8"), env)
         except (OSError, UnicodeDecodeError) as exc:
             raise PreconditionFailed(f"tool {tool.name!r} loads {dotenv} (@meta dotenv), which cannot be read: {exc}") from None
         additions.update({k: v for k, v in values.items() if k not in env})

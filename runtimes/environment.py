@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,36 +18,33 @@ TERMINFO = Path(__file__).with_name("terminfo")
 # environment string over 128 KiB, and such arguments still reach the tool by its own convention.
 RAW_JSON_LIMIT = 64 * 1024
 
-_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+def parse_dotenv(text: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables a ``.env`` text sets, read as python-dotenv reads it (see :mod:`toolexec.runtimes.envfile`).
+
+    ``${NAME}`` expands from ``environ`` (the process environment when None), then from earlier lines.
+    A name or value no environment can hold (``=`` in a name, a NUL) is left out.
+    """
+    from toolexec.runtimes.envfile import bindings, expanded
+
+    values = expanded(bindings(text), os.environ if environ is None else environ)
+    return {k: v for k, v in values.items() if v is not None and "=" not in k and "\0" not in k and "\0" not in v}
 
 
-def parse_dotenv(text: str) -> dict[str, str]:
-    """``KEY=value`` lines; quotes, ``export`` and ``#`` comments as in Loki's .env files."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        match = _LINE.match(line)
-        if not match or "\0" in line:  # a NUL cannot be in an environment variable
-            continue
-        key, value = match.groups()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-            if match.group(2)[0] == '"':
-                value = value.replace("\\n", "\n").replace('\\"', '"')
-        else:
-            value = re.split(r"\s+#", value, maxsplit=1)[0]
-        values[key] = value
-    return values
+def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = (), environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins).
 
-
-def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = ()) -> dict[str, str]:
-    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins)."""
+    ``${NAME}`` in a file expands from ``environ`` (the process environment when None) and the files read before it.
+    """
+    base = os.environ if environ is None else environ
     merged: dict[str, str] = {}
     for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
         try:
             # surrogateescape: a byte that is not UTF-8 reaches the tool as it is, and spoils nothing else
-            merged.update(parse_dotenv(path.read_bytes().decode("utf-8", "surrogateescape")))
+            text = path.read_bytes().decode("utf-8", "surrogateescape")
         except OSError:  # missing, a directory, unreadable: no values from it
             continue
+        merged.update(parse_dotenv(text, {**merged, **base}))
     return merged
 
 
