@@ -401,3 +401,64 @@ def test_a_loki_config_without_enabled_tools_enables_no_tool_as_loki_does(tmp_pa
         ("fs_cat", True, "enabled by enabled_tools, through the mapping_tools alias 'fs'"),
         ("execute_command", False, "not enabled: not in enabled_tools"),
     ]
+
+
+LOKI_PROMPT_UTILS = """red=$(tput setaf 1)
+default=$(tput sgr0)
+bold=$(tput bold)
+info() { echo -e "${bold}INFO:${default} $1${default}"; }
+"""
+GUARDED_WRITE = """#!/usr/bin/env bash
+set -e
+# @describe Write a file, as Loki's fs_write does.
+# @option --path! Where.
+# @option --contents! What.
+source "$LLM_ROOT_DIR/utils/prompt-utils.sh"
+main() { printf '%s' "$argc_contents" >"$argc_path"; info "wrote $argc_path" >>"$LLM_OUTPUT"; }
+"""
+
+
+@pytest.mark.slow
+def test_an_mcp_client_with_no_terminal_gets_what_the_loki_config_enables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    import mcp_types as types
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    functions = tmp_path / "loki" / "functions"
+    (functions / "tools").mkdir(parents=True)
+    (functions / "utils").mkdir()
+    (functions / "utils" / "prompt-utils.sh").write_text(LOKI_PROMPT_UTILS)
+    (functions / "tools" / "fs_write.sh").write_text(GUARDED_WRITE)
+    (functions / "tools" / "execute_command.sh").write_text(
+        '# @describe Run a shell command.\n# @option --command! The command.\nmain() { eval "$argc_command"; }\n'
+    )
+    config = tmp_path / "loki" / "config.yaml"
+    settings = "model: openai:gpt-4o\nfunction_calling_support: true\nvisible_tools: [fs_write.sh, execute_command.sh]\n"
+    target = tmp_path / "post.md"
+    front_matter = "---\ntitle: a=b\ntags:\n- x=1\n---\nbody\n"
+    monkeypatch.delenv("TERM", raising=False)  # the SDK passes its own TERM on to the server, as a desktop client has none
+    no_terminal = {name: value for name, value in os.environ.items() if name != "TERMINFO_DIRS"}
+
+    async def listed_and_called() -> tuple[list[str], types.CallToolResult | None]:
+        params = StdioServerParameters(
+            command=os.sys.executable, args=["-m", "toolexec", "--config", str(config), "mcp"], env=no_terminal
+        )
+        async with Client(stdio_client(params)) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            if "fs_write" not in names:
+                return names, None
+            return names, await client.call_tool("fs_write", {"path": str(target), "contents": front_matter})
+
+    config.write_text(settings)  # a stock Loki config: no enabled_tools, so nothing is offered
+    assert anyio.run(listed_and_called) == ([], None)
+    config.write_text(settings + "enabled_tools: fs_write\n")
+    names, result = anyio.run(listed_and_called)
+    assert names == ["fs_write"] and result is not None
+    assert (result.is_error, [c.text for c in result.content if isinstance(c, types.TextContent)]) == (
+        False,
+        [f"INFO: wrote {target}\n"],
+    )
+    assert target.read_text() == front_matter
