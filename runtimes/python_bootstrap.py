@@ -130,9 +130,10 @@ def main():
     except BaseException as exc:  # the tool's failure is reported, not ours
         import traceback
 
-        traceback.print_exc()
+        stack = "".join(traceback.format_exception(type(exc), exc, _tool_frames(exc.__traceback__)))
+        sys.stderr.write(stack)
         sys.stderr.flush()
-        _report(type(exc).__name__, str(exc), traceback.format_exc())
+        _report(type(exc).__name__, str(exc), stack)
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     failed = None
     if isinstance(value, dict) and isinstance(value.get("ok"), bool) and set(value) <= {"ok", "output", "error"}:
@@ -153,6 +154,20 @@ def main():
         _report(None, _render(failed))
         return 1
     return 0
+
+
+def _tool_frames(tb):
+    """The traceback from the tool's first frame on: this bootstrap, the import machinery that loads the
+    tool and the event loop that awaits it are toolexec's, not the author's (None when the failure is
+    entirely theirs, such as a SyntaxError or a call that does not fit ``run``'s signature)."""
+    asyncio = getattr(sys.modules.get("asyncio"), "__file__", None)
+    ours = ("<frozen importlib", os.path.dirname(asyncio) + os.sep) if asyncio else ("<frozen importlib",)
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not (filename == __file__ or filename.startswith(ours)):
+            break
+        tb = tb.tb_next
+    return tb
 
 
 def _awaitable(value):
