@@ -42,6 +42,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         diag.error(None, "no top-level function 'run'", 'define the tool as def run(...): """What it does."""')
         diag.raise_if_any()
     assert run is not None
+    diag.place("", run.child_by_field_name("name"))
     doc, literal = _docstring(run, diag)
     types = TypedDicts(root, diag)
     properties, required = _parameters(run.child_by_field_name("parameters"), doc, diag, types)
@@ -236,6 +237,7 @@ def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics, types: T
             diag.error(node, f"parameter '{star}{text(name_node).lstrip('*')}' cannot be described to a model", _KWARGS_HINT)
             continue
         name = text(name_node)
+        diag.place(name, name_node)
         if name in properties:
             diag.error(
                 node,

@@ -203,6 +203,9 @@ class ToolDeclaration:
     limits: Limits = field(default_factory=Limits)
     metadata: Metadata = field(default_factory=Metadata)
     warnings: tuple[str, ...] = ()
+    # Where the tool ("") and each parameter are declared in the source, as 1-based (line, column): for diagnostics
+    # about a compiled tool (`toolexec check`). Known right after a compile only: never stored, never compared.
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
 
     @property
     def convention(self) -> Convention:
@@ -223,8 +226,10 @@ class ToolDeclaration:
         return hashlib.sha256(json.dumps(seen, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole record as JSON-ready data (the catalog's storage form)."""
-        return asdict(self)
+        """The whole record as JSON-ready data (the catalog's storage form; :attr:`positions` is not stored)."""
+        data = asdict(self)
+        del data["positions"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolDeclaration:
