@@ -21,7 +21,7 @@ from toolexec.compilers.common import (
     text,
     tool_name,
 )
-from toolexec.compilers.docstring import LIST_FIELDS, META_FIELDS, Docstring, parse_docstring
+from toolexec.compilers.docstring import LIST_FIELDS, META_FIELDS, Docstring, parse_docstring, split_examples
 from toolexec.compilers.metadata import ANNOTATIONS, MetadataReader
 from toolexec.records import Kwargs, Limits, Metadata, ToolDeclaration
 
@@ -101,20 +101,27 @@ def _metadata(
             reader.set_flag(name, field.value, where)
         elif name in ("timeout", "max_output_bytes"):
             limits[name], limit_at = field.value, where
-        else:
-            entries = ([(field.value, field.line)] if field.value else []) + field.entries
-            if name == "examples" and not any(text.startswith("{") for text, _ in entries):
+        elif name == "examples":
+            found, dropped = split_examples(field)
+            if not found:
                 diag.warn(
                     where,
                     f"{field.section}: holds no JSON object of arguments; it is left out of the tool's metadata",
-                    'write one example per line as the arguments of a call: {"path": "."}',
+                    'write each example as the arguments of a call, a JSON object: {"path": "."}',
                 )
                 continue
-            for text, line in entries:
-                if name == "examples":
-                    reader.add_example_text(text, at(line, text))
-                else:
-                    reader.add_error(text, at(line, text))
+            for text, line, why in dropped:
+                shown = text if len(text) <= 40 else text[:39] + "…"
+                diag.warn(
+                    at(line, text),
+                    f"{field.section}: {shown!r} is {why}; it is left out of the tool's metadata",
+                    'write each example as the arguments of a call, a JSON object: {"path": "."}',
+                )
+            for value, line in found:
+                reader.add_example(value, at(line, "{"))
+        else:
+            for text, line in ([(field.value, field.line)] if field.value else []) + field.entries:
+                reader.add_error(text, at(line, text))
     spelling = {"timeout": "Timeout", "max_output_bytes": "Max output bytes"}
     return reader.build(parameters, doc.description), read_limits(limits, diag, limit_at, "{name}: {value}", spelling)
 
