@@ -64,8 +64,16 @@ def name_problem(name: str) -> str | None:
 
 @record
 class Kwargs:
-    """Python: ``run(**arguments)``."""
+    """Python: ``run(**arguments)``.
 
+    ``defaults`` are passed for parameters the call leaves out whose Python default is not their value
+    (``x: int = Field(default=3)``, ``Annotated[int, Field(default=3)]``; None for a parameter optional by
+    its type, ``x: int | None``). ``enums`` names the parameters that take a same-file ``Enum`` (or a list
+    of one): (parameter, class, whether each item), so that ``run`` receives members, as pydantic gives.
+    """
+
+    defaults: tuple[tuple[str, Any], ...] = ()
+    enums: tuple[tuple[str, str, bool], ...] = ()
     kind: Literal["kwargs"] = "kwargs"
 
 
@@ -271,6 +279,8 @@ def _invocation(data: dict[str, Any]) -> Invocation:
     values = {name: data[name] for name in field_names(kind_class) if name in data}
     if kind == "positional":
         values["order"] = tuple(values["order"])
+    if kind == "kwargs":
+        values.update({key: tuple(tuple(item) for item in values.get(key, ())) for key in ("defaults", "enums")})
     return kind_class(**values)  # type: ignore[no-any-return]
 
 

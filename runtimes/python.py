@@ -6,7 +6,7 @@ import json
 import marshal
 from pathlib import Path
 
-from toolexec.records import ToolDeclaration
+from toolexec.records import Kwargs, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.interpreter import interpreter_for
 
@@ -26,13 +26,23 @@ class PythonRuntime:
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments as :func:`request` makes them."""
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
-        return Prepared(argv=argv, stdin=request(arguments))
+        call = tool.invocation
+        enums: list[list[Any]] = []
+        if isinstance(call, Kwargs):
+            left_out = {name: value for name, value in call.defaults if name not in arguments}
+            arguments = {**arguments, **left_out} if left_out else arguments
+            enums = [list(each) for each in call.enums if arguments.get(each[0]) is not None]
+        return Prepared(argv=argv, stdin=request(arguments, enums))
 
 
-def request(arguments: dict[str, Any]) -> bytes:
+def request(arguments: dict[str, Any], enums: list[list[Any]] | None = None) -> bytes:
     """``{"arguments": …}`` for the bootstrap: in marshal's format version 2 (every Python 3 reads it; no shared
-    references, so the tool gets distinct objects as from JSON), else JSON for what marshal cannot hold."""
+    references, so the tool gets distinct objects as from JSON), else JSON for what marshal cannot hold.
+
+    ``enums`` lists ``[parameter, Enum class, each item]`` for the arguments to pass as members of the tool's enum.
+    """
+    message: dict[str, Any] = {"arguments": arguments, "enums": enums} if enums else {"arguments": arguments}
     try:
-        return MARSHALLED + marshal.dumps({"arguments": arguments}, 2)
+        return MARSHALLED + marshal.dumps(message, 2)
     except ValueError:
-        return json.dumps({"arguments": arguments}).encode("ascii")
+        return json.dumps(message).encode("ascii")

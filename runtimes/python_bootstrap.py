@@ -120,7 +120,12 @@ def main():
     os.close(devnull)
     sys.argv = [path]
     try:
-        value = _load(path).run(**request["arguments"])
+        module = _load(path)
+        arguments = request["arguments"]
+        for name, enum, each in request.get("enums", ()):  # the members of the tool's own Enum, as pydantic gives
+            kind = getattr(module, enum)
+            arguments[name] = [kind(item) for item in arguments[name]] if each else kind(arguments[name])
+        value = module.run(**arguments)
         if _awaitable(value):
             import asyncio
 
