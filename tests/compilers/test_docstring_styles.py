@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolexec.compilers.docstring import Style, docstring_style, parse_docstring
 
@@ -152,3 +154,51 @@ def test_types_written_in_the_docstring() -> None:
         "body": None,
         "retries": "int",
     }
+
+
+_WORDS = st.sampled_from(["the", "path", "file", "count", "of", "lines", "to", "read", "a", "value,", "more.", "42", "x-y"])
+_TEXT = st.lists(st.lists(_WORDS, min_size=1, max_size=6).map(" ".join), min_size=1, max_size=3)
+_NAMES = st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True), max_size=4, unique=True)
+_TYPES = st.sampled_from([None, "int", "str", "float", "bool"])
+
+
+def _render(style: Style, summary: list[str], params: list[tuple[str, str | None, list[str]]], returns: list[str]) -> str:
+    lines = [*summary, ""]
+    if style == "sphinx":
+        for name, kind, text in params:
+            lines += [f":param {kind + ' ' if kind else ''}{name}: {text[0]}", *(f"    {t}" for t in text[1:])]
+        lines += [f":returns: {returns[0]}", *(f"    {t}" for t in returns[1:])] if returns else []
+    elif style == "numpy":
+        if params:
+            lines += ["Parameters", "----------"]
+            for name, kind, text in params:
+                lines += [f"{name} : {kind}" if kind else name, *(f"    {t}" for t in text), ""]
+        lines += ["Returns", "-------", "int", *(f"    {t}" for t in returns)] if returns else []
+    else:
+        if params:
+            lines.append("Args:")
+            for name, kind, text in params:
+                lines += [f"    {name}{f' ({kind})' if kind else ''}: {text[0]}", *(f"        {t}" for t in text[1:])]
+        lines += ["", "Returns:", *(f"    {t}" for t in returns)] if returns else []
+    return "\n    ".join(lines) + "\n    "
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    style=st.sampled_from(["sphinx", "numpy", "google"]),
+    summary=_TEXT,
+    names=_NAMES,
+    data=st.data(),
+    returns=st.one_of(st.just([]), _TEXT),
+)
+def test_generated_docstrings_read_as_griffe_reads_them(
+    style: Style, summary: list[str], names: list[str], data: st.DataObject, returns: list[str]
+) -> None:
+    params = [(name, data.draw(_TYPES), data.draw(_TEXT)) for name in names]
+    raw = _render(style, summary, params, returns)
+    inferred = docstring_style(raw)
+    ours = parse_docstring(raw)
+    assert (ours.description, {name: arg.description for name, arg in ours.args.items()}) == _theirs(raw, inferred)
+    if params:
+        assert inferred == style
+        assert {name: arg.type for name, arg in ours.args.items()} == {name: kind for name, kind, _ in params}
