@@ -445,7 +445,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    declaration = _executor(args).describe(args.name)
+    executor = _executor(args)
+    declaration = executor.describe(args.name)
+    for broken in executor.broken(enabled_only=False):
+        if broken["name"] == declaration.name:  # shown is the last good version: say why the file is not
+            error = broken["error"].split("\n", 1)[0]
+            print(
+                f"toolexec: {declaration.name}: the file no longer builds ({error}); calls run this last good version",
+                file=sys.stderr,
+            )
     if args.json:
         print(_json(declaration.to_dict(), indent=2))
         return EXIT_OK
