@@ -291,3 +291,18 @@ def test_a_null_function_call_is_no_call_and_an_empty_one_is_refused_in_its_plac
             }
         },
     ]
+
+
+def test_function_calls_beside_parts_are_all_answered(executor: Executor) -> None:
+    calls = generated(*CALLS[:2]).function_calls or []
+    data = [calls[0].to_json_dict(), {"text": "and"}, {"functionCall": calls[1].to_json_dict()}, {"functionCall": {}}]
+    assert executor.answer(data) == [
+        *ANSWERS["gemini"][:2],
+        {
+            "functionResponse": {
+                "name": "",
+                "id": "gemini_3",
+                "response": {"error": "functionCall part 3: expected {'name': …, 'args': {…}}"},
+            }
+        },
+    ]
