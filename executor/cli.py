@@ -305,14 +305,15 @@ def _confirm_option(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _executor(args: argparse.Namespace) -> Any:
+def _executor(args: argparse.Namespace, control: CallControl | None = None) -> Any:
+    """The executor for the command; with ``--confirm``, its questions end when ``control`` is cancelled."""
     from toolexec.api import Executor
 
     confirm = getattr(args, "confirm", None)
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm))
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control))
     else:
         executor = Executor(args.config)
     if args.verbose:
@@ -594,12 +595,12 @@ def _call(args: argparse.Namespace) -> int:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    executor = _executor(args)
-    batch = executor.parse_calls(data, args.format)
-    if not batch.entries:
-        shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
-        _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
     with _call_control(args) as control:
+        executor = _executor(args, control)
+        batch = executor.parse_calls(data, args.format)
+        if not batch.entries:
+            shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
+            _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
         answer = executor.answer(batch, cancel=control)
     print(_json(answer))
     return EXIT_OK
@@ -617,8 +618,8 @@ def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
-    executor = _executor(args)
     with _call_control(args) as control:
+        executor = _executor(args, control)
         result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)
     if args.json:
         print(_json(result.to_dict()))
