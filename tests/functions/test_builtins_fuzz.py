@@ -27,9 +27,14 @@ FUZZ = settings(max_examples=500, deadline=None, suppress_health_check=list(Heal
 
 
 def _module(name: str) -> ModuleType:
+    """The shipped tool module, imported as toolexec's bootstrap does (no bytecode written beside it)."""
     if str(TOOLS) not in sys.path:
         sys.path.insert(0, str(TOOLS))
-    return __import__(name)
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        return __import__(name)
+    finally:
+        sys.dont_write_bytecode = writes
 
 
 @pytest.fixture(autouse=True)
@@ -173,3 +178,4 @@ def _without_blocked(value: object) -> object:
 
 def test_the_fuzzed_modules_are_the_shipped_ones() -> None:
     assert Path(_module("http_fetch").__file__ or "").resolve() == (TOOLS / "http_fetch.py").resolve()
+    assert not (TOOLS / "__pycache__").exists()
