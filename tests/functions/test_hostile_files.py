@@ -319,3 +319,16 @@ def test_fs_rm_refuses_a_bind_mount_of_home_and_a_tree_holding_one(tools: Execut
         assert (home / "notes.txt").read_text() == "keep me\n"
     finally:
         _unbind(alias)
+
+
+def test_toolexec_names_what_it_trusts_to_every_tool(tools: Executor, project: Path) -> None:
+    named = call(tools, "execute_command", command='printf %s "$TOOLEXEC_PROTECTED_PATHS"').output.split(os.pathsep)
+    config_home, cache_home = Path(os.environ["XDG_CONFIG_HOME"]), Path(os.environ["XDG_CACHE_HOME"])
+    assert named == [
+        str((project / "config.yaml").resolve()),
+        str(Path.cwd() / "config.yaml"),
+        str((project / "functions").resolve()),
+        str(tools.config.state.root),
+        str(config_home / "toolexec"),
+        str(cache_home / "toolexec"),
+    ]
