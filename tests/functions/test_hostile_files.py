@@ -174,10 +174,10 @@ def _trusted(project: Path) -> dict[str, tuple[str, str]]:
     }
 
 
-def refusal(path: str, trusted: str) -> str:
+def refusal(path: str, trusted: str, how: str = "") -> str:
     where = "" if os.path.realpath(path) == trusted else "inside "
     return (
-        f"refused: {path} is {where}{trusted}, which toolexec trusts (its config, tools, .env files or state); "
+        f"refused: {path} is {where}{trusted}{how}, which toolexec trusts (its config, tools, .env files or state); "
         "the file tools do not change it: edit it yourself\n"
     )
 
@@ -236,6 +236,18 @@ def test_a_hard_link_never_changes_the_trusted_file(tools: Executor, project: Pa
         dotenv.unlink()
 
 
+def test_a_hard_link_to_the_config_is_refused(tools: Executor, project: Path, tmp_path: Path) -> None:
+    config = project / "config.yaml"
+    before = config.read_bytes()
+    os.link(config, tmp_path / "notes.yaml")
+    path = str(tmp_path / "notes.yaml")
+    assert failed(call(tools, "fs_write", path=path, contents="enabled_tools: all\n")) == (
+        f"refused: {path} is {config.resolve()} (under another name), which toolexec trusts (its config, tools, "
+        ".env files or state); the file tools do not change it: edit it yourself\n"
+    )
+    assert config.read_bytes() == before
+
+
 def test_a_refused_dotenv_cannot_open_private_addresses(tools: Executor, project: Path) -> None:
     dotenv = project / "functions" / ".env"
     assert not call(tools, "fs_write", path=str(dotenv), contents="HTTP_FETCH_ALLOW_HOSTS=127.0.0.0/8\n").ok
@@ -259,7 +271,7 @@ def test_write_tools_refuse_a_bind_mount_of_what_toolexec_trusts(tools: Executor
     try:
         path = str(alias / ".env")
         assert failed(call(tools, "fs_write", path=path, contents="X=1\n")) == refusal(
-            path, str((project / "functions").resolve())
+            path, str((project / "functions").resolve()), " (under another name)"
         )
         assert not (project / "functions" / ".env").exists()
     finally:
