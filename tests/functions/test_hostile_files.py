@@ -130,6 +130,9 @@ def test_fs_read_streams_with_a_bound(tools: Executor, tmp_path: Path) -> None:
         "1\t" + "a" * 2000 + " [… line cut at 2000 characters]\n"
         "[showing lines 1-1 of at least 1 (only the first 268435456 bytes are read)]\n"
     )
+    assert call(tools, "fs_read", path=str(sparse), offset=2).output == (
+        f"[offset 2 is past line 1, where the first 268435456 bytes of {sparse} end; fs_read reads no further]\n"
+    )
 
 
 def test_fs_grep_stops_a_catastrophic_pattern(tools: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
