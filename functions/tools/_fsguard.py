@@ -324,7 +324,7 @@ def _never_removed() -> tuple[dict[str, str], dict[tuple[int, int], str]]:
         for step in _existing_chain(trusted)[1:]:
             named.setdefault(step, f"a directory holding {trusted}, which toolexec trusts")
     identities: dict[tuple[int, int], str] = {}
-    for path, why in named.items():
+    for path, why in [*named.items(), *((t, "which toolexec trusts") for t in protected_paths())]:
         identity = _identity(path)
         if identity is not None:
             identities.setdefault(identity, f"{path} ({why})")
