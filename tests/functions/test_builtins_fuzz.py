@@ -211,3 +211,25 @@ def test_fs_grep_searches_a_bounded_part_of_each_line_and_file(tmp_path: Path, m
         f"{file}:2:needle\n[1 line(s) longer than 10 bytes were searched in their first 10 bytes]\n"
         f"[only the first 40 bytes of {file} were searched]\n"
     )
+
+
+def test_http_fetch_refuses_a_connection_that_reached_another_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer below (a socket shim, a transparent proxy) that lands the connection elsewhere is caught."""
+    http_fetch = _module("http_fetch")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        real = socket.socket.connect
+
+        def elsewhere(address: tuple[str, int], timeout: float) -> socket.socket:
+            sock = socket.socket()
+            real(sock, ("127.0.0.1", port))
+            return sock
+
+        monkeypatch.setattr(socket, "create_connection", elsewhere)
+        monkeypatch.setenv("HTTP_FETCH_ALLOW_HOSTS", "127.0.0.0/8")
+        assert http_fetch.run(f"http://127.0.0.2:{port}/") == {
+            "ok": False,
+            "error": "refused: the connection for 127.0.0.2 reached 127.0.0.1 instead",
+        }
