@@ -305,14 +305,15 @@ def _confirm_option(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _executor(args: argparse.Namespace) -> Any:
+def _executor(args: argparse.Namespace, control: CallControl | None = None) -> Any:
+    """The executor for the command; with ``--confirm``, its questions end when ``control`` is cancelled."""
     from toolexec.api import Executor
 
     confirm = getattr(args, "confirm", None)
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm))
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control))
     else:
         executor = Executor(args.config)
     if args.verbose:
@@ -417,6 +418,18 @@ def _list(args: argparse.Namespace) -> int:
             {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
             for broken in executor.broken(enabled_only=not args.all)
         ]
+    config = executor.config
+    for row in rows:
+        row["enabled"], row["enabled_why"] = config.enabling(row["name"])
+    if args.verbose:
+        for entry in executor.catalog.entries:
+            print(f"toolexec: {entry.name}: {config.enabling(entry.name)[1]}", file=sys.stderr)
+    if not rows and config.enabled_tools == () and config.foreign and not config.enabled_given:
+        print(
+            f"toolexec: no tool is enabled: {config.enabling('')[1].removeprefix('not enabled: ')}; name the tools "
+            f"under enabled_tools in {config.path} (or write enabled_tools: all); toolexec list --all shows the visible ones",
+            file=sys.stderr,
+        )
     if args.json:
         print(_json(rows, indent=2))
         return EXIT_OK
@@ -427,6 +440,7 @@ def _list(args: argparse.Namespace) -> int:
             summary += f"  [{', '.join(row['tags'])}]" if row["tags"] else ""
         else:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
+        summary = summary if row["enabled"] else f"(not enabled) {summary}"
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
 
@@ -581,12 +595,12 @@ def _call(args: argparse.Namespace) -> int:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    executor = _executor(args)
-    batch = executor.parse_calls(data, args.format)
-    if not batch.entries:
-        shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
-        _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
     with _call_control(args) as control:
+        executor = _executor(args, control)
+        batch = executor.parse_calls(data, args.format)
+        if not batch.entries:
+            shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
+            _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
         answer = executor.answer(batch, cancel=control)
     print(_json(answer))
     return EXIT_OK
@@ -604,8 +618,8 @@ def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
-    executor = _executor(args)
     with _call_control(args) as control:
+        executor = _executor(args, control)
         result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)
     if args.json:
         print(_json(result.to_dict()))

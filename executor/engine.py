@@ -75,14 +75,15 @@ class Engine:
     ) -> ToolResult:
         state = self.config.state
         with _call_files(tool.name) as (output_path, failure_path):
+            base = os.environ  # .env files expand ${VAR} from it too, never from more than the tool gets
             env = tool_environment(
-                os.environ,
+                base,
                 functions_dir=self.config.functions_dir,
                 cache_dir=state.tool_cache(tool.name),
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
-                dotenv=dotenv_values(self.config.functions_dir),
+                dotenv=dotenv_values(self.config.functions_dir, environ=base),
                 raw_json=_raw_json(call.arguments, arguments),
                 trusted=self.config.trusted_paths,
             )
