@@ -69,6 +69,7 @@ class Engine:
                 output_path=output_path,
                 dotenv=dotenv_values(self.config.functions_dir),
                 raw_json=_raw_json(call.arguments, arguments),
+                secrets=self.config.secret_names(),
             )
             env[FAILURE_VARIABLE] = failure_path
             site = Site(

@@ -551,6 +551,11 @@ def resolve_token(config: Config, token_env: str | None, host: str) -> str | Non
 
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
+    import os
+
+    from toolexec.runtimes.process_linux import protect
+
+    protect()  # the server's memory holds the token and every client's arguments: no tool may read it
     bind = parse_bind(http) if http is not None else None
     server = ToolServer(config_source, options)
     try:
@@ -558,6 +563,8 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
             anyio.run(server.serve_stdio)
             return 0
         token = resolve_token(server.config, token_env, bind[0])
+        if token_env:  # read once; no tool inherits it (mcp.token_env is kept from tools by Config.secret_names)
+            os.environ.pop(token_env, None)
         anyio.run(server.serve_http, bind[0], bind[1], token)
         return 0
     finally:

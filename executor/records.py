@@ -136,7 +136,12 @@ Invocation = Kwargs | Positional | ObjectArgument | Module | Argc
 
 
 # The largest value each limit may take: a day of run time; 256 MiB kept in memory per stream.
-LIMIT_BOUNDS: dict[str, float] = {"timeout": 86400.0, "max_output_bytes": float(256 << 20), "max_kept_bytes": float(1 << 40)}
+LIMIT_BOUNDS: dict[str, float] = {
+    "timeout": 86400.0,
+    "max_output_bytes": float(256 << 20),
+    "max_kept_bytes": float(1 << 40),
+    "max_cache_bytes": float(1 << 50),
+}
 
 
 def limit_problem(name: str, value: Any, *, whole: bool = False) -> str | None:

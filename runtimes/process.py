@@ -273,6 +273,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
+    process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
     system.enter()
     proc: subprocess.Popen[bytes] | None = None
     try:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
 
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 MAX_ROUNDS = 200  # passes over /proc before giving up on a process that forks faster than it is killed
@@ -53,6 +54,7 @@ _subreaper_was_set: bool | None = None  # whether the host had set it before the
 _subreaper_on = False  # whether this process is a subreaper now (calls in flight, and prctl worked)
 _children_listed: bool | None = None  # whether the kernel lists a task's children (CONFIG_PROC_CHILDREN)
 _prctl: Callable[..., int] | None = None
+_protected = False  # whether protect() made this process undumpable
 _setpriv: str | None = None  # its path, or '' when it is not installed
 _MY_SESSION = os.getsid(0)
 
@@ -89,6 +91,19 @@ def _libc_prctl() -> Callable[..., int] | None:
         except (OSError, AttributeError):
             return None
     return _prctl
+
+
+def protect() -> bool:
+    """Make this process undumpable (``PR_SET_DUMPABLE`` 0), once: its ``/proc`` files (``environ``, ``mem``,
+    ``fd/*``) become the kernel's, so a tool running as the same user cannot read toolexec's environment or memory
+    (where tokens and other calls' arguments are) or open its descriptors. No core dump is written for it either.
+    Every process that runs a tool does this before its first tool starts; a tool's own process is dumpable again
+    after its ``exec``. False where the system refuses (or has no ``prctl``)."""
+    global _protected
+    if not _protected:
+        prctl = _libc_prctl()
+        _protected = prctl is not None and prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    return _protected
 
 
 # The guard: started once per process, in its own session, it holds the read end of a pipe whose only
