@@ -87,6 +87,7 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
+                private_files=(output_path, failure_path),
             )
             try:
                 finished = run_process(launch, control)

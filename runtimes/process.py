@@ -238,6 +238,8 @@ class Launch:
     progress: bool = False
     # At most this many bytes of each stream are kept there; the rest is counted and dropped.
     keep_limit: int | None = None
+    # Files of this call only (LLM_OUTPUT, ...): removed by the parent-death guard should this process die mid-call.
+    private_files: Sequence[str] = ()
 
 
 @record
@@ -297,7 +299,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finally:
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
-        system.register(proc.pid)
+        system.register(proc.pid, mark, tuple(launch.private_files))
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
     finally:
         system.leave(proc.pid if proc is not None else None)
