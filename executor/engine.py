@@ -18,11 +18,13 @@ from pathlib import Path
 
 from toolexec.catalog import Catalog
 from toolexec.config import Config
-from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError, brief
+from toolexec.errors import BadRequest, CacheFull, RuntimeUnavailable, ToolexecError, brief
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult, limit_problem
+from toolexec.recordtype import replace
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
+from toolexec.runtimes.process import disk_usage
 from toolexec.state import call_id_for, check_call_id
 from toolexec.validation import parse_arguments, prepare_numbers
 
@@ -59,11 +61,15 @@ class Engine:
         self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, control: CallControl | None, started: float
     ) -> ToolResult:
         state = self.config.state
+        cache_dir = state.tool_cache(tool.name)
+        cache_limit = self.config.max_cache_bytes
+        if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
+            raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
         with _call_files(tool.name) as (output_path, failure_path):
             env = tool_environment(
                 os.environ,
                 functions_dir=self.config.functions_dir,
-                cache_dir=state.tool_cache(tool.name),
+                cache_dir=cache_dir,
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
@@ -88,11 +94,16 @@ class Engine:
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
                 private_files=(output_path, failure_path),
+                file_limit=self.config.max_kept_bytes,
+                watch_dir=str(cache_dir),
+                watch_limit=cache_limit,
             )
             try:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
+            if finished.limit is None and _hit_file_limit(output_path, failure_path, finished, self.config.max_kept_bytes):
+                finished = replace(finished, limit=("file", self.config.max_kept_bytes))
             try:
                 output = self._result_text(output_path, finished, limit, call_id)
             except OutputUnreadable as exc:
@@ -246,6 +257,22 @@ def _prune(directory: Path, keep_seconds: float) -> None:
             with contextlib.suppress(FileNotFoundError):
                 if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
                     os.unlink(entry.path)
+
+
+def _hit_file_limit(output_path: str, failure_path: str, finished: Finished, limit: int) -> bool:
+    """Whether a tool that was not killed by SIGXFSZ (it ignores the signal, as Python does) failed on the file size
+    limit: LLM_OUTPUT reached it, or the tool failed on EFBIG ("File too large", in its report or last stderr line)."""
+    try:
+        if os.lstat(output_path).st_size >= limit:
+            return True
+    except OSError:
+        pass
+    if not finished.returncode:
+        return False
+    text, _ = finished.stderr.text()
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+    said = f"{_reported_failure(failure_path) or ''}\n{last}".lower()
+    return "file too large" in said or "efbig" in said
 
 
 def _discard(path: str | None) -> None:

@@ -14,7 +14,8 @@
     │   ├── ToolBroken            the tool failed to build (every problem)
     │   ├── InvalidArguments      arguments that break the tool's schema (every problem)
     │   ├── PreconditionFailed    what the tool declares it needs is missing (@env, require-tools)
-    │   └── CallDenied            the approval hook (before_call, --confirm) said no, with its reason
+    │   ├── CallDenied            the approval hook (before_call, --confirm) said no, with its reason
+    │   └── CacheFull             the tool's LLM_TOOL_CACHE_DIR already holds more than max_cache_bytes
     └── RuntimeUnavailable        the interpreter a tool needs is not installed              unavailable 127
         └── PreparationFailed     it is, but readying the tool failed (esbuild could not transpile)
 
@@ -161,6 +162,18 @@ class CallDenied(CallRefused):
         self.name = name
         self.why = why
         super().__init__(f"the call of tool {name!r} was denied: {why}")
+
+
+class CacheFull(CallRefused):
+    """The tool's cache directory already holds more than ``max_cache_bytes``: the call is not started."""
+
+    reason: Reason = "cache_limit"
+
+    def __init__(self, tool: str, directory: str, used: int, limit: int) -> None:
+        super().__init__(
+            f"tool {tool!r} was not started: its cache directory {directory} holds {used} bytes, more than "
+            f"max_cache_bytes ({limit}); remove files from it, or raise max_cache_bytes in config.yaml"
+        )
 
 
 class InvalidArguments(CallRefused):
