@@ -23,8 +23,8 @@ import time
 from toolexec import results
 from toolexec.catalog import Catalog, DamagedCatalog, expand_enabled, load_catalog
 from toolexec.config import Config, load_config
-from toolexec.engine import Engine, refused
-from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, ToolexecError, UnknownTool
+from toolexec.engine import Engine, check_name, refused
+from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ToolexecError, UnknownTool
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import Cancellation
 from toolexec.state import call_id_for
@@ -480,12 +480,15 @@ class Executor:
 
         started = time.monotonic()
         try:
+            check_name(request.name)
             config, catalog, _ = self._serving()
             tool = catalog.get_enabled(request.name, config)
             # the hook sees the arguments the tool would run with (a number given for a string made a string)
             arguments = catalog.validator(tool.name)(tool.name, parse_arguments(request.arguments, tool.name))
         except ToolexecError as error:
             return results.refusal(request.name, call_id_for(request.call_id), error, started)
+        except Exception as error:  # a fault of toolexec's own: a result all the same, never an exception
+            return results.refusal(request.name, call_id_for(request.call_id), InternalError(error), started)
         return tool, ApprovalRequest(tool=tool, arguments=arguments, call_id=request.call_id)
 
     def _approve(self, request: ToolCall) -> ToolCall | ToolResult:
@@ -563,6 +566,8 @@ class Executor:
                 config, catalog = self._call_catalog(request.name if isinstance(request.name, str) else None)
             except ToolexecError as error:  # the catalog could not be (re)built: no writable state directory
                 return refused(request, error, started=time.monotonic())
+            except Exception as error:  # a fault of toolexec's own: a result all the same, never an exception
+                return refused(request, InternalError(error), started=time.monotonic())
             return Engine(config, catalog).invoke(request, control)
         finally:
             with self._registry:

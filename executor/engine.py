@@ -18,7 +18,7 @@ from pathlib import Path
 
 from toolexec.catalog import Catalog
 from toolexec.config import Config
-from toolexec.errors import BadRequest, CacheFull, RuntimeUnavailable, ToolexecError, brief
+from toolexec.errors import BadRequest, CacheFull, InternalError, RuntimeUnavailable, StateUnavailable, ToolexecError, brief
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult, limit_problem
 from toolexec.recordtype import replace
 from toolexec.results import outcome, refusal
@@ -45,6 +45,7 @@ class Engine:
         started = time.monotonic()
         call_id = call_id_for(call.call_id)
         try:
+            check_name(call.name)
             check_call_id(call_id)
             if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
                 raise BadRequest(f"timeout must be {problem}, got {brief(call.timeout)}")
@@ -56,6 +57,8 @@ class Engine:
             return self._run(tool, arguments, call, call_id, control, started)
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
+        except Exception as error:  # a fault of toolexec's own: still a result, as documented, never an exception
+            return refused(call, InternalError(error), started=started, call_id=call_id)
 
     def _run(
         self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, control: CallControl | None, started: float
@@ -152,6 +155,13 @@ class Engine:
         return output
 
 
+def check_name(name: object) -> str:
+    """``name`` when it can name a tool (a string: models send anything), else BadRequest."""
+    if not isinstance(name, str):
+        raise BadRequest(f"a tool name must be a string, got {type(name).__name__} {brief(name)}")
+    return name
+
+
 def refused(call: ToolCall, error: ToolexecError, *, started: float, call_id: str | None = None) -> ToolResult:
     """The result of ``call`` stopped by ``error`` before it ran (an unusable call id is not echoed)."""
     call_id = call_id or call_id_for(call.call_id)
@@ -179,11 +189,18 @@ def _printable(call_id: str) -> bool:
 
 @contextlib.contextmanager
 def _call_files(tool: str) -> Iterator[tuple[str, str]]:
-    """LLM_OUTPUT and the failure channel of one call: fresh private (0600) files, removed afterwards."""
+    """LLM_OUTPUT and the failure channel of one call: fresh private (0600) files, removed afterwards;
+    StateUnavailable when no temporary directory takes them."""
     paths: list[str] = []
     try:
         for suffix in (".out", ".failure"):
-            paths.append(_private_file(f"toolexec-{tool}-", suffix))
+            try:
+                paths.append(_private_file(f"toolexec-{tool}-", suffix))
+            except OSError as exc:
+                where = exc.filename if isinstance(exc.filename, str) else "the temporary directory"
+                raise StateUnavailable(
+                    os.path.dirname(where) or where, f"cannot create the call's files there: {exc.strerror or exc}"
+                ) from None
         yield paths[0], paths[1]
     finally:
         for path in paths:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         "cancelled",
         "file_limit",  # the tool wrote a file past max_kept_bytes (LLM_OUTPUT or any other): it was stopped
         "cache_limit",  # the tool's LLM_TOOL_CACHE_DIR holds more than max_cache_bytes: refused, or stopped
+        "internal",  # a fault of toolexec's own (a bug): the call still ends in a result
         "denied",  # the before_call approval hook (or the person asked by --confirm) said no
     ]
 

@@ -625,7 +625,7 @@ class _ProgressLines:
 
         try:
             report = json.loads(line) if len(line) <= PROGRESS_LINE_LIMIT else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser can follow ('[' * 30000)
             return
         if not isinstance(report, dict):
             return
