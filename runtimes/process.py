@@ -116,9 +116,6 @@ class CallControl:
             self._read = self._write = -1
 
 
-Cancellation = CallControl  # the name the API had before the control carried more than cancellation
-
-
 @record(kw_only=False, frozen=False)
 class Capture:
     """Bytes from a stream kept within ``limit``: the head and the tail."""
