@@ -90,6 +90,7 @@ class Engine:
                 output_path=output_path,
                 dotenv=dotenv_values(self.config.functions_dir),
                 raw_json=_raw_json(call.arguments, arguments),
+                trusted=self.config.trusted_paths,
                 secrets=self.config.secret_names(),
             )
             env[FAILURE_VARIABLE] = failure_path

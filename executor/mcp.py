@@ -30,26 +30,31 @@ from typing import Any, Literal
 
 import anyio
 import anyio.abc
+import jsonschema
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from referencing import Registry
 
 from toolexec.build import build
 from toolexec.calls import Calls
 from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
-from toolexec.errors import BadRequest, ToolexecError
+from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
+from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
 from toolexec.version import __version__
+from toolexec.watch import watch_tools
 
 CatalogMode = Literal["full", "summaries"]
 DESCRIBE_TOOL = "describe_tool"
@@ -143,9 +148,6 @@ class Listing:
     def output_check(self, tool: ToolDeclaration) -> Any:
         """A JSON Schema validator of the tool's declared output, made once per listing."""
         if tool.name not in self._checks:
-            import jsonschema
-            from referencing import Registry
-
             schema = mcp_format.output_schema(tool)
             # An empty registry: a reference outside the schema is never fetched.
             check = jsonschema.Draft202012Validator(schema, registry=Registry()) if schema is not None else None
@@ -246,8 +248,6 @@ class ToolServer:
         name = (arguments or {}).get("name")
         tool = listing.by_mcp_name.get(name) if isinstance(name, str) else None
         if tool is None:
-            from toolexec.errors import did_you_mean
-
             return _error(
                 f"no tool named {name!r}{did_you_mean(str(name), list(listing.by_mcp_name))}; pass a name from tools/list"
             )
@@ -383,8 +383,6 @@ class ToolServer:
 
     async def serve_stdio(self) -> None:
         """Serve over stdin/stdout until EOF or SIGTERM/SIGINT; then cancel the calls in flight and return."""
-        from mcp.server.stdio import stdio_server
-
         init = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with anyio.create_task_group() as group:
             group.start_soon(self._signals, self._stop_stdio)
@@ -400,7 +398,7 @@ class ToolServer:
 
     async def serve_http(self, host: str, port: int, token: str | None) -> None:
         """Serve Streamable HTTP (stateless: no per-client state) until SIGTERM/SIGINT."""
-        import uvicorn
+        import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
 
         app = self.server.streamable_http_app(
             stateless_http=True,
@@ -446,8 +444,6 @@ class ToolServer:
         )
 
     async def _watch(self) -> None:
-        from toolexec.watch import watch_tools
-
         await watch_tools(self, self._stop_watching)
 
     async def _stop_stdio(self) -> None:
@@ -530,10 +526,6 @@ def resolve_token(config: Config, token_env: str | None, host: str) -> str | Non
 
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
-    import os
-
-    from toolexec.runtimes.process_linux import protect
-
     protect()  # the server's memory holds the token and every client's arguments: no tool may read it
     bind = parse_bind(http) if http is not None else None
     server = ToolServer(config_source, options)

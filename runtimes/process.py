@@ -396,7 +396,7 @@ def _stdin_file(data: bytes) -> int:
     else:
         import tempfile
 
-        fd, path = tempfile.mkstemp()
+        fd, path = tempfile.mkstemp()  # noqa: TID251 - only where memfd_create is missing (not Linux)
         os.unlink(path)
     try:
         view = memoryview(data)

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Protocol
 from toolexec import results
 from toolexec.errors import BadRequest
 from toolexec.providers.names import NameMap, NameRule
-from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.records import DECLARATION_FORMATS, ToolCall, ToolDeclaration, ToolResult
 
 __all__ = [
     "DECLARATION_FORMATS",
@@ -48,9 +48,6 @@ __all__ = [
     "render",
     "sent_of",
 ]
-
-# Every declaration format: `toolexec declarations --format …` and `Executor.definitions(format=…)`.
-DECLARATION_FORMATS = ("openai", "openai-strict", "responses", "anthropic", "gemini", "mcp")
 
 
 class Sent(NamedTuple):
@@ -188,7 +185,15 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
     With ``names``, a provider-safe name the model sent is mapped back to the tool's own
     name. Raises :class:`BadRequest` only when ``data`` as a whole is no provider's shape
     (the message lists the accepted shapes); a single malformed call is refused in its place instead.
+    An SDK's own objects (pydantic models, or lists of them) are read through their dumps;
+    ``null`` and ``[]`` (what the SDKs' ``function_calls`` and ``tool_calls`` hold when there
+    are none) are a batch of no calls.
     """
+    from toolexec.providers.sdk import plain
+
+    data = plain(data)
+    if data is None or data == []:
+        return Batch(format_named(provider).NAME if provider is not None else "openai", ())
     if provider is not None:
         named = format_named(provider)
         if not named.claims(data):
