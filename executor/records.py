@@ -38,10 +38,10 @@ if TYPE_CHECKING:
         "tool_failed",  # the tool ran and failed (non-zero exit, exception, a signal)
         "timeout",
         "cancelled",
+        "denied",  # the before_call approval hook (or the person asked by --confirm) said no
         "file_limit",  # the tool wrote a file past max_kept_bytes (LLM_OUTPUT or any other): it was stopped
         "cache_limit",  # the tool's LLM_TOOL_CACHE_DIR holds more than max_cache_bytes: refused, or stopped
         "internal",  # a fault of toolexec's own (a bug): the call still ends in a result
-        "denied",  # the before_call approval hook (or the person asked by --confirm) said no
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
