@@ -29,7 +29,11 @@ FUZZ = settings(max_examples=500, deadline=None, suppress_health_check=list(Heal
 def _module(name: str) -> ModuleType:
     if str(TOOLS) not in sys.path:
         sys.path.insert(0, str(TOOLS))
-    return __import__(name)
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ in the shipped tools' folder
+    try:
+        return __import__(name)
+    finally:
+        sys.dont_write_bytecode = writes
 
 
 @pytest.fixture(autouse=True)
