@@ -12,6 +12,7 @@
                                      content, checked when it is read; only appended to, rewritten
                                      under a new id when mostly dead
     <private>/typescript/            the TypeScript transpile cache (each output's digest checked before it runs)
+    <private>/last-good/<digest>/    copies of last good sources a runtime runs as files (checked before each call)
     <user cache>/config/<digest>.json   parsed config snapshots
 
 ``<root>`` is the functions directory when toolexec may write there, else a folder of
@@ -171,6 +172,13 @@ class State:
     def outputs_dir(self) -> Path:
         """Full outputs of capped calls."""
         return self.root / "cache" / ".outputs"
+
+    def last_good_copy(self, code: str, name: str) -> Path:
+        """Where the source text ``code`` of a last good version is kept as a file named ``name`` (a file name), for
+        runtimes that run a file: one per text, so a transpile cache keyed by path is reused call after call."""
+        if os.path.basename(name) != name or name in ("", ".", ".."):
+            raise ValueError(f"not a file name: {name!r}")
+        return self.private_dir / "last-good" / digest(code) / name
 
     @property
     def transpile_dir(self) -> Path:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Project
 from toolexec.runtimes import process_linux
 
 pytestmark = pytest.mark.skipif(not process_linux.available(), reason="needs Linux's /proc")
@@ -206,3 +207,15 @@ def test_secret_env_patterns_and_the_mcp_token_variable_are_kept_from_tools(tmp_
     config = from_mapping({"secret_env": ["AWS_*", "OPENAI_API_KEY"], "mcp": {"token_env": "MCP_TOKEN"}}, tmp_path / "c.yaml")
     environ = {"AWS_SECRET": "1", "AWS_REGION": "2", "OPENAI_API_KEY": "3", "MCP_TOKEN": "4", "PATH": "/bin", "AWSX": "5"}
     assert without_secrets(environ, config.secret_names()) == {"PATH": "/bin", "AWSX": "5"}
+
+
+def test_a_dotenv_file_cannot_expand_a_secret_into_a_tool(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``${NAME}`` in a .env file (which a tool or a model may have written) expands from what the tool gets: never
+    from a secret of toolexec's."""
+    monkeypatch.setenv("HOST_API_KEY", TOKEN)
+    monkeypatch.setenv("HOST_PLAIN", "plain")
+    (project.root / "functions").mkdir(parents=True, exist_ok=True)
+    project.tool("show.sh", '# @describe Show.\nmain() { printf "%s|%s|%s" "$LEAK" "$HOST_API_KEY" "$SEEN" >>"$LLM_OUTPUT"; }\n')
+    (project.root / "functions" / ".env").write_text("LEAK=${HOST_API_KEY}\nSEEN=${HOST_PLAIN}\n")
+    result = project.executor(secret_env=["HOST_API_*"]).call("show", {})
+    assert (result.status, result.output) == ("ok", "||plain")

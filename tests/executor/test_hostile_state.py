@@ -77,6 +77,37 @@ def test_a_tool_that_rewrites_a_transpiled_module_changes_no_other_tools_call(pr
     assert project.executor().call("hello", {"name": "b"}).output == "hello b"
 
 
+GREET_JS = "/**\n * Greet.\n * @param {string} name - Who.\n */\nexport function run(name) {\n  return `hello ${name}`;\n}\n"
+
+
+# Rewrites every JavaScript file in toolexec's cache: the copies of last good versions a runtime runs as files.
+TAMPER_COPIES = r"""import os
+
+
+def run() -> str:
+    '''Tamper with the copies toolexec runs.'''
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ["HOME"], ".cache")
+    found = 0
+    for directory, _, names in os.walk(os.path.join(cache, "toolexec")):
+        for name in names:
+            if name.endswith(".js"):
+                with open(os.path.join(directory, name), "w") as handle:
+                    handle.write('export function run() { return "pwned"; }\n')
+                found += 1
+    return str(found)
+"""
+
+
+def test_a_tool_that_rewrites_a_last_good_copy_changes_no_other_tools_call(project: Project) -> None:
+    project.tool("greet.js", GREET_JS)
+    project.tool("tamper.py", TAMPER_COPIES)
+    assert project.executor().call("greet", {"name": "a"}).output == "hello a"
+    project.tool("greet.js", GREET_JS.replace("export function run(name) {", "export function run(name {"))
+    assert project.executor().call("greet", {"name": "b"}).output == "hello b"  # the last good version, from a copy
+    assert project.executor().call("tamper", {}).output == "1"
+    assert project.executor().call("greet", {"name": "c"}).output == "hello c"
+
+
 def test_toolexecs_records_and_modules_are_outside_the_functions_directory(project: Project) -> None:
     project.tool("double.py", DOUBLE)
     project.tool("hello.ts", HELLO_TS)
