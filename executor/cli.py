@@ -157,7 +157,7 @@ def _quick_run(argv: list[str]) -> Any:
         except ValueError:
             return None
     name, arguments = positionals[0], positionals[1] if len(positionals) == 2 else "-"
-    return SimpleNamespace(**values, command="run", name=name, arguments=arguments, handler=_run)
+    return SimpleNamespace(**values, agent=None, variables=[], command="run", name=name, arguments=arguments, handler=_run)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -186,6 +186,20 @@ def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
     )
     options.add_argument(
         "-v", "--verbose", action="store_true", help="say which config file is used and why others were skipped", **unset
+    )
+    options.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="work with one agent of the config: its own functions, then its shared tools",
+        **({"default": None} | unset),
+    )
+    options.add_argument(
+        "--var",
+        metavar="NAME=VALUE",
+        action="append",
+        dest="variables",
+        help="a value for one of the agent's variables (repeatable)",
+        **({"default": []} | unset),
     )
     return options
 
@@ -282,6 +296,11 @@ def _agent_commands(commands: Any) -> None:
     )
     mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
     mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
+    mcp.add_argument(
+        "--agent-tools-only",
+        action="store_true",
+        help="with --agent: offer only the agent's own functions, not its shared tools (also AGENT_TOOLS_ONLY=1)",
+    )
     mcp.set_defaults(handler=_mcp)
 
     declarations = commands.add_parser("declarations", help="the enabled tools declared in one provider's format")
@@ -290,6 +309,9 @@ def _agent_commands(commands: Any) -> None:
         "--json-schema", action="store_true", help="gemini: send parametersJsonSchema instead of the OpenAPI subset"
     )
     declarations.set_defaults(handler=_declarations)
+
+    instructions = commands.add_parser("instructions", help="with --agent: the agent's instructions, as its model gets them")
+    instructions.set_defaults(handler=_instructions)
 
 
 def _declaration_formats() -> list[str]:
@@ -306,20 +328,34 @@ def _confirm_option(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _executor(args: argparse.Namespace) -> Any:
+def _executor(args: argparse.Namespace, *, tools_only: bool = False) -> Any:
     from toolexec.api import Executor
 
+    agent = {"agent": args.agent, "variables": agent_variables(args.variables), "agent_tools_only": tools_only}
     confirm = getattr(args, "confirm", None)
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm))
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm), **agent)
     else:
-        executor = Executor(args.config)
+        executor = Executor(args.config, **agent)
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
     return executor
+
+
+def agent_variables(given: list[str] | None) -> dict[str, str] | None:
+    """``--var NAME=VALUE`` options as a mapping (None when there are none); BadRequest for one without '='."""
+    from toolexec.errors import BadRequest
+
+    values: dict[str, str] = {}
+    for item in given or ():
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            raise BadRequest(f"--var takes NAME=VALUE, got {item!r}; write --var owner=alice")
+        values[name.strip()] = value
+    return values or None
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -512,7 +548,21 @@ def _mcp(args: argparse.Namespace) -> int:
 
     if args.verbose:
         _executor(args)  # prints the config lookup trail
-    options = ServeOptions(catalog=args.catalog, page_size=args.page_size, reload=not args.no_reload)
+    import os
+
+    tools_only = args.agent_tools_only or os.environ.get("AGENT_TOOLS_ONLY") in ("1", "true")
+    if tools_only and args.agent is None:
+        raise BadRequest(
+            "--agent-tools-only (AGENT_TOOLS_ONLY) serves an agent's own functions: name the agent with --agent NAME"
+        )
+    options = ServeOptions(
+        catalog=args.catalog,
+        page_size=args.page_size,
+        reload=not args.no_reload,
+        agent=args.agent,
+        variables=agent_variables(args.variables),
+        agent_tools_only=tools_only,
+    )
     return main(args.config, http=args.http, token_env=args.token_env, options=options)
 
 
@@ -541,6 +591,16 @@ def _call_control(args: argparse.Namespace) -> Iterator[CallControl]:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         control.close()
+
+
+def _instructions(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    if args.agent is None:
+        raise BadRequest("instructions belong to an agent: name one with --agent NAME")
+    text = _executor(args).instructions()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
 
 
 def _declarations(args: argparse.Namespace) -> int:

@@ -59,7 +59,9 @@ class Engine:
         self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, control: CallControl | None, started: float
     ) -> ToolResult:
         state = self.config.state
+        agent = self.config.agent
         with _call_files(tool.name) as (output_path, failure_path):
+            raw_json = _raw_json(call.arguments, arguments)
             env = tool_environment(
                 os.environ,
                 functions_dir=self.config.functions_dir,
@@ -67,9 +69,13 @@ class Engine:
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
-                dotenv=dotenv_values(self.config.functions_dir),
-                raw_json=_raw_json(call.arguments, arguments),
+                dotenv=dotenv_values(self.config.functions_dir, agent.dotenv_files if agent is not None else ()),
+                raw_json=raw_json,
             )
+            if agent is not None:  # one of an agent's functions or shared tools: as its runner sets it
+                from toolexec.agents import agent_environment
+
+                env.update(agent_environment(agent, tool, env, raw_json))
             env[FAILURE_VARIABLE] = failure_path
             site = Site(
                 functions_dir=self.config.functions_dir, cwd=Path.cwd(), state=state, runtimes=self.config.runtimes, env=env

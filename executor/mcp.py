@@ -70,6 +70,10 @@ class ServeOptions:
     catalog: CatalogMode = "full"
     page_size: int | None = None  # None: the config's mcp.page_size
     reload: bool = True
+    # Serve one agent of the config (its functions, then its shared tools), its instructions as the server's.
+    agent: str | None = None
+    variables: dict[str, str] | None = None
+    agent_tools_only: bool = False  # only the agent's own functions (llm-functions' AGENT_TOOLS_ONLY)
 
 
 def summary_of(tool: ToolDeclaration) -> str:
@@ -176,7 +180,7 @@ class ToolServer:
     def __init__(self, config_source: Any, options: ServeOptions) -> None:
         self.source = config_source
         self.options = options
-        self.config = load_config(config_source)
+        self.config = self._load()
         report = build(self.config)
         self._report_problems(report.problems)
         self.good_sources: dict[str, bytes] = {}
@@ -191,7 +195,7 @@ class ToolServer:
         self.server: Server[Any] = Server(
             "toolexec",
             version=__version__,
-            instructions="Tools compiled by toolexec from scripts; each call runs the script in its own process.",
+            instructions=self._instructions(report.catalog),
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
@@ -336,6 +340,23 @@ class ToolServer:
             for _, done in pending:
                 await anyio.to_thread.run_sync(done.wait, CANCEL_WAIT_SECONDS)
 
+    def _load(self) -> Config:
+        """The config served: the one found, or the config of its agent named by the options."""
+        config = load_config(self.source)
+        if self.options.agent is None:
+            return config
+        from toolexec.agents import agent_config
+
+        return agent_config(config, self.options.agent, given=self.options.variables, tools_only=self.options.agent_tools_only)
+
+    def _instructions(self, catalog: Catalog) -> str:
+        """The server's ``instructions``: an agent's own (filled in, dynamic ones run), else what toolexec serves."""
+        if self.config.agent is None:
+            return "Tools compiled by toolexec from scripts; each call runs the script in its own process."
+        from toolexec.agents import instructions
+
+        return instructions(self.config, catalog.enabled(self.config)) or f"The tools of the agent {self.config.agent.name}."
+
     # --- hot reload ----------------------------------------------------------------------------
 
     def _report_problems(self, problems: list[str]) -> None:
@@ -346,7 +367,7 @@ class ToolServer:
         """Rebuild what changed and swap the catalog; announce list_changed when the offered tools differ."""
 
         def rebuild() -> tuple[Config, Any]:
-            config = load_config(self.source)
+            config = self._load()
             return config, build(config)
 
         try:

@@ -203,6 +203,9 @@ class ToolDeclaration:
     limits: Limits = field(default_factory=Limits)
     metadata: Metadata = field(default_factory=Metadata)
     warnings: tuple[str, ...] = ()
+    # The function of a multi-function file (an agent's tools.sh/.py/.js) this tool calls; None: the file's
+    # own entry point (``run`` / ``main``).
+    function: str | None = None
 
     @property
     def convention(self) -> Convention:
@@ -249,6 +252,7 @@ class ToolDeclaration:
                 }
             ),
             warnings=tuple(data.get("warnings", ())),
+            function=data.get("function"),
         )
 
 

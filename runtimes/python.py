@@ -21,11 +21,13 @@ MARSHALLED = b"\0"
 
 
 class PythonRuntime:
-    """``python python_bootstrap.py TOOL`` with ``{"arguments": …}`` on stdin."""
+    """``python python_bootstrap.py TOOL [FUNCTION]`` with ``{"arguments": …}`` on stdin."""
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments as :func:`request` makes them."""
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
+        if tool.function is not None:  # one function of an agent's tools.py
+            argv.append(tool.function)
         return Prepared(argv=argv, stdin=request(arguments))
 
 

@@ -26,6 +26,7 @@ LAYERS = [
     {"toolexec", "toolexec.__main__", "toolexec.cli", "toolexec.api", "toolexec.mcp", "toolexec.watch"},
     {
         "toolexec.engine",
+        "toolexec.agents",
         "toolexec.build",
         "toolexec.catalog",
         "toolexec.config",
