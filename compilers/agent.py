@@ -18,8 +18,9 @@ declared (``_``-prefixed, no description) are named in a warning instead of drop
 
 from __future__ import annotations
 
+import re
 from importlib import import_module
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Literal
 
 from toolexec.errors import CompileError, Problem
@@ -39,7 +40,15 @@ _MODULES = {
     ".cjs": "agent_javascript",
 }
 
-__all__ = ["DIALECTS", "INSTRUCTIONS", "Dialect", "compile_functions"]
+__all__ = [
+    "DIALECTS",
+    "INSTRUCTIONS",
+    "Dialect",
+    "compile_file_functions",
+    "compile_functions",
+    "dialect_of",
+    "several_functions",
+]
 
 
 def compile_functions(source: str, path: str, dialect: Dialect, *, private: bool = False) -> list[ToolDeclaration]:
@@ -86,3 +95,60 @@ _NOTHING_HINTS = {
     ".py": "give each public function (a name not starting with '_') a docstring",
     ".js": "give each exported function a /** Description */ JSDoc block right above it",
 }
+
+
+def compile_file_functions(path: str | Path, dialect: Dialect) -> list[ToolDeclaration]:
+    """:func:`compile_functions` of the file at ``path`` (read as :func:`toolexec.compilers.compile_file` reads)."""
+    try:
+        with open(path, "rb") as handle:
+            source = handle.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CompileError(str(path), [Problem(str(path), 1, 1, f"cannot read the file: {exc}")]) from None
+    return compile_functions(source, str(path), dialect)
+
+
+def dialect_of(path: str | Path) -> Dialect | None:
+    """The dialect of an agent's tools file (``agents/<a>/tools.*`` beside an ``index.yaml`` or a ``config.yaml``), else None."""
+    path = Path(path)
+    if path.stem != "tools" or path.suffix not in _MODULES:
+        return None
+    if (path.parent / "index.yaml").is_file():
+        return "llm-functions"
+    if (path.parent / "config.yaml").is_file():
+        return "loki"
+    return None
+
+
+_SEVERAL = {
+    ".sh": re.compile(r"^\s*#\s*@cmd\b.*\n(?:\s*#.*\n|\s*\n)*\s*(?:function\s+)?([A-Za-z0-9_.:-]+)\s*\(\)", re.MULTILINE),
+    ".py": re.compile(r"^(?:async\s+)?def\s+([A-Za-z][A-Za-z0-9_]*)\s*\(", re.MULTILINE),
+    ".js": re.compile(r"^(?:export\s+(?:async\s+)?function\*?\s+|exports\.)([A-Za-z][A-Za-z0-9_]*)", re.MULTILINE),
+}
+
+
+def several_functions(source: str, path: str) -> Problem | None:
+    """Why a file toolexec would read as one tool is an agent's tools file of several functions, or None.
+
+    A Bash script with ``# @cmd`` functions, a Python file of public functions without ``run``, a
+    JavaScript/TypeScript module exporting functions but no ``run``: each is what llm-functions,
+    Loki and Coyote keep in ``agents/<name>/tools.*``, and compiling it as one tool would declare
+    none of its functions (or a tool that runs none of them).
+    """
+    suffix = PurePath(path).suffix
+    pattern = _SEVERAL.get(".js" if suffix in (".ts", ".mjs", ".cjs") else suffix)
+    if pattern is None:
+        return None
+    names = [n for n in dict.fromkeys(pattern.findall(source)) if not n.startswith("_")]
+    if not names or (suffix != ".sh" and "run" in names):
+        return None
+    shown = ", ".join(names[:5]) + (", …" if len(names) > 5 else "")
+    plural = "s" if len(names) > 1 else ""
+    what = f"argc command{plural} (# @cmd)" if suffix == ".sh" else f"function{plural} and no 'run'"
+    return Problem(
+        path,
+        1,
+        1,
+        f"this file holds {len(names)} {what} ({shown}), as an agent's tools file does: as one tool it would run none of them",
+        f"put it at agents/NAME/tools{suffix} beside an index.yaml (llm-functions) or config.yaml (Loki) and use "
+        "toolexec --agent NAME list; or keep one function named run (a 'main' for Bash)",
+    )

@@ -89,8 +89,10 @@ class Agent:
     instructions: str = ""
     dynamic_instructions: bool = False
     description: str = ""
-    # Values given for variables (config agent_variables, --var, Executor(variables=)), by variable name.
+    # Values given for variables by the caller (--var, Executor(variables=)), by variable name: they win.
     given: dict[str, str] = field(default_factory=dict)
+    # Values from the config's agent_variables: used when neither the caller nor the environment gives one.
+    configured: dict[str, str] = field(default_factory=dict)
     # Serve only the agent's own functions, not its shared tools (llm-functions' AGENT_TOOLS_ONLY).
     tools_only: bool = False
 
@@ -192,13 +194,14 @@ def find_agent(config: Config, name: str, *, given: Mapping[str, str] | None = N
         description=_text(data.get("description"), "description", where),
         tools_only=tools_only,
     )
-    values = {**config.agent_variables.get(name, {}), **(given or {})}
+    configured, values = config.agent_variables.get(name, {}), dict(given or {})
     known = [v.name for v in agent.variables]
-    for key in values:
+    for key in [*values, *configured]:
         if key not in known:
             them = f"; it has {', '.join(known)}" if known else "; it has none"
-            raise BadRequest(f"agent {name!r} has no variable {key!r}{did_you_mean(key, known)}{them}")
-    return replace(agent, given=values)
+            origin = f" (agent_variables in {config.path})" if key not in values else ""
+            raise BadRequest(f"agent {name!r} has no variable {key!r}{origin}{did_you_mean(key, known)}{them}")
+    return replace(agent, given=values, configured=dict(configured))
 
 
 def agent_config(config: Config, name: str, *, given: Mapping[str, str] | None = None, tools_only: bool = False) -> Config:
@@ -214,13 +217,16 @@ def agent_config(config: Config, name: str, *, given: Mapping[str, str] | None =
 
 
 def variable_values(agent: Agent, environ: Mapping[str, str]) -> dict[str, str]:
-    """Each variable's value: given, else ``LLM_AGENT_VAR_<NAME>`` from the environment, else its default.
+    """Each variable's value: given by the caller, else ``LLM_AGENT_VAR_<NAME>`` from the environment, else the
+    config's ``agent_variables``, else the definition's default.
 
     PreconditionFailed names every variable that has none, and how to give it one.
     """
     values, missing = {}, []
     for variable in agent.variables:
-        value = agent.given.get(variable.name, environ.get(variable.env_name, variable.default))
+        value = agent.given.get(
+            variable.name, environ.get(variable.env_name, agent.configured.get(variable.name, variable.default))
+        )
         if value is None:
             missing.append(variable)
         else:
@@ -293,10 +299,7 @@ def _dynamic(config: Config, agent: Agent) -> str:
     entry = Entry(file=agent.tools_file.name, name=tool.name, stat=None, sha256=None, declaration=tool)
     result = Engine(config, Catalog(fingerprint={}, entries=(entry,))).invoke(ToolCall(name=tool.name, arguments={}))
     if not result.ok:
-        raise InstructionsFailed(
-            f"{agent.name}'s {INSTRUCTIONS} failed: {result.error}"
-            + (f"\n{result.stderr.strip()}" if result.stderr.strip() else "")
-        )
+        raise InstructionsFailed(f"{agent.name}'s {INSTRUCTIONS} failed: {result.error}")
     if not result.output:
         raise InstructionsFailed(f"{agent.name}'s {INSTRUCTIONS} returned nothing (it must print or return the instructions)")
     return result.output

@@ -147,11 +147,21 @@ def _agent_entries(config: Config, file: str, previous: list[Entry], *, reuse: b
         return [Entry(file=file, name=name, stat=None, sha256=None, problems=(problem,))], False
     except UnicodeDecodeError as exc:
         problem = f"{path}:1:1: the file is not UTF-8 text ({exc.reason} at byte {exc.start})"
-        return [Entry(file=file, name=name, stat=stat, sha256=sha, problems=(problem,))], True
+        return _broken_agent(file, name, stat, sha, problem, previous), True
     except CompileError as exc:
-        return [Entry(file=file, name=name, stat=stat, sha256=sha, problems=(str(exc),))], True
+        return _broken_agent(file, name, stat, sha, str(exc), previous), True
     entries = [Entry(file=file, name=d.name, stat=stat, sha256=sha, declaration=d, warnings=d.warnings) for d in declarations]
     return entries, True
+
+
+def _broken_agent(
+    file: str, name: str, stat: tuple[int, int, int, int] | None, sha: str, problem: str, previous: list[Entry]
+) -> list[Entry]:
+    """The entries of an agent's tools file that no longer builds: the problem, filed under the agent's name, and each
+    function of the last version that built, still served as it was (as a broken tool keeps its last good version)."""
+    kept = [(e.name, _serving(e)) for e in previous if e.name != name]
+    last_good = [Entry(file=file, name=n, stat=stat, sha256=sha, last_good=d) for n, d in kept if d is not None]
+    return [Entry(file=file, name=name, stat=stat, sha256=sha, problems=(problem,)), *last_good]
 
 
 def _readable(entry: Entry, records: bool) -> bool:

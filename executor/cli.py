@@ -402,19 +402,22 @@ def _build(args: argparse.Namespace) -> int:
 
 def _compile(args: argparse.Namespace) -> int:
     from toolexec.compilers import compile_file
+    from toolexec.compilers.agent import compile_file_functions, dialect_of
     from toolexec.errors import CompileError
 
     declarations, status = [], EXIT_OK
     for file in args.files:
+        dialect = dialect_of(file)  # an agent's tools file: one declaration per function
         try:
-            declaration = compile_file(file)
+            found = compile_file_functions(file, dialect) if dialect is not None else [compile_file(file)]
         except CompileError as error:
             print(error, file=sys.stderr)
             status = EXIT_FAILED
             continue
-        for warning in declaration.warnings:
-            print(warning, file=sys.stderr)
-        declarations.append(declaration.to_function())
+        for declaration in found:
+            for warning in declaration.warnings:
+                print(warning, file=sys.stderr)
+            declarations.append(declaration.to_function())
     print(_json(declarations, indent=2))
     return status
 

@@ -21,7 +21,7 @@ exports.add_entry = function (args) {
  */
 exports.show_env = async function () {
   const lines = NAMES.map((name) => `${name}=${process.env[name] ?? ""}\n`);
-  lines.push(`PATH1=${process.env.PATH.split(":")[0]}\n`);
+  lines.push(`PATH=${process.env.PATH}\n`);
   return lines.join("");
 };
 

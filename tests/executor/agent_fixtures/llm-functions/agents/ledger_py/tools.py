@@ -39,7 +39,7 @@ def show_env():
         "SHARED_ENV",
     ]
     found = {name: os.environ.get(name, "") for name in names}
-    found["PATH1"] = os.environ["PATH"].split(os.pathsep)[0]
+    found["PATH"] = os.environ["PATH"]
     return "".join(f"{k}={v}\n" for k, v in found.items())
 
 

@@ -28,7 +28,7 @@ show_env() {
         LLM_AGENT_RAW_JSON LLM_AGENT_VAR_OWNER LLM_AGENT_VAR_CURRENCY ROOT_ENV AGENT_ENV SHARED_ENV; do
         printf '%s=%s\n' "$name" "${!name}" >> "$LLM_OUTPUT"
     done
-    printf 'PATH1=%s\n' "${PATH%%:*}" >> "$LLM_OUTPUT"
+    printf 'PATH=%s\n' "$PATH" >> "$LLM_OUTPUT"
 }
 
 # @cmd Total of the ledger
