@@ -51,6 +51,7 @@ __all__ = [
     "UnknownAgent",
     "agent_config",
     "agent_environment",
+    "agent_functions",
     "agent_names",
     "agents_dir",
     "find_agent",
@@ -151,6 +152,26 @@ def agent_names(config: Config) -> list[str]:
     except OSError:
         return []
     return [p.name for p in folders if any((p / name).is_file() for name in DEFINITIONS)]
+
+
+def agent_functions(config: Config) -> list[tuple[str, ToolDeclaration | None, str | None]]:
+    """Every agent's own functions, as (``agent:function``, its declaration, None), or (agent, None, why) for an
+    agent whose definition or tools file is broken: what ``toolexec list`` shows besides the tools."""
+    from toolexec.build import build
+
+    found: list[tuple[str, ToolDeclaration | None, str | None]] = []
+    for name in agent_names(config):
+        try:
+            if find_agent(config, name).tools_file is None:
+                continue  # only shared tools (or MCP servers): no functions of its own
+            served = agent_config(config, name, tools_only=True)
+            report = build(served)
+        except (ConfigError, UnknownAgent) as error:
+            found.append((name, None, str(error)))
+            continue
+        found += [(name, None, problem) for entry in report.catalog.entries for problem in entry.problems]
+        found += [(f"{name}:{tool.name}", tool, None) for tool in report.catalog.enabled(served) if tool.function is not None]
+    return found
 
 
 def find_agent(config: Config, name: str, *, given: Mapping[str, str] | None = None, tools_only: bool = False) -> Agent:

@@ -448,6 +448,8 @@ def _list(args: argparse.Namespace) -> int:
             {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
             for broken in executor.broken(enabled_only=not args.all)
         ]
+    if not tags and args.agent is None:  # the agents' functions, named agent:function (toolexec --agent AGENT runs them)
+        rows += _agent_rows(executor.config)
     if args.json:
         print(_json(rows, indent=2))
         return EXIT_OK
@@ -460,6 +462,29 @@ def _list(args: argparse.Namespace) -> int:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
+
+
+def _agent_rows(config: Any) -> list[dict[str, Any]]:
+    from toolexec.agents import agent_functions
+
+    rows = []
+    for name, tool, error in agent_functions(config):
+        agent = name.split(":", 1)[0]
+        about = {"title": None, "summary": None, "tags": [], "annotations": None, "agent": agent}
+        if tool is None:
+            rows.append({"name": name, "language": "agent", "description": None, "source": None, "error": error, **about})
+        else:
+            rows.append(
+                {
+                    "name": name,
+                    "language": tool.language,
+                    "description": tool.description,
+                    "source": tool.source,
+                    "error": None,
+                    **about,
+                }
+            )
+    return rows
 
 
 def _describe(args: argparse.Namespace) -> int:

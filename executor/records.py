@@ -226,8 +226,11 @@ class ToolDeclaration:
         return hashlib.sha256(json.dumps(seen, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole record as JSON-ready data (the catalog's storage form)."""
-        return asdict(self)
+        """The whole record as JSON-ready data (the catalog's storage form); ``function`` only when there is one."""
+        data = asdict(self)
+        if data["function"] is None:
+            del data["function"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolDeclaration:
