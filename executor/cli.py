@@ -470,7 +470,7 @@ def _agent_rows(config: Any) -> list[dict[str, Any]]:
     rows = []
     for name, tool, error in agent_functions(config):
         agent = name.split(":", 1)[0]
-        about = {"title": None, "summary": None, "tags": [], "annotations": None, "agent": agent}
+        about: dict[str, Any] = {"title": None, "summary": None, "tags": [], "annotations": None, "agent": agent}
         if tool is None:
             rows.append({"name": name, "language": "agent", "description": None, "source": None, "error": error, **about})
         else:
