@@ -464,6 +464,18 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _agent_function(args: argparse.Namespace) -> None:
+    """``run AGENT:FUNCTION`` (the name ``list`` shows) is ``--agent AGENT run FUNCTION``, unless a tool has that name."""
+    from toolexec.agents import agent_names
+    from toolexec.compilers.common import stem_name
+    from toolexec.config import load_config
+
+    config = load_config(args.config)
+    agent, _, function = args.name.partition(":")
+    if agent in agent_names(config) and args.name not in {stem_name(f) for f in config.visible_tools}:
+        args.agent, args.name = agent, function
+
+
 def _agent_rows(config: Any) -> list[dict[str, Any]]:
     from toolexec.agents import agent_functions
 
@@ -664,6 +676,8 @@ def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
+    if args.agent is None and ":" in args.name:
+        _agent_function(args)
     executor = _executor(args)
     with _call_control(args) as control:
         result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)

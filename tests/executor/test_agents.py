@@ -332,6 +332,8 @@ def test_cli_list_run_declarations_instructions(trees: dict[str, Path], capsys: 
     assert status == 0
     assert [d["function"]["name"] for d in json.loads(out)] == ["add_entry", "show_env", "total", "greet"]
     assert cli(capsys, *agent, "instructions") == (0, "You keep the ledger of Ann, in EUR.\n", "")
+    # the name list shows without --agent runs the agent's function too
+    assert cli(capsys, "--config", config, "run", "ledger_sh:total", "{}", "--var", "owner=Ann") == (0, "total: 0 EUR\n", "")
 
 
 def test_cli_refusals(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -418,3 +420,33 @@ def test_mcp_serves_an_agent_with_its_instructions(trees: dict[str, Path]) -> No
     assert text == "item=tea\namount=3\ncategory=\ntags=\nrefund=0\nmode=strict\n"
     _, names, _ = anyio.run(scenario, "--agent-tools-only")
     assert names == ["add_entry", "show_env", "total"]
+
+
+def test_cli_list_without_agent_names_agent_functions(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = cli(capsys, "--config", str(config_of(trees, "tally_sh")), "list")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        "greet                 bash        Greet someone by name.",
+        "tally_py:count_batch  python      Count a batch of things.",
+        "tally_py:show_env     python      Report what the tally's functions see of their environment.",
+        "tally_py:countby      python      Count by keys.",
+        "tally_sh:count_batch  bash        Count a batch of things.",
+        "tally_sh:show_env     bash        Report what the tally's functions see of their environment.",
+    ]
+    definition = trees["loki"] / "agents" / "tally_py" / "config.yaml"
+    definition.write_text("variables: 3\n")
+    status, out, _ = cli(capsys, "--config", str(config_of(trees, "tally_sh")), "list", "--json")
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows["tally_py"] == {
+        "name": "tally_py",
+        "language": "agent",
+        "description": None,
+        "source": None,
+        "error": f"{definition}: key 'variables': expected a list of variables (name, description, default), got 3",
+        "title": None,
+        "summary": None,
+        "tags": [],
+        "annotations": None,
+        "agent": "tally_py",
+    }
+    assert rows["tally_sh:show_env"]["agent"] == "tally_sh"
