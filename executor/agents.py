@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -300,6 +301,8 @@ def _dynamic(config: Config, agent: Agent) -> str:
     from toolexec.compilers.agent import INSTRUCTIONS, compile_functions
     from toolexec.engine import Engine
     from toolexec.records import ToolCall
+    from toolexec.sources import Snapshot
+    from toolexec.state import new_call_id
 
     where = f"agent {agent.name!r} has dynamic_instructions: true in {agent.definition}"
     if agent.tools_file is None:
@@ -317,8 +320,11 @@ def _dynamic(config: Config, agent: Agent) -> str:
             f"{where}, but {agent.tools_file} defines no {INSTRUCTIONS} function; define one or set it false"
         )
     tool = found[0]
-    entry = Entry(file=agent.tools_file.name, name=tool.name, stat=None, sha256=None, declaration=tool)
-    result = Engine(config, Catalog(fingerprint={}, entries=(entry,))).invoke(ToolCall(name=tool.name, arguments={}))
+    entry = Entry(file=agent.tools_file.name, name=tool.name, stat=None, sha256=None, declaration=tool, code=source)
+    catalog = Catalog(fingerprint={}, entries=(entry,))
+    snapshot = Snapshot(declaration=tool, code=source, problems=(), validator=catalog.validator(tool.name), config=config)
+    call = ToolCall(name=tool.name, arguments={})
+    result = Engine(config).execute(snapshot, call, {}, call_id=new_call_id(), started=time.monotonic())
     if not result.ok:
         raise InstructionsFailed(f"{agent.name}'s {INSTRUCTIONS} failed: {result.error}")
     if not result.output:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat
+from toolexec.catalog_store import load_catalog, save_catalog
 from toolexec.config import Config
 from toolexec.errors import CompileError, did_you_mean
 from toolexec.records import ToolDeclaration
@@ -32,7 +33,8 @@ class BuildReport:
     @property
     def problems(self) -> list[str]:
         """Every error: config-level ones first, then each file's."""
-        return [*self.catalog.problems(self.config), *(p for e in self.catalog.entries for p in e.problems)]
+        found = [*self.catalog.problems(self.config), *(p for e in self.catalog.entries for p in e.problems)]
+        return list(dict.fromkeys(found))  # an agent's broken tools file is the problem of each of its functions: once
 
     @property
     def warnings(self) -> list[str]:
@@ -86,7 +88,7 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, re
     if reuse and previous is not None and stat is not None and stat == previous.stat and _readable(previous, records):
         return previous, False  # the same file as last time: not even read
     path = config.tools_dir / file
-    last_good = _serving(previous)
+    last_good, last_good_code = _serving(previous)
     if stat is None or not path.is_file():
         return Entry(
             file=file, name=stem_name(file), stat=None, sha256=None, declaration=None, problems=(_missing(config, file),)
@@ -108,12 +110,22 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, re
         broken = Entry(
             file=file, name=_name(previous, stem_name(file)), stat=stat, sha256=sha, declaration=None, problems=(problem,)
         )
-        return broken.replace(last_good=last_good), True
+        return broken.replace(last_good=last_good, last_good_code=last_good_code), True
     except CompileError as exc:
         name = exc.name or _name(previous, stem_name(file))
         broken = Entry(file=file, name=name, stat=stat, sha256=sha, declaration=None, problems=(str(exc),))
-        return broken.replace(last_good=last_good if last_good and last_good.name == name else None), True
-    entry = Entry(file=file, name=declaration.name, stat=stat, sha256=sha, declaration=declaration, warnings=declaration.warnings)
+        if last_good is None or last_good.name != name:
+            return broken, True
+        return broken.replace(last_good=last_good, last_good_code=last_good_code), True
+    entry = Entry(
+        file=file,
+        name=declaration.name,
+        stat=stat,
+        sha256=sha,
+        declaration=declaration,
+        warnings=declaration.warnings,
+        code=data.decode("utf-8"),  # the very bytes compiled: what every call of this declaration runs
+    )
     return entry, True
 
 
@@ -150,18 +162,26 @@ def _agent_entries(config: Config, file: str, previous: list[Entry], *, reuse: b
         return _broken_agent(file, name, stat, sha, problem, previous), True
     except CompileError as exc:
         return _broken_agent(file, name, stat, sha, str(exc), previous), True
-    entries = [Entry(file=file, name=d.name, stat=stat, sha256=sha, declaration=d, warnings=d.warnings) for d in declarations]
+    code = data.decode("utf-8")  # the very text compiled: what every call of these declarations runs
+    entries = [
+        Entry(file=file, name=d.name, stat=stat, sha256=sha, declaration=d, warnings=d.warnings, code=code) for d in declarations
+    ]
     return entries, True
 
 
 def _broken_agent(
     file: str, name: str, stat: tuple[int, int, int, int] | None, sha: str, problem: str, previous: list[Entry]
 ) -> list[Entry]:
-    """The entries of an agent's tools file that no longer builds: the problem, filed under the agent's name, and each
-    function of the last version that built, still served as it was (as a broken tool keeps its last good version)."""
-    kept = [(e.name, _serving(e)) for e in previous if e.name != name]
-    last_good = [Entry(file=file, name=n, stat=stat, sha256=sha, last_good=d) for n, d in kept if d is not None]
-    return [Entry(file=file, name=name, stat=stat, sha256=sha, problems=(problem,)), *last_good]
+    """The entries of an agent's tools file that no longer builds: each function of the last version that built, still
+    served as it was (as a broken tool keeps its last good version) and carrying the problem; with none, the problem
+    filed under the agent's name."""
+    kept = [(e.name, *_serving(e)) for e in previous if e.name != name]
+    last_good = [
+        Entry(file=file, name=n, stat=stat, sha256=sha, problems=(problem,), last_good=d, last_good_code=c)
+        for n, d, c in kept
+        if d is not None
+    ]
+    return last_good or [Entry(file=file, name=name, stat=stat, sha256=sha, problems=(problem,))]
 
 
 def _readable(entry: Entry, records: bool) -> bool:
@@ -170,14 +190,12 @@ def _readable(entry: Entry, records: bool) -> bool:
     return entry.loaded or entry.record is None or records
 
 
-def _serving(entry: Entry | None) -> ToolDeclaration | None:
-    """The previous entry's served declaration, or None when there is none or its record is lost."""
-    from toolexec.catalog import DamagedCatalog
-
+def _serving(entry: Entry | None) -> tuple[ToolDeclaration | None, str | None]:
+    """The previous entry's served declaration and its source text, or Nones when there is none or its record is lost."""
     try:
-        return entry.serving if entry is not None else None
+        return (entry.serving, entry.serving_code) if entry is not None else (None, None)
     except DamagedCatalog:
-        return None
+        return None, None
 
 
 def _missing(config: Config, file: str) -> str:
