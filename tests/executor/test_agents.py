@@ -448,3 +448,15 @@ def test_cli_list_without_agent_names_agent_functions(trees: dict[str, Path], ca
         "agent": "tally_py",
     }
     assert rows["tally_sh:show_env"]["agent"] == "tally_sh"
+
+
+def test_cli_check_an_agents_tools_file(trees: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    tools = trees["llm-functions"] / "agents" / "ledger_py" / "tools.py"
+    tools.write_text(tools.read_text() + "\n\ndef undocumented(x: str):\n    return x\n")
+    status, out, err = cli(capsys, "check", str(tools))
+    assert (status, err) == (0, "checked 1 file(s): 0 error(s), 1 warning(s)\n")
+    line = tools.read_text().splitlines().index("def undocumented(x: str):") + 1
+    assert out == (
+        f"{tools}:{line}:1: warning: function 'undocumented' has no docstring description: not declared (as llm-functions' "
+        "generator)\n"
+    )
