@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, cli, toolexec
+from tests.conftest import cli, toolexec
 from toolexec import Executor
 from toolexec.errors import BadRequest, ConfigError, InstructionsFailed, UnknownAgent
 
@@ -403,7 +403,7 @@ def test_mcp_serves_an_agent_with_its_instructions(trees: dict[str, Path]) -> No
                 "--no-reload",
                 *extra,
             ],
-            env={**os.environ, "PYTHONPATH": str(REPO)} if False else dict(os.environ),
+            env=dict(os.environ),
             cwd=str(trees["llm-functions"]),
         )
         async with Client(stdio_client(params, errlog=sys.stderr)) as client:
