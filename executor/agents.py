@@ -15,6 +15,7 @@ call of it, as the projects' runners (``run-agent.sh`` and kin) set it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -270,6 +271,15 @@ def agent_environment(agent: Agent, tool: ToolDeclaration, env: Mapping[str, str
     if agent.bin_dirs:
         additions["PATH"] = os.pathsep.join([*map(str, agent.bin_dirs), env.get("PATH", os.defpath)])
     if tool.function is None:  # a shared tool: a tool of its own, under the agent's variables
+        # Loki runs an agent's global tools from the agent's folder (run-tool.sh's root_dir); aichat runs bin/<tool>
+        # of the checkout, whose cache is the checkout's
+        root = agent.directory if agent.layout == "loki" else None
+        cache = (root or agent.root_dir) / "cache" / tool.name
+        with contextlib.suppress(OSError):  # created on first use, as any tool's; a tool that needs it says so
+            cache.mkdir(parents=True, exist_ok=True)
+        additions["LLM_TOOL_CACHE_DIR"] = str(cache)
+        if root is not None:
+            additions["LLM_ROOT_DIR"] = str(root)
         return additions
     additions.update(
         LLM_ROOT_DIR=str(agent.root_dir),

@@ -165,7 +165,13 @@ def test_shared_tools_run_with_the_agents_variables(trees: dict[str, Path], agen
     with executor(trees, agent) as ex:
         result = ex.call("greet", {"who": "Eve"})
     assert result.ok, result
-    assert result.output == ("hello Eve (owner Ann)\n" if LAYOUT[agent] == "llm-functions" else "hello Eve (owner none)\n")
+    root = trees[LAYOUT[agent]]
+    if LAYOUT[agent] == "llm-functions":  # run as bin/greet runs it: a tool of the checkout
+        assert result.output == f"hello Eve (owner Ann)\nroot {root}\ncache {root / 'cache' / 'greet'}\nagent none\n"
+        assert (root / "cache" / "greet").is_dir()
+    else:  # Loki runs an agent's global tools from the agent's folder
+        folder = root / "agents" / agent
+        assert result.output == f"hello Eve (owner Blue)\nroot {folder}\ncache {folder / 'cache' / 'greet'}\nagent none\n"
 
 
 def test_variables_come_from_the_caller_the_environment_the_config_or_the_default(
