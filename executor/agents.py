@@ -203,7 +203,8 @@ def find_agent(config: Config, name: str, *, given: Mapping[str, str] | None = N
         shared = _strings(data.get("global_tools"), "global_tools", where)
     for file in shared:
         if "/" in file or file in (".", "..") or "\0" in file:
-            raise ConfigError(where, f"{file!r} is not a file name in {config.tools_dir}", key="global_tools")
+            listing, key = (str(directory / "tools.txt"), None) if layout == "llm-functions" else (where, "global_tools")
+            raise ConfigError(listing, f"{file!r} is not a file name in {config.tools_dir}", key=key)
     agent = Agent(
         name=name,
         directory=directory,
@@ -218,12 +219,15 @@ def find_agent(config: Config, name: str, *, given: Mapping[str, str] | None = N
         tools_only=tools_only,
     )
     configured, values = config.agent_variables.get(name, {}), dict(given or {})
+    for key, value in [*values.items(), *configured.items()]:
+        if not isinstance(value, str) or "\0" in value:
+            raise BadRequest(f"the value of agent variable {key!r} must be text without NUL characters, got {brief(value)}")
     known = [v.name for v in agent.variables]
     for key in [*values, *configured]:
         if key not in known:
             them = f"; it has {', '.join(known)}" if known else "; it has none"
-            origin = f" (agent_variables in {config.path})" if key not in values else ""
-            raise BadRequest(f"agent {name!r} has no variable {key!r}{origin}{did_you_mean(key, known)}{them}")
+            from_config = f" (agent_variables in {config.path})" if key not in values else ""
+            raise BadRequest(f"agent {name!r} has no variable {key!r}{from_config}{did_you_mean(key, known)}{them}")
     return replace(agent, given=values, configured=dict(configured))
 
 
@@ -343,6 +347,7 @@ def _dynamic(config: Config, agent: Agent) -> str:
 
 
 _VARIABLE = re.compile(r"\{\{(\w+)\}\}")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def interpolate(text: str, values: Mapping[str, str], tools: list[ToolDeclaration]) -> str:
@@ -403,9 +408,15 @@ def _variables(value: Any, where: str) -> tuple[AgentVariable, ...]:
         key = f"variables[{number}]"
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
             raise ConfigError(where, f"expected a mapping with a name, got {brief(item)}", key=key)
+        if not _NAME.fullmatch(item["name"].strip()):  # it becomes part of an environment variable's name
+            raise ConfigError(where, f"expected a name of letters, digits, '_' and '-', got {brief(item['name'])}", key=key)
         default = item.get("default")
         if default is not None and not isinstance(default, (str, int, float, bool)):
             raise ConfigError(where, f"expected a default of text, got {brief(default)}", key=f"{key}.default")
+        if isinstance(default, str) and "\0" in default:
+            raise ConfigError(
+                where, "a default may not contain a NUL character (it becomes an environment variable)", key=f"{key}.default"
+            )
         if isinstance(default, bool):
             default = "true" if default else "false"
         found.append(

@@ -466,3 +466,39 @@ def test_cli_check_an_agents_tools_file(trees: dict[str, Path], capsys: pytest.C
         f"{tools}:{line}:1: warning: function 'undocumented' has no docstring description: not declared (as llm-functions' "
         "generator)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("  - name: owner\n", "key 'variables[0]': expected a name of letters, digits, '_' and '-', got 'own=er'"),
+        (
+            "    default: EUR\n",
+            "key 'variables[1].default': a default may not contain a NUL character (it becomes an environment variable)",
+        ),
+    ],
+)
+def test_hostile_definitions_are_refused_by_key(trees: dict[str, Path], edit: str, message: str) -> None:
+    definition = trees["llm-functions"] / "agents" / "ledger_py" / "index.yaml"
+    replacement = {"  - name: owner\n": "  - name: own=er\n", "    default: EUR\n": '    default: "E\\0R"\n'}[edit]
+    definition.write_text(definition.read_text().replace(edit, replacement))
+    with pytest.raises(ConfigError) as refused:
+        Executor(config_of(trees, "ledger_py"), agent="ledger_py")
+    assert str(refused.value) == f"{definition}: {message}"
+
+
+def test_hostile_values_and_names(trees: dict[str, Path]) -> None:
+    config = config_of(trees, "ledger_py")
+    with pytest.raises(BadRequest) as nul:
+        Executor(config, agent="ledger_py", variables={"owner": "A\0nn"})
+    assert str(nul.value) == "the value of agent variable 'owner' must be text without NUL characters, got 'A\\x00nn'"
+    with pytest.raises(BadRequest):
+        Executor(config, agent="ledger_py", variables={"owner": 3})  # type: ignore[dict-item]
+    for name in ("../llm-functions", "ledger_py/../ledger_sh", ".", "", "agents"):
+        with pytest.raises(UnknownAgent):
+            Executor(config, agent=name)
+    shared = trees["llm-functions"] / "agents" / "ledger_py" / "tools.txt"
+    shared.write_text("../../etc/passwd\n")
+    with pytest.raises(ConfigError) as escape:
+        Executor(config, agent="ledger_py")
+    assert str(escape.value) == f"{shared}: '../../etc/passwd' is not a file name in {trees['llm-functions'] / 'tools'}"
