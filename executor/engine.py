@@ -86,6 +86,7 @@ class Engine:
                 output_path=output_path,
                 dotenv=dotenv_values(self.config.functions_dir, agent.dotenv_files if agent is not None else ()),
                 raw_json=raw_json,
+                trusted=self.config.trusted_paths,
             )
             if agent is not None:  # one of an agent's functions or shared tools: as its runner sets it
                 from toolexec.agents import agent_environment

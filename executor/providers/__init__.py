@@ -185,7 +185,15 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
     With ``names``, a provider-safe name the model sent is mapped back to the tool's own
     name. Raises :class:`BadRequest` only when ``data`` as a whole is no provider's shape
     (the message lists the accepted shapes); a single malformed call is refused in its place instead.
+    An SDK's own objects (pydantic models, or lists of them) are read through their dumps;
+    ``null`` and ``[]`` (what the SDKs' ``function_calls`` and ``tool_calls`` hold when there
+    are none) are a batch of no calls.
     """
+    from toolexec.providers.sdk import plain
+
+    data = plain(data)
+    if data is None or data == []:
+        return Batch(format_named(provider).NAME if provider is not None else "openai", ())
     if provider is not None:
         named = format_named(provider)
         if not named.claims(data):
