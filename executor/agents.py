@@ -43,7 +43,12 @@ if TYPE_CHECKING:
 Layout = Literal["llm-functions", "loki"]
 # The definition file of each layout, in the order they are looked for.
 DEFINITIONS: dict[str, Layout] = {"index.yaml": "llm-functions", "config.yaml": "loki"}
+# The tools file of an agent with several, in the order each project looks (llm-functions' LANG_CMDS: sh, js, py).
 TOOLS_FILES = ("tools.sh", "tools.py", "tools.js", "tools.ts")
+TOOLS_ORDER: dict[Layout, tuple[str, ...]] = {
+    "llm-functions": ("tools.sh", "tools.js", "tools.py", "tools.ts"),
+    "loki": ("tools.sh", "tools.py", "tools.js", "tools.ts"),
+}
 # Environment variables are text of at most this size (Linux refuses any one string over 128 KiB).
 RAW_JSON_LIMIT = 64 * 1024
 
@@ -194,7 +199,7 @@ def find_agent(config: Config, name: str, *, given: Mapping[str, str] | None = N
 
     data = _parse_yaml(definition)
     where = str(definition)
-    tools_file = next((directory / f for f in TOOLS_FILES if (directory / f).is_file()), None)
+    tools_file = next((directory / f for f in TOOLS_ORDER[layout] if (directory / f).is_file()), None)
     if layout == "llm-functions":
         from toolexec.config import _tools_txt
 

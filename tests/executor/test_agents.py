@@ -502,3 +502,11 @@ def test_hostile_values_and_names(trees: dict[str, Path]) -> None:
     with pytest.raises(ConfigError) as escape:
         Executor(config, agent="ledger_py")
     assert str(escape.value) == f"{shared}: '../../etc/passwd' is not a file name in {trees['llm-functions'] / 'tools'}"
+
+
+def test_the_tools_file_each_project_would_run(trees: dict[str, Path]) -> None:
+    """With several tools files, llm-functions runs tools.sh, then tools.js, then tools.py (its LANG_CMDS order)."""
+    agent = trees["llm-functions"] / "agents" / "ledger_js"
+    shutil.copy(trees["llm-functions"] / "agents" / "ledger_py" / "tools.py", agent / "tools.py")
+    with executor(trees, "ledger_js") as ex:
+        assert {t.source for t in ex.tools()} == {str(agent / "tools.js")}
