@@ -456,6 +456,18 @@ def _list(args: argparse.Namespace) -> int:
             {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
             for broken in executor.broken(enabled_only=not args.all)
         ]
+    config = executor.config
+    for row in rows:
+        row["enabled"], row["enabled_why"] = config.enabling(row["name"])
+    if args.verbose:
+        for entry in executor.catalog.entries:
+            print(f"toolexec: {entry.name}: {config.enabling(entry.name)[1]}", file=sys.stderr)
+    if not rows and config.enabled_tools == () and config.foreign and not config.enabled_given:
+        print(
+            f"toolexec: no tool is enabled: {config.enabling('')[1].removeprefix('not enabled: ')}; name the tools "
+            f"under enabled_tools in {config.path} (or write enabled_tools: all); toolexec list --all shows the visible ones",
+            file=sys.stderr,
+        )
     if not tags and args.agent is None:  # the agents' functions, named agent:function (toolexec --agent AGENT runs them)
         rows += _agent_rows(executor.config)
     if args.json:
@@ -468,6 +480,7 @@ def _list(args: argparse.Namespace) -> int:
             summary += f"  [{', '.join(row['tags'])}]" if row["tags"] else ""
         else:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
+        summary = summary if row["enabled"] else f"(not enabled) {summary}"
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
 
@@ -491,6 +504,7 @@ def _agent_rows(config: Any) -> list[dict[str, Any]]:
     for name, tool, error in agent_functions(config):
         agent = name.split(":", 1)[0]
         about: dict[str, Any] = {"title": None, "summary": None, "tags": [], "annotations": None, "agent": agent}
+        about |= {"enabled": True, "enabled_why": f"a function of agent {agent} (toolexec --agent {agent})"}
         if tool is None:
             rows.append({"name": name, "language": "agent", "description": None, "source": None, "error": error, **about})
         else:

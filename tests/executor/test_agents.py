@@ -452,6 +452,8 @@ def test_cli_list_without_agent_names_agent_functions(trees: dict[str, Path], ca
         "tags": [],
         "annotations": None,
         "agent": "tally_py",
+        "enabled": True,
+        "enabled_why": "a function of agent tally_py (toolexec --agent tally_py)",
     }
     assert rows["tally_sh:show_env"]["agent"] == "tally_sh"
 
