@@ -327,7 +327,8 @@ def _confirm_option(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _executor(args: argparse.Namespace, *, tools_only: bool = False) -> Any:
+def _executor(args: argparse.Namespace, control: CallControl | None = None, *, tools_only: bool = False) -> Any:
+    """The executor for the command; with ``--confirm``, its questions end when ``control`` is cancelled."""
     from toolexec.api import Executor
 
     agent = {"agent": args.agent, "variables": agent_variables(args.variables), "agent_tools_only": tools_only}
@@ -335,7 +336,7 @@ def _executor(args: argparse.Namespace, *, tools_only: bool = False) -> Any:
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm), **agent)
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), **agent)
     else:
         executor = Executor(args.config, **agent)
     if args.verbose:
@@ -522,7 +523,15 @@ def _agent_rows(config: Any) -> list[dict[str, Any]]:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    declaration = _executor(args).describe(args.name)
+    executor = _executor(args)
+    declaration = executor.describe(args.name)
+    for broken in executor.broken(enabled_only=False):
+        if broken["name"] == declaration.name:  # shown is the last good version: say why the file is not
+            error = broken["error"].split("\n", 1)[0]
+            print(
+                f"toolexec: {declaration.name}: the file no longer builds ({error}); calls run this last good version",
+                file=sys.stderr,
+            )
     if args.json:
         print(_json(declaration.to_dict(), indent=2))
         return EXIT_OK
@@ -687,12 +696,12 @@ def _call(args: argparse.Namespace) -> int:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    executor = _executor(args)
-    batch = executor.parse_calls(data, args.format)
-    if not batch.entries:
-        shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
-        _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
     with _call_control(args) as control:
+        executor = _executor(args, control)
+        batch = executor.parse_calls(data, args.format)
+        if not batch.entries:
+            shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
+            _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
         answer = executor.answer(batch, cancel=control)
     print(_json(answer))
     return EXIT_OK
@@ -712,8 +721,8 @@ def _run(args: argparse.Namespace) -> int:
         raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
     if args.agent is None and ":" in args.name:
         _agent_function(args)
-    executor = _executor(args)
     with _call_control(args) as control:
+        executor = _executor(args, control)
         result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)
     if args.json:
         print(_json(result.to_dict()))
