@@ -29,7 +29,7 @@ from toolexec.sources import PolledSource
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from concurrent.futures import Future
     from types import TracebackType
     from typing import Any
@@ -57,7 +57,7 @@ class Executor:
         *,
         before_call: BeforeCall | None = None,
         agent: str | None = None,
-        variables: Mapping[str, str] | None = None,
+        variables: dict[str, str] | None = None,
         agent_tools_only: bool = False,
     ) -> None:
         """Load ``config`` (a path, a :class:`Config`, or None for the usual lookup).
