@@ -729,9 +729,16 @@ def test_with_hot_reload_on_the_server_exits_promptly(tools: Project, how: str) 
             started = time.monotonic()
         return time.monotonic() - started
 
-    closing = anyio.run(session)
-    assert closing <= 0.5, f"closing the session took {closing:.2f} s"
-    assert not alive(server[0])
+    # The best of three sessions: a loaded machine can stall any one close, while a server that waits for its
+    # watcher (or for the interpreter's slow teardown) takes 1-5 s on every attempt.
+    closings = []
+    for _ in range(3):
+        server.clear()
+        closings.append(anyio.run(session))
+        assert not alive(server[0])
+        if closings[-1] <= 0.5:
+            break
+    assert min(closings) <= 0.5, f"closing the session took {', '.join(f'{c:.2f}' for c in closings)} s"
 
 
 def _server_pid(project: Project) -> int:
