@@ -39,13 +39,19 @@ def language_of(path: str | Path) -> Language | None:
 def compile_source(source: str, path: str) -> ToolDeclaration:
     """Compile one script's text; ``path`` names it in messages and gives the tool name."""
     language = language_of(path)
+    several = None
     if language is None:
         known = ", ".join(SUFFIXES)
         raise CompileError(path, [Problem(path, 1, 1, "not a tool script", f"use one of the extensions {known}")])
     try:
         module = import_module(f"{__name__}.{language}")
+        several = _several_functions(source, path, language)
+        if several is not None and language == "bash":  # it would build, as a tool that runs none of its functions
+            raise CompileError(path, [several])
         declaration: ToolDeclaration = module.compile_source(source, path)
-    except CompileError:
+    except CompileError as error:
+        if several is not None and several not in error.problems:  # say first why the file is not one tool
+            raise CompileError(path, [several, *error.problems], name=error.name) from None
         raise
     except ModuleNotFoundError as exc:
         if exc.name == f"{__name__}.{language}":
@@ -75,6 +81,13 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         )
         raise CompileError(path, [problem], name=declaration.name)
     return declaration
+
+
+def _several_functions(source: str, path: str, language: str) -> Problem | None:
+    """The problem of an agent's multi-function tools file compiled as one tool (see :mod:`toolexec.compilers.agent`)."""
+    from toolexec.compilers.agent import several_functions
+
+    return several_functions(source, path)
 
 
 def _internal(path: str, exc: BaseException) -> Problem:

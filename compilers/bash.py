@@ -52,7 +52,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     reading = _Reading(diag)
     for node in root.named_children:
         reading.node(node)
-    described = reading.check(functions)
+    described = reading.check(functions, runs=any(_runs(node) for node in root.named_children))
     for key, at in reading.positions.items():
         diag.place(key, at)
     diag.place("", (reading.described_at, 0) if reading.described_at is not None else None)
@@ -164,7 +164,7 @@ class _Reading:
         self.continuing = [param.help]
         self.helps.append((param, self.continuing))
 
-    def check(self, functions: set[str]) -> str:
+    def check(self, functions: set[str], *, runs: bool = True) -> str:
         """Join the continued help texts, report what the whole script lacks, and return the description."""
         diag = self.diag
         for item, lines in self.helps:
@@ -190,9 +190,29 @@ class _Reading:
                         f"function {fn!r} used by {param.long!r} is not defined",
                         f"define {fn}() {{ ... }} in the script",
                     )
-        if "main" not in functions:
+        if "main" not in functions and not runs:
+            diag.error(
+                None,
+                "the script declares nothing it can run: no main function, and no command at the top level",
+                "put the tool's work in main() { ... }, which runs with the argc_* variables bound",
+            )
+        elif "main" not in functions:
             diag.warn(None, "no main function; the script's top-level code is the tool")
         return described
+
+
+# Top-level commands that set a script up without doing anything a tool is for.
+_SETUP = {"set", "shopt", "source", ".", "export", "declare", "typeset", "readonly", "local", "trap", "unset", ":"}
+
+
+def _runs(node: Node) -> bool:
+    """Whether a top-level statement does work when the script runs (not a definition, a setting or argc's trailer)."""
+    if node.type in ("comment", "function_definition", "variable_assignment", "declaration_command"):
+        return False
+    if node.type == "command":
+        name = text(node.child_by_field_name("name"))
+        return name not in _SETUP and not (name == "eval" and "--argc-eval" in text(node))
+    return True
 
 
 def continuation(body: str) -> str:

@@ -233,3 +233,17 @@ def finish(
         warnings=diag.warning_texts(),
         positions=dict(diag.positions),
     )
+
+
+def with_warnings(declarations: list[ToolDeclaration], diag: Diagnostics) -> list[ToolDeclaration]:
+    """The declarations of one multi-function file, its warnings carried by the first (reported once per file)."""
+    from toolexec.recordtype import replace
+
+    if not declarations and diag.warnings:  # what was skipped is why nothing is declared: said as errors
+        found = [Problem(w.path, w.line, w.col, w.message, w.hint) for w in diag.warnings]
+        nothing = Problem(diag.path, 1, 1, "this agent tools file declares no function a model can call")
+        raise CompileError(diag.path, [nothing, *found])
+    warnings = diag.warning_texts()
+    if not warnings or not declarations:
+        return declarations
+    return [replace(declarations[0], warnings=warnings), *declarations[1:]]

@@ -51,13 +51,32 @@ class Executor:
     running when you are done: ``with Executor() as ex: ...``.
     """
 
-    def __init__(self, config: Config | str | os.PathLike[str] | None = None, *, before_call: BeforeCall | None = None) -> None:
+    def __init__(
+        self,
+        config: Config | str | os.PathLike[str] | None = None,
+        *,
+        before_call: BeforeCall | None = None,
+        agent: str | None = None,
+        variables: dict[str, str] | None = None,
+        agent_tools_only: bool = False,
+    ) -> None:
         """Load ``config`` (a path, a :class:`Config`, or None for the usual lookup).
 
         ``before_call`` is the approval hook (:mod:`toolexec.approval`): it sees every call
         with its tool and validated arguments before it runs, and may allow, deny or rewrite it.
+
+        With ``agent``, the executor serves that agent of the config (:mod:`toolexec.agents`): its own
+        functions, then its shared tools (only its own with ``agent_tools_only``); ``variables``
+        gives values to the agent's variables (over ``agent_variables`` in config and the environment).
         """
-        self.config = config if isinstance(config, Config) else load_config(config)
+        loaded = config if isinstance(config, Config) else load_config(config)
+        if agent is not None:
+            from toolexec.agents import agent_config
+
+            loaded = agent_config(loaded, agent, given=variables, tools_only=agent_tools_only)
+        elif variables:
+            raise BadRequest("variables are given to an agent's functions: name the agent too (agent=NAME, --agent NAME)")
+        self.config = loaded
         self.source = PolledSource(self.config)
         # The one call path: its limiter (max_parallel slots) and in-flight registry, which close() ends.
         self.calls = Calls(self.source, before_call=before_call)
@@ -249,6 +268,13 @@ class Executor:
             for entry in self.catalog.entries
             if entry.problems and (wanted is None or entry.name in wanted)
         ]
+
+    def instructions(self) -> str:
+        """The served agent's instructions, as its model gets them (:func:`toolexec.agents.instructions`):
+        ``{{variables}}`` filled in, ``_instructions`` run for dynamic ones. BadRequest without an agent."""
+        from toolexec.agents import instructions
+
+        return instructions(self.config, self.tools())
 
     def describe(self, name: str) -> ToolDeclaration:
         """The declaration and metadata of one visible tool (``toolexec describe``)."""

@@ -33,7 +33,8 @@ class BuildReport:
     @property
     def problems(self) -> list[str]:
         """Every error: config-level ones first, then each file's."""
-        return [*self.catalog.problems(self.config), *(p for e in self.catalog.entries for p in e.problems)]
+        found = [*self.catalog.problems(self.config), *(p for e in self.catalog.entries for p in e.problems)]
+        return list(dict.fromkeys(found))  # an agent's broken tools file is the problem of each of its functions: once
 
     @property
     def warnings(self) -> list[str]:
@@ -53,16 +54,24 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     """
     previous = load_catalog(config)
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
+    known: dict[str, list[Entry]] = {}
     try:
-        known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
+        for e in previous.entries if previous is not None and same_config else ():
+            known.setdefault(e.file, []).append(e)
     except DamagedCatalog:  # a damaged index: built as if there were none
         previous, same_config, known = None, False, {}
     records = previous is not None and previous.records_present()
     entries: list[Entry] = []
     compiled = 0
+    agent_file = _agent_file(config)
     for file in config.visible_tools:
-        entry, fresh = _entry(config, file, known.get(file), reuse=not force, records=records)
-        entries.append(entry)
+        before = known.get(file, [])
+        if file == agent_file:
+            found, fresh = _agent_entries(config, file, before, reuse=not force, records=records)
+            entries.extend(found)
+        else:
+            entry, fresh = _entry(config, file, before[-1] if before else None, reuse=not force, records=records)
+            entries.append(entry)
         compiled += fresh
         if on_file is not None:
             on_file(file)
@@ -118,6 +127,61 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, re
         code=data.decode("utf-8"),  # the very bytes compiled: what every call of this declaration runs
     )
     return entry, True
+
+
+def _agent_file(config: Config) -> str | None:
+    """The visible file that is the agent's tools file (several functions), when the config serves an agent."""
+    agent = config.agent
+    if agent is None or agent.tools_file is None:
+        return None
+    return os.path.relpath(agent.tools_file, config.tools_dir)
+
+
+def _agent_entries(config: Config, file: str, previous: list[Entry], *, reuse: bool, records: bool) -> tuple[list[Entry], bool]:
+    """The entries of an agent's tools file: one per function, reused while the file is unchanged."""
+    from toolexec.compilers.agent import compile_functions
+
+    assert config.agent is not None
+    path = config.agent.tools_file  # as named in messages (tools_dir / file holds a '..')
+    assert path is not None
+    stat = file_stat(path)
+    if reuse and previous and stat is not None and all(e.stat == stat and _readable(e, records) for e in previous):
+        return previous, False
+    name = config.agent.name
+    try:
+        data = _read_regular(path)
+        sha = hashlib.sha256(data).hexdigest()
+        if reuse and previous and all(e.sha256 == sha and _readable(e, records) for e in previous):
+            return [e.replace(stat=stat) for e in previous], False
+        declarations = compile_functions(data.decode("utf-8"), str(path), config.agent.dialect)
+    except OSError as exc:
+        problem = f"{path}:1:1: cannot read the agent's tools file: {exc.strerror or exc}"
+        return [Entry(file=file, name=name, stat=None, sha256=None, problems=(problem,))], False
+    except UnicodeDecodeError as exc:
+        problem = f"{path}:1:1: the file is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        return _broken_agent(file, name, stat, sha, problem, previous), True
+    except CompileError as exc:
+        return _broken_agent(file, name, stat, sha, str(exc), previous), True
+    code = data.decode("utf-8")  # the very text compiled: what every call of these declarations runs
+    entries = [
+        Entry(file=file, name=d.name, stat=stat, sha256=sha, declaration=d, warnings=d.warnings, code=code) for d in declarations
+    ]
+    return entries, True
+
+
+def _broken_agent(
+    file: str, name: str, stat: tuple[int, int, int, int] | None, sha: str, problem: str, previous: list[Entry]
+) -> list[Entry]:
+    """The entries of an agent's tools file that no longer builds: each function of the last version that built, still
+    served as it was (as a broken tool keeps its last good version) and carrying the problem; with none, the problem
+    filed under the agent's name."""
+    kept = [(e.name, *_serving(e)) for e in previous if e.name != name]
+    last_good = [
+        Entry(file=file, name=n, stat=stat, sha256=sha, problems=(problem,), last_good=d, last_good_code=c)
+        for n, d, c in kept
+        if d is not None
+    ]
+    return last_good or [Entry(file=file, name=name, stat=stat, sha256=sha, problems=(problem,))]
 
 
 def _readable(entry: Entry, records: bool) -> bool:

@@ -89,7 +89,13 @@ def check_file(path: str | Path) -> list[Finding]:
         return [Finding(file, 1, 1, "error", f"the file is not UTF-8 text ({exc.reason} at byte {exc.start})")]
     except OSError as exc:
         return [Finding(file, 1, 1, "error", f"cannot read the file: {exc.strerror or exc}")]
+    from toolexec.compilers.agent import compile_functions, dialect_of
+
+    dialect = dialect_of(path)
     try:
+        if dialect is not None:  # an agent's tools file: what its build reports (authoring advice is for tools)
+            found = compile_functions(source, file, dialect)
+            return [_from_text(w, file, d.name) for d in found for w in d.warnings]
         declaration = compile_source(source, file)
     except CompileError as exc:
         return [_from_problem(p, "error", exc.name) for p in exc.problems] or [Finding(file, 1, 1, "error", str(exc))]

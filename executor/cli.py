@@ -162,7 +162,7 @@ def _quick_run(argv: list[str]) -> Any:
         except ValueError:
             return None
     name, arguments = positionals[0], positionals[1] if len(positionals) == 2 else "-"
-    return SimpleNamespace(**values, command="run", name=name, arguments=arguments, handler=_run)
+    return SimpleNamespace(**values, agent=None, variables=[], command="run", name=name, arguments=arguments, handler=_run)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -191,6 +191,20 @@ def _shared_options(*, after_command: bool) -> argparse.ArgumentParser:
     )
     options.add_argument(
         "-v", "--verbose", action="store_true", help="say which config file is used and why others were skipped", **unset
+    )
+    options.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="work with one agent of the config: its own functions, then its shared tools",
+        **({"default": None} | unset),
+    )
+    options.add_argument(
+        "--var",
+        metavar="NAME=VALUE",
+        action="append",
+        dest="variables",
+        help="a value for one of the agent's variables (repeatable)",
+        **({"default": []} | unset),
     )
     return options
 
@@ -287,6 +301,11 @@ def _agent_commands(commands: Any) -> None:
     )
     mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
     mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
+    mcp.add_argument(
+        "--agent-tools-only",
+        action="store_true",
+        help="with --agent: offer only the agent's own functions, not its shared tools (also AGENT_TOOLS_ONLY=1)",
+    )
     mcp.set_defaults(handler=_mcp)
 
     declarations = commands.add_parser("declarations", help="the enabled tools declared in one provider's format")
@@ -295,6 +314,9 @@ def _agent_commands(commands: Any) -> None:
         "--json-schema", action="store_true", help="gemini: send parametersJsonSchema instead of the OpenAPI subset"
     )
     declarations.set_defaults(handler=_declarations)
+
+    instructions = commands.add_parser("instructions", help="with --agent: the agent's instructions, as its model gets them")
+    instructions.set_defaults(handler=_instructions)
 
 
 def _confirm_option(command: argparse.ArgumentParser) -> None:
@@ -305,21 +327,35 @@ def _confirm_option(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _executor(args: argparse.Namespace, control: CallControl | None = None) -> Any:
+def _executor(args: argparse.Namespace, control: CallControl | None = None, *, tools_only: bool = False) -> Any:
     """The executor for the command; with ``--confirm``, its questions end when ``control`` is cancelled."""
     from toolexec.api import Executor
 
+    agent = {"agent": args.agent, "variables": agent_variables(args.variables), "agent_tools_only": tools_only}
     confirm = getattr(args, "confirm", None)
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control))
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), **agent)
     else:
-        executor = Executor(args.config)
+        executor = Executor(args.config, **agent)
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
     return executor
+
+
+def agent_variables(given: list[str] | None) -> dict[str, str] | None:
+    """``--var NAME=VALUE`` options as a mapping (None when there are none); BadRequest for one without '='."""
+    from toolexec.errors import BadRequest
+
+    values: dict[str, str] = {}
+    for item in given or ():
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            raise BadRequest(f"--var takes NAME=VALUE, got {item!r}; write --var owner=alice")
+        values[name.strip()] = value
+    return values or None
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -375,19 +411,22 @@ def _build(args: argparse.Namespace) -> int:
 
 def _compile(args: argparse.Namespace) -> int:
     from toolexec.compilers import compile_file
+    from toolexec.compilers.agent import compile_file_functions, dialect_of
     from toolexec.errors import CompileError
 
     declarations, status = [], EXIT_OK
     for file in args.files:
+        dialect = dialect_of(file)  # an agent's tools file: one declaration per function
         try:
-            declaration = compile_file(file)
+            found = compile_file_functions(file, dialect) if dialect is not None else [compile_file(file)]
         except CompileError as error:
             print(error, file=sys.stderr)
             status = EXIT_FAILED
             continue
-        for warning in declaration.warnings:
-            print(warning, file=sys.stderr)
-        declarations.append(declaration.to_function())
+        for declaration in found:
+            for warning in declaration.warnings:
+                print(warning, file=sys.stderr)
+            declarations.append(declaration.to_function())
     print(_json(declarations, indent=2))
     return status
 
@@ -430,6 +469,8 @@ def _list(args: argparse.Namespace) -> int:
             f"under enabled_tools in {config.path} (or write enabled_tools: all); toolexec list --all shows the visible ones",
             file=sys.stderr,
         )
+    if not tags and args.agent is None:  # the agents' functions, named agent:function (toolexec --agent AGENT runs them)
+        rows += _agent_rows(executor.config)
     if args.json:
         print(_json(rows, indent=2))
         return EXIT_OK
@@ -443,6 +484,42 @@ def _list(args: argparse.Namespace) -> int:
         summary = summary if row["enabled"] else f"(not enabled) {summary}"
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
+
+
+def _agent_function(args: argparse.Namespace) -> None:
+    """``run AGENT:FUNCTION`` (the name ``list`` shows) is ``--agent AGENT run FUNCTION``, unless a tool has that name."""
+    from toolexec.agents import agent_names
+    from toolexec.compilers.common import stem_name
+    from toolexec.config import load_config
+
+    config = load_config(args.config)
+    agent, _, function = args.name.partition(":")
+    if agent in agent_names(config) and args.name not in {stem_name(f) for f in config.visible_tools}:
+        args.agent, args.name = agent, function
+
+
+def _agent_rows(config: Any) -> list[dict[str, Any]]:
+    from toolexec.agents import agent_functions
+
+    rows = []
+    for name, tool, error in agent_functions(config):
+        agent = name.split(":", 1)[0]
+        about: dict[str, Any] = {"title": None, "summary": None, "tags": [], "annotations": None, "agent": agent}
+        about |= {"enabled": True, "enabled_why": f"a function of agent {agent} (toolexec --agent {agent})"}
+        if tool is None:
+            rows.append({"name": name, "language": "agent", "description": None, "source": None, "error": error, **about})
+        else:
+            rows.append(
+                {
+                    "name": name,
+                    "language": tool.language,
+                    "description": tool.description,
+                    "source": tool.source,
+                    "error": None,
+                    **about,
+                }
+            )
+    return rows
 
 
 def _describe(args: argparse.Namespace) -> int:
@@ -542,7 +619,21 @@ def _mcp(args: argparse.Namespace) -> int:
 
     if args.verbose:
         _executor(args)  # prints the config lookup trail
-    options = ServeOptions(catalog=args.catalog, page_size=args.page_size, reload=not args.no_reload)
+    import os
+
+    tools_only = args.agent_tools_only or os.environ.get("AGENT_TOOLS_ONLY") in ("1", "true")
+    if tools_only and args.agent is None:
+        raise BadRequest(
+            "--agent-tools-only (AGENT_TOOLS_ONLY) serves an agent's own functions: name the agent with --agent NAME"
+        )
+    options = ServeOptions(
+        catalog=args.catalog,
+        page_size=args.page_size,
+        reload=not args.no_reload,
+        agent=args.agent,
+        variables=agent_variables(args.variables),
+        agent_tools_only=tools_only,
+    )
     return main(args.config, http=args.http, token_env=args.token_env, options=options)
 
 
@@ -571,6 +662,16 @@ def _call_control(args: argparse.Namespace) -> Iterator[CallControl]:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         control.close()
+
+
+def _instructions(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    if args.agent is None:
+        raise BadRequest("instructions belong to an agent: name one with --agent NAME")
+    text = _executor(args).instructions()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
 
 
 def _declarations(args: argparse.Namespace) -> int:
@@ -618,6 +719,8 @@ def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
+    if args.agent is None and ":" in args.name:
+        _agent_function(args)
     with _call_control(args) as control:
         executor = _executor(args, control)
         result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)

@@ -27,6 +27,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from typing import Any, NamedTuple
 
+    from toolexec.agents import Agent
+
 # A config.yaml found in the working directory is toolexec's only when it has one of these.
 OWN_KEYS = ("visible_tools", "functions_dir")
 
@@ -43,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "max_kept_bytes": 1 << 30,
     "max_cache_bytes": 1 << 30,
     "secret_env": [],
+    "agents_dir": None,
+    "agent_variables": {},
 }
 MAX_PARALLEL = 1024
 MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
@@ -102,6 +106,12 @@ class Config:
     # Names (or fnmatch patterns) of variables a tool never receives, besides mcp.token_env (see secret_names).
     secret_env: tuple[str, ...] = ()
     embedded: bool = False
+    # Where agents live (``agents_dir``); None: found beside the functions (see :mod:`toolexec.agents`).
+    agents_dir: Path | None = None
+    # Values of agents' variables: agent name -> variable name -> value.
+    agent_variables: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The agent this config serves (``--agent``): its functions and shared tools are the visible tools.
+    agent: Agent | None = None
     # The settings of other applications (Loki, Coyote, AIChat) the file holds, ignored; a config with any is
     # read as theirs: no enabled_tools means no tool enabled, as there.
     foreign: tuple[str, ...] = ()
@@ -119,9 +129,13 @@ class Config:
     def state(self) -> State:
         """Where generated files go (see :mod:`toolexec.state`).
 
-        Decided once per config, so a call neither repeats the check nor sees the catalog move.
+        Decided once per config, so a call neither repeats the check nor sees the catalog move. An
+        agent's catalog is kept apart, in ``cache/.agents/<agent>`` of the functions' state.
         """
-        return State.for_functions(self.functions_dir, embedded=self.embedded)
+        state = State.for_functions(self.functions_dir, embedded=self.embedded)
+        if self.agent is not None:
+            return State(state.root / "cache" / ".agents" / self.agent.name)
+        return state
 
     @property
     def trusted_paths(self) -> tuple[Path, ...]:
@@ -132,7 +146,9 @@ class Config:
             working: tuple[Path, ...] = (Path.cwd() / "config.yaml",)
         except OSError:  # the working directory was removed: no config can be found there
             working = ()
-        return (self.path, *working, self.functions_dir, self.state.root, user_config_dir(), user_cache_dir())
+        # an agent's folder (its tools file, definition and .env) and the .env beside agents/ are read and trusted too
+        agent = (self.agent.directory, *self.agent.dotenv_files) if self.agent is not None else ()
+        return (self.path, *working, self.functions_dir, *agent, self.state.root, user_config_dir(), user_cache_dir())
 
     @property
     def state_dir(self) -> Path:
@@ -161,7 +177,8 @@ class Config:
 
     def fingerprint(self) -> dict[str, Any]:
         """What the catalog depends on: a change here means rebuild."""
-        return {"functions_dir": str(self.functions_dir), "visible_tools": list(self.visible_tools)}
+        found = {"functions_dir": str(self.functions_dir), "visible_tools": list(self.visible_tools)}
+        return {**found, **self.agent.fingerprint()} if self.agent is not None else found
 
 
 def locate(explicit: str | os.PathLike[str] | None = None) -> Located:
@@ -324,9 +341,42 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         max_cache_bytes=int(_limit(values["max_cache_bytes"], "max_cache_bytes", where, whole=True)),
         secret_env=_secret_env(values["secret_env"], where),
         embedded=embedded,
+        agents_dir=_agents_dir(values["agents_dir"], path, where),
+        agent_variables=_agent_variables(values["agent_variables"], where),
         foreign=foreign,
         enabled_given=enabled_given,
     )
+
+
+def _agents_dir(value: Any, path: Path, where: str) -> Path | None:
+    """``agents_dir``: a directory, relative to the config file."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(where, f"expected a directory path, got {brief(value)}", key="agents_dir")
+    found = (path.parent / Path(value).expanduser()).resolve()
+    if not found.is_dir():
+        raise ConfigError(where, f"{found} is not a directory; name the directory holding one folder per agent", key="agents_dir")
+    return found
+
+
+def _agent_variables(value: Any, where: str) -> dict[str, dict[str, str]]:
+    """``agent_variables``: ``{agent: {variable: value}}``; values are text (numbers and booleans as YAML writes them)."""
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"expected a mapping of agent: {{variable: value}}, got {brief(value)}", key="agent_variables")
+    found: dict[str, dict[str, str]] = {}
+    for agent, values in value.items():
+        key = f"agent_variables.{agent}"
+        if not isinstance(values, dict):
+            raise ConfigError(where, f"expected a mapping of variable: value, got {brief(values)}", key=key)
+        found[str(agent)] = {}
+        for name, given in values.items():
+            if isinstance(given, bool):
+                given = "true" if given else "false"
+            if not isinstance(given, (str, int, float)):
+                raise ConfigError(where, f"expected text, got {brief(given)}", key=f"{key}.{name}")
+            found[str(agent)][str(name)] = str(given)
+    return found
 
 
 def _foreign(data: dict[str, Any], where: str) -> tuple[str, ...]:

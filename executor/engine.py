@@ -76,11 +76,13 @@ class Engine:
         started: float,
     ) -> ToolResult:
         state = self.config.state
+        agent = self.config.agent
         cache_dir = state.tool_cache(tool.name)
         cache_limit = self.config.max_cache_bytes
         if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
             raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
         with _call_files(tool.name) as (output_path, failure_path):
+            raw_json = _raw_json(call.arguments, arguments)
             # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
             base = without_secrets(os.environ, self.config.secret_names())
             env = tool_environment(
@@ -90,11 +92,15 @@ class Engine:
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
-                dotenv=dotenv_values(self.config.functions_dir, environ=base),
-                raw_json=_raw_json(call.arguments, arguments),
+                dotenv=dotenv_values(self.config.functions_dir, agent.dotenv_files if agent is not None else (), environ=base),
+                raw_json=raw_json,
                 trusted=self.config.trusted_paths,
                 secrets=self.config.secret_names(),
             )
+            if agent is not None:  # one of an agent's functions or shared tools: as its runner sets it
+                from toolexec.agents import agent_environment
+
+                env.update(agent_environment(agent, tool, env, raw_json))
             env[FAILURE_VARIABLE] = failure_path
             site = Site(
                 functions_dir=self.config.functions_dir,

@@ -10,12 +10,14 @@
     ├── CallRefused               a call toolexec will not start                               refused 2
     │   ├── BadRequest            a malformed request (not a JSON object, a bad timeout or call id)
     │   ├── UnknownTool           no visible tool of that name (with a close match)
+    │   ├── UnknownAgent          no agent of that name in the agents directory
     │   ├── NotEnabled            a visible tool that enabled_tools does not enable
     │   ├── ToolBroken            the tool failed to build (every problem)
     │   ├── InvalidArguments      arguments that break the tool's schema (every problem)
     │   ├── PreconditionFailed    what the tool declares it needs is missing (@env, require-tools)
     │   ├── CallDenied            the approval hook (before_call, --confirm) said no, with its reason
     │   └── CacheFull             the tool's LLM_TOOL_CACHE_DIR already holds more than max_cache_bytes
+    ├── InstructionsFailed        an agent's dynamic instructions (_instructions) failed      error 1
     ├── RuntimeUnavailable        the interpreter a tool needs is not installed              unavailable 127
     │   └── PreparationFailed     it is, but readying the tool failed (esbuild could not transpile)
     └── InternalError             a fault of toolexec's own met during a call (a bug: report it)   error 1
@@ -129,6 +131,12 @@ class UnknownTool(CallRefused):
         super().__init__(f"unknown tool {shown}: {because}" if because else f"unknown tool {shown}{did_you_mean(name, known)}")
 
 
+class UnknownAgent(CallRefused):
+    """No agent of that name in the agents directory (the message names the close match and the agents there)."""
+
+    reason = "unknown_tool"
+
+
 class NotEnabled(CallRefused):
     """A visible tool that ``enabled_tools`` does not enable: only enabled tools may be called."""
 
@@ -187,6 +195,14 @@ class InvalidArguments(CallRefused):
         self.problems = tuple(problems)
         lines = "\n".join(f"- {p}" for p in self.problems)
         super().__init__(f"invalid arguments for tool {tool!r}:\n{lines}")
+
+
+class InstructionsFailed(ToolexecError):
+    """An agent's ``_instructions`` function, run for its dynamic instructions, failed (the message says how)."""
+
+    status = "error"
+    exit_code = EXIT_FAILED
+    reason = "tool_failed"
 
 
 class RuntimeUnavailable(ToolexecError):

@@ -43,6 +43,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from referencing import Registry
 
+from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
 from toolexec.catalog import Catalog
@@ -75,6 +76,10 @@ class ServeOptions:
     catalog: CatalogMode = "full"
     page_size: int | None = None  # None: the config's mcp.page_size
     reload: bool = True
+    # Serve one agent of the config (its functions, then its shared tools), its instructions as the server's.
+    agent: str | None = None
+    variables: dict[str, str] | None = None
+    agent_tools_only: bool = False  # only the agent's own functions (llm-functions' AGENT_TOOLS_ONLY)
 
 
 def summary_of(tool: ToolDeclaration) -> str:
@@ -178,7 +183,7 @@ class ToolServer:
     def __init__(self, config_source: Any, options: ServeOptions) -> None:
         self.config_source = config_source
         self.options = options
-        config = load_config(config_source)
+        config = self._load()
         report = build(config)
         self._report_problems(report.problems)
         self.source = WatchedSource(config, report.catalog)
@@ -191,7 +196,7 @@ class ToolServer:
         self.server: Server[Any] = Server(
             "toolexec",
             version=__version__,
-            instructions="Tools compiled by toolexec from scripts; each call runs the script in its own process.",
+            instructions=self._instructions(report.catalog),
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
@@ -334,6 +339,19 @@ class ToolServer:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self.calls.close, CANCEL_WAIT_SECONDS)
 
+    def _load(self) -> Config:
+        """The config served: the one found, or the config of its agent named by the options."""
+        config = load_config(self.config_source)
+        if self.options.agent is None:
+            return config
+        return agent_config(config, self.options.agent, given=self.options.variables, tools_only=self.options.agent_tools_only)
+
+    def _instructions(self, catalog: Catalog) -> str:
+        """The server's ``instructions``: an agent's own (filled in, dynamic ones run), else what toolexec serves."""
+        if self.config.agent is None:
+            return "Tools compiled by toolexec from scripts; each call runs the script in its own process."
+        return instructions(self.config, catalog.enabled(self.config)) or f"The tools of the agent {self.config.agent.name}."
+
     # --- hot reload ----------------------------------------------------------------------------
 
     def _report_problems(self, problems: list[str]) -> None:
@@ -344,7 +362,7 @@ class ToolServer:
         """Rebuild what changed and swap the catalog; announce list_changed when the offered tools differ."""
 
         def rebuild() -> tuple[Config, Any]:
-            config = load_config(self.config_source)
+            config = self._load()
             return config, build(config)
 
         try:

@@ -222,6 +222,9 @@ class ToolDeclaration:
     limits: Limits = field(default_factory=Limits)
     metadata: Metadata = field(default_factory=Metadata)
     warnings: tuple[str, ...] = ()
+    # The function of a multi-function file (an agent's tools.sh/.py/.js) this tool calls; None: the file's
+    # own entry point (``run`` / ``main``).
+    function: str | None = None
     # Where the tool ("") and each parameter are declared in the source, as 1-based (line, column): for diagnostics
     # about a compiled tool (`toolexec check`). Known right after a compile only: never stored, never compared.
     positions: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
@@ -245,9 +248,12 @@ class ToolDeclaration:
         return hashlib.sha256(json.dumps(seen, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole record as JSON-ready data (the catalog's storage form; :attr:`positions` is not stored)."""
+        """The whole record as JSON-ready data (the catalog's storage form; :attr:`positions` is not stored, and
+        ``function`` only when there is one)."""
         data = asdict(self)
         del data["positions"]
+        if data["function"] is None:
+            del data["function"]
         return data
 
     @classmethod
@@ -273,6 +279,7 @@ class ToolDeclaration:
                 }
             ),
             warnings=tuple(data.get("warnings", ())),
+            function=data.get("function"),
         )
 
 

@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 DEBOUNCE_MS = 100
 
 
-def relevant(changes: set[tuple[Change, str]], config_file: Path, tools_dir: Path) -> bool:
-    """Whether any change touches the config file or a file directly in tools/."""
+def relevant(changes: set[tuple[Change, str]], config_file: Path, tools_dir: Path, agent_dir: Path | None = None) -> bool:
+    """Whether any change touches the config file, a file directly in tools/, or one in the served agent's folder."""
     for _, raw in changes:
         path = Path(raw)
-        if path == config_file or path.parent == tools_dir:
+        if path == config_file or path.parent in (tools_dir, agent_dir):
             return True
     return False
 
@@ -37,14 +37,15 @@ async def watch_tools(server: ToolServer, stop: anyio.Event) -> None:
     while not stop.is_set():
         config = server.config
         tools_dir, config_file = config.tools_dir, config.path
-        paths = sorted({str(p) for p in (tools_dir, config_file.parent) if p.is_dir()})
+        agent_dir = config.agent.directory if config.agent is not None else None  # its tools file and definition
+        paths = sorted({str(p) for p in (tools_dir, config_file.parent, agent_dir) if p is not None and p.is_dir()})
         if not paths:
             return
         restart = False
         async for changes in awatch(
             *paths, recursive=False, debounce=DEBOUNCE_MS, step=20, ignore_permission_denied=True, stop_event=stop
         ):
-            if relevant(changes, config_file, tools_dir):
+            if relevant(changes, config_file, tools_dir, agent_dir):
                 await server.reload()
                 if server.config.tools_dir != tools_dir or server.config.path != config_file:
                     restart = True  # functions_dir moved: watch the new place

@@ -26,7 +26,7 @@ BOOTSTRAP = Path(__file__).with_name("bash_bootstrap.sh")
 
 
 class BashRuntime:
-    """``bash bash_bootstrap.sh TOOL`` with NUL-separated binding records on stdin."""
+    """``bash bash_bootstrap.sh TOOL [FUNCTION]`` with NUL-separated binding records on stdin."""
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """Check what the script declares it needs (``@env``, ``@meta``), then the bootstrap under bash."""
@@ -34,10 +34,11 @@ class BashRuntime:
         if not isinstance(invocation, Argc):
             raise TypeError(f"a Bash tool needs an argc invocation, got {invocation.kind}")
         additions = _environment(tool, invocation, site.env)
-        if invocation.built:  # its own parser reads the argv and calls main once
-            argv = [*interpreter_for(tool, site), tool.source, *built_argv(tool, invocation, arguments)]
+        command = [tool.function] if tool.function is not None else []  # an agent's @cmd function
+        if invocation.built:  # its own parser reads the argv and calls main (or the @cmd function) once
+            argv = [*interpreter_for(tool, site), tool.source, *command, *built_argv(tool, invocation, arguments)]
             return Prepared(argv=argv, stdin=b"", env_additions=additions)
-        argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
+        argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source, *command]
         return Prepared(argv=argv, stdin=_records(tool, invocation, arguments), env_additions=additions)
 
 

@@ -1,4 +1,5 @@
-# toolexec: run an argc-style Bash tool. Invoked as: bash bash_bootstrap.sh TOOL_PATH.
+# toolexec: run an argc-style Bash tool. Invoked as: bash bash_bootstrap.sh TOOL_PATH [FUNCTION]
+# (FUNCTION: one `# @cmd` function of an agent's tools.sh, called instead of main).
 # $0 becomes the tool's own path (BASH_ARGV0, bash 5+); the tool is sourced, not
 # run through `bash -c`, so its exit statuses (set -e, set -u) are the ones a
 # direct run gives. Stdin holds NUL-separated binding records:
@@ -9,7 +10,8 @@
 #   p COUNT V...        the positional @arg values passed to main
 # Values are only ever assigned (printf -v, array slices): never parsed or eval'd.
 BASH_ARGV0=$1
-shift
+__toolexec_call=${2:-main}
+shift $#
 mapfile -d '' -t __toolexec_in
 exec 0</dev/null
 argc() { :; } # the trailer  eval "$(argc --argc-eval "$0" "$@")"  becomes a no-op
@@ -45,7 +47,7 @@ while ((__toolexec_i < ${#__toolexec_in[@]})); do
   esac
 done
 unset __toolexec_in __toolexec_i __toolexec_n __toolexec_name
-argc__fn=main
+argc__fn=$__toolexec_call
 
 . "$0"
 
@@ -74,6 +76,11 @@ for ((__toolexec_i = 0; __toolexec_i < ${#__toolexec_late[@]}; __toolexec_i += 3
 done
 unset __toolexec_late __toolexec_i __toolexec_name __toolexec_fn __toolexec_allowed __toolexec_value __toolexec_ok __toolexec_choice __toolexec_list
 
-if declare -F main >/dev/null; then
+if [[ $__toolexec_call != main ]]; then
+  __toolexec_fn=$__toolexec_call
+  unset __toolexec_call
+  "$__toolexec_fn" "${argc__positionals[@]}"
+elif declare -F main >/dev/null; then
+  unset __toolexec_call
   main "${argc__positionals[@]}"
 fi

@@ -39,5 +39,6 @@ def request(tool: ToolDeclaration, arguments: dict[str, Any]) -> bytes:
         "convention": invocation.kind,
         "order": list(invocation.order) if isinstance(invocation, Positional) else [],
         "export": invocation.export if isinstance(invocation, Module) else "named",
+        "function": tool.function,
     }
     return json.dumps(data).encode("ascii")

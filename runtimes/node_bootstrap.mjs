@@ -1,5 +1,6 @@
 // toolexec: load a JavaScript (or TypeScript) tool and call `run` with its dialect's convention.
-// Invoked as `node node_bootstrap.mjs TOOL_PATH` with {"arguments", "convention", "order", "export"}
+// Invoked as `node node_bootstrap.mjs TOOL_PATH` with {"arguments", "convention", "order", "export", "function"}
+// ("function": one export of an agent's multi-function tools.js, called instead of `run`)
 // on stdin (a regular file). Works under node, bun, deno and tsx alike.
 import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -27,7 +28,7 @@ function render(value) {
 }
 
 const request = JSON.parse(readFileSync(0, "utf8"));
-const { arguments: args, convention, order = [], export: form = "named" } = request;
+const { arguments: args, convention, order = [], export: form = "named", function: named = null } = request;
 let module;
 try {
   module = await import(pathToFileURL(process.argv[2]).href);
@@ -36,8 +37,9 @@ try {
 }
 const holder = form === "default" ? module.default : form === "tool" ? module.tool : module;
 // `export default function run` (the flat and llm-functions dialects): the default export is run itself.
-const run = holder?.run ?? module.default?.run ?? (form === "named" && typeof module.default === "function" ? module.default : undefined);
-if (typeof run !== "function") fail(new Error(`${process.argv[2]} does not export a run function`));
+const run = named !== null ? (module[named] ?? module.default?.[named])
+  : holder?.run ?? module.default?.run ?? (form === "named" && typeof module.default === "function" ? module.default : undefined);
+if (typeof run !== "function") fail(new Error(`${process.argv[2]} does not export a ${named ?? "run"} function`));
 
 let value;
 try {

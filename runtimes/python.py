@@ -26,11 +26,13 @@ MARSHALLED = b"\0"
 
 
 class PythonRuntime:
-    """``python -B python_bootstrap.py TOOL`` with ``{"arguments": …, "source": …}`` on stdin."""
+    """``python -B python_bootstrap.py TOOL [FUNCTION]`` with ``{"arguments": …, "source": …}`` on stdin."""
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments and source text as :func:`request` makes them."""
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
+        if tool.function is not None:  # one function of an agent's tools.py
+            argv.append(tool.function)
         call = tool.invocation
         enums: list[list[Any]] = []
         if isinstance(call, Kwargs):

@@ -1,6 +1,7 @@
 """Runs inside the tool's own Python: load the script, call ``run(**arguments)``, write the result.
 
-Invoked as ``python python_bootstrap.py TOOL_PATH`` with ``{"arguments": {...}}`` on
+Invoked as ``python python_bootstrap.py TOOL_PATH [FUNCTION]`` (FUNCTION: one function of an
+agent's multi-function ``tools.py``, called instead of ``run``) with ``{"arguments": {...}}`` on
 stdin: marshal's format after a NUL byte (what toolexec writes), or JSON text. Kept free
 of third-party imports and of syntax newer than 3.8, since the interpreter is whatever
 the tool's shebang names.
@@ -145,6 +146,7 @@ def _report(kind, message, stack=""):
 
 def main():
     path = sys.argv[1]
+    function = sys.argv[2] if len(sys.argv) > 2 else "run"
     request = _parse(sys.stdin.buffer.read())
     # The tool gets an empty stdin, like any process run without input.
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -157,7 +159,7 @@ def main():
         for name, enum, each in request.get("enums", ()):  # the members of the tool's own Enum, as pydantic gives
             kind = getattr(module, enum)
             arguments[name] = [kind(item) for item in arguments[name]] if each else kind(arguments[name])
-        value = module.run(**arguments)
+        value = getattr(module, function)(**arguments)
         if _awaitable(value):
             import asyncio
 

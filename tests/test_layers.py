@@ -42,6 +42,7 @@ LAYERS = [
     {"toolexec.calls"},
     {
         "toolexec.engine",
+        "toolexec.agents",
         "toolexec.sources",
         "toolexec.approval",
         "toolexec.build",
