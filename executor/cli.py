@@ -275,7 +275,13 @@ def _agent_commands(commands: Any) -> None:
     mcp = commands.add_parser("mcp", help="serve the enabled tools over MCP (stdio, or Streamable HTTP with --http)")
     mcp.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP (stateless) instead of stdio; host 127.0.0.1")
     mcp.add_argument(
-        "--token-env", metavar="NAME", help="environment variable holding the HTTP bearer token (default: mcp.token_env)"
+        "--token-env",
+        metavar="NAME",
+        help="environment variable holding the HTTP bearer token (default: mcp.token_env, else a generated token "
+        "whose file is printed on stderr)",
+    )
+    mcp.add_argument(
+        "--no-token", action="store_true", help="serve HTTP without a bearer token: anyone who can connect calls the tools"
     )
     mcp.add_argument(
         "--catalog", choices=["full", "summaries"], default="full", help="summaries: one-line entries and a describe_tool tool"
@@ -513,7 +519,7 @@ def _mcp(args: argparse.Namespace) -> int:
     if args.verbose:
         _executor(args)  # prints the config lookup trail
     options = ServeOptions(catalog=args.catalog, page_size=args.page_size, reload=not args.no_reload)
-    return main(args.config, http=args.http, token_env=args.token_env, options=options)
+    return main(args.config, http=args.http, token_env=args.token_env, no_token=args.no_token, options=options)
 
 
 # Every signal that would end toolexec and that it can catch: each one cancels the call instead.

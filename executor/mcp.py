@@ -16,16 +16,14 @@ import base64
 import binascii
 import contextlib
 import dataclasses
-import hmac
 import json
-import math
 import shutil
 import signal
 import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -170,6 +168,51 @@ def _offset(cursor: str, total: int) -> int:
     raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor[:64]!r}: pass a nextCursor from a previous tools/list")
 
 
+class LatestProgress:
+    """One call's progress on its way to the client, bounded and coalesced: only the newest event waits, so a
+    tool writing progress faster than the client reads it costs one event of memory, never a queue.
+
+    ``put`` is called from the thread running the call; iterating (in the event loop) yields the newest event
+    each time one arrived since the last, until ``close``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest: dict[str, Any] | None = None
+        self._waking = False  # a wake-up is on its way to the loop: later events only replace the newest
+        self._closed = False
+        self._ready = anyio.Event()
+        self._token = anyio.lowlevel.current_token()
+
+    def put(self, event: dict[str, Any]) -> None:
+        """Make ``event`` the newest (from the call's thread)."""
+        with self._lock:
+            self._latest = event
+            if self._waking or self._closed:
+                return
+            self._waking = True
+        with contextlib.suppress(Exception):  # the loop is gone: nobody is left to tell
+            anyio.from_thread.run_sync(self._ready.set, token=self._token)
+
+    def close(self) -> None:
+        """No more events (in the loop): iteration ends after the newest one."""
+        with self._lock:
+            self._closed = True
+        self._ready.set()
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            await self._ready.wait()
+            with self._lock:
+                event, self._latest = self._latest, None
+                self._waking, self._ready = False, anyio.Event()
+                closed = self._closed
+            if event is not None:
+                yield event
+            if closed:
+                return
+
+
 class ToolServer:
     """One MCP server over one config's enabled tools; reloadable while it serves."""
 
@@ -187,6 +230,7 @@ class ToolServer:
         self.limiter = anyio.CapacityLimiter(self.config.max_parallel)
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
         self.in_flight: set[tuple[CallControl, threading.Event]] = set()
+        self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._reported: set[str] = set(report.problems)
         self.server: Server[Any] = Server(
             "toolexec",
@@ -229,6 +273,12 @@ class ToolServer:
         tool = listing.by_name.get(name)
         call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {})
         result = await self._invoke(ctx, Engine(self.config, self.catalog), call)
+        if self.stopping and result.status == "cancelled":
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"toolexec mcp is shutting down: the call of {params.name!r} was cancelled and its processes ended; "
+                "send it again once the server is back",
+            )
         if result.reason in ("unknown_tool", "not_enabled"):
             raise MCPError(types.INVALID_PARAMS, result.error or f"unknown tool {params.name!r}")
         if not result.ok:
@@ -279,12 +329,11 @@ class ToolServer:
         progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
         """
         listening = (ctx.meta or {}).get("progress_token") is not None
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-        token = anyio.lowlevel.current_token()
+        latest = LatestProgress()
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("event") == "progress":
-                anyio.from_thread.run_sync(send.send_nowait, event, token=token)
+                latest.put(event)
 
         control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
@@ -297,24 +346,21 @@ class ToolServer:
                 done.set()
 
         async def forward() -> None:
-            async with receive:
-                async for event in receive:
-                    with contextlib.suppress(Exception):  # a closed stream must not fail the call
-                        await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
+            async for event in latest:
+                with contextlib.suppress(Exception):  # a closed stream must not fail the call
+                    await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
 
         spawned = False
         try:
             async with self.limiter, anyio.create_task_group() as group:
                 if listening:
                     group.start_soon(forward)
-                else:
-                    receive.close()
                 self.in_flight.add(entry)
                 spawned = True
                 try:
                     result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
                 finally:
-                    send.close()
+                    latest.close()
             return result
         except anyio.get_cancelled_exc_class():
             control.cancel()
@@ -403,7 +449,7 @@ class ToolServer:
 
     async def serve_stdio(self) -> None:
         """Serve over stdin/stdout until EOF or SIGTERM/SIGINT; then cancel the calls in flight and return."""
-        from mcp.server.stdio import stdio_server
+        from toolexec.mcp_stdio import stdio_transport
 
         init = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with anyio.create_task_group() as group:
@@ -411,24 +457,26 @@ class ToolServer:
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
-                async with stdio_server() as (read, write):
+                async with stdio_transport() as (read, write):
                     await self.server.run(read, write, init)
             finally:
                 await self.cancel_all()
                 group.cancel_scope.cancel()
 
-    async def serve_http(self, host: str, port: int, token: str | None) -> None:
-        """Serve Streamable HTTP (stateless: no per-client state) until SIGTERM/SIGINT."""
+    async def serve_http(self, sock: socket.socket, host: str, token: str | None) -> None:
+        """Serve Streamable HTTP (stateless: no per-client state) on ``sock`` until SIGTERM/SIGINT.
+
+        A stop ends the calls in flight first (each is answered with an error saying so), then lets uvicorn
+        finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn
+
+        from toolexec.mcp_http import Gate, quiet_loop_errors, uvicorn_config
 
         app = self.server.streamable_http_app(
             stateless_http=True,
             transport_security=self._transport_security(host),
             host=host,
         )
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family)
-        bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
 
         class Uvicorn(uvicorn.Server):
@@ -436,14 +484,16 @@ class ToolServer:
             def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
                 yield
 
-        server = Uvicorn(
-            uvicorn.Config(
-                BearerGate(app, token) if token else app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-            )
-        )
-        log(f"serving http://{shown}:{bound}/mcp")
+        server = Uvicorn(uvicorn_config(Gate(app, token)))
+
+        async def stop() -> None:
+            await self.cancel_all()
+            server.should_exit = True
+
+        quiet_loop_errors()
+        log(f"serving http://{shown}:{sock.getsockname()[1]}/mcp")
         async with anyio.create_task_group() as group:
-            group.start_soon(self._signals, lambda: setattr(server, "should_exit", True))
+            group.start_soon(self._signals, stop)
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
@@ -479,86 +529,39 @@ class ToolServer:
         os._exit(0)
 
     async def _signals(self, stop: Callable[[], Any]) -> None:
+        """The first SIGTERM/SIGINT stops the server; later ones find it stopping already (and do not kill it)."""
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for _ in signals:
-                outcome = stop()
-                if outcome is not None:
-                    await outcome
-                return
+            async with anyio.create_task_group() as group:
+                async for _ in signals:
+                    if not self.stopping:
+                        self.stopping = True
+                        group.start_soon(self._stop, stop)
 
-
-class BearerGate:
-    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (compared in constant time)."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b'Bearer realm="toolexec"'),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+    async def _stop(self, stop: Callable[[], Any]) -> None:
+        outcome = stop()
+        if outcome is not None:
+            await outcome
 
 
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
-def parse_bind(value: str) -> tuple[str, int]:
-    """``[HOST:]PORT`` (``[::1]:8080`` for IPv6) → (host, port); the host defaults to 127.0.0.1."""
-    host, _, port = value.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise BadRequest(f"--http expects [HOST:]PORT such as 8080 or 127.0.0.1:8080, got {value!r}")
-    return host, int(port)
-
-
-def resolve_token(config: Config, token_env: str | None, host: str) -> str | None:
-    """The bearer token from the variable named by --token-env or mcp.token_env; refused when it is named but unset,
-    and required when the server listens beyond loopback."""
-    import os
-
-    name = token_env or config.mcp.token_env
-    if name:
-        token = os.environ.get(name, "")
-        if not token:
-            raise BadRequest(
-                f"the bearer token variable {name} is not set (named by {'--token-env' if token_env else 'mcp.token_env'}); export it"
-            )
-        return token
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        raise BadRequest(
-            f"refusing to serve {host} without a bearer token: set mcp.token_env in config.yaml (or --token-env NAME) "
-            "to the name of an environment variable holding the token"
-        )
-    return None
-
-
-def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions) -> int:
+def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
+    from toolexec.mcp_http import listen, parse_bind, resolve_token
+
     bind = parse_bind(http) if http is not None else None
+    if bind is None and (no_token or token_env):
+        raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
     server = ToolServer(config_source, options)
     try:
         if bind is None:
             anyio.run(server.serve_stdio)
             return 0
-        token = resolve_token(server.config, token_env, bind[0])
-        anyio.run(server.serve_http, bind[0], bind[1], token)
+        token = resolve_token(server.config, token_env, no_token=no_token, host=bind[0])
+        sock = listen(*bind)
+        anyio.run(server.serve_http, sock, bind[0], token.value if token is not None else None)
         return 0
     finally:
         server.close()

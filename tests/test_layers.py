@@ -2,7 +2,7 @@
 
 ::
 
-    toolexec (the package), __main__, cli, api, mcp, watch        the surfaces
+    toolexec (the package), __main__, cli, api, mcp(_http,_stdio), watch   the surfaces
     engine, build, catalog, config, providers, batch, results, validation
     toolexec.compilers, toolexec.runtimes                          (neither imports the other)
     records, recordtype, errors, state, paths, version             the leaf vocabulary
@@ -23,7 +23,16 @@ from tests.conftest import REPO
 
 FOLDERS = {"executor": "toolexec", "compilers": "toolexec.compilers", "runtimes": "toolexec.runtimes"}
 LAYERS = [
-    {"toolexec", "toolexec.__main__", "toolexec.cli", "toolexec.api", "toolexec.mcp", "toolexec.watch"},
+    {
+        "toolexec",
+        "toolexec.__main__",
+        "toolexec.cli",
+        "toolexec.api",
+        "toolexec.mcp",
+        "toolexec.mcp_http",
+        "toolexec.mcp_stdio",
+        "toolexec.watch",
+    },
     {
         "toolexec.engine",
         "toolexec.build",
