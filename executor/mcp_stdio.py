@@ -181,7 +181,7 @@ async def _read_lines(fd: int, replies: MemoryObjectSendStream[Any], messages: M
                     await _hand_on(bytes(line), replies, messages)
             if len(rest) > MAX_LINE_BYTES:
                 await replies.send(_too_long())
-                skipping, rest = True, b""
+                skipping, rest = True, bytearray()
             pending = bytearray(rest)
         if pending and not skipping:
             await _hand_on(bytes(pending), replies, messages)

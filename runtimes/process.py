@@ -505,7 +505,7 @@ class _ProgressLines:
             else:
                 self._emit(bytes(line))
         if len(rest) > PROGRESS_LINE_LIMIT:
-            self.skipping, rest = True, b""
+            self.skipping, rest = True, bytearray()
         self.pending = bytearray(rest)
         return True
 
