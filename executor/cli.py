@@ -567,10 +567,9 @@ def _call(args: argparse.Namespace) -> int:
         raise BadRequest(
             "the batch on stdin is empty: expected a model's tool calls as JSON (OpenAI, Responses API, Anthropic, Gemini)"
         )
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    from toolexec.providers import parse_batch_text
+
+    data = parse_batch_text(text)
     executor = _executor(args)
     with _call_control(args) as control:
         answer = executor.answer(data, args.format, cancel=control)
