@@ -252,7 +252,11 @@ def test_hostile_progress_lines_never_reach_the_client_unvalidated(tools: Projec
             assert text(again) == "alive"
         return seen
 
-    assert anyio.run(scenario) == EXPECTED_PROGRESS
+    seen = anyio.run(scenario)
+    # Coalesced (the newest event wins), so some good lines may be skipped; never a bad one, never the last one.
+    assert seen[-1] == EXPECTED_PROGRESS[-1]
+    rest = iter(EXPECTED_PROGRESS)
+    assert all(event in rest for event in seen), seen  # in order, and each one of the good lines
 
 
 def rss_kib(pid: int) -> int:
