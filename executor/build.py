@@ -53,14 +53,16 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     previous = load_catalog(config)
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
     try:
-        known = {e.file: e for e in previous.entries} if previous is not None and same_config else {}
+        # After a config change nothing is reused, but a file that no longer builds keeps its last good
+        # declaration all the same: it is served while it stays visible.
+        known = {e.file: e for e in previous.entries} if previous is not None else {}
     except DamagedCatalog:  # a damaged index: built as if there were none
         previous, same_config, known = None, False, {}
     records = previous is not None and previous.records_present()
     entries: list[Entry] = []
     compiled = 0
     for file in config.visible_tools:
-        entry, fresh = _entry(config, file, known.get(file), reuse=not force, records=records)
+        entry, fresh = _entry(config, file, known.get(file), reuse=same_config and not force, records=records)
         entries.append(entry)
         compiled += fresh
         if on_file is not None:

@@ -559,3 +559,46 @@ def test_sigterm_answers_every_call_in_flight_ends_their_trees_and_exits_0_quiet
     assert answers == [f"{types.INTERNAL_ERROR}: {message}"] * 3
     assert not any(alive(pid) for tree in pids for pid in tree)
     assert "Traceback" not in server.log(), server.log()
+
+
+# --- hot reload ------------------------------------------------------------------------------------------
+
+
+def test_a_broken_tool_stays_served_when_visible_tools_changes(tools: Project, tmp_path: Path) -> None:
+    """An edit breaks ``echo``; then visible_tools gains a tool. ``echo`` keeps its last good version (listed and
+    called as before) while it stays visible, and its compile error is in the server's log."""
+    errlog = (tmp_path / "server.err").open("w")
+
+    async def scenario() -> None:
+        async with stdio(tools, "legacy", errlog=errlog) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["echo", "sleeper", "noisy"]
+            tools.tool("echo.py", 'def run(text: str) -> str:\n    """Say it back."""\n    return (\n')
+            await await_until(lambda: "echo.py" in (tmp_path / "server.err").read_text())
+            tools.tool("late.py", 'def run() -> str:\n    """Arrived late."""\n    return "late"\n')
+            tools.configure(["echo.py", "sleeper.py", "noisy.py", "late.py"])
+            await await_until(lambda: client_lists(client, "late"))
+            listed = (await client.list_tools()).tools
+            assert [t.name for t in listed] == ["echo", "sleeper", "noisy", "late"]
+            assert listed[0].input_schema["properties"] == {"text": {"type": "string", "description": "What to say."}}
+            still = await client.call_tool("echo", {"text": "the last good version"})
+            assert (still.is_error, text(still)) == (False, "the last good version")
+
+    names: list[str] = []
+
+    async def client_lists(client: Client, name: str) -> bool:
+        names[:] = [t.name for t in (await client.list_tools()).tools]
+        return name in names
+
+    async def await_until(check: Any) -> None:
+        with anyio.fail_after(WAIT):
+            while True:
+                outcome = check()
+                if hasattr(outcome, "__await__"):
+                    outcome = await outcome
+                if outcome:
+                    return
+                await anyio.sleep(0.05)
+
+    anyio.run(scenario)
+    errlog.close()
+    assert re.search(r"toolexec mcp: \S*echo\.py:\d+:\d+: ", (tmp_path / "server.err").read_text())
