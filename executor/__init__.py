@@ -14,6 +14,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 
 _EXPORTS = {
     "Executor": "toolexec.api",
+    "CallControl": "toolexec.runtimes.process",
     "BuildReport": "toolexec.build",
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
@@ -50,6 +51,7 @@ __all__ = [
     "BadRequest",
     "BuildError",
     "BuildReport",
+    "CallControl",
     "CallDenied",
     "CallRefused",
     "CompileError",
@@ -95,6 +97,7 @@ if TYPE_CHECKING:
     )
     from toolexec.providers import format_tool_result, format_tool_result_as_text
     from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+    from toolexec.runtimes.process import CallControl
     from toolexec.toolkit import Toolkit
 
 

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat, load_catalog, save_catalog
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat
+from toolexec.catalog_store import load_catalog, save_catalog
 from toolexec.config import Config
 from toolexec.errors import CompileError, did_you_mean
 from toolexec.records import ToolDeclaration
@@ -80,7 +81,7 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, re
     if reuse and previous is not None and stat is not None and stat == previous.stat and _readable(previous, records):
         return previous, False  # the same file as last time: not even read
     path = config.tools_dir / file
-    last_good = _serving(previous)
+    last_good, last_good_code = _serving(previous)
     if stat is None or not path.is_file():
         return Entry(
             file=file, name=stem_name(file), stat=None, sha256=None, declaration=None, problems=(_missing(config, file),)
@@ -102,12 +103,22 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, re
         broken = Entry(
             file=file, name=_name(previous, stem_name(file)), stat=stat, sha256=sha, declaration=None, problems=(problem,)
         )
-        return broken.replace(last_good=last_good), True
+        return broken.replace(last_good=last_good, last_good_code=last_good_code), True
     except CompileError as exc:
         name = exc.name or _name(previous, stem_name(file))
         broken = Entry(file=file, name=name, stat=stat, sha256=sha, declaration=None, problems=(str(exc),))
-        return broken.replace(last_good=last_good if last_good and last_good.name == name else None), True
-    entry = Entry(file=file, name=declaration.name, stat=stat, sha256=sha, declaration=declaration, warnings=declaration.warnings)
+        if last_good is None or last_good.name != name:
+            return broken, True
+        return broken.replace(last_good=last_good, last_good_code=last_good_code), True
+    entry = Entry(
+        file=file,
+        name=declaration.name,
+        stat=stat,
+        sha256=sha,
+        declaration=declaration,
+        warnings=declaration.warnings,
+        code=data.decode("utf-8"),  # the very bytes compiled: what every call of this declaration runs
+    )
     return entry, True
 
 
@@ -117,14 +128,12 @@ def _readable(entry: Entry, records: bool) -> bool:
     return entry.loaded or entry.record is None or records
 
 
-def _serving(entry: Entry | None) -> ToolDeclaration | None:
-    """The previous entry's served declaration, or None when there is none or its record is lost."""
-    from toolexec.catalog import DamagedCatalog
-
+def _serving(entry: Entry | None) -> tuple[ToolDeclaration | None, str | None]:
+    """The previous entry's served declaration and its source text, or Nones when there is none or its record is lost."""
     try:
-        return entry.serving if entry is not None else None
+        return (entry.serving, entry.serving_code) if entry is not None else (None, None)
     except DamagedCatalog:
-        return None
+        return None, None
 
 
 def _missing(config: Config, file: str) -> str:

@@ -1,13 +1,10 @@
-"""The catalog: every visible tool's declaration and provenance, kept next to functions.json.
+"""The catalog in memory: every visible tool's declaration and provenance (on disk: :mod:`toolexec.catalog_store`).
 
-On disk it is an index (``catalog.json``: one small row per visible file, with its stat,
-hash, problems and where its record is) plus a pack of records, one JSON line per declaration
-(see :mod:`toolexec.state`), so that a call reads the index and the called tool's record only
-(one slice of the pack): a catalog of a thousand tools costs a call what one of four does.
-Records are named by a digest of their content and the pack is only appended to, so a rebuild
-writes only what changed and a reader holding an older index still finds its records. Loading and checking freshness imports no parser or compiler. An
-entry whose file no longer builds keeps its ``last_good`` declaration: the tool stays
-callable as it was, and the build reports the error.
+A catalog read from disk parses an entry's index row when the entry is first wanted and reads its
+record (one slice of the pack) when its declaration is first used: a call of one tool costs the same
+with a thousand tools. Checking freshness imports no parser or compiler. An entry whose file no
+longer builds keeps its ``last_good`` declaration and the source text it was compiled from: the tool
+stays callable as it was (byte for byte), and the build reports the error.
 """
 
 from __future__ import annotations
@@ -16,11 +13,10 @@ import contextlib
 import functools
 import json
 import os
-import time
 from collections.abc import Mapping
 
 from toolexec.config import Config
-from toolexec.errors import BuildError, NotEnabled, StateUnavailable, ToolBroken, UnknownTool, did_you_mean
+from toolexec.errors import BuildError, NotEnabled, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
 from toolexec.recordtype import record
 from toolexec.state import State, write_text_atomic
@@ -31,22 +27,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
+    from toolexec.catalog_store import StoredRows
     from toolexec.validation import Validator
 
 Stat = tuple[int, int, int, int]  # (mtime_ns, size, inode, ctime_ns)
-FORMAT = 4  # of catalog.json; another value means rebuild (4: records keep declaration order)
-# A pack or validator no index names is removed by a later build once it is this old (a
-# concurrent build or reader may still use it).
-STALE_RECORD_SECONDS = 600
-# A pack is rewritten with only the live records once dead ones make up most of it.
-COMPACT_SLACK_BYTES = 1 << 16
 
 
 class DamagedCatalog(Exception):
     """A record the index names is missing or unreadable: the catalog is rebuilt."""
 
 
-Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None]  # declaration, last_good
+# declaration, last_good, and the source text each was compiled from
+Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None, str | None, str | None]
 Slice = tuple[int, int]  # (offset, length) of a record in the pack
 
 
@@ -70,6 +62,9 @@ class Entry:
         warnings: tuple[str, ...] = (),
         # The declaration of the last version that built, kept while the file is broken.
         last_good: ToolDeclaration | None = None,
+        # The source text each declaration was compiled from: what a call runs, byte for byte.
+        code: str | None = None,
+        last_good_code: str | None = None,
         record: str | None = None,
         at: Slice | None = None,
         loader: Callable[[str, Slice], Loaded] | None = None,
@@ -79,7 +74,7 @@ class Entry:
         self.record, self.at = record, at
         self._loader = loader
         lazy = loader is not None and record is not None and at is not None
-        self._loaded: Loaded | None = None if lazy else (declaration, last_good)
+        self._loaded: Loaded | None = None if lazy else (declaration, last_good, code, last_good_code)
 
     def _load(self) -> Loaded:
         if self._loaded is None:
@@ -98,9 +93,25 @@ class Entry:
         return self._load()[1]
 
     @property
+    def code(self) -> str | None:
+        """The source text :attr:`declaration` was compiled from (None when not kept, as for a registered tool)."""
+        return self._load()[2]
+
+    @property
+    def last_good_code(self) -> str | None:
+        """The source text :attr:`last_good` was compiled from."""
+        return self._load()[3]
+
+    @property
     def serving(self) -> ToolDeclaration | None:
         """What a call of this tool runs: the current declaration, else the last good one."""
         return self.declaration or self.last_good
+
+    @property
+    def serving_code(self) -> str | None:
+        """The source text of :attr:`serving`: a call runs exactly these bytes, whatever the file holds now."""
+        loaded = self._load()
+        return loaded[2] if loaded[0] is not None else loaded[3]
 
     @property
     def serves(self) -> bool:
@@ -117,14 +128,17 @@ class Entry:
     def replace(self, **changes: Any) -> Entry:
         """A copy with ``changes``; declarations are carried over without being loaded."""
         fields = {k: getattr(self, k) for k in ("file", "name", "stat", "sha256", "problems", "warnings")}
-        if not {"declaration", "last_good"} & changes.keys():
+        loaded_fields = {"declaration", "last_good", "code", "last_good_code"}
+        if not loaded_fields & changes.keys():
             fields.update(record=self.record, at=self.at, loader=self._loader)
             if self._loaded is not None:
-                fields.update(declaration=self._loaded[0], last_good=self._loaded[1])
+                fields.update(zip(("declaration", "last_good", "code", "last_good_code"), self._loaded, strict=True))
         else:
-            fields.update(declaration=self.declaration, last_good=self.last_good)
+            fields.update(
+                declaration=self.declaration, last_good=self.last_good, code=self.code, last_good_code=self.last_good_code
+            )
         entry = Entry(**{**fields, **changes})
-        if self._loaded is not None and "declaration" not in changes and "last_good" not in changes:
+        if self._loaded is not None and not loaded_fields & changes.keys():
             entry._loaded = self._loaded
         return entry
 
@@ -136,6 +150,8 @@ class Entry:
         return {
             "declaration": declaration.to_dict() if declaration else None,
             "last_good": last_good.to_dict() if last_good else None,
+            "code": self.code if declaration else None,
+            "last_good_code": self.last_good_code if last_good else None,
         }
 
     def index_data(self) -> dict[str, Any]:
@@ -189,23 +205,16 @@ class Entry:
         return f"Entry(file={self.file!r}, name={self.name!r}, record={self.record!r}, problems={self.problems!r})"
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.file, self.name, self.stat, self.sha256, self.problems, self.warnings, self.declaration, self.last_good)
+        return (
+            *(self.file, self.name, self.stat, self.sha256, self.problems, self.warnings),
+            *(self.declaration, self.last_good, self.code, self.last_good_code),
+        )
 
     def __eq__(self, other: object) -> bool:
         """Entries are equal when they say the same (where their records are is not compared)."""
         return isinstance(other, Entry) and self._key() == other._key()
 
     __hash__ = None  # type: ignore[assignment]
-
-
-def record_text(data: dict[str, Any]) -> tuple[str, str]:
-    """A record's JSON and its name: a digest of that content (so an unchanged tool keeps its record)."""
-    # not sort_keys: property order is declaration order, which models, messages and MCP clients see
-    text = json.dumps(data, ensure_ascii=False)
-    import hashlib  # only a build writes records
-
-    key = hashlib.sha256(f"{__version__}\n{text}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return text, key
 
 
 @record(kw_only=False)
@@ -242,16 +251,6 @@ class Tools(Mapping[str, ToolDeclaration]):
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._catalog.entry(name) is not None
-
-
-@record(kw_only=False)
-class StoredRows:
-    """An index as read from disk: each row is parsed only when an entry of it is wanted."""
-
-    names: dict[str, list[int]]  # tool name -> its rows
-    offsets: list[list[int]]  # row -> [offset, length] in body
-    body: bytes
-    loader: Callable[[str, Slice], Loaded]
 
 
 class Catalog:
@@ -512,220 +511,4 @@ def file_stat(path: str | os.PathLike[str]) -> Stat | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-def load_catalog(config: Config) -> Catalog | None:
-    """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt).
-
-    Only the index's first line (names and where each row is) is parsed here; a row is parsed
-    when its entry is wanted, and a declaration read from the pack when it is first used.
-    """
-    state = config.state
-    try:
-        with open(state.catalog_file, "rb") as handle:
-            text = handle.read()
-        end = text.index(b"\n")
-        head = json.loads(text[:end])
-        if head.get("format") != FORMAT:
-            return None
-        pack = head.get("pack")
-        names, offsets = head["names"], head["offsets"]
-        if not isinstance(names, dict) or not isinstance(offsets, list) or not isinstance(head["fingerprint"], dict):
-            return None  # a damaged header: rebuilt
-        rows = StoredRows(names, offsets, text[end + 1 :], _record_loader(state, pack))
-        return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return None
-
-
-def _index_text(catalog: Catalog) -> str:
-    """catalog.json: a first line naming where each row is, then one row per line (ASCII, so a
-    character offset is a byte offset)."""
-    rows = [json.dumps(e.index_data()) for e in catalog.entries]
-    names: dict[str, list[int]] = {}
-    offsets, at = [], 0
-    for number, (entry, row) in enumerate(zip(catalog.entries, rows, strict=True)):
-        names.setdefault(entry.name, []).append(number)
-        offsets.append([at, len(row)])
-        at += len(row) + 1
-    head = {"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "names": names, "offsets": offsets}
-    return "\n".join([json.dumps(head), *rows]) + "\n"
-
-
-# After this many records read one by one, the rest come from one read of the whole pack (a listing).
-SLICE_READS = 2
-
-
-def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
-    whole: list[bytes] = []
-    reads = [0]
-
-    def read(at: Slice) -> bytes:
-        assert pack is not None
-        if whole:
-            return whole[0][at[0] : at[0] + at[1]]
-        reads[0] += 1
-        with open(state.pack_file(pack), "rb") as handle:
-            if reads[0] > SLICE_READS:
-                whole.append(handle.read())
-                return whole[0][at[0] : at[0] + at[1]]
-            handle.seek(at[0])
-            return handle.read(at[1])
-
-    def load(key: str, at: Slice) -> Loaded:
-        try:
-            if pack is None:
-                raise ValueError("the index names no pack")
-            data = json.loads(read(at))
-            declaration, last_good = data.get("declaration"), data.get("last_good")
-            return (
-                _checked(ToolDeclaration.from_dict(declaration)) if declaration else None,
-                _checked(ToolDeclaration.from_dict(last_good)) if last_good else None,
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            # The pack goes, so that the rebuild this causes compiles anew instead of trusting it.
-            if pack is not None:
-                with contextlib.suppress(OSError):
-                    state.pack_file(pack).unlink()
-            raise DamagedCatalog(f"catalog record {key}: {exc}") from None
-
-    return load
-
-
-def _checked(declaration: ToolDeclaration) -> ToolDeclaration:
-    """A stored declaration whose schema has the shape the engine relies on; TypeError otherwise."""
-    parameters = declaration.parameters
-    if not isinstance(parameters, dict) or not isinstance(parameters.get("properties", {}), dict):
-        raise TypeError("the stored parameters are not an object schema")
-    if not isinstance(declaration.name, str) or not isinstance(declaration.source, str):
-        raise TypeError("the stored name and source must be text")
-    return declaration
-
-
-def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = None) -> None:
-    """Append the new records to the pack, then write catalog.json and functions.json (the declarations a
-    model sees) when they changed. What an unchanged tool contributes is taken from ``previous`` without
-    reading its record.
-    """
-    state = config.state
-    fresh = []  # (entry, its record's JSON line)
-    for entry in catalog.entries:
-        if entry.loaded and entry.record is None and (data := entry.record_data()) is not None:
-            text, entry.record = record_text(data)
-            fresh.append((entry, text.encode("utf-8", "surrogateescape") + b"\n"))
-    try:
-        catalog.pack = _append_records(state, catalog, previous, fresh)
-        functions = _functions(catalog, previous, state)
-        if functions is not None:
-            write_text_atomic(state.functions_file, _json_lines(functions))
-        rows = [e.index_data() for e in catalog.entries]
-        unchanged = (
-            previous is not None
-            and functions is None
-            and catalog.pack == previous.pack
-            and rows == [e.index_data() for e in previous.entries]
-        )
-        if not unchanged:
-            write_text_atomic(state.catalog_file, _index_text(catalog))
-        catalog.state = state
-    except IsADirectoryError as exc:
-        name = os.path.basename(exc.filename2 or exc.filename or "catalog.json")
-        raise StateUnavailable(str(state.root), f"{name} there is a directory, not a file") from None
-    except OSError as exc:
-        raise StateUnavailable(str(state.root), exc.strerror or str(exc)) from None
-    if not unchanged:
-        _remove_stale(state, catalog)
-
-
-def _append_records(state: State, catalog: Catalog, previous: Catalog | None, fresh: list[tuple[Entry, bytes]]) -> str | None:
-    """The pack holding every record of ``catalog``: the previous one with ``fresh`` appended, or a new
-    one (none yet, lost, or mostly dead records)."""
-    import fcntl
-
-    pack = previous.pack if previous is not None and previous.records_present() else None
-    kept = [e for e in catalog.entries if e.record is not None and e.at is not None and not any(e is f for f, _ in fresh)]
-    if not fresh and (pack is not None or not kept):
-        return pack  # nothing to write (no tool built: no pack at all)
-    if pack is not None:
-        live = sum(e.at[1] for e in kept if e.at) + sum(len(line) for _, line in fresh)
-        if state.pack_file(pack).stat().st_size > 2 * live + COMPACT_SLACK_BYTES:
-            old = state.pack_file(pack).read_bytes()
-            for entry in kept:  # loaded first, so that no reader of these entries looks at moved slices
-                entry.declaration  # noqa: B018
-            fresh = [(e, old[e.at[0] : e.at[0] + e.at[1]] + b"\n") for e in kept if e.at] + fresh
-            pack = None
-    elif kept:  # the previous pack is gone: its records cannot be copied, so they must be fresh
-        raise DamagedCatalog("the records of unchanged tools are lost")
-    if pack is None:
-        pack = os.urandom(8).hex()
-    state.records_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state.pack_file(pack), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # concurrent builds append one after the other
-        offset, chunks = os.fstat(fd).st_size, []
-        for entry, line in fresh:
-            entry.at = (offset, len(line) - 1)
-            offset += len(line)
-            chunks.append(line)
-        data = memoryview(b"".join(chunks))
-        while data:
-            data = data[os.write(fd, data) :]
-    finally:
-        os.close(fd)  # releases the lock
-    return pack
-
-
-def _json_lines(items: list[Any]) -> str:
-    """A JSON array with one item per line: readable, and written by the C encoder."""
-    return "[\n" + ",\n".join(json.dumps(item, ensure_ascii=False) for item in items) + "\n]\n"
-
-
-def _functions(catalog: Catalog, previous: Catalog | None, state: State) -> list[dict[str, Any]] | None:
-    """functions.json's new content, or None when the stored file already says it.
-
-    Each unchanged tool's function is taken from the previous functions.json, so a rebuild
-    after one edit reads one file instead of every record.
-    """
-    served = [(name, entry.record) for name, entry in catalog._serving.items()]
-    known: dict[str, dict[str, Any]] = {}
-    if previous is not None:
-        before = [(name, entry.record) for name, entry in previous._serving.items()]
-        try:
-            with open(state.functions_file, encoding="utf-8") as handle:
-                stored = json.load(handle)
-            if isinstance(stored, list) and [f.get("name") for f in stored] == [n for n, _ in before]:
-                if before == served:
-                    return None
-                records = dict(before)
-                known = {f["name"]: f for f in stored if records.get(f["name"]) is not None}
-        except (OSError, ValueError, AttributeError):
-            known = {}
-    functions = []
-    for name, written in served:
-        old = previous._serving.get(name) if previous is not None else None
-        reuse = name in known and old is not None and old.record == written
-        functions.append(known[name] if reuse else catalog.tools[name].to_function())
-    return functions
-
-
-def _remove_stale(state: State, catalog: Catalog) -> None:
-    """Remove packs and validators no index names any more, once they are old enough not to be in use."""
-    cutoff = time.time() - STALE_RECORD_SECONDS
-    live = {f"{catalog.pack}.pack", *(f"{e.record}.validator.py" for e in catalog.entries if e.record)}
-    with contextlib.suppress(OSError), os.scandir(state.records_dir) as found:
-        for item in found:
-            if item.name not in live:
-                with contextlib.suppress(OSError):
-                    if item.stat().st_mtime < cutoff:
-                        os.unlink(item.path)
-
-
-__all__ = [
-    "BuildError",
-    "Catalog",
-    "DamagedCatalog",
-    "Diff",
-    "Entry",
-    "catalog_fingerprint",
-    "file_stat",
-    "load_catalog",
-    "save_catalog",
-]
+__all__ = ["BuildError", "Catalog", "DamagedCatalog", "Diff", "Entry", "catalog_fingerprint", "file_stat"]

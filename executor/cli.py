@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from toolexec.errors import ToolexecError
+from toolexec.records import DECLARATION_FORMATS
 from toolexec.version import __version__
 
 TYPE_CHECKING = False  # typing and argparse are not imported by a one-shot `run`: it pays for every import
@@ -291,17 +292,11 @@ def _agent_commands(commands: Any) -> None:
     mcp.set_defaults(handler=_mcp)
 
     declarations = commands.add_parser("declarations", help="the enabled tools declared in one provider's format")
-    declarations.add_argument("--format", default="openai", choices=_declaration_formats())
+    declarations.add_argument("--format", default="openai", choices=DECLARATION_FORMATS)
     declarations.add_argument(
         "--json-schema", action="store_true", help="gemini: send parametersJsonSchema instead of the OpenAPI subset"
     )
     declarations.set_defaults(handler=_declarations)
-
-
-def _declaration_formats() -> list[str]:
-    from toolexec.providers import DECLARATION_FORMATS
-
-    return list(DECLARATION_FORMATS)
 
 
 def _confirm_option(command: argparse.ArgumentParser) -> None:

@@ -1,9 +1,9 @@
-"""The call engine: one :class:`ToolCall` in, one :class:`ToolResult` out.
+"""The call engine: one validated call against one snapshot in, one :class:`ToolResult` out.
 
-validate → ``runtime.prepare`` → ``run_process`` → read back → result, with one
-``except ToolexecError`` boundary: every refusal, missing interpreter or unwritable
-state directory comes back as a result carrying the error's own status, exit code
-and reason, so a batch, the MCP server and a Python agent can hand it to a model.
+``runtime.prepare`` → ``run_process`` → read back → result, with one ``except ToolexecError``
+boundary: every missing interpreter, failed preparation or unwritable state directory comes back
+as a result carrying the error's own status, exit code and reason. What comes before (resolving,
+the snapshot, validation, approval, a slot) is :mod:`toolexec.calls`'.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from toolexec.catalog import Catalog
 from toolexec.config import Config
-from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError, brief
-from toolexec.records import ToolCall, ToolDeclaration, ToolResult, limit_problem
+from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError
+from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import dotenv_values, tool_environment
+from toolexec.sources import Snapshot
 from toolexec.state import call_id_for, check_call_id
-from toolexec.validation import parse_arguments, prepare_numbers
+from toolexec.validation import prepare_numbers
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
 # The private channel on which a bootstrap reports a failure (JSON: type, message, stack).
@@ -32,31 +32,46 @@ FAILURE_VARIABLE = "TOOLEXEC_FAILURE_FILE"
 
 
 class Engine:
-    """Runs calls against one config and one catalog."""
+    """Runs calls of one config, each against its own :class:`~toolexec.sources.Snapshot`."""
 
-    def __init__(self, config: Config, catalog: Catalog) -> None:
+    def __init__(self, config: Config) -> None:
         self.config = config
-        self.catalog = catalog
 
-    def invoke(self, call: ToolCall, control: CallControl | None = None) -> ToolResult:
-        """Run ``call`` and return its result; never raises for a refused, failed or unrunnable call."""
-        started = time.monotonic()
-        call_id = call_id_for(call.call_id)
+    def execute(
+        self,
+        snapshot: Snapshot,
+        call: ToolCall,
+        arguments: dict,
+        control: CallControl | None = None,
+        *,
+        call_id: str,
+        started: float,
+    ) -> ToolResult:
+        """Run ``call`` with ``arguments`` (already validated against ``snapshot``) and return its result; never
+        raises for a failed or unrunnable call."""
+        tool = snapshot.declaration
         try:
-            check_call_id(call_id)
-            if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
-                raise BadRequest(f"timeout must be {problem}, got {brief(call.timeout)}")
-            tool = self.catalog.get_enabled(call.name, self.config)
-            arguments = parse_arguments(call.arguments, tool.name)
-            arguments = self.catalog.validator(tool.name)(tool.name, arguments)
             javascript = tool.language in ("javascript", "typescript")
             arguments = prepare_numbers(arguments, tool.parameters, tool.name, javascript=javascript)
-            return self._run(tool, arguments, call, call_id, control, started)
+            with _runnable(snapshot) as runnable:
+                result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started)
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
+        if snapshot.last_good:  # said where the caller sees notes: stderr, the MCP result, the API's result
+            from toolexec.recordtype import replace
+
+            result = replace(result, notes=(last_good_note(snapshot), *result.notes))
+        return result
 
     def _run(
-        self, tool: ToolDeclaration, arguments: dict, call: ToolCall, call_id: str, control: CallControl | None, started: float
+        self,
+        tool: ToolDeclaration,
+        code: str | None,
+        arguments: dict,
+        call: ToolCall,
+        call_id: str,
+        control: CallControl | None,
+        started: float,
     ) -> ToolResult:
         state = self.config.state
         with _call_files(tool.name) as (output_path, failure_path):
@@ -72,7 +87,12 @@ class Engine:
             )
             env[FAILURE_VARIABLE] = failure_path
             site = Site(
-                functions_dir=self.config.functions_dir, cwd=Path.cwd(), state=state, runtimes=self.config.runtimes, env=env
+                functions_dir=self.config.functions_dir,
+                cwd=Path.cwd(),
+                state=state,
+                runtimes=self.config.runtimes,
+                env=env,
+                code=code,
             )
             prepared = runtime_for(tool.language).prepare(tool, arguments, site)
             timeout = call.timeout or tool.limits.timeout or self.config.timeout
@@ -139,6 +159,36 @@ class Engine:
         return output
 
 
+def last_good_note(snapshot: Snapshot) -> str:
+    """What a call of a file that no longer builds says: it ran the last good version, and why the file does not build."""
+    problem = snapshot.problems[0].split("\n", 1)[0] if snapshot.problems else "it does not build"
+    return f"{snapshot.declaration.name}: the file no longer builds ({problem}); ran its last good version"
+
+
+@contextlib.contextmanager
+def _runnable(snapshot: Snapshot) -> Iterator[ToolDeclaration]:
+    """The declaration to hand the runtime: as it is, or, for the last good version of a file that no longer builds
+    (and a runtime that reads the file itself rather than the snapshot's text), pointing at a private copy of the
+    text that version was compiled from, named as the file is and removed after the call."""
+    tool = snapshot.declaration
+    if not snapshot.last_good or snapshot.code is None or tool.language == "python":
+        yield tool  # Python's bootstrap is handed the text itself
+        return
+    from toolexec.recordtype import replace
+
+    directory = _private_file(f"toolexec-{tool.name}-", ".source", directory=True)
+    copy = os.path.join(directory, os.path.basename(tool.source))
+    try:
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
+        with open(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(snapshot.code)
+        yield replace(tool, source=copy)
+    finally:
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def refused(call: ToolCall, error: ToolexecError, *, started: float, call_id: str | None = None) -> ToolResult:
     """The result of ``call`` stopped by ``error`` before it ran (an unusable call id is not echoed)."""
     call_id = call_id or call_id_for(call.call_id)
@@ -184,15 +234,19 @@ def _call_files(tool: str) -> Iterator[tuple[str, str]]:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _private_file(prefix: str, suffix: str) -> str:
-    """A new empty file, 0600, made as ``tempfile.mkstemp`` makes one (``O_EXCL``, never through a link) and where it
-    would, without importing ``tempfile`` and ``random`` on every one-shot run (~2 ms); its path."""
+def _private_file(prefix: str, suffix: str, *, directory: bool = False) -> str:
+    """A new empty file, 0600 (or a directory, 0700), made as ``tempfile.mkstemp`` makes one (``O_EXCL``, never
+    through a link) and where it would, without importing ``tempfile`` and ``random`` on every one-shot run (~2 ms);
+    its path."""
     problem: OSError | None = None
-    for directory in _temporary_directories():
+    for parent in _temporary_directories():
         for _ in range(100):
-            path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
+            path = os.path.join(parent, f"{prefix}{os.urandom(6).hex()}{suffix}")
             try:
-                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+                if directory:
+                    os.mkdir(path, 0o700)
+                else:
+                    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
             except FileExistsError:
                 continue
             except OSError as exc:  # missing, unwritable, read-only: the next candidate, as gettempdir does

@@ -3,8 +3,9 @@
 Built on the official SDK's low-level ``Server``, which serves both protocol eras (the
 ``initialize`` handshake through 2025-11-25 and the stateless 2026-07-28 revision). The
 low-level server neither validates arguments nor turns exceptions into ``isError``
-results: every call goes through toolexec's own :class:`~toolexec.engine.Engine`, whose
-results carry the model-readable message and a ``reason``.
+results: every call goes through toolexec's one call path (:class:`~toolexec.calls.Calls`,
+with its limiter and in-flight registry, over a :class:`~toolexec.sources.WatchedSource`
+that the file watcher swaps), whose results carry the model-readable message and a ``reason``.
 
 Only this module and :mod:`toolexec.watch` import the SDK (and pydantic, starlette,
 uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
@@ -15,21 +16,18 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import dataclasses
 import json
-import shutil
+import os
 import signal
-import socket
 import sys
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import anyio.abc
+import jsonschema
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
@@ -38,17 +36,21 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from referencing import Registry
 
 from toolexec.build import build
+from toolexec.calls import Calls
 from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
-from toolexec.engine import Engine
-from toolexec.errors import BadRequest, ToolexecError
+from toolexec.errors import BadRequest, ToolexecError, did_you_mean
+from toolexec.mcp_stdio import stdio_transport
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
+from toolexec.sources import WatchedSource
 from toolexec.version import __version__
+from toolexec.watch import watch_tools
 
 CatalogMode = Literal["full", "summaries"]
 DESCRIBE_TOOL = "describe_tool"
@@ -142,9 +144,6 @@ class Listing:
     def output_check(self, tool: ToolDeclaration) -> Any:
         """A JSON Schema validator of the tool's declared output, made once per listing."""
         if tool.name not in self._checks:
-            import jsonschema
-            from referencing import Registry
-
             schema = mcp_format.output_schema(tool)
             # An empty registry: a reference outside the schema is never fetched.
             check = jsonschema.Draft202012Validator(schema, registry=Registry()) if schema is not None else None
@@ -217,21 +216,19 @@ class ToolServer:
     """One MCP server over one config's enabled tools; reloadable while it serves."""
 
     def __init__(self, config_source: Any, options: ServeOptions) -> None:
-        self.source = config_source
+        self.config_source = config_source
         self.options = options
-        self.config = load_config(config_source)
-        report = build(self.config)
+        config = load_config(config_source)
+        report = build(config)
         self._report_problems(report.problems)
-        self.good_sources: dict[str, bytes] = {}
-        self.snapshots = Path(tempfile.mkdtemp(prefix="toolexec-mcp-"))
-        self.catalog = self._serving(report.catalog)
-        self.listing = Listing(self.config, self.catalog, summaries=options.catalog == "summaries")
+        self.source = WatchedSource(config, report.catalog)
+        self.calls = Calls(self.source)  # the one call path: its limiter and in-flight registry
+        self.listing = Listing(config, report.catalog, summaries=options.catalog == "summaries")
         self.bus = InMemorySubscriptionBus()
-        self.limiter = anyio.CapacityLimiter(self.config.max_parallel)
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
-        self.in_flight: set[tuple[CallControl, threading.Event]] = set()
-        self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._reported: set[str] = set(report.problems)
+        self._stop_watching = anyio.Event()
+        self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self.server: Server[Any] = Server(
             "toolexec",
             version=__version__,
@@ -241,6 +238,16 @@ class ToolServer:
             on_subscriptions_listen=ListenHandler(self.bus),
         )
         self.server.middleware.append(self._remember_session)
+
+    @property
+    def config(self) -> Config:
+        """The config being served (swapped by a reload)."""
+        return self.source.config
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog being served (swapped by a reload)."""
+        return self.source.catalog
 
     @property
     def page_size(self) -> int:
@@ -272,7 +279,7 @@ class ToolServer:
         name = listing.map.original(params.name)
         tool = listing.by_name.get(name)
         call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {})
-        result = await self._invoke(ctx, Engine(self.config, self.catalog), call)
+        result = await self._invoke(ctx, call)
         if self.stopping and result.status == "cancelled":
             raise MCPError(
                 types.INTERNAL_ERROR,
@@ -289,8 +296,6 @@ class ToolServer:
         name = (arguments or {}).get("name")
         tool = listing.by_mcp_name.get(name) if isinstance(name, str) else None
         if tool is None:
-            from toolexec.errors import did_you_mean
-
             return _error(
                 f"no tool named {name!r}{did_you_mean(str(name), list(listing.by_mcp_name))}; pass a name from tools/list"
             )
@@ -321,9 +326,9 @@ class ToolServer:
             content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))], structured_content=value
         )
 
-    # Slightly over 50 lines: the call, its progress forwarding and its cancellation share one task's lifetime.
-    async def _invoke(self, ctx: ServerRequestContext[Any, Any], engine: Engine, call: ToolCall) -> ToolResult:
-        """Run one call in a worker thread; progress events become notifications; cancellation ends the tree.
+    async def _invoke(self, ctx: ServerRequestContext[Any, Any], call: ToolCall) -> ToolResult:
+        """Run one call down the call path in a worker thread; progress events become notifications; cancelling
+        the request ends the call's tree.
 
         Progress is wired (a pipe for the tool, a task forwarding its lines) only when the client sent a
         progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
@@ -337,11 +342,10 @@ class ToolServer:
 
         control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
-        entry = (control, done)
 
         def work() -> ToolResult:
             try:
-                return engine.invoke(call, control)
+                return self.calls.run(call, control)
             finally:
                 done.set()
 
@@ -350,13 +354,10 @@ class ToolServer:
                 with contextlib.suppress(Exception):  # a closed stream must not fail the call
                     await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
 
-        spawned = False
         try:
-            async with self.limiter, anyio.create_task_group() as group:
+            async with anyio.create_task_group() as group:
                 if listening:
                     group.start_soon(forward)
-                self.in_flight.add(entry)
-                spawned = True
                 try:
                     result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
                 finally:
@@ -364,23 +365,17 @@ class ToolServer:
             return result
         except anyio.get_cancelled_exc_class():
             control.cancel()
-            if spawned:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(done.wait, CANCEL_WAIT_SECONDS)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(done.wait, CANCEL_WAIT_SECONDS)
             raise
         finally:
-            self.in_flight.discard(entry)
-            if done.is_set() or not spawned:
+            if done.is_set():
                 control.close()
 
     async def cancel_all(self) -> None:
-        """Cancel every call in flight and wait until their process trees are gone (bounded)."""
-        pending = list(self.in_flight)
-        for control, _ in pending:
-            control.cancel()
+        """Cancel every call in flight and wait until their process trees are gone (bounded); later calls are refused."""
         with anyio.CancelScope(shield=True):
-            for _, done in pending:
-                await anyio.to_thread.run_sync(done.wait, CANCEL_WAIT_SECONDS)
+            await anyio.to_thread.run_sync(self.calls.close, CANCEL_WAIT_SECONDS)
 
     # --- hot reload ----------------------------------------------------------------------------
 
@@ -392,7 +387,7 @@ class ToolServer:
         """Rebuild what changed and swap the catalog; announce list_changed when the offered tools differ."""
 
         def rebuild() -> tuple[Config, Any]:
-            config = load_config(self.source)
+            config = load_config(self.config_source)
             return config, build(config)
 
         try:
@@ -405,8 +400,8 @@ class ToolServer:
         self._report_problems(fresh)
         old = self.listing
         diff = report.catalog.diff(self.catalog)
-        self.config, self.catalog = config, self._serving(report.catalog)
-        self.listing = Listing(config, self.catalog, summaries=self.options.catalog == "summaries")
+        self.source.swap(config, report.catalog)
+        self.listing = Listing(config, report.catalog, summaries=self.options.catalog == "summaries")
         offered = set(old.names) | set(self.listing.names)
         changed = (
             any(n in offered for n in (*diff.added, *diff.removed, *diff.changed))
@@ -417,26 +412,9 @@ class ToolServer:
             await self.announce()
         return changed
 
-    def _serving(self, catalog: Catalog) -> Catalog:
-        """The catalog calls run against: a tool whose edit broke it runs the last source that built, from a
-        private copy (the catalog's ``last_good`` keeps its declaration; the file on disk is the broken one)."""
-        entries = []
-        for entry in catalog.entries:
-            if entry.declaration is not None:
-                with contextlib.suppress(OSError):
-                    self.good_sources[entry.name] = Path(entry.declaration.source).read_bytes()
-            elif entry.last_good is not None and entry.name in self.good_sources:
-                copy = self.snapshots / entry.name / Path(entry.last_good.source).name
-                copy.parent.mkdir(exist_ok=True)
-                copy.write_bytes(self.good_sources[entry.name])
-                copy.chmod(0o700)
-                entry = entry.replace(last_good=dataclasses.replace(entry.last_good, source=str(copy)))
-            entries.append(entry)
-        return Catalog(fingerprint=catalog.fingerprint, entries=tuple(entries), state=catalog.state, pack=catalog.pack)
-
     def close(self) -> None:
-        """Remove the private copies of last good sources."""
-        shutil.rmtree(self.snapshots, ignore_errors=True)
+        """Stop the file watcher (the server keeps nothing on disk)."""
+        self._stop_watching.set()
 
     async def announce(self) -> None:
         """notifications/tools/list_changed to the handshake-era stdio client, and the event to 2026 listeners."""
@@ -449,8 +427,6 @@ class ToolServer:
 
     async def serve_stdio(self) -> None:
         """Serve over stdin/stdout until EOF or SIGTERM/SIGINT; then cancel the calls in flight and return."""
-        from toolexec.mcp_stdio import stdio_transport
-
         init = self.server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with anyio.create_task_group() as group:
             group.start_soon(self._signals, self._stop_stdio)
@@ -460,17 +436,18 @@ class ToolServer:
                 async with stdio_transport() as (read, write):
                     await self.server.run(read, write, init)
             finally:
+                self.close()  # the watcher stops within one step, not after its 5 s timeout
                 await self.cancel_all()
                 group.cancel_scope.cancel()
 
-    async def serve_http(self, sock: socket.socket, host: str, token: str | None) -> None:
+    async def serve_http(self, sock: Any, host: str, token: str | None) -> None:
         """Serve Streamable HTTP (stateless: no per-client state) on ``sock`` until SIGTERM/SIGINT.
 
         A stop ends the calls in flight first (each is answered with an error saying so), then lets uvicorn
         finish the responses and close the connections, and returns: the process exits 0."""
-        import uvicorn
+        import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
 
-        from toolexec.mcp_http import Gate, quiet_loop_errors, uvicorn_config
+        from toolexec.mcp_http import Gate, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
         app = self.server.streamable_http_app(
             stateless_http=True,
@@ -499,6 +476,7 @@ class ToolServer:
             try:
                 await server.serve(sockets=[sock])
             finally:
+                self.close()
                 await self.cancel_all()
                 sock.close()
                 group.cancel_scope.cancel()
@@ -514,15 +492,11 @@ class ToolServer:
         )
 
     async def _watch(self) -> None:
-        from toolexec.watch import watch_tools
-
-        await watch_tools(self)
+        await watch_tools(self, self._stop_watching)
 
     async def _stop_stdio(self) -> None:
         """SIGTERM/SIGINT on stdio: end every call's tree, then exit 0 (the SDK's stdin reader thread cannot be
         interrupted while it waits for a line, so the process ends here rather than by unwinding)."""
-        import os
-
         await self.cancel_all()
         self.close()
         sys.stderr.flush()
@@ -549,7 +523,7 @@ def _error(message: str) -> types.CallToolResult:
 
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
-    from toolexec.mcp_http import listen, parse_bind, resolve_token
+    from toolexec.mcp_http import listen, parse_bind, resolve_token  # noqa: PLC0415 - imports uvicorn
 
     bind = parse_bind(http) if http is not None else None
     if bind is None and (no_token or token_env):

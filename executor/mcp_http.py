@@ -18,8 +18,10 @@ Every client is treated as hostile, authenticated or not:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
+import json
 import os
 import resource
 import secrets
@@ -33,6 +35,7 @@ from typing import Any
 
 import anyio
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolexec.config import Config
@@ -222,8 +225,6 @@ class Gate:
 
 
 async def _refuse(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    import json
-
     body = json.dumps({"error": message}).encode()
     headers = [
         (b"content-type", b"application/json"),
@@ -308,8 +309,6 @@ class BoundedH11Protocol(H11Protocol):
 
 def uvicorn_config(app: Any) -> Any:
     """uvicorn's settings for the MCP app: the bounded protocol, its caps, no signal handling of its own."""
-    import uvicorn
-
     cap = connection_cap()
     BoundedH11Protocol.cap = cap
     return uvicorn.Config(
@@ -331,8 +330,6 @@ def uvicorn_config(app: Any) -> Any:
 def quiet_loop_errors() -> None:
     """Errors the event loop reports itself (a failed accept(), say) as one line each, at most one a second:
     what a flood of hostile connections provokes must not become a flood of tracebacks."""
-    import asyncio
-
     loop = asyncio.get_running_loop()
     last = -1.0
 

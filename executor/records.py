@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
+# Every declaration format: `toolexec declarations --format …` and `Executor.definitions(format=…)` (here, not in
+# toolexec.providers, so the CLI's parser names them without importing the providers).
+DECLARATION_FORMATS = ("openai", "openai-strict", "responses", "anthropic", "gemini", "mcp")
 
 # The one tool-name rule: the design card's characters, no leading dot (so never '.', '..' or one of
 # toolexec's own hidden folders), and short enough to be a file name.

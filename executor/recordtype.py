@@ -140,6 +140,41 @@ class _DataclassFields:
         return made  # type: ignore[no-any-return]
 
 
+class _Factory:
+    """Stands for a default made by a factory in a signature (as ``dataclasses`` shows it)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+class _Signature:
+    """``__signature__`` made on first use: ``inspect.signature(ToolCall)`` and ``help()`` show the fields.
+
+    Only a program that asks (``help``, an IDE's runtime inspection, ``inspect``) pays for ``inspect``.
+    """
+
+    def __get__(self, instance: object, owner: type) -> Any:
+        made = owner.__dict__.get("__record_signature__")
+        if made is None:
+            import inspect
+
+            annotations: dict[str, Any] = {}
+            for klass in reversed(owner.__mro__):
+                annotations.update(klass.__dict__.get("__annotations__", {}))  # noqa: RUF063 - no inspect import
+            kind = inspect.Parameter.KEYWORD_ONLY if owner.__record_kw_only__ else inspect.Parameter.POSITIONAL_OR_KEYWORD  # type: ignore[attr-defined]
+            parameters = []
+            for one in getattr(owner, _FIELDS):
+                if one.factory is not None:
+                    default: Any = _Factory()
+                else:
+                    default = inspect.Parameter.empty if one.default is _MISSING else one.default
+                annotation = annotations.get(one.name, inspect.Parameter.empty)
+                parameters.append(inspect.Parameter(one.name, kind, default=default, annotation=annotation))
+            made = inspect.Signature(parameters, return_annotation=None)
+            type.__setattr__(owner, "__record_signature__", made)
+        return made
+
+
 def _make(cls: type[T], kw_only: bool, frozen: bool) -> type[T]:
     fields: dict[str, _Field] = {}
     for base in reversed(cls.__mro__[1:]):
@@ -166,6 +201,7 @@ def _make(cls: type[T], kw_only: bool, frozen: bool) -> type[T]:
     for name, method in methods:
         setattr(cls, name, method)
     setattr(cls, "__dataclass_fields__", _DataclassFields())  # noqa: B010
+    setattr(cls, "__signature__", _Signature())  # noqa: B010
     setattr(cls, "__record_kw_only__", kw_only)  # noqa: B010 - not a name a type checker knows
     setattr(cls, "__match_args__", () if kw_only else tuple(fields))  # noqa: B010
     return cls

@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolexec import results
 from toolexec.errors import UnknownTool
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
@@ -22,7 +20,7 @@ if TYPE_CHECKING:
     from toolexec.api import Executor
     from toolexec.catalog import Catalog
     from toolexec.config import Config
-    from toolexec.runtimes.process import Cancellation
+    from toolexec.runtimes.process import CallControl
 
 __all__ = ["DiscoveryError", "DiscoveryReport", "Toolkit"]
 
@@ -67,36 +65,25 @@ class Toolkit:
         *,
         call_id: str | None = None,
         timeout: float | None = None,
-        cancel: Cancellation | None = None,
+        cancel: CallControl | None = None,
     ) -> ToolResult:
         """As :meth:`Executor.call`, for the toolkit's tools only."""
-        return self.call_many([ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)], cancel=cancel)[0]
+        call = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)
+        return self.executor.calls.run(call, cancel, admit=self._check)
 
-    def call_many(self, calls: Iterable[ToolCall], *, cancel: Cancellation | None = None) -> list[ToolResult]:
+    def call_many(self, calls: Iterable[ToolCall], *, cancel: CallControl | None = None) -> list[ToolResult]:
         """As :meth:`Executor.call_many`; a call outside the toolkit is refused in its place."""
-        requests = list(calls)
-        outside = {i: self._outside(call) for i, call in enumerate(requests)}
-        inside = [call for i, call in enumerate(requests) if outside[i] is None]
-        ran = iter(self.executor.call_many(inside, cancel=cancel))
-        return [refused if refused is not None else next(ran) for refused in outside.values()]
+        return self.executor._call_many(calls, cancel, admit=self._check)
 
     async def acall(
         self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
     ) -> ToolResult:
         """As :meth:`Executor.acall`, for the toolkit's tools only."""
-        refused = self._outside(ToolCall(name=name, arguments=arguments, call_id=call_id))
-        if refused is not None:
-            return refused
-        return await self.executor.acall(name, arguments, call_id=call_id, timeout=timeout)
-
-    def _outside(self, call: ToolCall) -> ToolResult | None:
-        try:
-            self._check(self.executor.original_name(call.name))
-        except UnknownTool as error:
-            return results.refusal(call.name, call.call_id or "call-outside-toolkit", error, time.monotonic())
-        return None
+        call = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)
+        return await self.executor._acall(call, admit=self._check)
 
     def _check(self, name: str) -> None:
+        """The toolkit's filter on the call path: a tool outside it is refused (reason ``unknown_tool``)."""
         if name not in self.tools:
             raise UnknownTool(name, (), because=f"it is not in toolkit {self.name!r}, which holds: {', '.join(self.names())}")
 

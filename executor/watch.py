@@ -31,16 +31,19 @@ def relevant(changes: set[tuple[Change, str]], config_file: Path, tools_dir: Pat
     return False
 
 
-async def watch_tools(server: ToolServer) -> None:
-    """Reload ``server`` whenever its tools or config change; runs until cancelled."""
-    while True:
+async def watch_tools(server: ToolServer, stop: anyio.Event) -> None:
+    """Reload ``server`` whenever its tools or config change; runs until ``stop`` is set (within one step) or it is
+    cancelled (which waits for the watcher thread: set ``stop`` first)."""
+    while not stop.is_set():
         config = server.config
         tools_dir, config_file = config.tools_dir, config.path
         paths = sorted({str(p) for p in (tools_dir, config_file.parent) if p.is_dir()})
         if not paths:
             return
         restart = False
-        async for changes in awatch(*paths, recursive=False, debounce=DEBOUNCE_MS, step=20, ignore_permission_denied=True):
+        async for changes in awatch(
+            *paths, recursive=False, debounce=DEBOUNCE_MS, step=20, ignore_permission_denied=True, stop_event=stop
+        ):
             if relevant(changes, config_file, tools_dir):
                 await server.reload()
                 if server.config.tools_dir != tools_dir or server.config.path != config_file:

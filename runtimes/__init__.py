@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from toolexec.runtimes.base import Prepared, Runtime, Site
-from toolexec.runtimes.process import CallControl, Cancellation, Capture, Finished, Launch, run_process
+from toolexec.runtimes.process import CallControl, Capture, Finished, Launch, run_process
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallControl",
-    "Cancellation",
     "Capture",
     "Finished",
     "Launch",

@@ -27,6 +27,9 @@ class Site:
     runtimes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The environment the tool will get (caller's, .env files, LLM_* variables).
     env: Mapping[str, str] = field(default_factory=dict)
+    # The source text the declaration was compiled from: a runtime that can hand it to the interpreter runs
+    # exactly it (None: read the file).
+    code: str | None = None
 
 
 @record

@@ -116,9 +116,6 @@ class CallControl:
             self._read = self._write = -1
 
 
-Cancellation = CallControl  # the name the API had before the control carried more than cancellation
-
-
 @record(kw_only=False, frozen=False)
 class Capture:
     """Bytes from a stream kept within ``limit``: the head and the tail."""
@@ -315,7 +312,7 @@ def _stdin_file(data: bytes) -> int:
     else:
         import tempfile
 
-        fd, path = tempfile.mkstemp()
+        fd, path = tempfile.mkstemp()  # noqa: TID251 - only where memfd_create is missing (not Linux)
         os.unlink(path)
     try:
         view = memoryview(data)

@@ -16,6 +16,7 @@ Anything else is skipped: a tool's progress can never fail a call.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -48,8 +49,6 @@ def parse_progress(line: bytes) -> dict[str, Any] | None:
     """The event data of one progress line (``progress``, and ``total``/``message`` when given), or None."""
     if len(line) > LINE_LIMIT or _too_deep(line):
         return None
-    import json
-
     try:
         report = json.loads(line.decode("utf-8", "replace"), parse_constant=_refuse_constant, parse_float=_finite)
     except (ValueError, RecursionError):  # not JSON, NaN/Infinity, an integer past Python's digit limit

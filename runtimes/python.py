@@ -1,4 +1,9 @@
-"""Python tools run through a bootstrap that imports the script and calls ``run(**arguments)``."""
+"""Python tools run through a bootstrap that runs the script's source text and calls ``run(**arguments)``.
+
+The bootstrap is handed the very text the declaration was compiled from (the call's snapshot), compiles
+it in memory and writes no bytecode: what runs is what was declared, whatever the file's timestamps say,
+and no ``__pycache__`` appears beside the user's tools.
+"""
 
 from __future__ import annotations
 
@@ -21,18 +26,22 @@ MARSHALLED = b"\0"
 
 
 class PythonRuntime:
-    """``python python_bootstrap.py TOOL`` with ``{"arguments": …}`` on stdin."""
+    """``python -B python_bootstrap.py TOOL`` with ``{"arguments": …, "source": …}`` on stdin."""
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
-        """The bootstrap under the chosen Python, the arguments as :func:`request` makes them."""
+        """The bootstrap under the chosen Python, the arguments and source text as :func:`request` makes them."""
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
-        return Prepared(argv=argv, stdin=request(arguments))
+        return Prepared(argv=argv, stdin=request(arguments, site.code))
 
 
-def request(arguments: dict[str, Any]) -> bytes:
-    """``{"arguments": …}`` for the bootstrap: in marshal's format version 2 (every Python 3 reads it; no shared
-    references, so the tool gets distinct objects as from JSON), else JSON for what marshal cannot hold."""
+def request(arguments: dict[str, Any], source: str | None = None) -> bytes:
+    """``{"arguments": …, "source": …}`` for the bootstrap (``source``: the text to run, None to read the file): in
+    marshal's format version 2 (every Python 3 reads it; no shared references, so the tool gets distinct objects as
+    from JSON), else JSON for what marshal cannot hold."""
+    data: dict[str, Any] = {"arguments": arguments}
+    if source is not None:
+        data["source"] = source
     try:
-        return MARSHALLED + marshal.dumps({"arguments": arguments}, 2)
+        return MARSHALLED + marshal.dumps(data, 2)
     except ValueError:
-        return json.dumps({"arguments": arguments}).encode("ascii")
+        return json.dumps(data).encode("ascii")

@@ -5,6 +5,12 @@ stdin: marshal's format after a NUL byte (what toolexec writes), or JSON text. K
 of third-party imports and of syntax newer than 3.8, since the interpreter is whatever
 the tool's shebang names.
 
+The tool's source text comes on stdin with the arguments (the text its declaration was compiled
+from) and is compiled in memory: no bytecode is read or written for it, so an edit within the same
+second at the same size, or a file put back with its old mtime (``cp -p``, ``rsync -t``), never
+runs stale code; ``sys.dont_write_bytecode`` keeps the modules it imports from writing
+``__pycache__`` beside the user's tools.
+
 Start-up is most of a call's cost, so nothing is imported up front beyond ``os`` and ``sys``
 (which every Python start has loaded already): the request is read with ``marshal``, which
 every interpreter has loaded too (JSON text with the C scanner behind ``json``; the ``json``
@@ -16,6 +22,7 @@ a coroutine ``run`` and ``traceback`` only for a failure.
 import os
 import sys
 
+sys.dont_write_bytecode = True
 # Read, then removed from the environment, so that nothing the tool starts inherits it.
 _FAILURE_FILE = os.environ.pop("TOOLEXEC_FAILURE_FILE", None)
 
@@ -84,22 +91,47 @@ def _parse(data):
     return json.loads(text)
 
 
-def _load(path):
+def _load(path, source):
+    """The tool's module: ``source`` (its text, as compiled into its declaration; None: the file's) run in memory."""
     tool_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, tool_dir)
     name = os.path.splitext(os.path.basename(path))[0].replace("-", "_")
     try:  # CPython's import machinery, loaded in every interpreter (importlib.util costs an import)
         from _frozen_importlib import ModuleSpec, module_from_spec
-        from _frozen_importlib_external import SourceFileLoader
     except ImportError:
-        from importlib.machinery import ModuleSpec, SourceFileLoader
+        from importlib.machinery import ModuleSpec
         from importlib.util import module_from_spec
-    spec = ModuleSpec(name, SourceFileLoader(name, path), origin=path)
+    if source is None:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    else:
+        data = source.encode("utf-8", "surrogateescape")
+        _remember(path, source)
+    spec = ModuleSpec(name, None, origin=path)
     spec.has_location = True
     module = module_from_spec(spec)
+    module.__file__ = path
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    exec(compile(data, path, "exec", dont_inherit=True), module.__dict__)
     return module
+
+
+_SOURCES = {}  # type: dict[str, str]  # (3.8 syntax: the bootstrap runs under any Python 3)
+
+
+def _remember(path, source):
+    """Keep the text that runs, so a traceback shows its lines (not those of a file edited since)."""
+    _SOURCES[path] = source
+
+
+def _show_lines():
+    """Put the texts that ran into linecache (imported only when a traceback is printed)."""
+    if _SOURCES:
+        import linecache
+
+        for path, source in _SOURCES.items():
+            lines = source.splitlines(True)
+            linecache.cache[path] = (len(source), None, lines, path)
 
 
 def _report(kind, message, stack=""):
@@ -120,7 +152,7 @@ def main():
     os.close(devnull)
     sys.argv = [path]
     try:
-        value = _load(path).run(**request["arguments"])
+        value = _load(path, request.get("source")).run(**request["arguments"])
         if _awaitable(value):
             import asyncio
 
@@ -130,6 +162,7 @@ def main():
     except BaseException as exc:  # the tool's failure is reported, not ours
         import traceback
 
+        _show_lines()
         traceback.print_exc()
         sys.stderr.flush()
         _report(type(exc).__name__, str(exc), traceback.format_exc())

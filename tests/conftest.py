@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,17 @@ import pytest
 pytest.register_assert_rewrite("tests.helpers")
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The suite runs as users run: variables of the machine it happens to run on that users do not have are cleared
+# here, before any test (or any interpreter a test starts) reads them. This machine writes no bytecode; users do.
+MACHINE_ONLY = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONNOUSERSITE", "PYTHONSAFEPATH", "PYTHONWARNINGS")
+for _name in MACHINE_ONLY:
+    os.environ.pop(_name, None)
+sys.dont_write_bytecode = False
+# A suite started in the background of a script inherits SIGINT ignored, and so would every interpreter a test
+# starts (an ignored signal stays ignored across exec): Ctrl-C works for users, so it does here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Protocol
 from toolexec import results
 from toolexec.errors import BadRequest
 from toolexec.providers.names import NameMap, NameRule
-from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.records import DECLARATION_FORMATS, ToolCall, ToolDeclaration, ToolResult
 
 __all__ = [
     "DECLARATION_FORMATS",
@@ -50,9 +50,6 @@ __all__ = [
     "render",
     "sent_of",
 ]
-
-# Every declaration format: `toolexec declarations --format …` and `Executor.definitions(format=…)`.
-DECLARATION_FORMATS = ("openai", "openai-strict", "responses", "anthropic", "gemini", "mcp")
 
 
 class Sent(NamedTuple):

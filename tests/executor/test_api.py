@@ -14,7 +14,7 @@ from tests.conftest import Project, toolexec
 from tests.helpers import ESCAPES, RECORDER, alive, max_overlap, read_pid, wait_until
 from toolexec import Executor
 from toolexec.records import ToolCall, ToolResult
-from toolexec.runtimes.process import Cancellation
+from toolexec.runtimes.process import CallControl as Cancellation
 
 CLOSED = "the executor is closed; create a new Executor to call tools"
 

@@ -130,7 +130,8 @@ def inject_metadata(project: Project, name: str, metadata: dict[str, Any]) -> No
     """Build, then give one tool metadata in the stored catalog (the build reuses unchanged files' declarations),
     so these tests do not depend on how a compiler reads metadata from source."""
     from toolexec.build import build
-    from toolexec.catalog import Catalog, save_catalog
+    from toolexec.catalog import Catalog
+    from toolexec.catalog_store import save_catalog
     from toolexec.config import load_config
     from toolexec.records import ToolDeclaration
 
@@ -478,7 +479,9 @@ def test_tools_added_changed_and_broken_while_serving(tools: Project, era: str, 
             await await_until(lambda: "greet.py" in (tmp_path / "server.err").read_text())
             assert changes == []  # the broken edit keeps serving the old version: nothing changed for clients
             still = await client.call_tool("greet", {"name": "Ada"})
-            assert (still.is_error, text(still)) == (False, "hello Ada")
+            problem = f"{tools.tools / 'greet.py'}:1:1: syntax error: unexpected text near 'def run(name: str) -> str:'"
+            note = f"greet: the file no longer builds ({problem}); ran its last good version"
+            assert (still.is_error, text(still)) == (False, f"hello Ada\n[toolexec note: {note}]")
             group.cancel_scope.cancel()
 
     anyio.run(scenario)
@@ -711,3 +714,35 @@ def test_a_one_shot_run_imports_no_mcp_machinery(tools: Project) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout == "hello x[]\n", done.stderr
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_with_hot_reload_on_the_server_exits_promptly(tools: Project, how: str) -> None:
+    """The file watcher stops with the server: the SDK client's close (stdin EOF) or a SIGTERM ends it within 0.5 s,
+    not after the watcher's own 5 s timeout (the one timing in this suite: it is the promise)."""
+    server: list[int] = []
+
+    async def session() -> float:
+        async with stdio(tools, "legacy") as client:
+            assert (await client.call_tool("greet", {"name": "x"})).is_error is False
+            server.append(_server_pid(tools))
+            if how == "sigterm":
+                os.kill(server[0], signal.SIGTERM)
+                await await_until(lambda: not alive(server[0]))
+            started = time.monotonic()
+        return time.monotonic() - started
+
+    closing = anyio.run(session)
+    assert closing <= 0.5, f"closing the session took {closing:.2f} s"
+    assert not alive(server[0])
+
+
+def _server_pid(project: Project) -> int:
+    """The pid of the one `toolexec mcp` serving ``project`` (a child of this process)."""
+    import psutil
+
+    found = [
+        p.pid for p in psutil.Process().children(recursive=True) if "mcp" in p.cmdline() and str(project.config) in p.cmdline()
+    ]
+    assert len(found) == 1, found
+    return found[0]

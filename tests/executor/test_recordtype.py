@@ -159,3 +159,33 @@ def test_making_records_imports_neither_dataclasses_nor_typing() -> None:
     code = "import sys, toolexec.records, toolexec.config; print(sorted({'dataclasses', 'typing', 'inspect'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "[]\n"
+
+
+def test_a_record_shows_its_fields_to_inspect_and_help() -> None:
+    import inspect
+    import pydoc
+
+    from toolexec import ToolCall, ToolResult
+    from toolexec.recordtype import field, record
+
+    assert str(inspect.signature(ToolCall)) == (
+        "(*, name: 'str', arguments: 'Any', call_id: 'str | None' = None, timeout: 'float | None' = None) -> None"
+    )
+    assert "ToolResult(*, ok: 'bool', status: 'Status', output: 'str'," in pydoc.render_doc(ToolResult, renderer=pydoc.plaintext)
+
+    @record(kw_only=False)
+    class Pair:
+        left: int
+        right: list[int] = field(default_factory=list)
+
+    assert str(inspect.signature(Pair)) == "(left: 'int', right: 'list[int]' = <factory>) -> None"
+    assert inspect.signature(Pair).bind(1, [2]).arguments == {"left": 1, "right": [2]}
+
+
+def test_defining_a_record_imports_nothing() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; import toolexec.records; print(sorted({'inspect', 'dataclasses', 'typing'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

@@ -368,7 +368,7 @@ def test_enabled_tools_problems_follow_an_edit_of_enabled_tools(capsys: pytest.C
     assert project.executor(enabled_tools=["add", "ad"]).build().problems == [unknown]
     assert cli(capsys, "--config", str(config), "build")[2] == unknown + "\n"
     # the stored catalog stays fresh across an edit of enabled_tools, and holds no config-level problem
-    from toolexec.catalog import load_catalog
+    from toolexec.catalog_store import load_catalog
     from toolexec.config import load_config
 
     project.configure(enabled_tools=["add"])
@@ -392,7 +392,8 @@ def test_enabled_tools_problems_follow_an_edit_of_enabled_tools(capsys: pytest.C
 
 
 def test_catalog_diff_and_round_trip(project: Project) -> None:
-    from toolexec.catalog import Catalog, Diff, load_catalog
+    from toolexec.catalog import Catalog, Diff
+    from toolexec.catalog_store import load_catalog
 
     one = 'def run(a: int) -> int:\n    """One."""\n    return a\n'
     project.tool("keep.py", one)

@@ -90,9 +90,13 @@ def test_threads_asking_while_the_backend_is_decided_all_get_the_linux_path(monk
     deciding, asked = threading.Event(), threading.Event()
     real = os.pidfd_open
 
+    calls: list[int] = []
+
     def slow_pidfd_open(pid: int) -> int:  # the first decision waits until the second thread has asked
-        deciding.set()
-        asked.wait(timeout=10)
+        calls.append(pid)
+        if len(calls) == 1:  # the second asker decides for itself, at once (waiting here only timed out)
+            deciding.set()
+            assert asked.wait(timeout=30), "the second thread never got its answer"
         return real(pid)
 
     monkeypatch.setattr(os, "pidfd_open", slow_pidfd_open)
@@ -102,5 +106,5 @@ def test_threads_asking_while_the_backend_is_decided_all_get_the_linux_path(monk
     assert deciding.wait(timeout=10)
     second = process_linux.available()
     asked.set()
-    first.join(timeout=10)
+    first.join(timeout=30)
     assert (answers, second) == ([True], True)

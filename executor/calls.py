@@ -1,0 +1,323 @@
+"""The one call path: every call, from every surface, takes these steps in this order.
+
+::
+
+    ToolCall ─ prepare ──────────────────────────── approve ─────────── execute ─────────────────────────→ ToolResult
+               resolve the name (provider-safe too)  before_call hook    registered in flight (close() ends it)
+               one snapshot: declaration + source    (sync or async;     a slot of max_parallel
+               (one freshness check)                 a failure denies)   Engine: runtime.prepare → process → result
+               call id, timeout, arguments validated  Rewrite re-validated
+
+:class:`Calls` holds the one limiter and the one in-flight registry. :class:`~toolexec.api.Executor`
+(``call``, ``acall``, ``call_many``), :class:`~toolexec.toolkit.Toolkit` (a filter over it) and the MCP
+server's ``tools/call`` are adapters over it; a refusal at any step is a result, never an exception.
+A per-call feature (a sandbox policy, a usage cap, a tracing span, an audit line) is one step here,
+or a small wrapper around :meth:`Calls.execute`; see docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from toolexec import results
+from toolexec.engine import Engine, refused
+from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, ToolexecError
+from toolexec.records import ToolCall, ToolResult, limit_problem
+from toolexec.recordtype import record
+from toolexec.sources import Snapshot, Source
+from toolexec.state import call_id_for, check_call_id
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterable
+    from concurrent.futures import Future, ThreadPoolExecutor
+    from typing import Any, Literal, TypeGuard
+
+    from toolexec.approval import ApprovalRequest, BeforeCall, Decision
+    from toolexec.runtimes.process import CallControl
+
+    # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
+    Admit = Callable[[str], None]
+
+__all__ = ["CLOSED", "Calls", "Pending"]
+
+CLOSED = "the executor is closed; create a new Executor to call tools"
+
+
+@record
+class Pending:
+    """A call that passed :meth:`Calls.prepare`: what it will run, with what, under which id."""
+
+    call: ToolCall  # as the caller sent it (the name resolved; a Rewrite's arguments)
+    snapshot: Snapshot  # taken once: what is approved is what runs
+    arguments: dict[str, Any]  # validated against the snapshot's schema
+    call_id: str
+    started: float
+
+    def approval_request(self) -> ApprovalRequest:
+        """What the ``before_call`` hook is shown."""
+        from toolexec.approval import ApprovalRequest
+
+        return ApprovalRequest(tool=self.snapshot.declaration, arguments=self.arguments, call_id=self.call.call_id)
+
+
+class Calls:
+    """The path every call takes (see the module's picture), with the one limiter and in-flight registry."""
+
+    def __init__(self, source: Source, *, before_call: BeforeCall | None = None, max_parallel: int | None = None) -> None:
+        self.source = source
+        self.before_call = before_call
+        self.max_parallel = max_parallel or source.config.max_parallel
+        self._registry = threading.Condition()  # guards _in_flight, _closed, _running and _threads
+        self._in_flight: dict[object, CallControl] = {}
+        self._running = 0
+        self._closed = False
+        self._threads: ThreadPoolExecutor | None = None
+
+    # --- the steps ----------------------------------------------------------------------------
+
+    def prepare(self, call: ToolCall, *, admit: Admit | None = None) -> Pending | ToolResult:
+        """Resolve, snapshot and validate ``call``; the refusal of a call that cannot run.
+
+        ``admit`` is a filter (a toolkit's): it sees the resolved call and may refuse it with a ToolexecError.
+        """
+        from toolexec.validation import parse_arguments
+
+        started = time.monotonic()
+        call_id = call_id_for(call.call_id)  # the one default for a missing call id
+        try:
+            check_call_id(call_id)
+            if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
+                from toolexec.errors import brief
+
+                raise BadRequest(f"timeout must be {problem}, got {brief(call.timeout)}")
+            if not isinstance(call.name, str):
+                raise BadRequest(f"a tool name must be text, got {type(call.name).__name__}")
+            snapshot = self.source.snapshot(call.name)
+            tool = snapshot.declaration
+            if admit is not None:
+                admit(tool.name)
+            arguments = snapshot.validator(tool.name, parse_arguments(call.arguments, tool.name))
+        except ToolexecError as error:
+            return refused(call, error, started=started, call_id=call_id)
+        if tool.name != call.name:
+            call = ToolCall(name=tool.name, arguments=call.arguments, call_id=call.call_id, timeout=call.timeout)
+        return Pending(call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started)
+
+    def ask(self, pending: Pending) -> Decision | Awaitable[Decision]:
+        """The ``before_call`` hook's answer (an awaitable from an async hook); a hook that raises denies."""
+        if self.before_call is None:
+            return None
+        try:
+            decision = self.before_call(pending.approval_request())
+        except Exception as error:  # a failing hook denies; the caller's program goes on
+            return failed_hook(error)
+        return _guarded(decision) if _awaitable(decision) else decision
+
+    def decide(self, pending: Pending, decision: Any) -> Pending | ToolResult:
+        """The call to run (as approved, or rewritten and validated again), or the refusal the model reads."""
+        if decision is None or decision is True:
+            return pending
+        from toolexec.approval import Deny, Rewrite  # only a hook's answer needs them
+        from toolexec.recordtype import replace
+
+        tool = pending.snapshot.declaration
+        try:
+            if isinstance(decision, Deny):
+                raise CallDenied(tool.name, decision.reason)
+            if decision is False:
+                raise CallDenied(tool.name, "the before_call hook did not allow it")
+            if not isinstance(decision, Rewrite):
+                raise CallDenied(tool.name, f"the before_call hook returned {decision!r}, not Deny, Rewrite, True, False or None")
+            arguments = decision.arguments
+            if not isinstance(arguments, dict):
+                raise CallDenied(
+                    tool.name, f"the before_call hook rewrote the arguments to {type(arguments).__name__}, not an object"
+                )
+            arguments = pending.snapshot.validator(tool.name, arguments)
+        except ToolexecError as error:
+            return results.refusal(tool.name, pending.call_id, error, time.monotonic())
+        call = ToolCall(name=tool.name, arguments=arguments, call_id=pending.call.call_id, timeout=pending.call.timeout)
+        return replace(pending, call=call, arguments=arguments)
+
+    def approve(self, pending: Pending) -> Pending | ToolResult:
+        """:meth:`ask` and :meth:`decide` on this thread (an async hook is run to completion here)."""
+        if self.before_call is None:
+            return pending
+        decision = self.ask(pending)
+        if _awaitable(decision):
+            import asyncio
+
+            decision = asyncio.run(_awaited(decision))
+        return self.decide(pending, decision)
+
+    def execute(self, pending: Pending, control: CallControl) -> ToolResult:
+        """Registered in flight, then a slot, then the engine; unregistered when it returns."""
+        token = self._register(control)
+        if token is None:
+            return not_run(pending.call, pending.call_id, "refused", CLOSED)
+        return self._execute(token, pending, control)
+
+    def _execute(self, token: object, pending: Pending, control: CallControl) -> ToolResult:
+        holds = False
+        try:
+            holds = self._take_slot(control)
+            if not holds:  # closed (or cancelled) while waiting for a slot
+                return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
+            engine = Engine(pending.snapshot.config)
+            return engine.execute(
+                pending.snapshot, pending.call, pending.arguments, control, call_id=pending.call_id, started=pending.started
+            )
+        finally:
+            with self._registry:
+                self._running -= holds
+                del self._in_flight[token]
+                self._registry.notify_all()
+
+    # --- whole calls ---------------------------------------------------------------------------
+
+    def run(self, call: ToolCall, control: CallControl | None = None, *, admit: Admit | None = None) -> ToolResult:
+        """Every step on this thread; ``control`` (made and closed here when not given) cancels the call."""
+        pending = self.prepare(call, admit=admit)
+        if isinstance(pending, Pending):
+            pending = self.approve(pending)
+        if isinstance(pending, ToolResult):
+            return pending
+        if control is not None:
+            return self.execute(pending, control)
+        from toolexec.runtimes.process import CallControl
+
+        own = CallControl()
+        try:
+            return self.execute(pending, own)
+        finally:
+            own.close()
+
+    def submit(self, pending: Pending | ToolResult, control: CallControl) -> Future[ToolResult]:
+        """:meth:`execute` on the calls' own threads (``max_parallel`` of them); a result is returned as done."""
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        if isinstance(pending, ToolResult):
+            done: Future[ToolResult] = Future()
+            done.set_result(pending)
+            return done
+        with self._registry:  # registered before it is queued, so close() cancels and waits for it too
+            token = self._register(control)
+            if token is not None:
+                if self._threads is None:
+                    self._threads = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="toolexec-call")
+                return self._threads.submit(self._execute, token, pending, control)
+        closed: Future[ToolResult] = Future()
+        closed.set_result(not_run(pending.call, pending.call_id, "refused", CLOSED))
+        return closed
+
+    def run_many(self, calls: Iterable[ToolCall], control: CallControl, *, admit: Admit | None = None) -> list[ToolResult]:
+        """``calls`` prepared and approved in order, run concurrently; results in input order.
+
+        If the waiting thread is interrupted (``KeyboardInterrupt``), ``control`` is cancelled and
+        the calls have ended before it re-raises.
+        """
+        from concurrent.futures import wait
+
+        work = []
+        for call in calls:
+            pending = self.prepare(call, admit=admit)
+            work.append(self.submit(self.approve(pending) if isinstance(pending, Pending) else pending, control))
+        try:
+            wait(work)
+        except BaseException:  # the waiting thread was interrupted: end the calls, then re-raise
+            control.cancel()
+            wait(work)
+            raise
+        return [future.result() for future in work]
+
+    # --- the registry and the limiter ----------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """How many calls are registered (waiting for a slot or running)."""
+        with self._registry:
+            return len(self._in_flight)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Cancel every call in flight and wait (up to ``timeout`` seconds) until they have returned; later calls
+        are refused. True when every call has returned. Closing twice is harmless."""
+        with self._registry:
+            self._closed = True
+            for control in self._in_flight.values():
+                control.cancel()
+            self._registry.notify_all()  # calls waiting for a slot see their cancellation now
+            done = self._registry.wait_for(lambda: not self._in_flight, timeout)
+            threads, self._threads = (self._threads, None) if done else (None, self._threads)
+        if threads is not None:
+            threads.shutdown(wait=True)  # every call has returned: the threads are idle
+        return done
+
+    def _register(self, control: CallControl) -> object | None:
+        with self._registry:
+            if self._closed:
+                return None
+            token = object()
+            self._in_flight[token] = control
+            return token
+
+    def _take_slot(self, control: CallControl) -> bool:
+        """Wait for one of the ``max_parallel`` slots; False when the call was cancelled first."""
+        with self._registry:
+            while self._running >= self.max_parallel and not control.cancelled:
+                # A slot freed or close() wakes this at once; a cancellation of this call alone
+                # (a pipe, not this condition) is seen within the timeout.
+                self._registry.wait(0.05)
+            if control.cancelled:
+                return False
+            self._running += 1
+            return True
+
+
+def _awaitable(value: object) -> TypeGuard[Awaitable[Any]]:
+    """What ``inspect.isawaitable`` says, without importing ``inspect`` on the one-shot path."""
+    if value is None or isinstance(value, bool):
+        return False
+    if hasattr(type(value), "__await__"):
+        return True
+    code = getattr(value, "gi_code", None)  # a generator made a coroutine by @types.coroutine
+    return code is not None and bool(code.co_flags & 0x100)
+
+
+async def _awaited(decision: Awaitable[Decision]) -> Decision:
+    return await decision
+
+
+async def _guarded(decision: Awaitable[Decision]) -> Decision:
+    """An async hook's answer; one that raises denies, as a sync one does."""
+    try:
+        return await decision
+    except Exception as error:
+        return failed_hook(error)
+
+
+def failed_hook(error: Exception) -> Decision:
+    """The denial standing for a hook that raised."""
+    from toolexec.approval import Deny
+
+    return Deny(f"the before_call hook failed: {type(error).__name__}: {error}")
+
+
+def not_run(call: ToolCall, call_id: str, status: Literal["refused", "cancelled"], message: str) -> ToolResult:
+    """The result of a call that never started: refused (closed) or cancelled while it waited for a slot."""
+    if status == "refused":
+        return results.refusal(call.name, call_id, BadRequest(message), time.monotonic())
+    return ToolResult(
+        ok=False,
+        status="cancelled",
+        output="",
+        error=message,
+        exit_code=EXIT_CANCELLED,
+        stderr="",
+        duration_ms=0.0,
+        tool_call_id=call_id,
+        tool_name=call.name,
+        tool_call_error=f"Tool call '{call.name}' was cancelled",
+        reason="cancelled",
+    )
