@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import collections
 import contextlib
 import json
 import os
@@ -54,6 +55,8 @@ from toolexec.watch import watch_tools
 
 CatalogMode = Literal["full", "summaries"]
 DESCRIBE_TOOL = "describe_tool"
+# Progress events waiting for a slow client, per call; past it the oldest give way to the newest.
+PROGRESS_PENDING = 16
 # How long a cancelled call may take to end its tree (SIGTERM, grace, SIGKILL) before the server stops waiting.
 CANCEL_WAIT_SECONDS = 10.0
 
@@ -168,25 +171,26 @@ def _offset(cursor: str, total: int) -> int:
 
 
 class LatestProgress:
-    """One call's progress on its way to the client, bounded and coalesced: only the newest event waits, so a
-    tool writing progress faster than the client reads it costs one event of memory, never a queue.
+    """One call's progress on its way to the client, bounded and coalesced: at most :data:`PROGRESS_PENDING` events
+    wait, and when a tool writes faster than the client reads, the oldest waiting ones give way to the newest (which
+    always goes out). A fast writer costs a few events of memory, never a queue.
 
-    ``put`` is called from the thread running the call; iterating (in the event loop) yields the newest event
-    each time one arrived since the last, until ``close``.
+    ``put`` is called from the thread running the call; iterating (in the event loop) yields the waiting events in
+    order until ``close``.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._latest: dict[str, Any] | None = None
-        self._waking = False  # a wake-up is on its way to the loop: later events only replace the newest
+        self._pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=PROGRESS_PENDING)
+        self._waking = False  # a wake-up is on its way to the loop: later events only join the pending ones
         self._closed = False
         self._ready = anyio.Event()
         self._token = anyio.lowlevel.current_token()
 
     def put(self, event: dict[str, Any]) -> None:
-        """Make ``event`` the newest (from the call's thread)."""
+        """Add ``event`` (from the call's thread)."""
         with self._lock:
-            self._latest = event
+            self._pending.append(event)
             if self._waking or self._closed:
                 return
             self._waking = True
@@ -194,7 +198,7 @@ class LatestProgress:
             anyio.from_thread.run_sync(self._ready.set, token=self._token)
 
     def close(self) -> None:
-        """No more events (in the loop): iteration ends after the newest one."""
+        """No more events (in the loop): iteration ends after the pending ones."""
         with self._lock:
             self._closed = True
         self._ready.set()
@@ -203,10 +207,11 @@ class LatestProgress:
         while True:
             await self._ready.wait()
             with self._lock:
-                event, self._latest = self._latest, None
+                events = list(self._pending)
+                self._pending.clear()
                 self._waking, self._ready = False, anyio.Event()
                 closed = self._closed
-            if event is not None:
+            for event in events:
                 yield event
             if closed:
                 return

@@ -252,11 +252,7 @@ def test_hostile_progress_lines_never_reach_the_client_unvalidated(tools: Projec
             assert text(again) == "alive"
         return seen
 
-    seen = anyio.run(scenario)
-    # Coalesced (the newest event wins), so some good lines may be skipped; never a bad one, never the last one.
-    assert seen[-1] == EXPECTED_PROGRESS[-1]
-    rest = iter(EXPECTED_PROGRESS)
-    assert all(event in rest for event in seen), seen  # in order, and each one of the good lines
+    assert anyio.run(scenario) == EXPECTED_PROGRESS  # fewer good lines than may wait: none was coalesced away
 
 
 def rss_kib(pid: int) -> int:
@@ -265,7 +261,7 @@ def rss_kib(pid: int) -> int:
 
 
 def test_a_progress_flood_to_a_client_that_does_not_read_costs_one_event(tools: Project, tmp_path: Path) -> None:
-    """The client reads nothing while the tool writes 300,000 lines: the server keeps only the newest event
+    """The client reads nothing while the tool writes 300,000 lines: the server keeps only the newest few events
     (its memory stays flat), and once the client reads, the last line is the last progress it gets."""
     lines, done = 300_000, tmp_path / "done"
     server = RawStdio(tools)
@@ -581,7 +577,12 @@ def test_a_broken_tool_stays_served_when_visible_tools_changes(tools: Project, t
             assert [t.name for t in listed] == ["echo", "sleeper", "noisy", "late"]
             assert listed[0].input_schema["properties"] == {"text": {"type": "string", "description": "What to say."}}
             still = await client.call_tool("echo", {"text": "the last good version"})
-            assert (still.is_error, text(still)) == (False, "the last good version")
+            assert still.is_error is False
+            assert re.fullmatch(
+                r"the last good version\n\[toolexec note: echo: the file no longer builds \(\S*echo\.py:1:1: .*\); "
+                r"ran its last good version\]",
+                text(still),
+            ), text(still)
 
     names: list[str] = []
 
