@@ -18,6 +18,7 @@ import binascii
 import collections
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -44,12 +45,13 @@ from toolexec.calls import Calls
 from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
-from toolexec.mcp_stdio import stdio_transport
+from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
 from toolexec.sources import WatchedSource
+from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
 from toolexec.version import __version__
 from toolexec.watch import watch_tools
 
@@ -315,10 +317,10 @@ class ToolServer:
         if check is None:
             return types.CallToolResult(content=[types.TextContent(text=text)])
         try:
-            value = json.loads(result.output)
-        except json.JSONDecodeError as exc:
+            value = _output_json(result.output)
+        except ValueError as exc:
             return _error(
-                f"Tool call '{result.tool_name}' declared an output schema but its output is not JSON ({exc.msg}): {result.output[:200]}"
+                f"Tool call '{result.tool_name}' declared an output schema but its output is not JSON ({exc}): {result.output[:200]}"
             )
         problems = sorted(check.iter_errors(value), key=lambda e: list(e.absolute_path))
         if problems:
@@ -520,6 +522,39 @@ class ToolServer:
         outcome = stop()
         if outcome is not None:
             await outcome
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJSON(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJSON(f"{text[:40]} is too large for a JSON number")
+    return value
+
+
+def _output_json(output: str) -> Any:
+    """A tool's output read as the JSON its output schema promises, in a form any client can be sent: at most
+    ``MAX_DEPTH`` levels, finite numbers, lone surrogates replaced; ValueError saying what it is not."""
+    if too_deep_text(output, MAX_DEPTH):
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    try:
+        value = json.loads(output, parse_constant=_refuse_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise ValueError(exc.msg) from None
+    except _NotJSON:
+        raise
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise ValueError(f"an integer of more than {MAX_DIGITS} digits") from None
+    return json_safe(value)
 
 
 def _error(message: str) -> types.CallToolResult:

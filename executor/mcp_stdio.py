@@ -116,7 +116,7 @@ def encode(message: types.JSONRPCMessage) -> bytes:
     except Exception:
         pass
     try:
-        data = _plain(message.model_dump(mode="python", by_alias=True, exclude_unset=True))
+        data = json_safe(message.model_dump(mode="python", by_alias=True, exclude_unset=True))
         return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode() + b"\n"
     except Exception:
         pass
@@ -127,16 +127,16 @@ def encode(message: types.JSONRPCMessage) -> bytes:
     return reply.model_dump_json(by_alias=True).encode() + b"\n"
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as JSON can carry it: lone surrogates replaced, non-finite numbers as null (iteratively deep)."""
+def json_safe(value: Any) -> Any:
+    """``value`` as JSON can carry it: lone surrogates replaced by U+FFFD, non-finite numbers as null."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {_plain(str(key)): _plain(item) for key, item in value.items()}
+        return {json_safe(str(key)): json_safe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
+        return [json_safe(item) for item in value]
     return value
 
 

@@ -214,24 +214,74 @@ def test_every_line_the_stdio_server_cannot_take_is_answered_and_it_keeps_servin
     assert "Traceback" not in server.log
 
 
-def test_a_result_that_cannot_be_encoded_becomes_text_json_can_carry(project: Project) -> None:
-    """Structured output holding a lone surrogate (``"\\udcff"`` in JSON a tool prints) must not end the writer."""
-    project.tool(
-        "odd.sh",
-        "#!/usr/bin/env bash\n# @describe Return a name with a lone surrogate.\n"
-        'main() { printf \'{"name": "a\\\\udcffb"}\' >> "$LLM_OUTPUT"; }\neval "$(argc --argc-eval "$0" "$@")"\n',
-    )
-    project.configure(["odd.sh"])
-    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-    inject_metadata(project, "odd", {"output_schema": schema})
-    server = RawStdio(project)
-    try:
-        called = server.request(2, "tools/call", {"name": "odd", "arguments": {}})
-        assert called["result"]["isError"] is False
-        assert json.loads(called["result"]["content"][0]["text"]) == {"name": "a\ufffdb"}
-        assert server.request(3, "ping")["result"] == {}
-    finally:
-        assert server.close() == 0
+ODD_OUTPUT = r'''
+def run(kind: str) -> str:
+    """Print JSON that the declared output shape cannot take as is.
+
+    Args:
+        kind: Which.
+    """
+    return {
+        "surrogate": '{"name": "a\\udcffb"}',
+        "nan": '{"name": "x", "size": NaN}',
+        "huge": '{"name": "x", "size": 1e400}',
+        "digits": '{"name": "x", "size": ' + "9" * 5000 + "}",
+        "deep": '{"name": "x", "more": ' + "[" * 30000 + "]" * 30000 + "}",
+    }[kind]
+'''
+OUTPUT_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+NOT_JSON = "Tool call 'odd' declared an output schema but its output is not JSON ({}): {}"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_structured_output_no_json_writer_can_send_is_made_safe_or_refused(project: Project, transport: str) -> None:
+    """A tool's output goes through the same checks as its progress before it reaches the protocol writer."""
+    project.tool("odd.py", ODD_OUTPUT)
+    project.configure(["odd.py"])
+    inject_metadata(project, "odd", {"output_schema": OUTPUT_SCHEMA})
+
+    async def calls(client: Client) -> dict[str, tuple[bool, str, Any]]:
+        results = {}
+        for kind in ("surrogate", "nan", "huge", "digits", "deep"):
+            result = await client.call_tool("odd", {"kind": kind})
+            results[kind] = (result.is_error, text(result), result.structured_content)
+        return results
+
+    async def scenario() -> dict[str, tuple[bool, str, Any]]:
+        if transport == "stdio":
+            async with stdio(project, "legacy") as client:
+                return await calls(client)
+        server = Http(project, "--token-env", "T", env={"T": "sesame-sesame-sesame"})
+        try:
+            async with (
+                httpx2.AsyncClient(
+                    headers={"Authorization": "Bearer sesame-sesame-sesame"}, timeout=httpx2.Timeout(WAIT)
+                ) as session,
+                Client(streamable_http_client(server.url, http_client=session), mode="legacy") as client,
+            ):
+                return await calls(client)
+        finally:
+            assert server.stop() == 0
+            assert "Traceback" not in server.log()
+
+    results = anyio.run(scenario)
+    assert results == {
+        "surrogate": (False, '{"name": "a\ufffdb"}', {"name": "a\ufffdb"}),
+        "nan": (True, NOT_JSON.format("NaN is not a JSON number", '{"name": "x", "size": NaN}'), None),
+        "huge": (True, NOT_JSON.format("1e400 is too large for a JSON number", '{"name": "x", "size": 1e400}'), None),
+        "digits": (True, NOT_JSON.format("an integer of more than 4300 digits", '{"name": "x", "size": ' + "9" * 178), None),
+        "deep": (True, NOT_JSON.format("nested more than 100 levels deep", '{"name": "x", "more": ' + "[" * 178), None),
+    }
+
+
+def test_the_stdio_writer_sends_what_json_can_carry_and_never_stops() -> None:
+    """Defence in depth behind the checks above: a message the SDK cannot encode still goes out, made safe."""
+    from toolexec.mcp_stdio import encode
+
+    reply = types.JSONRPCResponse(jsonrpc="2.0", id=7, result={"text": "a\udcffb", "n": float("nan"), "k\ud800": [1]})
+    assert json.loads(encode(reply)) == {"jsonrpc": "2.0", "id": 7, "result": {"text": "a\ufffdb", "n": None, "k\ufffd": [1]}}
+    note = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"data": "\udc00"})
+    assert json.loads(encode(note))["params"] == {"data": "\ufffd"}
 
 
 # --- progress: hostile lines, and a flood -----------------------------------------------------------
