@@ -219,11 +219,12 @@ class Executor:
         """Run a model's tool calls and return the result messages in the same provider's shape.
 
         ``data`` is what the model returned (parsed JSON: a message, a response, a list of
-        calls); see :func:`toolexec.providers.parse_batch` for the accepted shapes.
+        calls; or the SDK's own object), or a :class:`~toolexec.providers.Batch` from
+        :meth:`parse_calls`; see :func:`toolexec.providers.parse_batch` for the accepted shapes.
         """
-        from toolexec.providers import render
+        from toolexec.providers import Batch, render
 
-        batch = self.parse_calls(data, format)
+        batch = data if isinstance(data, Batch) else self.parse_calls(data, format)
         return render(batch, batch.complete(self.call_many(batch.calls, cancel=cancel)))
 
     def format_tool_result(self, result: ToolResult, format: str = "openai") -> dict[str, Any]:

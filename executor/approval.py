@@ -3,8 +3,8 @@
 The hook (a plain or an ``async`` function) returns what to do::
 
     def before_call(request: ApprovalRequest) -> Decision:
-        if request.annotations.destructive:
-            return Deny("destructive tools need a person's yes")   # the model reads this, as an error result
+        if request.may_modify:   # not declared read-only or non-destructive, as --confirm destructive reads it
+            return Deny("this tool needs a person's yes")   # the model reads this, as an error result
         if request.tool.name == "fs_ls" and "path" not in request.arguments:
             return Rewrite({**request.arguments, "path": "."})        # re-validated before it runs
         return None                                                   # allow (so does True)
@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import threading
+import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, TextIO
+from typing import Any, BinaryIO, Literal, NamedTuple
 
 from toolexec.records import Annotations, ToolDeclaration
 
@@ -41,6 +42,15 @@ class ApprovalRequest:
     def annotations(self) -> Annotations:
         """The tool's behaviour hints (read-only, destructive, idempotent, open-world; None when undeclared)."""
         return self.tool.metadata.annotations
+
+    @property
+    def may_modify(self) -> bool:
+        """Whether the tool may modify something: it is declared neither read-only nor non-destructive.
+
+        A tool without hints may (MCP's reading of undeclared hints), so this is not
+        ``annotations.destructive``, which is None then. ``--confirm destructive`` asks about these tools.
+        """
+        return needs_confirmation(self.tool, "destructive")
 
 
 class Deny(NamedTuple):
@@ -84,10 +94,11 @@ def confirm_on_terminal(mode: ConfirmMode, *, terminal: str = "/dev/tty") -> Bef
     def ask(request: ApprovalRequest) -> Decision:
         if not needs_confirmation(request.tool, mode):
             return None
-        arguments = json.dumps(request.arguments, ensure_ascii=False)
+        arguments = _printable(json.dumps(request.arguments, ensure_ascii=False))
         with lock:
             try:
-                with open(terminal, "r+", encoding="utf-8") as tty:
+                # Unbuffered bytes: a terminal is not seekable, which the text mode "r+" would need.
+                with open(terminal, "rb+", buffering=0) as tty:
                     answer = _ask(tty, f"toolexec: run {request.tool.name} {arguments}? [y/N] ")
             except OSError:
                 return Deny(f"--confirm {mode} needs a terminal to ask on, and there is none")
@@ -98,7 +109,12 @@ def confirm_on_terminal(mode: ConfirmMode, *, terminal: str = "/dev/tty") -> Bef
     return ask
 
 
-def _ask(tty: TextIO, question: str) -> str:
-    tty.write(question)
-    tty.flush()
-    return tty.readline().strip().lower()
+def _printable(text: str) -> str:
+    """``text`` with every control and format character escaped: a model's arguments never steer the terminal."""
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c)[0] == "C" else c for c in text)
+
+
+def _ask(tty: BinaryIO, question: str) -> str:
+    """Write ``question`` and read one line of answer (at most 256 bytes; end of input is no answer)."""
+    tty.write(question.encode("utf-8", "backslashreplace"))
+    return tty.readline(256).decode("utf-8", "replace").strip().lower()

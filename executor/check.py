@@ -101,7 +101,8 @@ def check_file(path: str | Path) -> list[Finding]:
 def check_paths(paths: Iterable[str | Path]) -> tuple[list[Finding], int]:
     """Every finding for the given files, and how many files were checked.
 
-    A directory stands for the tool files directly in it.
+    A directory stands for the tool files directly in it (a name starting with ``_`` is a helper module the
+    tools share, such as the file built-ins' ``_fsguard.py``, not a tool).
     """
     from toolexec.compilers import SUFFIXES
 
@@ -110,7 +111,7 @@ def check_paths(paths: Iterable[str | Path]) -> tuple[list[Finding], int]:
     for path in paths:
         target = Path(path)
         if target.is_dir():
-            files = sorted(p for p in target.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+            files = sorted(p for p in target.iterdir() if p.is_file() and p.suffix in SUFFIXES and not p.name.startswith("_"))
         elif target.exists():
             files = [target]
         else:

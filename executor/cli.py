@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from toolexec.runtimes.process import CallControl
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE
 
 
 def program() -> int:
@@ -47,7 +48,10 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
         return error.exit_code
     except KeyboardInterrupt:
         return 130
-    except OSError as exc:  # stdout closed, a full disk (/dev/full), a broken pipe: the output could not be written
+    except BrokenPipeError:  # the reader left (`toolexec list | head -1`): quiet, with the status a shell
+        _discard_stdout()  # reports for a program that SIGPIPE ended, as git and ls end
+        return EXIT_BROKEN_PIPE
+    except OSError as exc:  # stdout closed, a full disk (/dev/full): the output could not be written
         _discard_stdout()
         _say(f"toolexec: cannot write the output: {exc.strerror or exc}")
         return EXIT_FAILED
@@ -347,7 +351,16 @@ def _init(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise BadRequest(f"cannot write {destination}: {exc.strerror or exc}") from None
         print(f"wrote {destination}")
+    print(f"next: {_next_command(target)}")
     return EXIT_OK
+
+
+def _next_command(target: Path) -> str:
+    """What to type after ``init``: go to the project and write a tool of one's own (listed and enabled)."""
+    import shlex
+
+    go = "" if target.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(target))} && "
+    return f"{go}toolexec new my_tool --lang py   (a tool of your own, listed and enabled in config.yaml)"
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -566,10 +579,22 @@ def _call(args: argparse.Namespace) -> int:
 
     data = parse_batch_text(text)
     executor = _executor(args)
+    batch = executor.parse_calls(data, args.format)
+    if not batch.entries:
+        shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
+        _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
     with _call_control(args) as control:
-        answer = executor.answer(data, args.format, cancel=control)
+        answer = executor.answer(batch, cancel=control)
     print(_json(answer))
     return EXIT_OK
+
+
+def _unrepeated(result: Any) -> str:
+    """The error of a failed call, without the detail it quotes from the tool's stderr when that was just printed."""
+    head, detail = result.tool_call_error, str(result.error).removeprefix(f"{result.tool_call_error}: ")
+    if head and result.error != head and detail in result.stderr.splitlines():
+        return str(head)
+    return str(result.error)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -589,7 +614,7 @@ def _run(args: argparse.Namespace) -> int:
         if result.stderr:
             sys.stderr.write(result.stderr if result.stderr.endswith("\n") else result.stderr + "\n")
         if not result.ok:
-            print(f"toolexec: {result.error}", file=sys.stderr)
+            print(f"toolexec: {_unrepeated(result)}", file=sys.stderr)
         for note in result.notes:
             print(f"toolexec: note: {note}", file=sys.stderr)
     sys.stdout.flush()

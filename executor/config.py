@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from toolexec.errors import ConfigError, brief, did_you_mean
-from toolexec.paths import package_defaults, user_config_dir
+from toolexec.paths import package_defaults, user_cache_dir, user_config_dir
 from toolexec.records import LANGUAGES, limit_problem
 from toolexec.recordtype import field, record, replace
 from toolexec.state import State, config_snapshot, write_json_atomic
@@ -161,6 +161,17 @@ class Config:
         Decided once per config, so a call neither repeats the check nor sees the catalog move.
         """
         return State.for_functions(self.functions_dir, embedded=self.embedded)
+
+    @property
+    def trusted_paths(self) -> tuple[Path, ...]:
+        """What toolexec reads and trusts, which the file built-ins must not change: this config file, a
+        ``config.yaml`` in the working directory (the lookup may pick it), the functions directory (tools,
+        ``.env`` files), the state directory and toolexec's user config and cache folders."""
+        try:
+            working: tuple[Path, ...] = (Path.cwd() / "config.yaml",)
+        except OSError:  # the working directory was removed: no config can be found there
+            working = ()
+        return (self.path, *working, self.functions_dir, self.state.root, user_config_dir(), user_cache_dir())
 
     @property
     def state_dir(self) -> Path:

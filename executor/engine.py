@@ -84,6 +84,7 @@ class Engine:
                 output_path=output_path,
                 dotenv=dotenv_values(self.config.functions_dir),
                 raw_json=_raw_json(call.arguments, arguments),
+                trusted=self.config.trusted_paths,
             )
             env[FAILURE_VARIABLE] = failure_path
             site = Site(

@@ -15,7 +15,7 @@ from pathlib import Path
 from toolexec.errors import BadRequest, PreconditionFailed
 from toolexec.records import Argc, ArgcParam, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
-from toolexec.runtimes.environment import parse_dotenv
+from toolexec.runtimes.environment import parse_dotenv, without_unsafe
 from toolexec.runtimes.interpreter import interpreter_for, which
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -102,7 +102,7 @@ def _environment(tool: ToolDeclaration, invocation: Argc, env: Mapping[str, str]
     if invocation.dotenv:
         dotenv = Path(tool.source).parent / invocation.dotenv
         try:
-            values = parse_dotenv(dotenv.read_text(encoding="utf-8"))
+            values = without_unsafe(parse_dotenv(dotenv.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError) as exc:
             raise PreconditionFailed(f"tool {tool.name!r} loads {dotenv} (@meta dotenv), which cannot be read: {exc}") from None
         additions.update({k: v for k, v in values.items() if k not in env})

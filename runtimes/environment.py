@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # Loki's prompt helpers for Bash tools; <functions_dir>/utils/prompt-utils.sh (Loki's own) wins.
@@ -12,6 +13,41 @@ PROMPT_UTILS = Path(__file__).with_name("prompt-utils.sh")
 # LLM_TOOL_RAW_JSON is left out above this size: Linux refuses to start a program with any one
 # environment string over 128 KiB, and such arguments still reach the tool by its own convention.
 RAW_JSON_LIMIT = 64 * 1024
+# What toolexec trusts (its config, functions directory, .env files, state), os.pathsep-separated: the
+# file built-ins refuse to write or remove any of it (functions/tools/_fsguard.py reads it).
+TRUSTED_PATHS_VARIABLE = "TOOLEXEC_PROTECTED_PATHS"
+
+# Variables that make a shell or an interpreter run code, load libraries or read modules before the
+# tool's own code: never taken from a .env file (a file a tool or a model might have written); set
+# them in toolexec's own environment when you mean them. One list for every .env toolexec reads.
+UNSAFE_DOTENV_VARIABLES = frozenset(
+    {
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONINSPECT",
+        "PYTHONUSERBASE",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "JAVA_TOOL_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "_JAVA_OPTIONS",
+        "GCONV_PATH",
+        "IFS",
+    }
+)
+UNSAFE_DOTENV_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
 
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
@@ -34,13 +70,22 @@ def parse_dotenv(text: str) -> dict[str, str]:
     return values
 
 
+def without_unsafe(values: Mapping[str, str]) -> dict[str, str]:
+    """``values`` read from a ``.env`` file, less :data:`UNSAFE_DOTENV_VARIABLES` and the prefixed kinds."""
+    return {
+        key: value
+        for key, value in values.items()
+        if key not in UNSAFE_DOTENV_VARIABLES and not key.startswith(UNSAFE_DOTENV_PREFIXES)
+    }
+
+
 def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = ()) -> dict[str, str]:
-    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins)."""
+    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins), less the unsafe ones."""
     merged: dict[str, str] = {}
     for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
         try:
             # surrogateescape: a byte that is not UTF-8 reaches the tool as it is, and spoils nothing else
-            merged.update(parse_dotenv(path.read_bytes().decode("utf-8", "surrogateescape")))
+            merged.update(without_unsafe(parse_dotenv(path.read_bytes().decode("utf-8", "surrogateescape"))))
         except OSError:  # missing, a directory, unreadable: no values from it
             continue
     return merged
@@ -56,11 +101,12 @@ def tool_environment(
     output_path: str,
     dotenv: Mapping[str, str],
     raw_json: str | None = None,
+    trusted: Sequence[Path] = (),
 ) -> dict[str, str]:
     """``.env`` values under the caller's environment (which wins), then the LLM_* variables.
 
     ``raw_json`` is the call's arguments as sent (``LLM_TOOL_RAW_JSON``, which Coyote's tools read),
-    set when it is at most :data:`RAW_JSON_LIMIT` bytes.
+    set when it is at most :data:`RAW_JSON_LIMIT` bytes; ``trusted`` becomes :data:`TRUSTED_PATHS_VARIABLE`.
     """
     env = {**dotenv, **base}
     env.update(
@@ -71,6 +117,7 @@ def tool_environment(
         LLM_TOOL_CALL_ID=call_id,
         LLM_PROMPT_UTILS_FILE=str(prompt_utils(functions_dir)),
     )
+    env[TRUSTED_PATHS_VARIABLE] = os.pathsep.join(str(path) for path in trusted)
     if raw_json is not None and len(raw_json.encode("utf-8", "surrogateescape")) <= RAW_JSON_LIMIT:
         env["LLM_TOOL_RAW_JSON"] = raw_json
     else:

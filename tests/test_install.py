@@ -23,19 +23,57 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (WHEELHOUSE / ".done").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"no wheelhouse at {WHEELHOUSE}: run the tests through `make test`")
-        pytest.skip(f"no wheelhouse at {WHEELHOUSE}: run the tests through `make test`")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built from the checkout as pip builds it."""
     out = tmp_path_factory.mktemp("wheels")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
         check=True,
         capture_output=True,
     )
-    (built,) = out.glob("toolexec-*.whl")
+    (wheel,) = out.glob("toolexec-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def wheel(built: Path) -> Path:
+    """The wheel, with the wheelhouse its dependencies install from (offline)."""
+    if not (WHEELHOUSE / ".done").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"no wheelhouse at {WHEELHOUSE}: run the tests through `make test`")
+        pytest.skip(f"no wheelhouse at {WHEELHOUSE}: run the tests through `make test`")
     return built
+
+
+REPOSITORY = "https://github.com/toolexec/toolexec"
+
+
+def test_the_package_page_links_to_the_docs_and_no_link_on_it_is_relative(built: Path) -> None:
+    import email
+    import re
+
+    with zipfile.ZipFile(built) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(archive.read(name))
+    assert sorted(metadata.get_all("Project-URL") or []) == [
+        f"Changelog, {REPOSITORY}/blob/main/CHANGELOG.md",
+        f"Documentation, {REPOSITORY}/tree/main/docs",
+        f"Homepage, {REPOSITORY}",
+        f"Issues, {REPOSITORY}/issues",
+        f"Source, {REPOSITORY}",
+    ]
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    page = metadata.get_payload(decode=True).decode("utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    links = re.compile(r"\]\(([^)\s]+)\)")
+    assert len(links.findall(page)) == len(links.findall(readme)) > 10
+    assert [target for target in links.findall(page) if not target.startswith("https://")] == []
+    for relative in links.findall(readme):  # each relative link points at the same file or heading on GitHub
+        if relative.startswith("#"):
+            assert f"]({REPOSITORY}{relative})" in page
+        elif not relative.startswith("https://"):
+            assert f"]({REPOSITORY}/blob/main/{relative})" in page
+    assert links.sub("", page) == links.sub("", readme)  # nothing but the links changed
 
 
 def fresh_venv(root: Path, *requirements: str) -> Path:

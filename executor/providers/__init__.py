@@ -189,7 +189,15 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
     (the message lists the accepted shapes) or holds calls of several providers' shapes (one
     provider's reading would drop the others' calls unanswered); a single malformed call is
     refused in its place instead.
+    An SDK's own objects (pydantic models, or lists of them) are read through their dumps;
+    ``null`` and ``[]`` (what the SDKs' ``function_calls`` and ``tool_calls`` hold when there
+    are none) are a batch of no calls.
     """
+    from toolexec.providers.sdk import plain
+
+    data = plain(data)
+    if data is None or data == []:
+        return Batch(format_named(provider).NAME if provider is not None else "openai", ())
     mixed = mixed_shapes(data)
     if mixed is not None:
         raise BadRequest(mixed)

@@ -17,6 +17,7 @@ from typing import Any
 
 from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
 from toolexec.providers.names import OPENAI_NAMES
+from toolexec.providers.sdk import typed_without_calls
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 NAME = "anthropic"
@@ -36,11 +37,18 @@ def declare(tool: ToolDeclaration, name: str) -> Declared:
     return Declared(declaration)
 
 
+# Blocks that mark a list as a message's content when it holds no tool_use block.
+OTHER_BLOCKS = frozenset({"text", "thinking", "redacted_thinking"})
+
+
 def claims(data: Any) -> bool:
-    """A message with a ``content`` list (and no OpenAI ``tool_calls``), or a list with a ``tool_use`` block."""
+    """A message with a ``content`` list (and no OpenAI ``tool_calls``), or a list with a ``tool_use`` block
+    (or of typed blocks with text or thinking and no call)."""
     if isinstance(data, dict):
         return "tool_calls" not in data and isinstance(data.get("content"), list)
-    return isinstance(data, list) and any(_is_tool_use(block) for block in data)
+    if not isinstance(data, list):
+        return False
+    return any(_is_tool_use(block) for block in data) or typed_without_calls(data, OTHER_BLOCKS)
 
 
 def parse(data: Any) -> Batch:

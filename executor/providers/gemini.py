@@ -1,8 +1,11 @@
 """Google Gemini: ``functionDeclarations`` out, ``functionCall`` parts in, ``functionResponse`` parts back.
 
 Accepted input (parsed JSON): a list of parts holding ``functionCall`` parts, a content
-(``{"role": "model", "parts": [...]}``), or a whole response (``{"candidates": [...]}``,
-every candidate's calls); other parts (text, thought) are ignored. The answer is a list
+(``{"role": "model", "parts": [...]}``), a whole response (``{"candidates": [...]}``,
+every candidate's calls), or the google-genai SDK's ``response.function_calls`` (a list
+of ``{"name", "args", "id"}``); other parts (text, thought) are ignored. The SDK's own
+dumps are read as they come (``model_dump()`` spells ``function_call``, ``to_json_dict()``
+and the API ``functionCall``; a ``null`` field is an absent one). The answer is a list
 of ``functionResponse`` parts (``response.output`` on success, ``response.error`` on
 failure), or one ``user`` content holding them when a content or response came in. A
 call's ``id`` is echoed back when the model sent one.
@@ -24,7 +27,10 @@ from toolexec.providers.schema import gemini_schema
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 NAME = "gemini"
-SHAPE = "a list of parts holding functionCall parts, a content with 'parts', or a response with 'candidates'"
+SHAPE = (
+    "a list of parts holding functionCall parts, a content with 'parts', a response with 'candidates', "
+    "or the SDK's function_calls list"
+)
 NAMES = GEMINI_NAMES
 
 
@@ -40,30 +46,56 @@ def declare(tool: ToolDeclaration, name: str, *, json_schema: bool = False) -> D
     return Declared({**declaration, "parameters": parameters} if parameters else declaration)
 
 
+# A part's call and a call's fields, as the API spells them (camelCase) and as the google-genai SDK's
+# model_dump() does (snake_case, every unset field present as None).
+CALL_KEYS = ("functionCall", "function_call")
+FUNCTION_CALL_FIELDS = frozenset({"id", "name", "args", "partialArgs", "partial_args", "willContinue", "will_continue"})
+# Parts that hold no call: text, thoughts.
+OTHER_PART_KEYS = ("text", "thought", "thoughtSignature", "thought_signature")
+
+
 def claims(data: Any) -> bool:
-    """A response with ``candidates``, a content with ``parts``, or a list with a ``functionCall`` part."""
+    """A response with ``candidates``, a content with ``parts``, a list with a ``functionCall`` part or of parts
+    holding none, or the SDK's ``response.function_calls`` (a list of ``{name, args, id}``)."""
     if isinstance(data, dict):
-        return isinstance(data.get("candidates"), list) or isinstance(data.get("parts"), list)
-    return isinstance(data, list) and any(_is_call(part) for part in data)
+        return ("candidates" in data and isinstance(data["candidates"], list | None)) or isinstance(data.get("parts"), list)
+    if not isinstance(data, list) or not data:
+        return False
+    return any(_call_of(part) is not None for part in data) or all(_is_part(p) or _is_function_call(p) for p in data)
 
 
 def parse(data: Any) -> Batch:
     """Every ``functionCall`` part as a call; one without a name is refused in its place."""
-    if isinstance(data, dict) and isinstance(data.get("candidates"), list):
+    if isinstance(data, dict) and "candidates" in data:
         parts = [
             part
-            for candidate in data["candidates"]
+            for candidate in data["candidates"] or ()
             if isinstance(candidate, dict) and isinstance(candidate.get("content"), dict)
             for part in candidate["content"].get("parts") or ()
         ]
     else:
         parts = data["parts"] if isinstance(data, dict) else data
-    entries = tuple(_call(part["functionCall"], index) for index, part in enumerate(parts) if _is_call(part))
+    if isinstance(data, list) and all(_is_function_call(item) for item in data):
+        calls = list(enumerate(data))  # the SDK's response.function_calls
+    else:
+        calls = [(index, call) for index, part in enumerate(parts) if (call := _call_of(part)) is not None]
+    entries = tuple(_call(call, index) for index, call in calls)
     return Batch(NAME, entries, as_message=isinstance(data, dict), sent=sent_of(entries))
 
 
-def _is_call(part: Any) -> bool:
-    return isinstance(part, dict) and "functionCall" in part
+def _call_of(part: Any) -> Any:
+    """The part's ``functionCall`` (either spelling; a ``null`` one is none), or None."""
+    if not isinstance(part, dict):
+        return None
+    return next((part[key] for key in CALL_KEYS if part.get(key) is not None), None)
+
+
+def _is_part(part: Any) -> bool:
+    return isinstance(part, dict) and "type" not in part and any(key in part for key in (*CALL_KEYS, *OTHER_PART_KEYS))
+
+
+def _is_function_call(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("name"), str) and item.keys() <= FUNCTION_CALL_FIELDS
 
 
 def _call(call: Any, index: int) -> ToolCall | ToolResult:

@@ -2,7 +2,8 @@
 
 Accepted input (parsed JSON): a list of ``tool_calls`` items, ``{"tool_calls": [...]}``,
 an assistant message carrying them, or a whole response (``{"choices": [{"message": …}]}``,
-every choice's calls). ``function.arguments`` may be a JSON string (as the API sends it)
+every choice's calls), as the API sends them or as the SDK dumps them (``model_dump()``,
+``model_dump_json()``: ``null`` fields present; a message without calls has ``tool_calls: null``). ``function.arguments`` may be a JSON string (as the API sends it)
 or an object. A call without an ``id`` gets ``call_<index>``.
 
 Declarations: ``{"type": "function", "function": {name, description, parameters, strict}}``,
@@ -43,10 +44,16 @@ def strict_parameters(tool: ToolDeclaration) -> tuple[dict[str, Any], str | None
 
 
 def claims(data: Any) -> bool:
-    """A list (of tool calls), an object with a ``tool_calls`` list, or a response with ``choices``."""
-    if isinstance(data, dict) and isinstance(data.get("choices"), list):
+    """A list of tool calls (not of other providers' typed items), an object with a ``tool_calls`` list, an
+    assistant message whose ``tool_calls`` is ``null`` (as the SDK dumps one without calls), or a response
+    with ``choices``."""
+    if isinstance(data, list):
+        return not any(isinstance(item, dict) and item.get("type") not in (None, "function") for item in data)
+    if not isinstance(data, dict):
+        return False
+    if isinstance(data.get("choices"), list) or isinstance(data.get("tool_calls"), list):
         return True
-    return isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("tool_calls"), list))
+    return data.get("role") == "assistant" and "tool_calls" in data and data["tool_calls"] is None
 
 
 def parse(data: Any) -> Batch:
@@ -59,7 +66,7 @@ def parse(data: Any) -> Batch:
             for item in choice["message"].get("tool_calls") or ()
         ]
     else:
-        items = data["tool_calls"] if isinstance(data, dict) else data
+        items = (data["tool_calls"] or []) if isinstance(data, dict) else data
     entries = tuple(_call(item, index) for index, item in enumerate(items))
     return Batch(NAME, entries, as_message=isinstance(data, dict), sent=sent_of(entries))
 

@@ -1,7 +1,8 @@
 """OpenAI Responses API: flat function tools out, ``function_call`` items in, ``function_call_output`` items back.
 
 Accepted input (parsed JSON): a list of output items holding ``function_call`` items, or
-a whole response whose ``output`` holds them; other items (messages, reasoning) are
+a whole response whose ``output`` holds them, as the API sends them or as the SDK dumps
+them (``model_dump()``: ``null`` fields present); other items (messages, reasoning) are
 ignored. ``arguments`` is a JSON string as the API sends it (an object is accepted too).
 The answer is a list of ``function_call_output`` items, each naming the ``call_id``.
 
@@ -18,11 +19,14 @@ from typing import Any
 from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
 from toolexec.providers.names import OPENAI_NAMES
 from toolexec.providers.openai import strict_parameters
+from toolexec.providers.sdk import typed_without_calls
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 NAME = "responses"
 SHAPE = "a list of output items holding function_call items, or a response whose 'output' holds them"
 NAMES = OPENAI_NAMES
+# Items that mark a list as a response's output when it holds no function_call item.
+OTHER_ITEMS = frozenset({"message", "reasoning"})
 
 
 def declare(tool: ToolDeclaration, name: str) -> Declared:
@@ -42,7 +46,9 @@ def claims(data: Any) -> bool:
     """A response with an ``output`` list, or a list with a ``function_call`` item."""
     if isinstance(data, dict):
         return isinstance(data.get("output"), list)
-    return isinstance(data, list) and any(_is_call(item) for item in data)
+    if not isinstance(data, list):
+        return False
+    return any(_is_call(item) for item in data) or typed_without_calls(data, OTHER_ITEMS)
 
 
 def parse(data: Any) -> Batch:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from _fsguard import Refused, check_writable, open_regular, read_chunks, replace_file
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+MAX_BYTES = 16 * 1024 * 1024  # the largest file fs_patch reads (it holds the whole file)
 FUZZ = 200  # how many lines away from its stated position a hunk's context may be found
 
 
@@ -42,16 +45,16 @@ def run(path: str, patch: str) -> str:
         {"path": "greeting.txt", "patch": "@@ -1,2 +1,2 @@\\n hello\\n-world\\n+there\\n"}
     Errors:
         not found: the file does not exist
+        not a regular file: a device, FIFO, socket or pseudo-file
+        refused: the path is toolexec's own config, tools, .env files or state
         no hunks: the patch holds no "@@" hunk header
         hunk does not match: names the hunk and the first line that differs
     """
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        return _failed(f"not found: {path}")
-    except (OSError, UnicodeDecodeError) as exc:
-        return _failed(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}")
+        real = check_writable(path)
+        text = _read(path)
+    except Refused as exc:
+        return _failed(str(exc))
     try:
         hunks = _parse(patch)
         lines = text.splitlines(keepends=False)
@@ -60,7 +63,12 @@ def run(path: str, patch: str) -> str:
     except ValueError as exc:
         return _failed(str(exc))
     new_text = ending.join(result) + (ending if result and (text.endswith(("\n", "\r")) or not text) else "")
-    _write_atomic(path, new_text)
+    try:
+        replace_file(real, new_text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        return _failed(f"the patch cannot be written as UTF-8 (a lone surrogate at character {exc.start + 1} of the result)")
+    except OSError as exc:
+        return _failed(f"cannot write {path}: {exc.strerror}")
     added = sum(len(h.new) for h in hunks) - sum(len(h.old) for h in hunks)
     return f"applied {len(hunks)} hunk(s) to {path}; it now has {len(result)} line(s) ({added:+d})\n"
 
@@ -125,18 +133,29 @@ def _mismatch(lines: list[str], hunk: Hunk, number: int) -> str:
     return f"hunk {number} (@@ {hunk.header} @@) does not match the file; the file was not changed"
 
 
-def _write_atomic(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".fs_patch-")
+def _read(path: str) -> str:
+    fd = open_regular(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+        data = b"".join(_bounded(read_chunks(fd)))
+    except OSError as exc:
+        raise Refused(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise Refused(f"{path} is larger than {MAX_BYTES} bytes; fs_patch edits files up to that size")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(f"cannot read {path}: not UTF-8 text (byte {exc.start + 1})") from None
+
+
+def _bounded(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    taken = 0
+    for chunk in chunks:
+        yield chunk
+        taken += len(chunk)
+        if taken > MAX_BYTES:
+            return
 
 
 def _failed(message: str) -> Any:

@@ -3,7 +3,8 @@
 Only public addresses are fetched: the host name is resolved first, and a name that resolves to a
 private, loopback, link-local, unique-local, multicast, reserved or otherwise non-public address is
 refused, on the first request and on every redirect. Numeric host spellings (2130706433, 0x7f.1,
-0177.0.0.1, [::ffff:127.0.0.1]) are read as the addresses they stand for. The connection goes to the
+0177.0.0.1) are read as the addresses they stand for, and an IPv6 address is judged by every IPv4
+address it embeds (IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64, 6to4, Teredo, ISATAP). The connection goes to the
 address that was checked, so a name cannot change its answer between the check and the request.
 
 Environment (set by the user, never by the model):
@@ -18,6 +19,7 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import os
+import re
 import socket
 import ssl
 import urllib.parse
@@ -27,6 +29,10 @@ MAX_BODY = 50 * 1024
 MAX_REDIRECTS = 5
 CUT_MARKER = f"\n[… cut: the body is longer than {MAX_BODY} bytes]"
 _REDIRECTS = {301, 302, 303, 307, 308}
+_LABEL = re.compile(r"[A-Za-z0-9_-]+")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "te", "upgrade"}
+_URL_SAFE = "/%:@!$&'()*+,;=-._~"
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -80,9 +86,11 @@ def run(url: str, method: str = "GET", headers: dict[str, str] = {}, timeout: fl
     if not 0 < timeout <= 300:
         return _failed(f"timeout {timeout:g} is out of range; give 0 < timeout <= 300 seconds")
     try:
-        return _fetch(url, method, headers, timeout)
+        return _fetch(url, method, _checked_headers(headers), timeout)
     except Refused as exc:
         return _failed(str(exc))
+    except (ValueError, UnicodeError) as exc:  # anything malformed the checks above did not name
+        return _failed(f"invalid request for {url!r}: {exc}")
     except (OSError, http.client.HTTPException) as exc:
         what = "timed out" if isinstance(exc, socket.timeout) else str(exc) or type(exc).__name__
         return _failed(f"request to {url} failed: {what}")
@@ -95,17 +103,11 @@ def _failed(message: str) -> Any:
 
 def _fetch(url: str, method: str, headers: dict[str, str], timeout: float) -> Response:
     for _ in range(MAX_REDIRECTS + 1):
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise Refused(f"unsupported scheme {parts.scheme!r} in {url}: only http and https URLs are fetched")
-        host = parts.hostname
-        if not host:
-            raise Refused(f"{url} names no host")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        parts, host, port = _parsed(url)
         address = _checked_address(host)
         connection = _connection(parts.scheme, host, port, address, timeout)
         try:
-            target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+            target = _target(parts)
             connection.request(method, target, headers={"User-Agent": "toolexec-http_fetch", **headers})
             response = connection.getresponse()
             location = response.getheader("Location")
@@ -117,6 +119,69 @@ def _fetch(url: str, method: str, headers: dict[str, str], timeout: float) -> Re
         finally:
             connection.close()
     raise Refused(f"too many redirects (more than {MAX_REDIRECTS}) starting from the given URL")
+
+
+def _parsed(url: str) -> tuple[urllib.parse.SplitResult, str, int]:
+    """The URL's parts, its host (IDNA-encoded) and port; Refused, naming the problem, for a malformed URL."""
+    if any(ord(c) < 0x21 or c == "\x7f" for c in url):
+        raise Refused(f"invalid URL {url!r}: it holds a space or a control character (percent-encode them)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as exc:
+        raise Refused(f"invalid URL {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise Refused(f"unsupported scheme {parts.scheme!r} in {url}: only http and https URLs are fetched")
+    if not parts.hostname:
+        raise Refused(f"{url} names no host")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        given = parts.netloc.rpartition(":")[2]
+        raise Refused(f"invalid port {given!r} in {url}: give a number from 1 to 65535")
+    return parts, _host_name(parts.hostname), port or (443 if parts.scheme == "https" else 80)
+
+
+def _host_name(host: str) -> str:
+    """``host`` as sent on the wire: an IP literal as given, a name IDNA-encoded with every label checked."""
+    if _literal(host) is not None or ":" in host:
+        return host
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        ascii_host = ""
+    labels = ascii_host.rstrip(".").split(".")
+    if not ascii_host or len(ascii_host.rstrip(".")) > 253 or not all(0 < len(label) <= 63 for label in labels):
+        raise Refused(
+            f"invalid host name {host!r}: each dot-separated label must have 1 to 63 characters, and the name at most 253"
+        )
+    if not all(_LABEL.fullmatch(label) for label in labels):
+        raise Refused(f"invalid host name {host!r}: a label may hold only letters, digits, '-' and '_'")
+    return ascii_host
+
+
+def _target(parts: urllib.parse.SplitResult) -> str:
+    """The request target, with anything outside ASCII percent-encoded."""
+    path = urllib.parse.quote(parts.path or "/", safe=_URL_SAFE)
+    query = urllib.parse.quote(parts.query, safe=_URL_SAFE + "?")
+    return f"{path}?{query}" if query else path
+
+
+def _checked_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The extra headers, after refusing any that could break or re-frame the request."""
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise Refused(f"invalid header name {name!r}: use letters, digits and !#$%&'*+-.^_`|~ only")
+        if name.lower() in _RESERVED_HEADERS:
+            raise Refused(f"header {name!r} is set by http_fetch itself and cannot be given")
+        if any(c in value for c in "\r\n\0"):
+            raise Refused(f"invalid value for header {name!r}: it holds a line break or NUL")
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            raise Refused(f"invalid value for header {name!r}: only Latin-1 text can be sent in a header") from None
+    return headers
 
 
 def _result(response: http.client.HTTPResponse, url: str, raw: bytes) -> Response:
@@ -155,11 +220,34 @@ def _checked_address(host: str) -> str:
     return str(addresses[0])
 
 
+# IPv6 ranges that stand for (or reach) IPv4 addresses through a translator or tunnel; the IPv4 address
+# sits in the last 32 bits (RFC 4291 2.5.5, RFC 2765, RFC 6052 well-known prefix, ISATAP RFC 5214).
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: local-use translators, never public
+_LAST_32_BITS = (
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible ::a.b.c.d (deprecated)
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # IPv4-translated ::ffff:0:a.b.c.d (SIIT)
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64 well-known prefix
+)
+
+
+def _embedded(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address this IPv6 address stands for or tunnels to."""
+    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+    if address.teredo:
+        found += address.teredo  # the server and the (de-obfuscated) client
+    last = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in network for network in _LAST_32_BITS):
+        found.append(last)
+    if (int(address) >> 32) & 0xFDFFFFFF == 0x00005EFE:  # ISATAP interface id 0000:5efe or 0200:5efe
+        found.append(last)
+    return found
+
+
 def _public(address: Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or address.sixtofour or (address.teredo[1] if address.teredo else None)
-        if embedded is not None and not _public(embedded):
-            return False
+    if isinstance(address, ipaddress.IPv6Address) and (
+        address in _NAT64_LOCAL or not all(_public(v4) for v4 in _embedded(address))
+    ):
+        return False
     return address.is_global and not address.is_multicast
 
 

@@ -107,3 +107,11 @@ def test_destructive_heuristic(language: str, line: str, flagged: bool) -> None:
     from toolexec.check import _looks_destructive
 
     assert (_looks_destructive(language, line) is not None) is flagged  # type: ignore[arg-type]
+
+
+def test_a_folder_skips_shared_helper_modules() -> None:
+    # functions/tools/_fsguard.py is the file built-ins' shared module, not a tool: checking the folder skips it.
+    shipped = toolexec("check", str(REPO / "functions" / "tools"))
+    assert shipped.returncode == 0, shipped.stdout
+    assert "_fsguard" not in shipped.stdout
+    assert shipped.stderr.startswith(f"checked {len(list((REPO / 'functions' / 'tools').glob('[!_]*.*')))} file(s): 0 error(s)")

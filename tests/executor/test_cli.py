@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Project, cli, toolexec
+from tests.conftest import REPO, Project, cli, toolexec
 from tests.helpers import wait_until
 
 ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add two numbers."""\n    return a + b\n'
@@ -54,7 +54,7 @@ def test_failing_tool_exit_status_and_streams(project: Project) -> None:
     config = str(project.configure())
     done = toolexec("--config", config, "run", "fail")
     assert (done.returncode, done.stdout) == (4, "partial\n")
-    assert done.stderr == "it broke\ntoolexec: Tool call 'fail' exited with code 4: it broke\n"
+    assert done.stderr == "it broke\ntoolexec: Tool call 'fail' exited with code 4\n"  # the reason is said once
     as_json = json.loads(toolexec("--config", config, "run", "fail", "--json").stdout)
     assert (as_json["ok"], as_json["exit_code"], as_json["tool_call_error"], as_json["stderr"]) == (
         False,
@@ -62,6 +62,97 @@ def test_failing_tool_exit_status_and_streams(project: Project) -> None:
         "Tool call 'fail' exited with code 4",
         "it broke\n",
     )
+
+
+RAISES = 'def run(x: int) -> str:\n    """Fail."""\n    raise ValueError(f"bad value {x}")\n'
+SAYS = """#!/usr/bin/env bash
+# @describe Fail, or succeed with a warning.
+# @option --code <INT>
+main() { echo "first line" >&2; echo "oops: it broke" >&2; exit "$argc_code"; }
+"""
+QUIET = 'import sys\n\ndef run():\n    """Fail silently."""\n    sys.exit(5)\n'
+NAP = 'import sys, time\n\ndef run():\n    """Say something, then sleep."""\n    print("going to sleep", file=sys.stderr, flush=True)\n    time.sleep(60)\n'
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "error"),
+    [
+        ("raises", '{"x": 1}', 1, "toolexec: Tool call 'raises' exited with code 1"),
+        ("says", '{"code": 3}', 3, "toolexec: Tool call 'says' exited with code 3"),
+        ("quiet", "{}", 5, "toolexec: Tool call 'quiet' exited with code 5"),
+        ("nap", "{}", 124, "toolexec: Tool call 'nap' timed out after 1s"),
+    ],
+)
+def test_a_failure_is_said_once(project: Project, tool: str, arguments: str, code: int, error: str) -> None:
+    sources = {"raises.py": RAISES, "says.sh": SAYS, "quiet.py": QUIET, "nap.py": NAP}
+    for file, source in sources.items():
+        project.tool(file, source)
+    done = toolexec("--config", str(project.configure()), "run", tool, arguments, "--timeout", "1")
+    assert (done.returncode, done.stdout) == (code, "")
+    lines = done.stderr.splitlines()
+    assert lines[-1] == error
+    assert [line for line in lines if line.strip()] == list(dict.fromkeys(line for line in lines if line.strip()))
+    if tool == "raises":
+        assert lines[-2] == "ValueError: bad value 1"
+    elif tool == "says":
+        assert lines == ["first line", "oops: it broke", error]
+    elif tool == "nap":
+        assert lines == ["going to sleep", error]
+    else:
+        assert lines == [error]
+    as_json = json.loads(
+        toolexec("--config", str(project.configure()), "run", tool, arguments, "--timeout", "1", "--json").stdout
+    )
+    assert as_json["error"].startswith(error.removeprefix("toolexec: "))  # the result keeps the detail for a model
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list"],
+        ["list", "--json"],
+        ["describe", "add"],
+        ["declarations", "--format", "anthropic"],
+        ["run", "add", '{"a": 1}'],
+        ["run", "add", '{"a": 1}', "--json"],
+        ["compile", "functions/tools/add.py"],
+    ],
+    ids=" ".join,
+)
+def test_a_reader_that_left_ends_it_quietly_with_the_sigpipe_status(project: Project, argv: list[str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    project.tool("add.py", ADD)
+    config = str(project.configure())
+    reader, writer = os.pipe()
+    os.close(reader)  # as `toolexec list | head -1` once head has read its line and left
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "toolexec", "--config", config, *argv],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            cwd=project.root,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_head_of_a_long_output_in_a_pipeline(project: Project) -> None:
+    import subprocess
+    import sys
+
+    project.tool("add.py", ADD)
+    # Far more than a pipe holds (64 KiB) and head reads: toolexec is still writing when head leaves.
+    files = " ".join(["functions/tools/add.py"] * 1000)
+    pipeline = f"set -o pipefail; {sys.executable} -m toolexec compile {files} | head -n 1"
+    done = subprocess.run(["bash", "-c", pipeline], cwd=project.root, capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (141, "[\n", "")
 
 
 def test_refusals_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], project: Project) -> None:
@@ -198,8 +289,15 @@ def test_init_writes_a_working_project(tmp_path: Path) -> None:
     done = toolexec("init", str(target))
     assert done.returncode == 0
     assert (target / "config.yaml").is_file() and (target / "functions" / "tools" / "demo_py.py").is_file()
+    listed = sorted(p.name for p in (REPO / "functions" / "tools").iterdir() if p.is_file())
+    wrote = [f"wrote {target / 'config.yaml'}", *(f"wrote {target / 'functions' / 'tools' / name}" for name in listed)]
+    following = f"next: cd {target} && toolexec new my_tool --lang py   (a tool of your own, listed and enabled in config.yaml)"
+    assert done.stdout.splitlines() == [*wrote, following]
     again = toolexec("init", str(target))
-    assert "kept" in again.stderr and again.stdout == ""
+    assert again.stderr.splitlines() == [line.replace("wrote", "kept", 1) + " (already exists)" for line in wrote]
+    assert again.stdout == following + "\n"
+    here = toolexec("init", cwd=target)
+    assert here.stdout == "next: toolexec new my_tool --lang py   (a tool of your own, listed and enabled in config.yaml)\n"
     ran = toolexec("run", "demo_py", '{"text": "hey", "count": 2}', cwd=target)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["said"] == "hey hey"
@@ -243,8 +341,6 @@ def test_list_shows_tools_that_failed_to_build(capsys: pytest.CaptureFixture[str
 
 def test_init_keeps_the_executable_bit_and_refuses_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import os
-
-    from tests.conftest import REPO
 
     target = tmp_path / "new"
     assert cli(capsys, "init", str(target))[0] == 0

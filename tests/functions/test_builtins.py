@@ -168,9 +168,51 @@ def test_json_parse_names_the_failing_part(shipped: Executor, path: str, message
     assert failed(shipped.call("json_parse", {"json": DOC, "path": path})) == message + "\n"
 
 
-def test_json_parse_refuses_invalid_json(shipped: Executor) -> None:
-    message = failed(shipped.call("json_parse", {"json": "{'a': 1}"}))
-    assert message.startswith("invalid JSON: ") and "position 1" in message
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{'a': 1}", 'expected a key in double quotes, found "\'" at position 1 (line 1, column 2)'),
+        ("", "expected a value, found the end of the text at position 0 (line 1, column 1)"),
+        (
+            "[1,]",
+            'expected a value (an object, array, string, number, true, false or null), found "]" at position 3 (line 1, column 4)',
+        ),
+        ('{\n  "a" 1}', 'expected \':\' after the key "a", found "1" at position 8 (line 2, column 7)'),
+        ("[01]", 'invalid number, found "1" at position 2 (line 1, column 3)'),
+        ("1.", 'invalid number, found "." at position 1 (line 1, column 2)'),
+        (
+            "NaN",
+            'expected a value (an object, array, string, number, true, false or null), found "N" at position 0 (line 1, column 1)',
+        ),
+        ('"abc', "the string never ends, found the end of the text at position 4 (line 1, column 5)"),
+        ('"a\tb"', 'a string holds a control character (escape it), found "\\t" at position 2 (line 1, column 3)'),
+        ('"\\x"', 'a string holds an invalid escape, found "\\\\" at position 1 (line 1, column 2)'),
+        ("[1] x", 'unexpected text after the JSON value, found "x" at position 4 (line 1, column 5)'),
+        ("[" * 3000 + "]" * 2999, "expected ',' or ']', found the end of the text at position 5999 (line 1, column 6000)"),
+    ],
+)
+def test_json_parse_refuses_invalid_json(shipped: Executor, text: str, message: str) -> None:
+    assert failed(shipped.call("json_parse", {"json": text})) == f"invalid JSON: {message}\n"
+
+
+def test_json_parse_keeps_numbers_exactly(shipped: Executor) -> None:
+    numbers = ["1e400", "-1e400", "18446744073709551617", "-0", "0.1", "1E-7", "123456789012345678901234567890.5", "5e-324"]
+    text = "[" + ", ".join(numbers) + "]"
+    assert shipped.call("json_parse", {"json": text}).output == "[\n" + ",\n".join(f"  {n}" for n in numbers) + "\n]"
+    assert shipped.call("json_parse", {"json": '{"big": 18446744073709551617}', "path": "big"}).output == "18446744073709551617"
+    # Strings, true/false/null and nesting come back as JSON would write them; the last of duplicate keys wins.
+    assert shipped.call("json_parse", {"json": '{"s": "\\u00e9\\n", "t": [true, false, null, {}, []], "s": "x"}'}).output == (
+        '{\n  "s": "x",\n  "t": [\n    true,\n    false,\n    null,\n    {},\n    []\n  ]\n}'
+    )
+
+
+def test_json_parse_reads_a_deep_valid_document(shipped: Executor) -> None:
+    deep = "[" * 5000 + "7" + "]" * 5000
+    assert shipped.call("json_parse", {"json": deep}).output == deep  # compact: it nests deeper than 64 levels
+    assert shipped.call("json_parse", {"json": deep, "path": ".".join(["0"] * 4998)}).output == "[\n  [\n    7\n  ]\n]"
+    objects = '{"a": ' * 20000 + "1" + "}" * 20000
+    assert shipped.call("json_parse", {"json": objects, "path": ".".join(["a"] * 19999)}).output == '{\n  "a": 1\n}'
+    assert shipped.call("json_parse", {"json": objects, "path": ".".join(["a"] * 19935)}).output == '{"a":' * 65 + "1" + "}" * 65
 
 
 # --- current_time ----------------------------------------------------------------------------
@@ -266,6 +308,9 @@ def test_fs_glob(shipped: Executor, tmp_path: Path) -> None:
     assert failed(shipped.call("fs_glob", {"pattern": "/etc/*", "path": str(tmp_path)})) == (
         "invalid pattern '/etc/*': give a pattern relative to path, e.g. '**/*.py'\n"
     )
+    assert failed(shipped.call("fs_glob", {"pattern": "./.", "path": str(tmp_path)})) == (
+        "invalid pattern './.': it names no file or directory below path, e.g. '*' or '**/*.py'\n"
+    )
 
 
 def test_fs_grep(shipped: Executor, tmp_path: Path) -> None:
@@ -356,9 +401,11 @@ def test_fs_mkdir_and_rm(everything: Executor, tmp_path: Path) -> None:
     )
     assert everything.call("fs_rm", {"path": str(tmp_path / "a"), "recursive": True}).ok
     assert os.listdir(tmp_path) == []
-    assert failed(everything.call("fs_rm", {"path": "/", "recursive": True})) == "refused: will not remove /\n"
+    assert (
+        failed(everything.call("fs_rm", {"path": "/", "recursive": True})) == "refused: will not remove / (the root directory)\n"
+    )
     assert failed(everything.call("fs_rm", {"path": os.environ["HOME"] + "/.", "recursive": True})) == (
-        f"refused: will not remove {os.path.realpath(os.environ['HOME'])}\n"
+        f"refused: will not remove {os.path.realpath(os.environ['HOME'])} (your home directory)\n"
     )
 
 
@@ -492,6 +539,16 @@ def test_http_fetch_refuses_redirects_to_private_addresses(
         ("[::ffff:127.0.0.1]", "::ffff:7f00:1"),  # IPv4-mapped
         ("[::ffff:a00:1]", "::ffff:a00:1"),  # IPv4-mapped 10.0.0.1, hex spelling
         ("[2002:a00:1::]", "2002:a00:1::"),  # 6to4 around 10.0.0.1
+        ("[::127.0.0.1]", "::7f00:1"),  # IPv4-compatible
+        ("[::a00:1]", "::a00:1"),  # IPv4-compatible 10.0.0.1, hex spelling
+        ("[::ffff:0:127.0.0.1]", "::ffff:0:7f00:1"),  # IPv4-translated (SIIT)
+        ("[64:ff9b::10.0.0.1]", "64:ff9b::a00:1"),  # NAT64, well-known prefix
+        ("[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe"),  # NAT64 of the metadata address 169.254.169.254
+        ("[64:ff9b:1::8.8.8.8]", "64:ff9b:1::808:808"),  # NAT64 local-use prefix: never public
+        ("[2001:0:a00:1::f7f7:f7f7]", "2001:0:a00:1::f7f7:f7f7"),  # Teredo: server 10.0.0.1, client 8.8.8.8
+        ("[2001:0:4136:e378:8000:63bf:80ff:fffe]", "2001:0:4136:e378:8000:63bf:80ff:fffe"),  # Teredo client 127.0.0.1
+        ("[2606:4700::5efe:a00:1]", "2606:4700::5efe:a00:1"),  # ISATAP around 10.0.0.1
+        ("[2606:4700::200:5efe:c0a8:101]", "2606:4700::200:5efe:c0a8:101"),  # ISATAP (u bit) around 192.168.1.1
         ("api.example.com", "127.0.0.1"),  # public-looking names, private answers (the test resolver)
         ("metadata.example.org", "169.254.169.254"),
     ],
@@ -513,3 +570,73 @@ def test_http_fetch_refuses_bad_requests(shipped: Executor) -> None:
     assert (
         failed(fetch(shipped, "http://x.invalid/", timeout=0)) == "timeout 0 is out of range; give 0 < timeout <= 300 seconds\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            {"url": "http://example.com:99999/"},
+            "invalid port '99999' in http://example.com:99999/: give a number from 1 to 65535",
+        ),
+        ({"url": "http://example.com:0/"}, "invalid port '0' in http://example.com:0/: give a number from 1 to 65535"),
+        ({"url": "http://example.com:http/"}, "invalid port 'http' in http://example.com:http/: give a number from 1 to 65535"),
+        ({"url": "http://example.com:-1/"}, "invalid port '-1' in http://example.com:-1/: give a number from 1 to 65535"),
+        ({"url": "http://[::1/"}, "invalid URL 'http://[::1/': Invalid IPv6 URL"),
+        (
+            {"url": "http://[1.2.3.4.5]/"},
+            "invalid URL 'http://[1.2.3.4.5]/': '1.2.3.4.5' does not appear to be an IPv4 or IPv6 address",
+        ),
+        (
+            {"url": f"http://{'a' * 64}.example.com/"},
+            f"invalid host name '{'a' * 64}.example.com': each dot-separated label must have 1 to 63 characters, and the name at most 253",
+        ),
+        (
+            {"url": "http://a..example.com/"},
+            "invalid host name 'a..example.com': each dot-separated label must have 1 to 63 characters, and the name at most 253",
+        ),
+        ({"url": "http://exa$mple.com/"}, "invalid host name 'exa$mple.com': a label may hold only letters, digits, '-' and '_'"),
+        (
+            {"url": "http://example.com/a b"},
+            "invalid URL 'http://example.com/a b': it holds a space or a control character (percent-encode them)",
+        ),
+        (
+            {"url": "http://example.com/\r\nX: y"},
+            "invalid URL 'http://example.com/\\r\\nX: y': it holds a space or a control character (percent-encode them)",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"X-A": "1\r\nX-Injected: yes"}},
+            "invalid value for header 'X-A': it holds a line break or NUL",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"X-A\r\nB": "1"}},
+            "invalid header name 'X-A\\r\\nB': use letters, digits and !#$%&'*+-.^_`|~ only",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"Host": "internal"}},
+            "header 'Host' is set by http_fetch itself and cannot be given",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"Transfer-Encoding": "chunked"}},
+            "header 'Transfer-Encoding' is set by http_fetch itself and cannot be given",
+        ),
+        (
+            {"url": "http://example.com/", "headers": {"X-A": "€"}},
+            "invalid value for header 'X-A': only Latin-1 text can be sent in a header",
+        ),
+    ],
+)
+def test_http_fetch_refuses_malformed_input_clearly(shipped: Executor, arguments: dict[str, Any], message: str) -> None:
+    assert failed(shipped.call("http_fetch", arguments)) == message + "\n"
+
+
+def test_http_fetch_connects_to_the_address_it_checked(
+    shipped: Executor, server: int, hosts: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # api.example.com exists only in the test resolver: the request reaches the server only because the
+    # connection goes to the address that was resolved and checked, never through a second lookup.
+    monkeypatch.setenv("HTTP_FETCH_ALLOW_HOSTS", "127.0.0.1")
+    result = fetch(shipped, f"http://api.example.com:{server}/hello")
+    assert json.loads(result.output)["body"] == "héllo\n"
+    # Non-ASCII in the path and query is percent-encoded, not a traceback.
+    assert json.loads(fetch(shipped, f"http://api.example.com:{server}/héllo?q=ü").output)["status"] == 404

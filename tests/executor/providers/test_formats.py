@@ -350,7 +350,8 @@ def test_what_is_no_shape_lists_the_accepted_ones() -> None:
         "expected tool calls in one of these shapes: "
         "anthropic: a list of content blocks holding tool_use blocks, or a message (or response) whose content holds them; "
         "responses: a list of output items holding function_call items, or a response whose 'output' holds them; "
-        "gemini: a list of parts holding functionCall parts, a content with 'parts', or a response with 'candidates'; "
+        "gemini: a list of parts holding functionCall parts, a content with 'parts', a response with 'candidates', "
+        "or the SDK's function_calls list; "
         "openai: a list of tool_calls, {'tool_calls': [...]}, an assistant message carrying them, or a response with 'choices'"
     )
 

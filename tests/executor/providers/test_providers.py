@@ -16,7 +16,8 @@ ACCEPTED = (
     "expected tool calls in one of these shapes: "
     "anthropic: a list of content blocks holding tool_use blocks, or a message (or response) whose content holds them; "
     "responses: a list of output items holding function_call items, or a response whose 'output' holds them; "
-    "gemini: a list of parts holding functionCall parts, a content with 'parts', or a response with 'candidates'; "
+    "gemini: a list of parts holding functionCall parts, a content with 'parts', a response with 'candidates', "
+    "or the SDK's function_calls list; "
     "openai: a list of tool_calls, {'tool_calls': [...]}, an assistant message carrying them, or a response with 'choices'"
 )
 
@@ -264,7 +265,7 @@ def test_complete_and_render_keep_input_order() -> None:
             "an assistant message carrying them, or a response with 'choices'",
         ),
         (
-            [{"type": "text"}],
+            [{"type": "function_call"}],
             "anthropic",
             "expected tool calls in anthropic's shape: a list of content blocks holding tool_use blocks, "
             "or a message (or response) whose content holds them",
@@ -279,5 +280,10 @@ def test_what_is_no_batch_is_refused_as_a_whole(data: Any, provider: str | None,
 
 def test_an_empty_batch_answers_with_nothing(project: Project) -> None:
     project.tool("add.py", ADD)
-    done = toolexec("--config", str(project.configure()), "call", input="[]")
-    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+    for empty in ("[]", "null"):
+        done = toolexec("--config", str(project.configure()), "call", input=empty)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            0,
+            "[]\n",
+            "toolexec: note: the input holds no tool calls; nothing ran\n",
+        )
