@@ -236,6 +236,7 @@ class ToolServer:
         self._reported: set[str] = set(report.problems)
         self._stop_watching = anyio.Event()
         self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
+        self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
         self.server: Server[Any] = Server(
             "toolexec",
             version=__version__,
@@ -440,7 +441,8 @@ class ToolServer:
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
-                async with stdio_transport() as (read, write):
+                async with stdio_transport() as (read, write, drained):
+                    self._drained = drained
                     await self.server.run(read, write, init)
             finally:
                 self.close()  # the watcher stops within one step, not after its 5 s timeout
@@ -502,9 +504,13 @@ class ToolServer:
         await watch_tools(self, self._stop_watching)
 
     async def _stop_stdio(self) -> None:
-        """SIGTERM/SIGINT on stdio: end every call's tree, then exit 0 (the SDK's stdin reader thread cannot be
-        interrupted while it waits for a line, so the process ends here rather than by unwinding)."""
+        """SIGTERM/SIGINT on stdio: end every call's tree, answer each request in flight (a call says the server is
+        shutting down), then exit 0 (the stdin reader thread cannot be interrupted while it waits for a line, so the
+        process ends here rather than by unwinding)."""
         await self.cancel_all()
+        if self._drained is not None:
+            with anyio.move_on_after(CANCEL_WAIT_SECONDS):
+                await self._drained()
         self.close()
         sys.stderr.flush()
         os._exit(0)

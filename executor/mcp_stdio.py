@@ -24,7 +24,7 @@ import json
 import math
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +37,12 @@ from pydantic import ValidationError
 MAX_LINE_BYTES = 16 * 1024 * 1024  # as an HTTP request body (toolexec.mcp_http.MAX_BODY_BYTES)
 CHUNK = 1 << 16
 PARSER_DEPTH = 200  # the SDK's JSON parser (jiter) stops there
-FLUSH_SECONDS = 5.0  # at the end, how long the replies still queued may take to go out
+FLUSH_SECONDS = 5.0
+STREAMS = (
+    "subscriptions/listen",
+)  # requests answered by a stream that lasts as long as the client listens  # at the end, how long the replies still queued may take to go out
 _SURROGATE = re.compile("[\ud800-\udfff]")
+Drained = Callable[[], Awaitable[None]]
 
 
 def error_reply(code: int, message: str, request_id: Any = None) -> types.JSONRPCError:
@@ -161,7 +165,7 @@ def _claim() -> tuple[int, int, Any]:
     return wire_in, wire_out, restore
 
 
-async def _read_lines(fd: int, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any]) -> None:
+async def _read_lines(fd: int, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire) -> None:
     """Lines from ``fd`` until end of file: messages to the server, error responses to the writer."""
     pending = bytearray()
     skipping = False  # inside a line over MAX_LINE_BYTES: dropped up to its newline (and answered once)
@@ -178,50 +182,80 @@ async def _read_lines(fd: int, replies: MemoryObjectSendStream[Any], messages: M
                 elif len(line) > MAX_LINE_BYTES:
                     await replies.send(_too_long())
                 else:
-                    await _hand_on(bytes(line), replies, messages)
+                    await _hand_on(bytes(line), replies, messages, wire)
             if len(rest) > MAX_LINE_BYTES:
                 await replies.send(_too_long())
                 skipping, rest = True, bytearray()
             pending = bytearray(rest)
         if pending and not skipping:
-            await _hand_on(bytes(pending), replies, messages)
+            await _hand_on(bytes(pending), replies, messages, wire)
 
 
 def _too_long() -> types.JSONRPCError:
     return error_reply(types.PARSE_ERROR, f"Parse error: a message over {MAX_LINE_BYTES} bytes")
 
 
-async def _hand_on(line: bytes, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any]) -> None:
+async def _hand_on(line: bytes, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire) -> None:
     decoded = decode(line)
     if isinstance(decoded, Refusal):
         await replies.send(decoded.reply)
     elif decoded is not None:
+        wire.read(decoded)
         await messages.send(SessionMessage(decoded))
 
 
-async def _write_lines(fd: int, outgoing: MemoryObjectReceiveStream[Any]) -> None:
+class Wire:
+    """What the transport knows of the exchange: which requests still await their answer, and whether a line is
+    being written; so a stop can wait until every request read so far is answered on the wire."""
+
+    def __init__(self) -> None:
+        self.unanswered: set[Any] = set()
+        self.writing = False  # a line is being written (taken from the queue, not yet all out)
+
+    def read(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest) and message.method not in STREAMS:
+            self.unanswered.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self.unanswered.discard((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+
+    def wrote(self, message: Any) -> None:
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self.unanswered.discard(message.id)
+
+    async def drained(self, outgoing: MemoryObjectReceiveStream[Any]) -> None:
+        """Return once every request read is answered and written."""
+        while self.unanswered or self.writing or outgoing.statistics().current_buffer_used:
+            await anyio.sleep(0.005)
+
+
+async def _write_lines(fd: int, outgoing: MemoryObjectReceiveStream[Any], wire: Wire) -> None:
     """Every message handed to the writer, one line each, in order."""
     async with outgoing:
         async for item in outgoing:
-            line = encode(item.message if isinstance(item, SessionMessage) else item)
-            view = memoryview(line)
+            wire.writing = True
+            message = item.message if isinstance(item, SessionMessage) else item
+            view = memoryview(encode(message))
             while view:
                 written = await anyio.to_thread.run_sync(os.write, fd, view)
                 view = view[written:]
+            wire.wrote(message)
+            wire.writing = False
 
 
 @contextlib.asynccontextmanager
-async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any]]]:
-    """``(read_stream, write_stream)`` for ``Server.run`` over this process's stdin and stdout."""
+async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any], Drained]]:
+    """``(read_stream, write_stream, drained)`` over this process's stdin and stdout: the streams for ``Server.run``,
+    and an awaitable function returning once every message handed over so far is written."""
     wire_in, wire_out, restore = _claim()
     to_server, from_wire = anyio.create_memory_object_stream[Any](0)
     to_wire, outgoing = anyio.create_memory_object_stream[Any](16)
     server_side, reader_side = to_wire.clone(), to_wire.clone()
     to_wire.close()
     written = anyio.Event()
+    wire = Wire()
 
     async def write() -> None:
-        await _write_lines(wire_out, outgoing)
+        await _write_lines(wire_out, outgoing, wire)
         written.set()
 
     try:
@@ -230,12 +264,12 @@ async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any
 
             async def read() -> None:
                 with reading:
-                    await _read_lines(wire_in, reader_side, to_server)
+                    await _read_lines(wire_in, reader_side, to_server, wire)
 
             group.start_soon(read)
             group.start_soon(write)
             try:
-                yield from_wire, server_side
+                yield from_wire, server_side, lambda: wire.drained(outgoing)
             finally:
                 reading.cancel()
                 server_side.close()

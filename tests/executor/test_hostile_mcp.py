@@ -653,3 +653,21 @@ def test_a_broken_tool_stays_served_when_visible_tools_changes(tools: Project, t
     anyio.run(scenario)
     errlog.close()
     assert re.search(r"toolexec mcp: \S*echo\.py:\d+:\d+: ", (tmp_path / "server.err").read_text())
+
+
+def test_sigterm_on_stdio_answers_the_calls_in_flight_before_exiting(tools: Project, tmp_path: Path) -> None:
+    server = RawStdio(tools)
+    for n in (2, 3):
+        call = {"name": "sleeper", "arguments": {"pid_file": str(tmp_path / f"pids{n}")}}
+        server.send(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call}).encode())
+    pids = [read_pids(tmp_path / f"pids{n}") for n in (2, 3)]
+    server.proc.send_signal(signal.SIGTERM)
+    replies = sorted((server.reply(), server.reply()), key=lambda reply: reply["id"])
+    assert server.close() == 0
+    message = (
+        "toolexec mcp is shutting down: the call of 'sleeper' was cancelled and its processes ended; "
+        "send it again once the server is back"
+    )
+    assert replies == [{"jsonrpc": "2.0", "id": n, "error": {"code": types.INTERNAL_ERROR, "message": message}} for n in (2, 3)]
+    assert not any(alive(pid) for tree in pids for pid in tree)
+    assert "Traceback" not in server.log
