@@ -53,6 +53,9 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     for node in root.named_children:
         reading.node(node)
     described = reading.check(functions)
+    for key, at in reading.positions.items():
+        diag.place(key, at)
+    diag.place("", (reading.described_at, 0) if reading.described_at is not None else None)
     params = reading.params
     properties = {p.name: _schema(p) for p in params}
     required = [p.name for p in params if p.required and p.default is None and p.default_fn is None]

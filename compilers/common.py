@@ -38,6 +38,13 @@ class Diagnostics:
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
         self.name: str | None = None  # the tool's name, once known: a broken tool is filed under it
+        # Where the tool ("") and each of its parameters are declared, 1-based: for advice such as `check`'s.
+        self.positions: dict[str, tuple[int, int]] = {}
+
+    def place(self, key: str, at: tree_sitter.Node | tuple[int, int] | None) -> None:
+        """Remember where parameter ``key`` (or the tool itself, for ``""``) is declared; the first place wins."""
+        if at is not None:
+            self.positions.setdefault(key, position(at))
 
     def error(self, at: tree_sitter.Node | tuple[int, int] | None, message: str, hint: str | None = None) -> None:
         """Record an error at a node or (row, column); reported with every other one."""
@@ -224,4 +231,5 @@ def finish(
         limits=limits or Limits(),
         metadata=metadata or Metadata(),
         warnings=diag.warning_texts(),
+        positions=dict(diag.positions),
     )

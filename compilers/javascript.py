@@ -18,7 +18,7 @@ from tree_sitter import Node
 from toolexec.compilers.common import Diagnostics, check_name, finish, object_schema, parser, syntax_errors, text, tool_name
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from toolexec.compilers.metadata import MetadataReader, did_you_mean, near_miss
-from toolexec.compilers.schemacheck import check_input_schema
+from toolexec.compilers.schemacheck import check_input_schema, node_at
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
 from toolexec.compilers.typescript import compile_flat, jsdoc_limits, jsdoc_metadata, parse_default
 from toolexec.records import Metadata, Module, ObjectArgument, ToolDeclaration
@@ -78,6 +78,7 @@ def _exported_run_statement(root: Node) -> Node | None:
 
 def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, statement: Node | None) -> ToolDeclaration:
     diag = Diagnostics(path)
+    diag.place("", statement)
     syntax_errors(root, diag)
     name = tool_name(path, diag)
     context = TypeContext(root, diag)
@@ -87,6 +88,7 @@ def _compile_object_args(source: str, path: str, root: Node, doc: JSDoc, stateme
         if not tag.name:
             diag.error(statement, "@property without a name", "write @property {string} name - what it is")
             continue
+        diag.place(tag.name, doc.at(tag))
         node, _ = parse_type_text(tag.type or "string")
         schema = context.schema(node, top=True, ignore_case=True)[0] if node is not None else {"type": "string"}
         if tag.text:
@@ -167,8 +169,17 @@ def _fields(node: Node) -> dict[str, Node]:
     return fields
 
 
+def _place_properties(properties: Node, diag: Diagnostics) -> None:
+    """Where each property of an inputSchema's ``properties`` object literal is written (its key)."""
+    for pair in properties.named_children if properties.type == "object" else ():
+        key = pair.child_by_field_name("key") if pair.type == "pair" else None
+        if key is not None:
+            diag.place(text(key).strip("'\"`"), key)
+
+
 def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[str, Node], anchor: Node) -> ToolDeclaration:
     diag = Diagnostics(path)
+    diag.place("", fields.get("run") or anchor)
     syntax_errors(root, diag)
     name = _string_field(fields, "name", diag, anchor)
     description = _string_field(fields, "description", diag, anchor)
@@ -193,6 +204,7 @@ def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[
             )
         elif check_input_schema(value, schema_node, diag):
             parameters = {"type": "object", **value}
+            _place_properties(node_at(schema_node, ("properties",)), diag)
     if "run" not in fields and not (form in ("meta", "named") and _has_exported_run(root)):
         diag.error(anchor, "the module tool has no run function", "add run: async (input, context) => { … }")
     return finish(

@@ -21,8 +21,19 @@ from toolexec.compilers.common import (
     text,
     tool_name,
 )
-from toolexec.compilers.docstring import LIST_FIELDS, META_FIELDS, Docstring, parse_docstring
+from toolexec.compilers.docstring import LIST_FIELDS, META_FIELDS, Docstring, parse_docstring, split_examples
 from toolexec.compilers.metadata import ANNOTATIONS, MetadataReader
+from toolexec.compilers.pyannotated import (
+    UNSET,
+    Enums,
+    Unset,
+    apply_call,
+    assignments,
+    classes,
+    constants,
+    is_field_call,
+    literal,
+)
 from toolexec.records import Kwargs, Limits, Metadata, ToolDeclaration
 
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -42,9 +53,10 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         diag.error(None, "no top-level function 'run'", 'define the tool as def run(...): """What it does."""')
         diag.raise_if_any()
     assert run is not None
+    diag.place("", run.child_by_field_name("name"))
     doc, literal = _docstring(run, diag)
     types = TypedDicts(root, diag)
-    properties, required = _parameters(run.child_by_field_name("parameters"), doc, diag, types)
+    properties, required, call = _parameters(run.child_by_field_name("parameters"), doc, diag, types)
     for documented in doc.args.keys() - properties.keys():
         diag.warn(run, f"docstring documents {documented!r}, which is not a parameter of run")
     parameters = object_schema(properties, required)
@@ -60,7 +72,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         description=doc.description,
         parameters=parameters,
         language="python",
-        invocation=Kwargs(),
+        invocation=call,
         limits=limits,
         metadata=metadata,
     )
@@ -100,20 +112,27 @@ def _metadata(
             reader.set_flag(name, field.value, where)
         elif name in ("timeout", "max_output_bytes"):
             limits[name], limit_at = field.value, where
-        else:
-            entries = ([(field.value, field.line)] if field.value else []) + field.entries
-            if name == "examples" and not any(text.startswith("{") for text, _ in entries):
+        elif name == "examples":
+            found, dropped = split_examples(field)
+            if not found:
                 diag.warn(
                     where,
                     f"{field.section}: holds no JSON object of arguments; it is left out of the tool's metadata",
-                    'write one example per line as the arguments of a call: {"path": "."}',
+                    'write each example as the arguments of a call, a JSON object: {"path": "."}',
                 )
                 continue
-            for text, line in entries:
-                if name == "examples":
-                    reader.add_example_text(text, at(line, text))
-                else:
-                    reader.add_error(text, at(line, text))
+            for text, line, why in dropped:
+                shown = text if len(text) <= 40 else text[:39] + "…"
+                diag.warn(
+                    at(line, text),
+                    f"{field.section}: {shown!r} is {why}; it is left out of the tool's metadata",
+                    'write each example as the arguments of a call, a JSON object: {"path": "."}',
+                )
+            for value, line in found:
+                reader.add_example(value, at(line, "{"))
+        else:
+            for text, line in ([(field.value, field.line)] if field.value else []) + field.entries:
+                reader.add_error(text, at(line, text))
     spelling = {"timeout": "Timeout", "max_output_bytes": "Max output bytes"}
     return reader.build(parameters, doc.description), read_limits(limits, diag, limit_at, "{name}: {value}", spelling)
 
@@ -134,18 +153,20 @@ def _output_schema(run: Node, types: TypedDicts, diag: Diagnostics) -> dict[str,
 
 
 class TypedDicts:
-    """The ``TypedDict`` classes declared at the top of the file, as object schemas by name."""
+    """The types declared at the top of the file: ``TypedDict`` classes as object schemas by name, and with
+    them the file's ``Enum`` classes and its literal constants (``Field(le=LIMIT)``)."""
 
     def __init__(self, root: Node, diag: Diagnostics) -> None:
         self.diag = diag
+        self.names = constants(root)
+        self.enums = Enums(root, diag, self.names)
+        for enum, members in self.enums.members.items():
+            self.names.update({f"{enum}.{member}": value for member, value in members.items()})
         self.classes: dict[str, Node] = {}
         self._done: dict[str, dict[str, Any]] = {}
         self._active: set[str] = set()
-        for node in root.named_children:
-            if node.type == "decorated_definition":
-                node = node.child_by_field_name("definition") or node
-            bases = node.child_by_field_name("superclasses") if node.type == "class_definition" else None
-            if bases is not None and any(text(b).rsplit(".", 1)[-1] == "TypedDict" for b in bases.named_children):
+        for node, bases in classes(root):
+            if "TypedDict" in bases:
                 self.classes[text(node.child_by_field_name("name"))] = node
 
     def __contains__(self, name: object) -> bool:
@@ -168,15 +189,9 @@ class TypedDicts:
         )
         properties: dict[str, Any] = {}
         required: list[str] = []
-        body = node.child_by_field_name("body")
-        for statement in body.named_children if body is not None else ():
-            assignment = (
-                statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
-            )
-            annotation = (
-                assignment.child_by_field_name("type") if assignment is not None and assignment.type == "assignment" else None
-            )
-            if assignment is None or annotation is None:
+        for assignment in assignments(node.child_by_field_name("body")):
+            annotation = assignment.child_by_field_name("type")
+            if annotation is None:
                 continue
             expr = _type_expr(annotation)
             wanted = total
@@ -218,9 +233,15 @@ def _docstring(run: Node, diag: Diagnostics) -> tuple[Docstring, Node | None]:
     return doc, literal if raw is not None else None
 
 
-def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics, types: TypedDicts) -> tuple[dict[str, Any], list[str]]:
+def _parameters(
+    params: Node | None, doc: Docstring, diag: Diagnostics, types: TypedDicts
+) -> tuple[dict[str, Any], list[str], Kwargs]:
+    """The properties, the required names, and how run is called (what the runtime passes for a left-out
+    parameter whose Python default is not a value: a ``Field(...)``, or none at all when optional by type)."""
     properties: dict[str, Any] = {}
     required: list[str] = []
+    defaults: list[tuple[str, Any]] = []
+    members: list[tuple[str, str, bool]] = []
     for node in params.named_children if params is not None else ():
         kind = node.type
         if kind == "positional_separator":
@@ -236,6 +257,7 @@ def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics, types: T
             diag.error(node, f"parameter '{star}{text(name_node).lstrip('*')}' cannot be described to a model", _KWARGS_HINT)
             continue
         name = text(name_node)
+        diag.place(name, name_node)
         if name in properties:
             diag.error(
                 node,
@@ -245,24 +267,80 @@ def _parameters(params: Node | None, doc: Docstring, diag: Diagnostics, types: T
             continue
         annotation = node.child_by_field_name("type")
         arg_doc = doc.args.get(name)
+        field_default: Any = UNSET
         if annotation is not None:
-            schema, nullable = _schema(_type_expr(annotation), diag, annotation, top=True, types=types)
+            expr = _unquoted(_type_expr(annotation))
+            if expr[0] == "generic" and expr[1] == "Annotated" and expr[2]:
+                schema, nullable, field_default = _annotated(expr[2], diag, annotation, True, types)
+            else:
+                schema, nullable = _schema(expr, diag, annotation, top=True, types=types)
+            enum = _enum_of(expr, types)
+            if enum is not None:
+                members.append((name, *enum))
         elif arg_doc is not None and arg_doc.type:
             schema, nullable = _schema_from_text(arg_doc.type, diag, node)
         else:
             schema, nullable = {"type": "string"}, False
-        if arg_doc is not None and arg_doc.description:
+        if arg_doc is not None and arg_doc.description and "description" not in schema:  # Field's own wins, as in pydantic
             schema["description"] = arg_doc.description
         value = node.child_by_field_name("value")
+        if value is not None and value.type == "call" and _call_name(value) == "Field":
+            field_default = apply_call("Field", value, schema, diag, types.names)
+            if isinstance(field_default, Unset):
+                field_default = None if nullable else UNSET
+            value = None  # the Python default is the Field itself: the runtime passes the value instead
         if value is not None:
-            default = _literal(value)
+            default = literal(value, types.names)
             default = list(default) if isinstance(default, tuple) else default
             if is_literal(default):
                 schema["default"] = default
-        elif not nullable:
+        elif field_default is not UNSET and not isinstance(field_default, Unset):
+            if is_literal(field_default):
+                schema["default"] = field_default
+            defaults.append((name, field_default))
+        elif nullable:
+            defaults.append((name, None))
+        else:
             required.append(name)
         properties[name] = schema
-    return properties, required
+    return properties, required, Kwargs(defaults=tuple(defaults), enums=tuple(members))
+
+
+def _annotated(
+    args: list[TypeExpr], diag: Diagnostics, at: Node, top: bool, types: TypedDicts | None
+) -> tuple[dict[str, Any], bool, Any]:
+    """``Annotated[T, Field(...), Ge(1), …]``: T's schema with the constraints added, and Field's default."""
+    schema, nullable = _schema(args[0], diag, at, top=top, types=types)
+    default: Any = UNSET
+    for meta in args[1:]:
+        if meta[0] == "call" and is_field_call(meta[1]) and types is not None:
+            given = apply_call(meta[1], meta[2], schema, diag, types.names)
+            default = given if given is not UNSET else default
+    return schema, nullable, default
+
+
+def _enum_of(expr: TypeExpr, types: TypedDicts) -> tuple[str, bool] | None:
+    """(class, whether each item) when a parameter takes a same-file Enum or a list of one; its members are passed."""
+    expr = _unquoted(expr)
+    if expr[0] == "generic" and expr[1] in ("Optional", "Annotated") and expr[2]:
+        return _enum_of(expr[2][0], types)
+    if (expr[0] == "generic" and expr[1] == "Union") or expr[0] == "union":
+        members = [m for m in (expr[2] if expr[0] == "generic" else expr[1]) if m != ("name", "None")]
+        return _enum_of(members[0], types) if len(members) == 1 else None
+    if expr[0] == "name" and expr[1] in types.enums:
+        return expr[1], False
+    if expr[0] == "generic" and expr[1] in _ARRAYS and len(expr[2]) >= 1:
+        inner = _enum_of(expr[2][0], types)
+        return (inner[0], True) if inner is not None and not inner[1] else None
+    return None
+
+
+def _unquoted(expr: TypeExpr) -> TypeExpr:
+    return expr[2] if expr[0] == "quoted" and expr[2] is not None else expr
+
+
+def _call_name(node: Node) -> str:
+    return text(node.child_by_field_name("function")).rsplit(".", 1)[-1]
 
 
 # A normalised type expression: ("name", str) | ("generic", str, [args]) | ("union", [members])
@@ -300,6 +378,8 @@ def _type_expr(node: Node) -> TypeExpr:
         return ("union", [m for member in members for m in (member[1] if member[0] == "union" else [member])])
     if kind in ("integer", "float", "true", "false", "unary_operator"):
         return ("value", _literal(node))
+    if kind == "call":
+        return ("call", _call_name(node), node)
     return ("unknown", text(node))
 
 
@@ -317,6 +397,8 @@ def _schema(
         name = expr[1]
         if types is not None and name in types:
             return types.schema(name), False
+        if types is not None and name in types.enums:
+            return types.enums.schema(name), False
         if name in _SCALARS:
             return {"type": _SCALARS[name]}, False
         if name in _ARRAYS:
@@ -345,7 +427,7 @@ def _generic(
     if head == "Union":
         return _schema(("union", args), diag, at, top=top, types=types)
     if head == "Annotated" and args:
-        return _schema(args[0], diag, at, top=top, types=types)
+        return _annotated(args, diag, at, top, types)[:2]
     if head == "Literal":
         values = [a[1] for a in args if a[0] in ("value", "quoted")]
         nullable = ("name", "None") in args

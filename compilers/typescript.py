@@ -52,6 +52,7 @@ def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
         diag.raise_if_any()
     assert found is not None
     function, statement = found
+    diag.place("", function.child_by_field_name("name") or function)
     doc = leading_jsdoc(statement, diag, function)
     context = TypeContext(root, diag)
     properties, required, order = flat_parameters(function, doc, context, diag, typed=language == "typescript")
@@ -248,6 +249,7 @@ def flat_parameters(
         name = text(pattern)
         if pattern.type != "identifier" or name == "this":
             continue
+        diag.place(name, pattern)
         if name in properties:
             diag.error(
                 param,

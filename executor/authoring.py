@@ -159,7 +159,9 @@ def new_tool(config: Config, name: str, lang: Lang) -> Created:
     if config.path.name == "tools.txt":
         edited, enabled = text + ("" if text.endswith("\n") or not text else "\n") + file + "\n", False
     else:
-        edited, enabled = add_to_config(text, file, name, str(config.path))
+        edited, enabled = add_to_config(
+            text, file, name, str(config.path), enables_none=not config.enabled_given and bool(config.foreign)
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(skeleton(name, lang), encoding="utf-8")
@@ -176,8 +178,11 @@ def new_tool(config: Config, name: str, lang: Lang) -> Created:
     return Created(tool=target, config=config.path, enabled=enabled)
 
 
-def add_to_config(text: str, file: str, name: str, where: str = "config.yaml") -> tuple[str, bool]:
+def add_to_config(text: str, file: str, name: str, where: str = "config.yaml", *, enables_none: bool = False) -> tuple[str, bool]:
     """The config text with ``file`` in visible_tools and ``name`` in enabled_tools (unless `all`).
+
+    ``enables_none``: the config enables no tool without enabled_tools (a Loki or Coyote config), so
+    one is written, as the comma string Loki reads: ``enabled_tools: name``.
 
     Returns the new text and whether enabled_tools was changed. Every comment and line that is
     not part of the change is kept as it was; the result is parsed to prove nothing else changed.
@@ -191,6 +196,10 @@ def add_to_config(text: str, file: str, name: str, where: str = "config.yaml") -
     change_enabled = enabled is not None and not (isinstance(enabled, str) and enabled.strip() == "all")
     if change_enabled:
         lines = _append_item(lines, "enabled_tools", name, where)
+    elif enabled is None and enables_none:
+        lines = [line for line in lines if not ((m := _KEY.match(line)) and m["key"] == "enabled_tools")]
+        lines.append(f"enabled_tools: {name}\n")
+        change_enabled, enabled = True, ""
     edited = "".join(lines)
     try:
         after: Any = yaml.safe_load(edited)

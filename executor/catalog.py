@@ -350,6 +350,8 @@ class Catalog:
         declaration = self.get(name, config)
         if config.enabled_tools is not None and name not in set(expand_enabled(config)):
             where = "the embedded default config enables only tools that modify nothing" if config.embedded else str(config.path)
+            if config.foreign and not config.enabled_given:
+                where += ": " + config.enabling(name)[1].removeprefix("not enabled: ")
             raise NotEnabled(
                 f"tool {name!r} is visible but not enabled ({where}); add it to enabled_tools in your config.yaml"
                 + (" (`toolexec init` writes one)" if config.embedded else "")

@@ -126,13 +126,15 @@ def check_paths(paths: Iterable[str | Path]) -> tuple[list[Finding], int]:
 def _advice(declaration: ToolDeclaration, source: str) -> Iterator[Finding]:
     file, name = declaration.source, declaration.name
     meta = declaration.metadata
+    tool_at = declaration.positions.get("", (1, 1))  # where the tool is declared: def run, @describe, the JSDoc
     for parameter, schema in declaration.parameters.get("properties", {}).items():
         if not str(schema.get("description", "")).strip():
-            yield Finding(
-                file, 1, 1, "warning", f"parameter {parameter!r} has no description", "describe it: the model reads it", name
-            )
+            line, column = declaration.positions.get(parameter, tool_at)
+            message, hint = f"parameter {parameter!r} has no description", "describe it: the model reads it"
+            yield Finding(file, line, column, "warning", message, hint, name)
     if not meta.examples:
-        yield Finding(file, 1, 1, "warning", "no example", "add a worked example of the arguments (see docs/builtins.md)", name)
+        hint = "add a worked example of the arguments (see docs/builtins.md)"
+        yield Finding(file, *tool_at, "warning", "no example", hint, name)
     yield from _stale_examples(declaration)
     if meta.annotations.destructive is None:
         found = _looks_destructive(declaration.language, source)
@@ -145,13 +147,14 @@ def _advice(declaration: ToolDeclaration, source: str) -> Iterator[Finding]:
 def _stale_examples(declaration: ToolDeclaration) -> Iterator[Finding]:
     from jsonschema import Draft202012Validator
 
+    at = declaration.positions.get("", (1, 1))
     validator = Draft202012Validator(declaration.parameters)
     for index, example in enumerate(declaration.metadata.examples, start=1):
         error = next(iter(sorted(validator.iter_errors(example), key=lambda e: list(e.path))), None)
         if error is not None:
             where = "/".join(str(p) for p in error.path) or "(the arguments)"
             message = f"example {index} does not match the parameters: {where}: {error.message}"
-            yield Finding(declaration.source, 1, 1, "warning", message, "update the example", declaration.name)
+            yield Finding(declaration.source, *at, "warning", message, "update the example", declaration.name)
 
 
 def _looks_destructive(language: Language, source: str) -> tuple[int, int, str] | None:

@@ -423,6 +423,18 @@ def _list(args: argparse.Namespace) -> int:
             {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
             for broken in executor.broken(enabled_only=not args.all)
         ]
+    config = executor.config
+    for row in rows:
+        row["enabled"], row["enabled_why"] = config.enabling(row["name"])
+    if args.verbose:
+        for entry in executor.catalog.entries:
+            print(f"toolexec: {entry.name}: {config.enabling(entry.name)[1]}", file=sys.stderr)
+    if not rows and config.enabled_tools == () and config.foreign and not config.enabled_given:
+        print(
+            f"toolexec: no tool is enabled: {config.enabling('')[1].removeprefix('not enabled: ')}; name the tools "
+            f"under enabled_tools in {config.path} (or write enabled_tools: all); toolexec list --all shows the visible ones",
+            file=sys.stderr,
+        )
     if args.json:
         print(_json(rows, indent=2))
         return EXIT_OK
@@ -433,6 +445,7 @@ def _list(args: argparse.Namespace) -> int:
             summary += f"  [{', '.join(row['tags'])}]" if row["tags"] else ""
         else:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
+        summary = summary if row["enabled"] else f"(not enabled) {summary}"
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
 

@@ -58,56 +58,6 @@ class McpSettings:
     page_size: int = 100
 
 
-# Loki's (and AIChat's) own settings: a Loki config.yaml works as it is; these are listed by --verbose.
-LOKI_KEYS = frozenset(
-    [
-        "model",
-        "temperature",
-        "top_p",
-        "stream",
-        "save",
-        "keybindings",
-        "editor",
-        "wrap",
-        "wrap_code",
-        "repl_prelude",
-        "cmd_prelude",
-        "agent_prelude",
-        "agent_session",
-        "prelude",
-        "highlight",
-        "light_theme",
-        "user_agent",
-        "save_shell_history",
-        "sync_models_url",
-        "left_prompt",
-        "right_prompt",
-        "vault_password_file",
-        "function_calling",
-        "mcp_server_support",
-        "mapping_mcp_servers",
-        "enabled_mcp_servers",
-        "save_session",
-        "compression_threshold",
-        "summarize_prompt",
-        "summarization_prompt",
-        "summary_prompt",
-        "summary_context_prompt",
-        "rag_embedding_model",
-        "rag_reranker_model",
-        "rag_top_k",
-        "rag_chunk_size",
-        "rag_chunk_overlap",
-        "rag_min_score_vector_search",
-        "rag_min_score_keyword_search",
-        "rag_template",
-        "document_loaders",
-        "clients",
-        "serve_addr",
-        "dry_run",
-        "theme",
-    ]
-)
 # An llm-functions checkout lists its visible tools here, one file name a line.
 TOOLS_TXT = "tools.txt"
 
@@ -135,7 +85,7 @@ class Config:
     path: Path
     functions_dir: Path
     visible_tools: tuple[str, ...]
-    # None means every visible tool; otherwise names and mapping aliases, unexpanded.
+    # None means every visible tool; otherwise names and mapping aliases, unexpanded (empty: none).
     enabled_tools: tuple[str, ...] | None
     mapping_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
     runtimes: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -146,6 +96,11 @@ class Config:
     # What one call may keep on disk of its full stdout and stderr (beyond max_output_bytes); the rest is dropped.
     max_kept_bytes: int = 1 << 30
     embedded: bool = False
+    # The settings of other applications (Loki, Coyote, AIChat) the file holds, ignored; a config with any is
+    # read as theirs: no enabled_tools means no tool enabled, as there.
+    foreign: tuple[str, ...] = ()
+    # Whether the file sets enabled_tools (when it does not, the default applies: all, or none in a foreign config).
+    enabled_given: bool = False
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
 
@@ -177,6 +132,21 @@ class Config:
     def state_dir(self) -> Path:
         """The root of :attr:`state`."""
         return self.state.root
+
+    def enabling(self, name: str) -> tuple[bool, str]:
+        """Whether the visible tool ``name`` is enabled, and why (``toolexec list --verbose``, refusals)."""
+        if self.enabled_tools is None:
+            return True, "enabled: enabled_tools is all" if self.enabled_given else "enabled: no enabled_tools (the default: all)"
+        if name in self.enabled_tools and name not in self.mapping_tools:
+            return True, "enabled by enabled_tools"
+        alias = next((a for a in self.enabled_tools if name in self.mapping_tools.get(a, ())), None)
+        if alias is not None:
+            return True, f"enabled by enabled_tools, through the mapping_tools alias {alias!r}"
+        if self.embedded:
+            return False, "not enabled: the embedded default config enables only tools that modify nothing"
+        if self.foreign and not self.enabled_given:
+            return False, f"not enabled: a {_owners(self.foreign)} config with no enabled_tools enables none, as there"
+        return False, "not enabled: not in enabled_tools"
 
     def fingerprint(self) -> dict[str, Any]:
         """What the catalog depends on: a change here means rebuild."""
@@ -222,8 +192,11 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     located = locate(explicit)
     data = _read(located.path)
     config = from_mapping(data, located.path, embedded=located.embedded)
-    ignored = sorted(str(key) for key in data if key in LOKI_KEYS)
-    notes: tuple[str, ...] = (f"ignored Loki settings (toolexec does not use them): {', '.join(ignored)}",) if ignored else ()
+    notes: tuple[str, ...] = ()
+    if config.foreign:
+        notes += (f"ignored settings of {_owners(config.foreign)} (toolexec does not use them): {', '.join(config.foreign)}",)
+        if not config.enabled_given:
+            notes += ("no tool is enabled: a config of those applications with no enabled_tools enables none, as there",)
     if data.get("visible_tools") is None and (config.functions_dir / TOOLS_TXT).is_file():
         notes += (f"visible tools from {config.functions_dir / TOOLS_TXT} (no visible_tools in the config)",)
     return replace(config, lookup=(*located.trail, *notes))
@@ -309,10 +282,11 @@ def _parse_yaml(path: Path) -> dict[str, Any]:
 def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) -> Config:
     """Validate a parsed config mapping into a :class:`Config`; ConfigError names the key and the file."""
     where = str(path)
-    for key in data:
-        if key not in DEFAULTS and key not in LOKI_KEYS:
-            raise ConfigError(where, f"unknown setting{did_you_mean(str(key), DEFAULTS)}", key=str(key))
+    foreign = _foreign(data, where)
+    enabled_given = data.get("enabled_tools") is not None
     values = {**DEFAULTS, **{k: v for k, v in data.items() if v is not None}}
+    if foreign and not enabled_given:
+        values["enabled_tools"] = []  # Loki, Coyote and AIChat enable no tool unless told
     functions_dir = values["functions_dir"]
     if not isinstance(functions_dir, str) or not functions_dir or "\0" in functions_dir:
         raise ConfigError(where, f"expected a directory path, got {brief(functions_dir)}", key="functions_dir")
@@ -337,7 +311,33 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         mcp=_mcp(values["mcp"], where),
         max_kept_bytes=int(_limit(values["max_kept_bytes"], "max_kept_bytes", where, whole=True)),
         embedded=embedded,
+        foreign=foreign,
+        enabled_given=enabled_given,
     )
+
+
+def _foreign(data: dict[str, Any], where: str) -> tuple[str, ...]:
+    """The settings of ``data`` that belong to Loki, Coyote or AIChat; ConfigError for a key none of them has."""
+    others = [str(key) for key in data if key not in DEFAULTS]
+    if not others:
+        return ()
+    from toolexec.foreign_config import SETTINGS
+
+    known = frozenset().union(*SETTINGS.values())
+    for key in others:
+        if key not in known:
+            hint = did_you_mean(key, [*DEFAULTS, *sorted(known)])
+            raise ConfigError(where, f"unknown setting: neither toolexec, Loki, Coyote nor AIChat has it{hint}", key=key)
+    return tuple(sorted(others))
+
+
+def _owners(keys: tuple[str, ...]) -> str:
+    """Which applications the settings ``keys`` come from: those that have them all ('Loki and Coyote'), else any."""
+    from toolexec.foreign_config import SETTINGS
+
+    owners = [name for name, settings in SETTINGS.items() if all(key in settings for key in keys)]
+    owners = owners or [name for name, settings in SETTINGS.items() if any(key in settings for key in keys)]
+    return " and ".join([", ".join(owners[:-1]), owners[-1]] if len(owners) > 1 else owners)
 
 
 def _tools_txt(path: Path, fallback: Any) -> Any:

@@ -67,8 +67,16 @@ def name_problem(name: str) -> str | None:
 
 @record
 class Kwargs:
-    """Python: ``run(**arguments)``."""
+    """Python: ``run(**arguments)``.
 
+    ``defaults`` are passed for parameters the call leaves out whose Python default is not their value
+    (``x: int = Field(default=3)``, ``Annotated[int, Field(default=3)]``; None for a parameter optional by
+    its type, ``x: int | None``). ``enums`` names the parameters that take a same-file ``Enum`` (or a list
+    of one): (parameter, class, whether each item), so that ``run`` receives members, as pydantic gives.
+    """
+
+    defaults: tuple[tuple[str, Any], ...] = ()
+    enums: tuple[tuple[str, str, bool], ...] = ()
     kind: Literal["kwargs"] = "kwargs"
 
 
@@ -206,6 +214,9 @@ class ToolDeclaration:
     limits: Limits = field(default_factory=Limits)
     metadata: Metadata = field(default_factory=Metadata)
     warnings: tuple[str, ...] = ()
+    # Where the tool ("") and each parameter are declared in the source, as 1-based (line, column): for diagnostics
+    # about a compiled tool (`toolexec check`). Known right after a compile only: never stored, never compared.
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
 
     @property
     def convention(self) -> Convention:
@@ -226,8 +237,10 @@ class ToolDeclaration:
         return hashlib.sha256(json.dumps(seen, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole record as JSON-ready data (the catalog's storage form)."""
-        return asdict(self)
+        """The whole record as JSON-ready data (the catalog's storage form; :attr:`positions` is not stored)."""
+        data = asdict(self)
+        del data["positions"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolDeclaration:
@@ -269,6 +282,8 @@ def _invocation(data: dict[str, Any]) -> Invocation:
     values = {name: data[name] for name in field_names(kind_class) if name in data}
     if kind == "positional":
         values["order"] = tuple(values["order"])
+    if kind == "kwargs":
+        values.update({key: tuple(tuple(item) for item in values.get(key, ())) for key in ("defaults", "enums")})
     return kind_class(**values)  # type: ignore[no-any-return]
 
 

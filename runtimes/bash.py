@@ -7,13 +7,13 @@ choices computed by a script function are left to the bootstrap.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from toolexec.errors import BadRequest, PreconditionFailed
 from toolexec.records import Argc, ArgcParam, ToolDeclaration
+from toolexec.runtimes.argc_built import built_argv, word_text
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.environment import parse_dotenv, without_unsafe
 from toolexec.runtimes.interpreter import interpreter_for, which
@@ -39,40 +39,6 @@ class BashRuntime:
             return Prepared(argv=argv, stdin=b"", env_additions=additions)
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
         return Prepared(argv=argv, stdin=_records(tool, invocation, arguments), env_additions=additions)
-
-
-def built_argv(tool: ToolDeclaration, invocation: Argc, arguments: dict[str, Any]) -> list[str]:
-    """The command line an argc-built script's parser reads back as exactly these arguments.
-
-    Only given values are passed (the script's parser applies its own defaults). An option's
-    value follows it as the next word, or joined with ``=`` when it starts with ``-`` (argc would
-    take it for an option); positional values come after ``--``, where any text is a value.
-    """
-    words: list[str] = []
-    positional: list[str] = []
-    for param in invocation.params:
-        value = arguments.get(param.name)
-        if value is None:
-            continue
-        long = f"--{param.long}"
-        if param.kind == "flag":
-            words += [long] if value is True else []
-            continue
-        texts = _values(param, value, tool.name) or []
-        if param.kind == "arg":
-            positional += texts
-            continue
-        for text in texts:
-            if not text.startswith("-"):
-                words += [long, text]
-            elif "=" not in text:
-                words.append(f"{long}={text}")
-            else:
-                raise BadRequest(
-                    f"parameter {param.name!r} of tool {tool.name!r}: {text!r} starts with '-' and contains '=', "
-                    "which the tool's own argc parser (an argc-built script) cannot receive as an option value"
-                )
-    return [*words, "--", *positional] if positional else words
 
 
 def _records(tool: ToolDeclaration, invocation: Argc, arguments: dict[str, Any]) -> bytes:
@@ -102,23 +68,28 @@ def _environment(tool: ToolDeclaration, invocation: Argc, env: Mapping[str, str]
     if invocation.dotenv:
         dotenv = Path(tool.source).parent / invocation.dotenv
         try:
-            values = without_unsafe(parse_dotenv(dotenv.read_text(encoding="utf-8")))
+            values = without_unsafe(parse_dotenv(dotenv.read_text(encoding="utf-8"), env))
         except (OSError, UnicodeDecodeError) as exc:
             raise PreconditionFailed(f"tool {tool.name!r} loads {dotenv} (@meta dotenv), which cannot be read: {exc}") from None
         additions.update({k: v for k, v in values.items() if k not in env})
     seen = {**additions, **env}
-    for var in invocation.env:
-        if var.name not in seen and var.default is not None:
+    missing: list[str] = []
+    wrong: list[str] = []
+    for var in invocation.env:  # as argc: an empty variable is an unset one
+        if not seen.get(var.name) and var.default is not None:
             additions[var.name] = seen[var.name] = var.default
-        if var.name not in seen and var.required:
-            about = f" ({var.help})" if var.help else ""
-            raise PreconditionFailed(
-                f"tool {tool.name!r} needs the environment variable {var.name}{about}; set it in the environment or in functions/.env"
-            )
-        if var.name in seen and var.choices and seen[var.name] not in var.choices:
-            raise PreconditionFailed(
-                f"environment variable {var.name} must be one of {', '.join(var.choices)}, got {seen[var.name]!r}"
-            )
+        if not seen.get(var.name) and var.required:
+            missing.append(f"{var.name} ({var.help})" if var.help else var.name)
+        if seen.get(var.name) and var.choices and seen[var.name] not in var.choices:
+            wrong.append(f"environment variable {var.name} must be one of {', '.join(var.choices)}, got {seen[var.name]!r}")
+    if missing:  # every one at once, as argc names them
+        variables, them = ("variable", "it") if len(missing) == 1 else ("variables", "them")
+        raise PreconditionFailed(
+            f"tool {tool.name!r} needs the environment {variables} {', '.join(missing)}; "
+            f"set {them} in the environment or in functions/.env"
+        )
+    if wrong:
+        raise PreconditionFailed("; ".join(wrong))
     missing = [p for p in invocation.require_tools if not which(p, path=seen.get("PATH", os.defpath))]
     if missing:
         them = "them" if len(missing) > 1 else "it"
@@ -135,7 +106,7 @@ def _values(param: ArgcParam, value: Any, tool: str) -> list[str] | None:
             return None
         value = param.default.split(",") if param.multi and param.split else param.default
     items = value if isinstance(value, list) else [value]
-    texts = [_text(item) for item in items]
+    texts = [word_text(item) for item in items]
     if param.split:
         texts = [part for text in texts for part in text.split(",")]
     for text in texts:
@@ -144,11 +115,3 @@ def _values(param: ArgcParam, value: Any, tool: str) -> list[str] | None:
                 f"parameter {param.name!r} of tool {tool!r} contains a NUL character, which a Bash tool cannot receive"
             )
     return texts
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value, ensure_ascii=False)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # Loki's prompt helpers for Bash tools; <functions_dir>/utils/prompt-utils.sh (Loki's own) wins.
 PROMPT_UTILS = Path(__file__).with_name("prompt-utils.sh")
+
+# The terminal type a tool gets when toolexec has none (an MCP client starts its servers without one): "dumb",
+# found first in toolexec's own terminfo entry, whose colours and attributes print nothing, so `tput setaf 1`
+# succeeds where the system's dumb entry fails (and fails a Bash tool under `set -e`).
+TERMINFO = Path(__file__).with_name("terminfo")
 
 # LLM_TOOL_RAW_JSON is left out above this size: Linux refuses to start a program with any one
 # environment string over 128 KiB, and such arguments still reach the tool by its own convention.
@@ -49,25 +53,17 @@ UNSAFE_DOTENV_VARIABLES = frozenset(
 )
 UNSAFE_DOTENV_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
 
-_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
+def parse_dotenv(text: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables a ``.env`` text sets, read as python-dotenv reads it (see :mod:`toolexec.runtimes.envfile`).
 
-def parse_dotenv(text: str) -> dict[str, str]:
-    """``KEY=value`` lines; quotes, ``export`` and ``#`` comments as in Loki's .env files."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        match = _LINE.match(line)
-        if not match or "\0" in line:  # a NUL cannot be in an environment variable
-            continue
-        key, value = match.groups()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-            if match.group(2)[0] == '"':
-                value = value.replace("\\n", "\n").replace('\\"', '"')
-        else:
-            value = re.split(r"\s+#", value, maxsplit=1)[0]
-        values[key] = value
-    return values
+    ``${NAME}`` expands from ``environ`` (the process environment when None), then from earlier lines.
+    A name or value no environment can hold (``=`` in a name, a NUL) is left out.
+    """
+    from toolexec.runtimes.envfile import bindings, expanded
+
+    values = expanded(bindings(text), os.environ if environ is None else environ)
+    return {k: v for k, v in values.items() if v is not None and "=" not in k and "\0" not in k and "\0" not in v}
 
 
 def without_unsafe(values: Mapping[str, str]) -> dict[str, str]:
@@ -79,15 +75,21 @@ def without_unsafe(values: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = ()) -> dict[str, str]:
-    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins), less the unsafe ones."""
+def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = (), environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins).
+
+    ``${NAME}`` in a file expands from ``environ`` (the process environment when None) and the files read
+    before it; the unsafe variables (:func:`without_unsafe`) are left out.
+    """
+    base = os.environ if environ is None else environ
     merged: dict[str, str] = {}
     for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
         try:
             # surrogateescape: a byte that is not UTF-8 reaches the tool as it is, and spoils nothing else
-            merged.update(without_unsafe(parse_dotenv(path.read_bytes().decode("utf-8", "surrogateescape"))))
+            text = path.read_bytes().decode("utf-8", "surrogateescape")
         except OSError:  # missing, a directory, unreadable: no values from it
             continue
+        merged.update(without_unsafe(parse_dotenv(text, {**merged, **base})))
     return merged
 
 
@@ -103,7 +105,8 @@ def tool_environment(
     raw_json: str | None = None,
     trusted: Sequence[Path] = (),
 ) -> dict[str, str]:
-    """``.env`` values under the caller's environment (which wins), then the LLM_* variables.
+    """``.env`` values under the caller's environment (which wins), then the LLM_* variables, and ``TERM=dumb``
+    (with :data:`TERMINFO` first on ``TERMINFO_DIRS``) when neither gives a terminal type.
 
     ``raw_json`` is the call's arguments as sent (``LLM_TOOL_RAW_JSON``, which Coyote's tools read),
     set when it is at most :data:`RAW_JSON_LIMIT` bytes; ``trusted`` becomes :data:`TRUSTED_PATHS_VARIABLE`.
@@ -118,6 +121,9 @@ def tool_environment(
         LLM_PROMPT_UTILS_FILE=str(prompt_utils(functions_dir)),
     )
     env[TRUSTED_PATHS_VARIABLE] = os.pathsep.join(str(path) for path in trusted)
+    if not env.get("TERM"):
+        env["TERM"] = "dumb"
+        env["TERMINFO_DIRS"] = f"{TERMINFO}:{env.get('TERMINFO_DIRS', '')}"  # an empty entry: the system's own
     if raw_json is not None and len(raw_json.encode("utf-8", "surrogateescape")) <= RAW_JSON_LIMIT:
         env["LLM_TOOL_RAW_JSON"] = raw_json
     else:

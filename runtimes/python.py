@@ -11,7 +11,7 @@ import json
 import marshal
 from pathlib import Path
 
-from toolexec.records import ToolDeclaration
+from toolexec.records import Kwargs, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.interpreter import interpreter_for
 
@@ -31,16 +31,27 @@ class PythonRuntime:
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments and source text as :func:`request` makes them."""
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
-        return Prepared(argv=argv, stdin=request(arguments, site.code))
+        call = tool.invocation
+        enums: list[list[Any]] = []
+        if isinstance(call, Kwargs):
+            left_out = {name: value for name, value in call.defaults if name not in arguments}
+            arguments = {**arguments, **left_out} if left_out else arguments
+            enums = [list(each) for each in call.enums if arguments.get(each[0]) is not None]
+        return Prepared(argv=argv, stdin=request(arguments, site.code, enums))
 
 
-def request(arguments: dict[str, Any], source: str | None = None) -> bytes:
+def request(arguments: dict[str, Any], source: str | None = None, enums: list[list[Any]] | None = None) -> bytes:
     """``{"arguments": …, "source": …}`` for the bootstrap (``source``: the text to run, None to read the file): in
     marshal's format version 2 (every Python 3 reads it; no shared references, so the tool gets distinct objects as
-    from JSON), else JSON for what marshal cannot hold."""
+    from JSON), else JSON for what marshal cannot hold.
+
+    ``enums`` lists ``[parameter, Enum class, each item]`` for the arguments to pass as members of the tool's enum.
+    """
     data: dict[str, Any] = {"arguments": arguments}
     if source is not None:
         data["source"] = source
+    if enums:
+        data["enums"] = enums
     try:
         return MARSHALLED + marshal.dumps(data, 2)
     except ValueError:

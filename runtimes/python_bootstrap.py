@@ -152,7 +152,12 @@ def main():
     os.close(devnull)
     sys.argv = [path]
     try:
-        value = _load(path, request.get("source")).run(**request["arguments"])
+        module = _load(path, request.get("source"))
+        arguments = request["arguments"]
+        for name, enum, each in request.get("enums", ()):  # the members of the tool's own Enum, as pydantic gives
+            kind = getattr(module, enum)
+            arguments[name] = [kind(item) for item in arguments[name]] if each else kind(arguments[name])
+        value = module.run(**arguments)
         if _awaitable(value):
             import asyncio
 
@@ -163,9 +168,10 @@ def main():
         import traceback
 
         _show_lines()
-        traceback.print_exc()
+        stack = "".join(traceback.format_exception(type(exc), exc, _tool_frames(exc.__traceback__)))
+        sys.stderr.write(stack)
         sys.stderr.flush()
-        _report(type(exc).__name__, str(exc), traceback.format_exc())
+        _report(type(exc).__name__, str(exc), stack)
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     failed = None
     if isinstance(value, dict) and isinstance(value.get("ok"), bool) and set(value) <= {"ok", "output", "error"}:
@@ -186,6 +192,20 @@ def main():
         _report(None, _render(failed))
         return 1
     return 0
+
+
+def _tool_frames(tb):
+    """The traceback from the tool's first frame on: this bootstrap (which loads and calls the tool), the
+    import machinery and the event loop that awaits a coroutine are toolexec's, not the author's (None when
+    nothing of the author's ran, as for a SyntaxError or a call that does not fit ``run``'s signature)."""
+    asyncio = getattr(sys.modules.get("asyncio"), "__file__", None)
+    ours = ("<frozen importlib", os.path.dirname(asyncio) + os.sep) if asyncio else ("<frozen importlib",)
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not (filename == __file__ or filename.startswith(ours)):
+            break
+        tb = tb.tb_next
+    return tb
 
 
 def _awaitable(value):

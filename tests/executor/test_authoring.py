@@ -79,6 +79,25 @@ def test_add_to_config_layouts(text: str, expected: str, enabled: bool) -> None:
     assert add_to_config(text, "new.sh", "new") == (expected, enabled)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected", "enabled"),
+    [
+        ("model: x\nvisible_tools: [a.sh]\n", "model: x\nvisible_tools: [a.sh, new.sh]\nenabled_tools: new\n", True),
+        (
+            "model: x\nenabled_tools: null  # none, as in Loki\nvisible_tools:\n  - a.sh\n",
+            "model: x\nvisible_tools:\n  - a.sh\n  - new.sh\nenabled_tools: new\n",
+            True,
+        ),
+        ("model: x\nenabled_tools: a\n", "model: x\nenabled_tools: a, new\nvisible_tools:\n  - new.sh\n", True),
+        ("model: x\nenabled_tools: all\n", "model: x\nenabled_tools: all\nvisible_tools:\n  - new.sh\n", False),
+    ],
+)
+def test_a_new_tool_is_enabled_in_a_config_that_enables_none_without_enabled_tools(
+    text: str, expected: str, enabled: bool
+) -> None:
+    assert add_to_config(text, "new.sh", "new", enables_none=True) == (expected, enabled)
+
+
 def test_add_to_config_refuses_what_it_cannot_edit_safely() -> None:
     with pytest.raises(BadRequest, match=r"^config.yaml is not valid YAML"):
         add_to_config("visible_tools: [a\n", "new.sh", "new")

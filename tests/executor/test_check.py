@@ -51,7 +51,7 @@ def test_check_every_visible_tool_of_the_config(project) -> None:  # type: ignor
     result = toolexec("--config", str(config), "check")
     assert result.returncode == 1
     assert f"{project.tools / 'gone.py'}:1:1: error: no such file or directory\n" in result.stdout
-    assert f"{project.tools / 'ok.py'}:1:1: warning: no example\n" in result.stdout
+    assert f"{project.tools / 'ok.py'}:1:5: warning: no example\n" in result.stdout
 
 
 def test_stale_examples_are_reported() -> None:
@@ -63,7 +63,7 @@ def test_stale_examples_are_reported() -> None:
         declaration, metadata=dataclasses.replace(declaration.metadata, examples=({"a": 1, "b": "two"}, {"a": 1, "b": 2}))
     )
     assert [str(f) for f in _stale_examples(stale)] == [
-        f"{CASES / 'clean.js'}:1:1: warning: example 1 does not match the parameters: b: 'two' is not of type 'number'\n"
+        f"{CASES / 'clean.js'}:9:1: warning: example 1 does not match the parameters: b: 'two' is not of type 'number'\n"
         "  hint: update the example"
     ]
 

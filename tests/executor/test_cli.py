@@ -229,6 +229,8 @@ def test_build_list_describe(project: Project) -> None:
             "annotations": {"read_only": None, "destructive": None, "idempotent": None, "open_world": None},
             "source": str(project.tools / "add.py"),
             "error": None,
+            "enabled": True,
+            "enabled_why": "enabled: no enabled_tools (the default: all)",
         }
     ]
     assert broken == {
@@ -241,6 +243,8 @@ def test_build_list_describe(project: Project) -> None:
         "annotations": None,
         "source": str(project.tools / "broken.py"),
         "error": broken["error"],
+        "enabled": True,
+        "enabled_why": "enabled: no enabled_tools (the default: all)",
     }
     assert broken["error"].startswith(f"{project.tools / 'broken.py'}:1:5: function 'run' has no docstring\n")
     described = toolexec("--config", config, "describe", "add")
@@ -280,7 +284,7 @@ def test_config_error_is_reported_not_raised(capsys: pytest.CaptureFixture[str],
     assert cli(capsys, "--config", str(config), "list") == (
         2,
         "",
-        f"toolexec: {config}: key 'visible_tool': unknown setting; did you mean 'visible_tools'?\n",
+        f"toolexec: {config}: key 'visible_tool': unknown setting: neither toolexec, Loki, Coyote nor AIChat has it; did you mean 'visible_tools'?\n",
     )
 
 
@@ -320,7 +324,8 @@ def test_verbose_says_which_config_and_why(
         0,
         "add  python      Add two numbers.\n",
         f"toolexec: config: skipped {isolated / 'config.yaml'}: not a toolexec config (it has neither visible_tools nor functions_dir)\n"
-        f"toolexec: config: using {user} (the user config)\n",
+        f"toolexec: config: using {user} (the user config)\n"
+        "toolexec: add: enabled: no enabled_tools (the default: all)\n",
     )
     # --config after the command works too, and a later --config never resets an earlier one
     assert cli(capsys, "list", "--config", str(project.config))[1] == "add  python      Add two numbers.\n"
@@ -464,6 +469,8 @@ def test_list_tags_keeps_tools_with_every_tag(capsys: pytest.CaptureFixture[str]
             "annotations": {"read_only": None, "destructive": True, "idempotent": None, "open_world": None},
             "source": str(project.tools / "write.sh"),
             "error": None,
+            "enabled": True,
+            "enabled_why": "enabled: no enabled_tools (the default: all)",
         }
     ]
     assert cli(capsys, "--config", config, "list", "--tags", " , ") == (

@@ -109,8 +109,11 @@ def test_defaults_and_enabled_forms(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("timout: 5\n", "key 'timout': unknown setting; did you mean 'timeout'?"),
-        ("frobnicate: 1\n", "key 'frobnicate': unknown setting"),
+        (
+            "timout: 5\n",
+            "key 'timout': unknown setting: neither toolexec, Loki, Coyote nor AIChat has it; did you mean 'timeout'?",
+        ),
+        ("frobnicate: 1\n", "key 'frobnicate': unknown setting: neither toolexec, Loki, Coyote nor AIChat has it"),
         ("timeout: soon\n", "key 'timeout': expected a positive number of seconds, got 'soon'"),
         ("timeout: -1\n", "key 'timeout': expected a positive number of seconds, got -1"),
         ("timeout: .inf\n", "key 'timeout': expected a positive number of seconds, got inf"),
@@ -148,3 +151,110 @@ def test_snapshot_notices_edits(tmp_path: Path) -> None:
     path.write_text("timeout: nope\n")
     with pytest.raises(ConfigError):
         load_config(path)
+
+
+# Settings as Coyote's and Loki's own configs write them (their current and older names), none of toolexec's.
+COYOTE_SETTINGS = """model: openai:gpt-4o
+reasoning_effort: medium
+function_calling_support: true
+auto_continue: false
+max_auto_continues: 10
+inject_todo_instructions: true
+skills_enabled: true
+enabled_skills: null
+memory: true
+memory_cap_with_tools: 20
+rag_graph_hops: 2
+rag_extractor_model: null
+compression_keep_last: 4
+max_tool_result_chars: 50000
+workspace_instructions: true
+no_workspace_mcp: false
+secrets_provider: null
+raw_markdown: false
+mcp_server_support: true
+mapping_mcp_servers: {}
+enabled_mcp_servers: null
+clients: []
+"""
+
+
+def test_settings_of_loki_coyote_and_aichat_are_accepted_and_listed(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "coyote" / "config.yaml", COYOTE_SETTINGS + "visible_tools: [a.sh]\n"))
+    ignored = sorted(line.split(":", 1)[0] for line in COYOTE_SETTINGS.splitlines())
+    assert config.foreign == tuple(ignored)
+    assert config.lookup[-2:] == (
+        f"ignored settings of Coyote (toolexec does not use them): {', '.join(ignored)}",
+        "no tool is enabled: a config of those applications with no enabled_tools enables none, as there",
+    )
+    older = load_config(write(tmp_path / "aichat.yaml", "function_calling: true\nuse_tools: fs\ncompress_threshold: 4000\n"))
+    assert older.foreign == ("compress_threshold", "function_calling", "use_tools")
+    assert older.lookup[-2] == (
+        "ignored settings of Loki, Coyote and AIChat (toolexec does not use them): compress_threshold, function_calling, use_tools"
+    )
+    only_coyote = load_config(write(tmp_path / "c.yaml", "skills_enabled: true\n"))
+    assert only_coyote.lookup[-2] == "ignored settings of Coyote (toolexec does not use them): skills_enabled"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("function_calling_suport: true\n", "did you mean 'function_calling_support'?"),
+        ("visible_tool: [a]\n", "did you mean 'visible_tools'?"),
+        ("max_auto_continue: 3\n", "did you mean 'max_auto_continues'?"),
+        ("zzz_qqq: 1\n", ""),
+    ],
+)
+def test_a_setting_none_of_them_has_is_refused_with_a_close_match(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "config.yaml", "model: x\n" + text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    key = text.split(":", 1)[0]
+    hint = f"; {message}" if message else ""
+    assert str(error.value) == f"{path}: key {key!r}: unknown setting: neither toolexec, Loki, Coyote nor AIChat has it{hint}"
+
+
+@pytest.mark.parametrize(
+    ("text", "enabled", "why_a", "why_b"),
+    [
+        ("", None, "enabled: no enabled_tools (the default: all)", "enabled: no enabled_tools (the default: all)"),
+        (
+            "enabled_tools: null\n",
+            None,
+            "enabled: no enabled_tools (the default: all)",
+            "enabled: no enabled_tools (the default: all)",
+        ),
+        ("enabled_tools: all\n", None, "enabled: enabled_tools is all", "enabled: enabled_tools is all"),
+        ("enabled_tools: a\n", ("a",), "enabled by enabled_tools", "not enabled: not in enabled_tools"),
+        (
+            "enabled_tools: fs\nmapping_tools: {fs: 'b'}\n",
+            ("fs",),
+            "not enabled: not in enabled_tools",
+            "enabled by enabled_tools, through the mapping_tools alias 'fs'",
+        ),
+        ("enabled_tools: []\n", (), "not enabled: not in enabled_tools", "not enabled: not in enabled_tools"),
+        # a Loki / Coyote config: absent or null enables none, as in Loki
+        ("model: x\n", (), *["not enabled: a Loki, Coyote and AIChat config with no enabled_tools enables none, as there"] * 2),
+        (
+            "function_calling_support: true\nenabled_tools: null\n",
+            (),
+            *["not enabled: a Loki and Coyote config with no enabled_tools enables none, as there"] * 2,
+        ),
+        (
+            "function_calling_support: true\nenabled_tools: all\n",
+            None,
+            "enabled: enabled_tools is all",
+            "enabled: enabled_tools is all",
+        ),
+        ("model: x\nenabled_tools: b\n", ("b",), "not enabled: not in enabled_tools", "enabled by enabled_tools"),
+    ],
+)
+def test_which_tools_are_enabled_and_why(
+    tmp_path: Path, text: str, enabled: tuple[str, ...] | None, why_a: str, why_b: str
+) -> None:
+    config = load_config(write(tmp_path / "config.yaml", "visible_tools: [a.sh, b.sh]\n" + text))
+    assert config.enabled_tools == enabled
+    assert (config.enabling("a"), config.enabling("b")) == (
+        (why_a.startswith("enabled"), why_a),
+        (why_b.startswith("enabled"), why_b),
+    )

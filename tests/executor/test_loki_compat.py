@@ -8,6 +8,7 @@ checkouts with ``tools.txt``.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -198,11 +199,14 @@ def test_an_argc_built_script_runs_once_with_exact_arguments(project: Project) -
     assert (result.ok, result.stderr) == (True, "")
     assert result.output == "hello a b=c\n$(x) tags=-t k=v plain loud=1 words=-x a=b \n"
     assert executor.call("greet", {"name": "-dash"}).output == "hello -dash tags= loud=0 words=\n"
+    patch = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x=1\n+x=2\n"  # fs_patch's patches and fs_write's YAML lists
+    assert executor.call("greet", {"name": patch, "tag": ["- a=b"]}).output == f"hello {patch} tags=- a=b loud=0 words=\n"
     refused = executor.call("greet", {"name": "-a=b"})
     assert (refused.status, refused.error) == (
         "refused",
-        "parameter 'name' of tool 'greet': '-a=b' starts with '-' and contains '=', which the tool's own argc parser "
-        "(an argc-built script) cannot receive as an option value",
+        "parameter 'name' of tool 'greet': '-a=b' cannot reach the tool's own argc parser (an argc-built script): "
+        "it starts with '-' and has '=' with no space before the first '=': the parser takes such a word for an "
+        "option, and --opt=VALUE keeps only the text after the last '='",
     )
 
 
@@ -290,11 +294,11 @@ def test_a_loki_config_works_as_it_is(tmp_path: Path) -> None:
     assert executor.config.functions_dir == loki / "functions"
     assert executor.call("fs_cat", {"path": str(tmp_path / "note.txt")}).output == "hello\n"
     assert (
-        "ignored Loki settings (toolexec does not use them): clients, function_calling, model, rag_top_k, stream, temperature"
-        in executor.config.lookup
-    )
+        "ignored settings of Loki, Coyote and AIChat (toolexec does not use them): "
+        "clients, function_calling, model, rag_top_k, stream, temperature"
+    ) in executor.config.lookup
     config.write_text(LOKI_CONFIG + "frobnicate: 1\n")
-    with pytest.raises(ConfigError, match="key 'frobnicate': unknown setting"):
+    with pytest.raises(ConfigError, match="key 'frobnicate': unknown setting: neither toolexec, Loki, Coyote nor AIChat has it"):
         Executor(config)
     config.write_text(LOKI_CONFIG)
     assert main(["--config", str(config), "--verbose", "list"]) == 0
@@ -302,7 +306,7 @@ def test_a_loki_config_works_as_it_is(tmp_path: Path) -> None:
 
 def test_the_verbose_flag_lists_the_ignored_loki_settings(tmp_path: Path) -> None:
     (tmp_path / "functions" / "tools").mkdir(parents=True)
-    (tmp_path / "config.yaml").write_text("model: x\nvisible_tools: []\n")
+    (tmp_path / "config.yaml").write_text("model: x\nvisible_tools: []\nenabled_tools: all\n")
     done = subprocess.run(
         [os.sys.executable, "-m", "toolexec", "--config", str(tmp_path / "config.yaml"), "--verbose", "list"],
         capture_output=True,
@@ -310,7 +314,7 @@ def test_the_verbose_flag_lists_the_ignored_loki_settings(tmp_path: Path) -> Non
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "toolexec: config: ignored Loki settings (toolexec does not use them): model\n" in done.stderr
+    assert "toolexec: config: ignored settings of Loki, Coyote and AIChat (toolexec does not use them): model\n" in done.stderr
 
 
 def test_an_llm_functions_checkout_with_tools_txt(tmp_path: Path) -> None:
@@ -343,3 +347,118 @@ def test_an_llm_functions_checkout_with_tools_txt(tmp_path: Path) -> None:
     assert [t.name for t in executor.tools()] == ["greet", "shout"]
     assert executor.call("greet", {"name": "Ann"}).output == "hello Ann"
     assert executor.call("shout", {"text": "hey"}).output == "HEY"
+
+
+# A stock Loki config: the functions folder beside it, Loki's own settings, and no enabled_tools.
+STOCK_LOKI = """model: openai:gpt-4o
+function_calling_support: true
+mcp_server_support: true
+mapping_tools:
+  fs: 'fs_cat,fs_ls'
+visible_tools:
+  - fs_cat.sh
+  - execute_command.sh
+{enabled}"""
+
+
+def test_a_loki_config_without_enabled_tools_enables_no_tool_as_loki_does(tmp_path: Path) -> None:
+    from tests.conftest import toolexec
+
+    tools = tmp_path / "loki" / "functions" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "fs_cat.sh").write_text('# @describe Print a file.\n# @option --path! The file.\nmain() { cat "$argc_path"; }\n')
+    (tools / "execute_command.sh").write_text(
+        '# @describe Run a shell command.\n# @option --command! The command.\nmain() { eval "$argc_command"; }\n'
+    )
+    config = tmp_path / "loki" / "config.yaml"
+    for enabled in ("", "enabled_tools: null\n"):
+        config.write_text(STOCK_LOKI.format(enabled=enabled))
+        listed = toolexec("--config", str(config), "list")
+        assert (listed.returncode, listed.stdout) == (0, "")
+        assert listed.stderr == (
+            "toolexec: no tool is enabled: a Loki and Coyote config with no enabled_tools enables none, as there; "
+            f"name the tools under enabled_tools in {config} (or write enabled_tools: all); "
+            "toolexec list --all shows the visible ones\n"
+        )
+        ran = toolexec("--config", str(config), "run", "execute_command", '{"command": "echo pwned"}')
+        assert (ran.returncode, ran.stdout) == (2, "")
+        assert ran.stderr == (
+            f"toolexec: tool 'execute_command' is visible but not enabled ({config}: a Loki and Coyote config with no "
+            "enabled_tools enables none, as there); add it to enabled_tools in your config.yaml\n"
+        )
+        offered = toolexec("--config", str(config), "declarations", "--format", "mcp")
+        assert (offered.returncode, json.loads(offered.stdout)) == (0, [])
+    everything = toolexec("--config", str(config), "--verbose", "list", "--all")
+    none = "not enabled: a Loki and Coyote config with no enabled_tools enables none, as there"
+    assert everything.stdout.splitlines() == [
+        "fs_cat           bash        (not enabled) Print a file.",
+        "execute_command  bash        (not enabled) Run a shell command.",
+    ]
+    assert f"toolexec: fs_cat: {none}\ntoolexec: execute_command: {none}\n" in everything.stderr
+    config.write_text(STOCK_LOKI.format(enabled="enabled_tools: fs\n"))
+    rows = json.loads(toolexec("--config", str(config), "list", "--all", "--json").stdout)
+    assert [(row["name"], row["enabled"], row["enabled_why"]) for row in rows] == [
+        ("fs_cat", True, "enabled by enabled_tools, through the mapping_tools alias 'fs'"),
+        ("execute_command", False, "not enabled: not in enabled_tools"),
+    ]
+
+
+LOKI_PROMPT_UTILS = """red=$(tput setaf 1)
+default=$(tput sgr0)
+bold=$(tput bold)
+info() { echo -e "${bold}INFO:${default} $1${default}"; }
+"""
+GUARDED_WRITE = """#!/usr/bin/env bash
+set -e
+# @describe Write a file, as Loki's fs_write does.
+# @option --path! Where.
+# @option --contents! What.
+source "$LLM_ROOT_DIR/utils/prompt-utils.sh"
+main() { printf '%s' "$argc_contents" >"$argc_path"; info "wrote $argc_path" >>"$LLM_OUTPUT"; }
+"""
+
+
+@pytest.mark.slow
+def test_an_mcp_client_with_no_terminal_gets_what_the_loki_config_enables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    import mcp_types as types
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    functions = tmp_path / "loki" / "functions"
+    (functions / "tools").mkdir(parents=True)
+    (functions / "utils").mkdir()
+    (functions / "utils" / "prompt-utils.sh").write_text(LOKI_PROMPT_UTILS)
+    (functions / "tools" / "fs_write.sh").write_text(GUARDED_WRITE)
+    (functions / "tools" / "execute_command.sh").write_text(
+        '# @describe Run a shell command.\n# @option --command! The command.\nmain() { eval "$argc_command"; }\n'
+    )
+    config = tmp_path / "loki" / "config.yaml"
+    settings = "model: openai:gpt-4o\nfunction_calling_support: true\nvisible_tools: [fs_write.sh, execute_command.sh]\n"
+    target = tmp_path / "post.md"
+    front_matter = "---\ntitle: a=b\ntags:\n- x=1\n---\nbody\n"
+    monkeypatch.delenv("TERM", raising=False)  # the SDK passes its own TERM on to the server, as a desktop client has none
+    no_terminal = {name: value for name, value in os.environ.items() if name != "TERMINFO_DIRS"}
+
+    async def listed_and_called() -> tuple[list[str], types.CallToolResult | None]:
+        params = StdioServerParameters(
+            command=os.sys.executable, args=["-m", "toolexec", "--config", str(config), "mcp"], env=no_terminal
+        )
+        async with Client(stdio_client(params)) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            if "fs_write" not in names:
+                return names, None
+            return names, await client.call_tool("fs_write", {"path": str(target), "contents": front_matter})
+
+    config.write_text(settings)  # a stock Loki config: no enabled_tools, so nothing is offered
+    assert anyio.run(listed_and_called) == ([], None)
+    config.write_text(settings + "enabled_tools: fs_write\n")
+    names, result = anyio.run(listed_and_called)
+    assert names == ["fs_write"] and result is not None
+    assert (result.is_error, [c.text for c in result.content if isinstance(c, types.TextContent)]) == (
+        False,
+        [f"INFO: wrote {target}\n"],
+    )
+    assert target.read_text() == front_matter

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,9 +117,48 @@ def test_exception_is_a_failed_result_with_traceback(project: Project) -> None:
     assert (result.ok, result.status, result.exit_code) == (False, "error", 1)
     assert result.tool_call_error == "Tool call 'boom' exited with code 1"
     assert result.error == "Tool call 'boom' exited with code 1: ValueError: the disk is full"
+    assert _frames(result.stderr) == [("boom.py", 6, "run"), ("boom.py", 2, "helper")]
     assert result.stderr.startswith("Traceback (most recent call last):\n")
-    assert 'boom.py", line 2, in helper' in result.stderr
-    assert result.stderr.rstrip().endswith("ValueError: the disk is full")
+    assert result.stderr.endswith("\nValueError: the disk is full\n")
+
+
+def _frames(stderr: str) -> list[tuple[str, int, str]]:
+    """The (file name, line, function) of every frame a traceback shows, outermost first."""
+    found = re.findall(r'^  File "([^"]+)", line (\d+), in (\S+)$', stderr, re.M)
+    return [(Path(file).name, int(line), function) for file, line, function in found]
+
+
+@pytest.mark.parametrize(
+    ("source", "frames", "last"),
+    [
+        (  # a coroutine: the event loop that awaits it is toolexec's too
+            'import asyncio\n\nasync def run():\n    """Fail."""\n    await asyncio.sleep(0)\n    raise KeyError("k")\n',
+            [("tb.py", 6, "run")],
+            "KeyError: 'k'",
+        ),
+        (  # failing while the module loads: the import machinery is not shown
+            'SETTINGS = {}\nHOME = SETTINGS["home"]\n\ndef run():\n    """Never reached."""\n',
+            [("tb.py", 2, "<module>")],
+            "KeyError: 'home'",
+        ),
+        (  # the failure is the call itself (a decorator changed run's signature): only the error
+            "def strict(f):\n    def inner():\n        return f()\n    return inner\n\n"
+            '@strict\ndef run(a: int = 1):\n    """Take a."""\n    return a\n',
+            [],
+            "TypeError: strict.<locals>.inner() got an unexpected keyword argument 'a'",
+        ),
+    ],
+)
+def test_traceback_starts_at_the_tools_own_code(
+    project: Project, source: str, frames: list[tuple[str, int, str]], last: str
+) -> None:
+    project.tool("tb.py", source)
+    result = project.executor().call("tb", {"a": 2} if "strict" in source else {})
+    assert result.ok is False
+    assert _frames(result.stderr) == frames
+    assert "python_bootstrap" not in result.stderr and "<frozen importlib" not in result.stderr
+    assert result.stderr.rstrip("\n").rsplit("\n", 1)[-1] == last
+    assert result.stderr.startswith("Traceback (most recent call last):\n" if frames else last)
 
 
 def test_sys_exit_code_is_the_tools_status(project: Project) -> None:

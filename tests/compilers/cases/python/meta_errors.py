@@ -13,7 +13,5 @@ def run(path: str, limit: int = 10) -> str:
         {"path": ".", "limit": "ten"}
         {"limit": 3}
         {"path": "/tmp", "depth": 2}
-        {"path": }
-        ["not", "an", "object"]
     """
     return path
