@@ -240,15 +240,11 @@ async def _refuse(send: Send, status: int, message: str, extra: list[tuple[bytes
 
 
 def connection_cap() -> int:
-    """How many connections are kept open at once: half the descriptors the process may open (raised to its hard
-    limit first), the other half left to the calls' pipes and files; at most 4,096."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = min(hard, 65536) if hard != resource.RLIM_INFINITY else 65536
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-            soft = wanted
-    limit = 65536 if soft == resource.RLIM_INFINITY else soft
+    """How many connections are kept open at once: half the descriptors the process may open (the other half left
+    to the calls' pipes and files), at most 4,096. The soft limit is not raised: the tools would inherit it, and
+    some programs close every descriptor up to it."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = 8192 if soft == resource.RLIM_INFINITY else soft
     return max(16, min(4096, limit // 2))
 
 

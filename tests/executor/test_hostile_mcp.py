@@ -310,7 +310,7 @@ def rss_kib(pid: int) -> int:
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
 
 
-def test_a_progress_flood_to_a_client_that_does_not_read_costs_one_event(tools: Project, tmp_path: Path) -> None:
+def test_a_progress_flood_to_a_client_that_does_not_read_stays_bounded(tools: Project, tmp_path: Path) -> None:
     """The client reads nothing while the tool writes 300,000 lines: the server keeps only the newest few events
     (its memory stays flat), and once the client reads, the last line is the last progress it gets."""
     lines, done = 300_000, tmp_path / "done"
