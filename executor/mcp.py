@@ -13,6 +13,7 @@ uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import collections
@@ -25,7 +26,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.abc
@@ -512,8 +513,7 @@ class ToolServer:
             with anyio.move_on_after(CANCEL_WAIT_SECONDS):
                 await self._drained()
         self.close()
-        sys.stderr.flush()
-        os._exit(0)
+        _exit_now()
 
     async def _signals(self, stop: Callable[[], Any]) -> None:
         """The first SIGTERM/SIGINT stops the server; later ones find it stopping already (and do not kill it)."""
@@ -567,6 +567,19 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
+def _exit_now() -> NoReturn:
+    """End the process at once, exit status 0: every call has ended and the client has gone, so nothing is left
+    to do but the interpreter's teardown of the SDK's modules, which takes a loaded machine most of a second the
+    client would wait for (the atexit handlers still run: the process helper's guard is stopped)."""
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
+
+
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
     from toolexec.mcp_http import listen, parse_bind, resolve_token  # noqa: PLC0415 - imports uvicorn
@@ -578,7 +591,7 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
     try:
         if bind is None:
             anyio.run(server.serve_stdio)
-            return 0
+            _exit_now()
         token = resolve_token(server.config, token_env, no_token=no_token, host=bind[0])
         sock = listen(*bind)
         anyio.run(server.serve_http, sock, bind[0], token.value if token is not None else None)
