@@ -12,6 +12,8 @@ Every client is treated as hostile, authenticated or not:
   token matched. Connections are capped (:func:`connection_cap`); when the cap is reached the oldest
   connection that has no request in progress makes room, so idle or half-open connections can never
   starve a client that has something to ask.
+* A body that is not one JSON-RPC message gets the answer stdio gives it (:func:`toolexec.mcp_stdio.decode`):
+  ``-32700`` or ``-32600``, where the SDK would take a request whose ``id`` is null for a notification.
 * ``TCP_NODELAY`` on every accepted connection: without it a keep-alive reply waits ~40 ms for Nagle's
   algorithm (the listening socket is made here, so asyncio does not set it).
 """
@@ -40,6 +42,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolexec.config import Config
 from toolexec.errors import BadRequest
+from toolexec.mcp_stdio import Refusal, decode, encode
 
 HEADER_SECONDS = 10.0  # from a connection's first byte (or its previous reply) to a request's last header
 BODY_SECONDS = 30.0  # to send a request's body once its headers are in
@@ -191,6 +194,10 @@ class Gate:
         body = await self._body(receive, send)
         if body is None:
             return
+        refused = decode(body) if scope.get("method") == "POST" else None
+        if isinstance(refused, Refusal):  # answered as over stdio: the SDK takes some of these for notifications
+            await _refuse(send, 400, "", body=encode(refused.reply))
+            return
         replayed = False
 
         async def replay() -> dict[str, Any]:
@@ -224,8 +231,10 @@ class Gate:
         return None
 
 
-async def _refuse(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": message}).encode()
+async def _refuse(
+    send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None, *, body: bytes | None = None
+) -> None:
+    body = body if body is not None else json.dumps({"error": message}).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

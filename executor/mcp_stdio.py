@@ -99,7 +99,7 @@ def _loads(line: bytes) -> Any:
 def _invalid(line: bytes, error: ValidationError) -> Refusal:
     raw = _loads(line)
     if isinstance(raw, list):
-        return refuse(types.INVALID_REQUEST, "Invalid Request: batches are not supported; send one message per line")
+        return refuse(types.INVALID_REQUEST, "Invalid Request: batches are not supported; send one message at a time")
     if not isinstance(raw, dict):
         return refuse(types.INVALID_REQUEST, "Invalid Request: a JSON-RPC message is an object")
     request_id = raw.get("id")

@@ -179,8 +179,8 @@ UNANSWERABLE = [
     (CALL % b'{"\\udc41": 1}', parse_error("lone leading surrogate in hex escape at line 1 column 100")),
     (CALL % (b'{"text": ' + b"[" * 240 + b"]" * 240 + b"}"), parse_error("nested deeper than 200 levels at line 1 column 300")),
     (CALL % (b'{"n": -' + b"1" * 6000 + b"}"), parse_error("number out of range at line 1 column 4401")),
-    (b"[]", invalid("batches are not supported; send one message per line")),
-    (b'[{"jsonrpc": "2.0", "id": 4, "method": "ping"}]', invalid("batches are not supported; send one message per line")),
+    (b"[]", invalid("batches are not supported; send one message at a time")),
+    (b'[{"jsonrpc": "2.0", "id": 4, "method": "ping"}]', invalid("batches are not supported; send one message at a time")),
     (b'"tools/list"', invalid("a JSON-RPC message is an object")),
     (b"null", invalid("a JSON-RPC message is an object")),
     (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', invalid("id must be a string or an integer, got null")),
@@ -550,6 +550,20 @@ def test_an_oversize_body_is_refused_with_413_before_authentication(tools: Proje
     finally:
         assert server.stop() == 0
     assert "Traceback" not in server.log()
+
+
+def test_a_body_that_is_not_one_request_is_answered_as_over_stdio(tools: Project) -> None:
+    """The SDK's HTTP transport takes a request whose id is null or a boolean for a notification (202, no answer)
+    and calls a batch invalid params: every such body gets the answer stdio gives it."""
+    server = Http(tools, "--token-env", "T", env={"T": "sesame-sesame-sesame"})
+    headers = {**ACCEPT, "Authorization": "Bearer sesame-sesame-sesame", "MCP-Protocol-Version": "2025-11-25"}
+    try:
+        with httpx2.Client(timeout=WAIT) as client:
+            answers = [client.post(server.url, content=line, headers=headers) for line, _ in UNANSWERABLE]
+            assert client.post(server.url, json=INITIALIZE, headers=headers).status_code == 200
+    finally:
+        assert server.stop() == 0
+    assert [(a.status_code, a.json()) for a in answers] == [(400, expected) for _, expected in UNANSWERABLE]
 
 
 def test_keep_alive_requests_are_not_held_back_by_nagle(tools: Project) -> None:
