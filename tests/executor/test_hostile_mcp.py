@@ -119,6 +119,7 @@ class RawStdio:
 
     def __init__(self, project: Project) -> None:
         self.errors = (project.root / "stdio.err").open("w+")
+        self.pending = b""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "toolexec", "--config", str(project.config), "mcp", "--no-reload"],
             stdin=subprocess.PIPE,
@@ -136,10 +137,17 @@ class RawStdio:
         self.proc.stdin.flush()
 
     def reply(self) -> dict[str, Any]:
+        """The next line the server wrote (read unbuffered: select must see what is still to come)."""
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
-        assert ready, f"no answer within {WAIT}s"
-        return json.loads(self.proc.stdout.readline())
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
+            assert ready, f"no answer within {WAIT}s"
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            assert chunk, "the server closed its stdout"
+            self.pending += chunk
+        line, _, rest = self.pending.partition(b"\n")
+        self.pending = rest
+        return json.loads(line)
 
     def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}
@@ -582,7 +590,7 @@ def test_keep_alive_requests_are_not_held_back_by_nagle(tools: Project) -> None:
                 assert reply.status_code == 200
     finally:
         assert server.stop() == 0
-    assert statistics.median(times) < 0.020, times
+    assert statistics.median(times) < 0.030, times  # Nagle with delayed ACKs costs 40 ms or more a reply
 
 
 def test_sigterm_answers_every_call_in_flight_ends_their_trees_and_exits_0_quietly(tools: Project, tmp_path: Path) -> None:
