@@ -51,6 +51,7 @@ from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
+from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
 from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
 from toolexec.version import __version__
@@ -584,6 +585,7 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
     from toolexec.mcp_http import listen, parse_bind, resolve_token  # noqa: PLC0415 - imports uvicorn
 
+    protect()  # the server's memory holds the token and every client's arguments: no tool may read it
     bind = parse_bind(http) if http is not None else None
     if bind is None and (no_token or token_env):
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
@@ -593,6 +595,8 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
             anyio.run(server.serve_stdio)
             _exit_now()
         token = resolve_token(server.config, token_env, no_token=no_token, host=bind[0])
+        if token_env:  # read once; no tool inherits it (mcp.token_env is kept from tools by Config.secret_names)
+            os.environ.pop(token_env, None)
         sock = listen(*bind)
         anyio.run(server.serve_http, sock, bind[0], token.value if token is not None else None)
         return 0
