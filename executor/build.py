@@ -56,7 +56,9 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
     known: dict[str, list[Entry]] = {}
     try:
-        for e in previous.entries if previous is not None and same_config else ():
+        # After a config change nothing is reused, but a file that no longer builds keeps its last good
+        # declaration all the same: it is served while it stays visible.
+        for e in previous.entries if previous is not None else ():
             known.setdefault(e.file, []).append(e)
     except DamagedCatalog:  # a damaged index: built as if there were none
         previous, same_config, known = None, False, {}
@@ -67,10 +69,10 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     for file in config.visible_tools:
         before = known.get(file, [])
         if file == agent_file:
-            found, fresh = _agent_entries(config, file, before, reuse=not force, records=records)
+            found, fresh = _agent_entries(config, file, before, reuse=same_config and not force, records=records)
             entries.extend(found)
         else:
-            entry, fresh = _entry(config, file, before[-1] if before else None, reuse=not force, records=records)
+            entry, fresh = _entry(config, file, before[-1] if before else None, reuse=same_config and not force, records=records)
             entries.append(entry)
         compiled += fresh
         if on_file is not None:

@@ -294,7 +294,13 @@ def _agent_commands(commands: Any) -> None:
     mcp = commands.add_parser("mcp", help="serve the enabled tools over MCP (stdio, or Streamable HTTP with --http)")
     mcp.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP (stateless) instead of stdio; host 127.0.0.1")
     mcp.add_argument(
-        "--token-env", metavar="NAME", help="environment variable holding the HTTP bearer token (default: mcp.token_env)"
+        "--token-env",
+        metavar="NAME",
+        help="environment variable holding the HTTP bearer token (default: mcp.token_env, else a generated token "
+        "whose file is printed on stderr)",
+    )
+    mcp.add_argument(
+        "--no-token", action="store_true", help="serve HTTP without a bearer token: anyone who can connect calls the tools"
     )
     mcp.add_argument(
         "--catalog", choices=["full", "summaries"], default="full", help="summaries: one-line entries and a describe_tool tool"
@@ -634,7 +640,7 @@ def _mcp(args: argparse.Namespace) -> int:
         variables=agent_variables(args.variables),
         agent_tools_only=tools_only,
     )
-    return main(args.config, http=args.http, token_env=args.token_env, options=options)
+    return main(args.config, http=args.http, token_env=args.token_env, no_token=args.no_token, options=options)
 
 
 # Every signal that would end toolexec and that it can catch: each one cancels the call instead.
@@ -692,10 +698,9 @@ def _call(args: argparse.Namespace) -> int:
         raise BadRequest(
             "the batch on stdin is empty: expected a model's tool calls as JSON (OpenAI, Responses API, Anthropic, Gemini)"
         )
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    from toolexec.providers import parse_batch_text
+
+    data = parse_batch_text(text)
     with _call_control(args) as control:
         executor = _executor(args, control)
         batch = executor.parse_calls(data, args.format)

@@ -16,16 +16,15 @@ from __future__ import annotations
 import atexit
 import base64
 import binascii
+import collections
 import contextlib
-import hmac
 import json
 import math
 import os
 import signal
-import socket
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
@@ -36,7 +35,6 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
@@ -49,17 +47,21 @@ from toolexec.calls import Calls
 from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
+from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
+from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
 from toolexec.version import __version__
 from toolexec.watch import watch_tools
 
 CatalogMode = Literal["full", "summaries"]
 DESCRIBE_TOOL = "describe_tool"
+# Progress events waiting for a slow client, per call; past it the oldest give way to the newest.
+PROGRESS_PENDING = 16
 # How long a cancelled call may take to end its tree (SIGTERM, grace, SIGKILL) before the server stops waiting.
 CANCEL_WAIT_SECONDS = 10.0
 
@@ -177,6 +179,53 @@ def _offset(cursor: str, total: int) -> int:
     raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor[:64]!r}: pass a nextCursor from a previous tools/list")
 
 
+class LatestProgress:
+    """One call's progress on its way to the client, bounded and coalesced: at most :data:`PROGRESS_PENDING` events
+    wait, and when a tool writes faster than the client reads, the oldest waiting ones give way to the newest (which
+    always goes out). A fast writer costs a few events of memory, never a queue.
+
+    ``put`` is called from the thread running the call; iterating (in the event loop) yields the waiting events in
+    order until ``close``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=PROGRESS_PENDING)
+        self._waking = False  # a wake-up is on its way to the loop: later events only join the pending ones
+        self._closed = False
+        self._ready = anyio.Event()
+        self._token = anyio.lowlevel.current_token()
+
+    def put(self, event: dict[str, Any]) -> None:
+        """Add ``event`` (from the call's thread)."""
+        with self._lock:
+            self._pending.append(event)
+            if self._waking or self._closed:
+                return
+            self._waking = True
+        with contextlib.suppress(Exception):  # the loop is gone: nobody is left to tell
+            anyio.from_thread.run_sync(self._ready.set, token=self._token)
+
+    def close(self) -> None:
+        """No more events (in the loop): iteration ends after the pending ones."""
+        with self._lock:
+            self._closed = True
+        self._ready.set()
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            await self._ready.wait()
+            with self._lock:
+                events = list(self._pending)
+                self._pending.clear()
+                self._waking, self._ready = False, anyio.Event()
+                closed = self._closed
+            for event in events:
+                yield event
+            if closed:
+                return
+
+
 class ToolServer:
     """One MCP server over one config's enabled tools; reloadable while it serves."""
 
@@ -193,6 +242,8 @@ class ToolServer:
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
         self._reported: set[str] = set(report.problems)
         self._stop_watching = anyio.Event()
+        self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
+        self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
         self.server: Server[Any] = Server(
             "toolexec",
             version=__version__,
@@ -244,6 +295,12 @@ class ToolServer:
         tool = listing.by_name.get(name)
         call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {})
         result = await self._invoke(ctx, call)
+        if self.stopping and result.status == "cancelled":
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"toolexec mcp is shutting down: the call of {params.name!r} was cancelled and its processes ended; "
+                "send it again once the server is back",
+            )
         if result.reason in ("unknown_tool", "not_enabled"):
             raise MCPError(types.INVALID_PARAMS, result.error or f"unknown tool {params.name!r}")
         if not result.ok:
@@ -268,10 +325,10 @@ class ToolServer:
         if check is None:
             return types.CallToolResult(content=[types.TextContent(text=text)])
         try:
-            value = json.loads(result.output)
-        except json.JSONDecodeError as exc:
+            value = _output_json(result.output)
+        except ValueError as exc:
             return _error(
-                f"Tool call '{result.tool_name}' declared an output schema but its output is not JSON ({exc.msg}): {result.output[:200]}"
+                f"Tool call '{result.tool_name}' declared an output schema but its output is not JSON ({exc}): {result.output[:200]}"
             )
         problems = sorted(check.iter_errors(value), key=lambda e: list(e.absolute_path))
         if problems:
@@ -292,12 +349,11 @@ class ToolServer:
         progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
         """
         listening = (ctx.meta or {}).get("progress_token") is not None
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-        token = anyio.lowlevel.current_token()
+        latest = LatestProgress()
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("event") == "progress":
-                anyio.from_thread.run_sync(send.send_nowait, event, token=token)
+                latest.put(event)
 
         control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
@@ -309,21 +365,18 @@ class ToolServer:
                 done.set()
 
         async def forward() -> None:
-            async with receive:
-                async for event in receive:
-                    with contextlib.suppress(Exception):  # a closed stream must not fail the call
-                        await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
+            async for event in latest:
+                with contextlib.suppress(Exception):  # a closed stream must not fail the call
+                    await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
 
         try:
             async with anyio.create_task_group() as group:
                 if listening:
                     group.start_soon(forward)
-                else:
-                    receive.close()
                 try:
                     result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
                 finally:
-                    send.close()
+                    latest.close()
             return result
         except anyio.get_cancelled_exc_class():
             control.cancel()
@@ -408,25 +461,28 @@ class ToolServer:
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
-                async with stdio_server() as (read, write):
+                async with stdio_transport() as (read, write, drained):
+                    self._drained = drained
                     await self.server.run(read, write, init)
             finally:
                 self.close()  # the watcher stops within one step, not after its 5 s timeout
                 await self.cancel_all()
                 group.cancel_scope.cancel()
 
-    async def serve_http(self, host: str, port: int, token: str | None) -> None:
-        """Serve Streamable HTTP (stateless: no per-client state) until SIGTERM/SIGINT."""
+    async def serve_http(self, sock: Any, host: str, token: str | None) -> None:
+        """Serve Streamable HTTP (stateless: no per-client state) on ``sock`` until SIGTERM/SIGINT.
+
+        A stop ends the calls in flight first (each is answered with an error saying so), then lets uvicorn
+        finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
+
+        from toolexec.mcp_http import Gate, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
         app = self.server.streamable_http_app(
             stateless_http=True,
             transport_security=self._transport_security(host),
             host=host,
         )
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family)
-        bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
 
         class Uvicorn(uvicorn.Server):
@@ -434,14 +490,16 @@ class ToolServer:
             def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
                 yield
 
-        server = Uvicorn(
-            uvicorn.Config(
-                BearerGate(app, token) if token else app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-            )
-        )
-        log(f"serving http://{shown}:{bound}/mcp")
+        server = Uvicorn(uvicorn_config(Gate(app, token)))
+
+        async def stop() -> None:
+            await self.cancel_all()
+            server.should_exit = True
+
+        quiet_loop_errors()
+        log(f"serving http://{shown}:{sock.getsockname()[1]}/mcp")
         async with anyio.create_task_group() as group:
-            group.start_soon(self._signals, lambda: setattr(server, "should_exit", True))
+            group.start_soon(self._signals, stop)
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
@@ -466,80 +524,66 @@ class ToolServer:
         await watch_tools(self, self._stop_watching)
 
     async def _stop_stdio(self) -> None:
-        """SIGTERM/SIGINT on stdio: end every call's tree, then exit 0 (the SDK's stdin reader thread cannot be
-        interrupted while it waits for a line, so the process ends here rather than by unwinding)."""
+        """SIGTERM/SIGINT on stdio: end every call's tree, answer each request in flight (a call says the server is
+        shutting down), then exit 0 (the stdin reader thread cannot be interrupted while it waits for a line, so the
+        process ends here rather than by unwinding)."""
         await self.cancel_all()
+        if self._drained is not None:
+            with anyio.move_on_after(CANCEL_WAIT_SECONDS):
+                await self._drained()
         self.close()
         _exit_now()
 
     async def _signals(self, stop: Callable[[], Any]) -> None:
+        """The first SIGTERM/SIGINT stops the server; later ones find it stopping already (and do not kill it)."""
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for _ in signals:
-                outcome = stop()
-                if outcome is not None:
-                    await outcome
-                return
+            async with anyio.create_task_group() as group:
+                async for _ in signals:
+                    if not self.stopping:
+                        self.stopping = True
+                        group.start_soon(self._stop, stop)
+
+    async def _stop(self, stop: Callable[[], Any]) -> None:
+        outcome = stop()
+        if outcome is not None:
+            await outcome
 
 
-class BearerGate:
-    """ASGI middleware: HTTP requests must carry ``Authorization: Bearer <token>`` (compared in constant time)."""
+class _NotJSON(ValueError):
+    pass
 
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b'Bearer realm="toolexec"'),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+def _refuse_constant(name: str) -> Any:
+    raise _NotJSON(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJSON(f"{text[:40]} is too large for a JSON number")
+    return value
+
+
+def _output_json(output: str) -> Any:
+    """A tool's output read as the JSON its output schema promises, in a form any client can be sent: at most
+    ``MAX_DEPTH`` levels, finite numbers, lone surrogates replaced; ValueError saying what it is not."""
+    if too_deep_text(output, MAX_DEPTH):
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    try:
+        value = json.loads(output, parse_constant=_refuse_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise ValueError(exc.msg) from None
+    except _NotJSON:
+        raise
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise ValueError(f"an integer of more than {MAX_DIGITS} digits") from None
+    return json_safe(value)
 
 
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-
-
-def parse_bind(value: str) -> tuple[str, int]:
-    """``[HOST:]PORT`` (``[::1]:8080`` for IPv6) → (host, port); the host defaults to 127.0.0.1."""
-    host, _, port = value.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise BadRequest(f"--http expects [HOST:]PORT such as 8080 or 127.0.0.1:8080, got {value!r}")
-    return host, int(port)
-
-
-def resolve_token(config: Config, token_env: str | None, host: str) -> str | None:
-    """The bearer token from the variable named by --token-env or mcp.token_env; refused when it is named but unset,
-    and required when the server listens beyond loopback."""
-
-    name = token_env or config.mcp.token_env
-    if name:
-        token = os.environ.get(name, "")
-        if not token:
-            raise BadRequest(
-                f"the bearer token variable {name} is not set (named by {'--token-env' if token_env else 'mcp.token_env'}); export it"
-            )
-        return token
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        raise BadRequest(
-            f"refusing to serve {host} without a bearer token: set mcp.token_env in config.yaml (or --token-env NAME) "
-            "to the name of an environment variable holding the token"
-        )
-    return None
 
 
 def _exit_now() -> NoReturn:
@@ -555,19 +599,24 @@ def _exit_now() -> NoReturn:
         os._exit(0)
 
 
-def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions) -> int:
+def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
+    from toolexec.mcp_http import listen, parse_bind, resolve_token  # noqa: PLC0415 - imports uvicorn
+
     protect()  # the server's memory holds the token and every client's arguments: no tool may read it
     bind = parse_bind(http) if http is not None else None
+    if bind is None and (no_token or token_env):
+        raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
     server = ToolServer(config_source, options)
     try:
         if bind is None:
             anyio.run(server.serve_stdio)
             _exit_now()
-        token = resolve_token(server.config, token_env, bind[0])
+        token = resolve_token(server.config, token_env, no_token=no_token, host=bind[0])
         if token_env:  # read once; no tool inherits it (mcp.token_env is kept from tools by Config.secret_names)
             os.environ.pop(token_env, None)
-        anyio.run(server.serve_http, bind[0], bind[1], token)
+        sock = listen(*bind)
+        anyio.run(server.serve_http, sock, bind[0], token.value if token is not None else None)
         return 0
     finally:
         server.close()

@@ -61,7 +61,7 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if not text.strip():
             return {}
-        if _too_deep_text(text):
+        if too_deep_text(text):
             raise BadRequest(f"arguments for tool {tool!r} are nested too deeply")
         try:
             raw = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
@@ -83,10 +83,10 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
     return raw
 
 
-def _too_deep_text(text: str) -> bool:
-    """Whether JSON text opens more than MAX_DEPTH brackets at once (strings skipped), without parsing it."""
+def too_deep_text(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON text opens more than ``limit`` brackets at once (strings skipped), without parsing it."""
     depth, in_string, escaped = 0, False, False
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
+    if text.count("[") + text.count("{") <= limit:
         return False
     for char in text:
         if in_string:
@@ -100,7 +100,7 @@ def _too_deep_text(text: str) -> bool:
             in_string = True
         elif char in "[{":
             depth += 1
-            if depth > MAX_DEPTH:
+            if depth > limit:
                 return True
         elif char in "]}":
             depth -= 1

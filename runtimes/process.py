@@ -43,7 +43,7 @@ CHUNK = 1 << 16
 MARKER = "TOOLEXEC_CALL_MARK"
 # Names the write end of a call's progress pipe (``/dev/fd/N``) when the caller listens for events.
 PROGRESS_VARIABLE = "LLM_PROGRESS"
-PROGRESS_LINE_LIMIT = 1 << 16
+PROGRESS_LINE_LIMIT = 1 << 16  # runtimes.progress.LINE_LIMIT: a longer line is dropped unread
 BACKEND_VARIABLE = "TOOLEXEC_PROCESS_BACKEND"
 BACKENDS = ("auto", "linux", "portable")
 
@@ -586,11 +586,12 @@ class _Supervisor:
 
 class _ProgressLines:
     """The read end of a progress pipe: each JSON line ``{"progress": n, "total": m, "message": "…"}`` becomes a
-    ``progress`` event on the control; anything else (not JSON, no numeric ``progress``, too long) is skipped."""
+    ``progress`` event on the control, as :func:`toolexec.runtimes.progress.parse_progress` reads it."""
 
     def __init__(self, fd: int, control: CallControl) -> None:
         self.fd, self.control = fd, control
         self.pending = bytearray()
+        self.skipping = False  # inside a line already over the limit: dropped up to its newline
 
     def read(self) -> bool:
         """Take what is readable; False at end of file."""
@@ -602,9 +603,14 @@ class _ProgressLines:
             return False
         self.pending += data
         *lines, rest = self.pending.split(b"\n")
-        self.pending = bytearray(rest if len(rest) <= PROGRESS_LINE_LIMIT else b"")
         for line in lines:
-            self._emit(bytes(line))
+            if self.skipping:
+                self.skipping = False
+            else:
+                self._emit(bytes(line))
+        if len(rest) > PROGRESS_LINE_LIMIT:
+            self.skipping, rest = True, bytearray()
+        self.pending = bytearray(rest)
         return True
 
     def finish(self) -> None:
@@ -613,30 +619,16 @@ class _ProgressLines:
             for _ in range(64):  # bounded: a leftover writer cannot keep the call alive
                 if not self.read():
                     break
-        if self.pending:
+        if self.pending and not self.skipping:
             self._emit(bytes(self.pending))
             self.pending.clear()
 
     def _emit(self, line: bytes) -> None:
-        import json
+        from toolexec.runtimes.progress import parse_progress  # only a call that listens for events pays for it
 
-        try:
-            report = json.loads(line) if len(line) <= PROGRESS_LINE_LIMIT else None
-        except (ValueError, RecursionError):  # not JSON, or nested past what the parser can follow ('[' * 30000)
-            return
-        if not isinstance(report, dict):
-            return
-        progress, total, message = report.get("progress"), report.get("total"), report.get("message")
-        if not _is_number(progress):
-            return
-        extra: dict[str, Any] = {"total": total} if _is_number(total) else {}
-        if isinstance(message, str):
-            extra["message"] = message
-        self.control.emit("progress", progress=progress, **extra)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+        event = parse_progress(line)
+        if event is not None:
+            self.control.emit("progress", **event)
 
 
 def _close(fd: int) -> None:

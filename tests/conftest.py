@@ -47,9 +47,10 @@ def isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
 def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point HOME, XDG dirs and the working directory at a fresh temporary tree."""
     home = tmp_path_factory.mktemp("home")
-    for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
+    for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".state")):
         (home / sub).mkdir(exist_ok=True)
         monkeypatch.setenv(var, str(home / sub))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # the generated MCP token goes under XDG_STATE_HOME
     monkeypatch.delenv("TOOLEXEC_CONFIG", raising=False)
     for name in list(os.environ):
         if name.startswith("LLM_"):

@@ -229,7 +229,12 @@ def test_every_documented_config_loads(snippet: str, tmp_path: Path) -> None:
 
 
 def test_the_documented_snippets_are_found() -> None:
-    assert [where.split(":")[0] for where, _ in _config_snippets()] == ["coming-from-loki.md", "configuration.md", "mcp.md"]
+    assert [where.split(":")[0] for where, _ in _config_snippets()] == [
+        "coming-from-loki.md",
+        "configuration.md",
+        "mcp.md",
+        "scale-out.md",
+    ]
 
 
 def _commands(text: str) -> list[list[str]]:
@@ -318,6 +323,7 @@ def test_every_documented_option_exists_with_its_choices() -> None:
     for page, text in synopses:
         text = text.split(" | ", 1)[0]  # a shell pipe ends toolexec's arguments (choices are written a|b, unspaced)
         words = [w.strip("[]") for w in text.split()[1:]]
+        words = words[: words.index("|")] if "|" in words else words  # `toolexec list | head -1`: a pipeline
         command = next((w for w in words if w in options), "")
         if not command and words and words[0].islower() and not words[0].startswith("-"):
             wrong.append(f"{page}: {text}: no command {words[0]!r}")

@@ -2,7 +2,7 @@
 
 ::
 
-    toolexec (the package), __main__, cli, api, toolkit, mcp, watch   the surfaces
+    toolexec (the package), __main__, cli, api, toolkit, mcp(_http,_stdio), watch   the surfaces
     calls                                                             the one call path
     engine, sources, build, catalog, config, providers, results, …   what a call and a build use
     toolexec.compilers, toolexec.runtimes                             (neither imports the other)
@@ -34,6 +34,8 @@ LAYERS = [
         "toolexec.api",
         "toolexec.toolkit",
         "toolexec.mcp",
+        "toolexec.mcp_http",
+        "toolexec.mcp_stdio",
         "toolexec.watch",
         "toolexec.progress",
         "toolexec.authoring",

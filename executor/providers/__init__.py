@@ -43,7 +43,9 @@ __all__ = [
     "format_tool_result",
     "format_tool_result_as_text",
     "formats",
+    "mixed_shapes",
     "parse_batch",
+    "parse_batch_text",
     "refusal",
     "render",
     "sent_of",
@@ -184,7 +186,9 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
 
     With ``names``, a provider-safe name the model sent is mapped back to the tool's own
     name. Raises :class:`BadRequest` only when ``data`` as a whole is no provider's shape
-    (the message lists the accepted shapes); a single malformed call is refused in its place instead.
+    (the message lists the accepted shapes) or holds calls of several providers' shapes (one
+    provider's reading would drop the others' calls unanswered); a single malformed call is
+    refused in its place instead.
     An SDK's own objects (pydantic models, or lists of them) are read through their dumps;
     ``null`` and ``[]`` (what the SDKs' ``function_calls`` and ``tool_calls`` hold when there
     are none) are a batch of no calls.
@@ -194,6 +198,9 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
     data = plain(data)
     if data is None or data == []:
         return Batch(format_named(provider).NAME if provider is not None else "openai", ())
+    mixed = mixed_shapes(data)
+    if mixed is not None:
+        raise BadRequest(mixed)
     if provider is not None:
         named = format_named(provider)
         if not named.claims(data):
@@ -212,6 +219,81 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
         for entry in batch.entries
     )
     return replace(batch, entries=mapped)
+
+
+# The containers of calls in a provider's message or response, by the key holding them.
+_CALL_LISTS = ("tool_calls", "content", "output", "parts")
+
+
+def _call_items(data: Any) -> list[tuple[str, Any]]:
+    """The items of ``data`` that could be calls, each with where it is: a list's items, or those of a message's
+    or response's lists."""
+    if isinstance(data, list):
+        return [(f"[{index}]", item) for index, item in enumerate(data)]
+    if not isinstance(data, dict):
+        return []
+    items = [(f"{key}[{i}]", item) for key in _CALL_LISTS if isinstance(data.get(key), list) for i, item in enumerate(data[key])]
+    for nested, inner, key in (("choices", "message", "tool_calls"), ("candidates", "content", "parts")):
+        entries = data.get(nested)
+        for n, entry in enumerate(entries if isinstance(entries, list) else []):
+            holder = entry.get(inner) if isinstance(entry, dict) else None
+            if isinstance(holder, dict) and isinstance(holder.get(key), list):
+                items += [(f"{nested}[{n}].{inner}.{key}[{i}]", item) for i, item in enumerate(holder[key])]
+    return items
+
+
+def _shape_of(item: Any) -> str | None:
+    """Which provider's call ``item`` is, by what marks it (None for a block that is no call: text, thinking…)."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind == "tool_use":
+        return "anthropic"
+    if kind == "function_call":
+        return "responses"
+    if item.get("functionCall") is not None or item.get("function_call") is not None:
+        return "gemini"
+    if kind == "function" or isinstance(item.get("function"), dict):
+        return "openai"
+    return None
+
+
+def mixed_shapes(data: Any) -> str | None:
+    """Why ``data`` cannot be answered as one provider's batch (it holds calls of several shapes), or None."""
+    found: dict[str, list[str]] = {}
+    for where, item in _call_items(data):
+        shape = _shape_of(item)
+        if shape is not None:
+            found.setdefault(shape, []).append(where)
+    if len(found) < 2:
+        return None
+    listed = "; ".join(f"{shape} at {', '.join(at[:3])}{' …' if len(at) > 3 else ''}" for shape, at in found.items())
+    return (
+        f"the input mixes tool calls of {len(found)} providers' shapes ({listed}): one provider's reading would leave "
+        "the others unanswered; send each provider's calls separately"
+    )
+
+
+def parse_batch_text(text: str, where: str = "on stdin") -> Any:
+    """JSON text of a batch as data, refused with :class:`BadRequest` (never a traceback) when it is not JSON, is
+    nested deeper than any batch of valid arguments can be, or holds an integer Python cannot read."""
+    import json
+
+    from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
+
+    limit = MAX_DEPTH + BATCH_ENVELOPE_DEPTH
+    if too_deep_text(text, limit):
+        raise BadRequest(f"the batch {where} is nested more than {limit} levels deep: no tool call's arguments can be")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"the batch {where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise BadRequest(f"the batch {where} holds an integer of more than {MAX_DIGITS} digits") from None
+
+
+# Levels a batch adds around a call's arguments: a response's choices, message, tool_calls, a call, its function.
+BATCH_ENVELOPE_DEPTH = 8
 
 
 def render(batch: Batch, results: Sequence[ToolResult]) -> Any:

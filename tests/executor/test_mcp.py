@@ -359,15 +359,18 @@ def test_http_refuses_a_missing_token_and_a_foreign_origin(http: HttpServer) -> 
     assert good.status_code == 200
 
 
-def test_http_refuses_to_listen_beyond_loopback_without_a_token(tools: Project) -> None:
+def test_http_refuses_an_unset_token_variable_and_token_options_on_stdio(tools: Project) -> None:
     from tests.conftest import toolexec
 
-    result = toolexec("--config", str(tools.config), "mcp", "--http", "0.0.0.0:0")
-    assert result.returncode == 2
-    assert "refusing to serve 0.0.0.0 without a bearer token: set mcp.token_env" in result.stderr
     unset = toolexec("--config", str(tools.config), "mcp", "--http", "0", "--token-env", "NO_SUCH_TOKEN_VARIABLE")
-    assert unset.returncode == 2
-    assert "the bearer token variable NO_SUCH_TOKEN_VARIABLE is not set (named by --token-env); export it" in unset.stderr
+    assert (unset.returncode, unset.stderr) == (
+        2,
+        "toolexec: the bearer token variable NO_SUCH_TOKEN_VARIABLE is not set (named by --token-env); export it\n",
+    )
+    both = toolexec("--config", str(tools.config), "mcp", "--http", "0", "--token-env", "X", "--no-token")
+    assert (both.returncode, both.stderr) == (2, "toolexec: --no-token and --token-env contradict each other: give one of them\n")
+    stdio = toolexec("--config", str(tools.config), "mcp", "--no-token")
+    assert (stdio.returncode, stdio.stderr) == (2, "toolexec: --no-token applies to --http only; stdio needs no token\n")
 
 
 @pytest.mark.slow

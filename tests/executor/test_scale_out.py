@@ -8,7 +8,9 @@ adds the MCP server); nginx is Debian's package, installed by ``make test``.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -57,6 +59,18 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
     raise AssertionError(f"nothing listens on port {port} after {timeout} s")
 
 
+TOKEN = "a-test-token-for-the-fleet"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "scale-out.md"
+
+
+def documented_instances() -> list[list[str]]:
+    """The commands starting the two instances, as docs/scale-out.md shows them (the token exported before)."""
+    block = PAGE.read_text(encoding="utf-8").split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = block.splitlines()
+    assert lines[0] == "export TOOLEXEC_MCP_TOKEN=$(openssl rand -hex 32)"
+    return [shlex.split(line.removesuffix("&")) for line in lines[1:]]
+
+
 @pytest.fixture
 def fleet(project: Project, tmp_path: Path) -> Iterator[tuple[int, Project]]:
     """Two instances and nginx in front of them; yields nginx's port."""
@@ -73,10 +87,12 @@ def fleet(project: Project, tmp_path: Path) -> Iterator[tuple[int, Project]]:
     front = free_port()
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        for n, port in enumerate(ports):
-            env = {**os.environ, "TOOLEXEC_INSTANCE": f"instance-{n}"}
-            command = [sys.executable, "-m", "toolexec", "--config", str(config), "mcp", "--http", f"127.0.0.1:{port}"]
-            processes.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for n, (port, command) in enumerate(zip(ports, documented_instances(), strict=True)):
+            env = {**os.environ, "TOOLEXEC_INSTANCE": f"instance-{n}", "TOOLEXEC_MCP_TOKEN": TOKEN}
+            command = [arg.replace("/srv/tools/config.yaml", str(config)).replace(f":{8001 + n}", f":{port}") for arg in command]
+            processes.append(
+                subprocess.Popen([sys.executable, "-m", *command], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
             wait_for_port(port, processes[-1])
         conf = tmp_path / "nginx.conf"
         text = NGINX_CONF.read_text()
@@ -115,7 +131,7 @@ def test_two_instances_behind_nginx_serve_calls_and_see_tool_changes(fleet: tupl
 
     async def scenario() -> None:
         async with (
-            httpx2.AsyncClient(timeout=httpx2.Timeout(30.0)) as session,
+            httpx2.AsyncClient(timeout=httpx2.Timeout(30.0), headers={"Authorization": f"Bearer {TOKEN}"}) as session,
             Client(streamable_http_client(url, http_client=session), mode="legacy") as client,
         ):
             assert [t.name for t in (await client.list_tools()).tools] == ["whoami"]
@@ -140,3 +156,58 @@ def test_the_documented_nginx_config_is_the_tested_one() -> None:
     shown = page.split("```nginx\n", 1)[1].split("```", 1)[0]
     tested = "".join(line for line in NGINX_CONF.read_text().splitlines(keepends=True) if not line.startswith("#"))
     assert shown == tested.lstrip("\n")
+
+
+def test_the_kubernetes_manifest_starts_and_serves_clients_by_the_service_name(project: Project, tmp_path: Path) -> None:
+    """The container's arguments and environment, the Secret and the config.yaml of docs/scale-out.md, run as
+    shown (the volume is the project folder, the port a free one): the instance starts, requires the token, and
+    answers a client that names it by the Service's name."""
+    import httpx2
+    import yaml
+
+    page = PAGE.read_text(encoding="utf-8")
+    blocks = page.split("```yaml\n")[1:]
+    config_text = next(b.split("```", 1)[0] for b in blocks if "allowed_hosts" in b)
+    manifests = list(yaml.safe_load_all(next(b.split("```", 1)[0] for b in blocks if "kind: Deployment" in b)))
+    deployment = next(m for m in manifests if m["kind"] == "Deployment")
+    service = next(m for m in manifests if m["kind"] == "Service")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (env,) = container["env"]
+    secret = env["valueFrom"]["secretKeyRef"]
+    assert f"kubectl create secret generic {secret['name']} --from-literal={secret['key']}=" in page
+    mount = container["volumeMounts"][0]["mountPath"]
+    port = container["ports"][0]["containerPort"]
+    assert service["spec"]["ports"][0]["targetPort"] == port
+
+    project.tool("whoami.sh", NOOP_SH)
+    (project.root / "config.yaml").write_text(config_text, encoding="utf-8")
+    listen = free_port()
+    args = [arg.replace(mount, str(project.root)).replace(f"0.0.0.0:{port}", f"0.0.0.0:{listen}") for arg in container["args"]]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", *args],
+        env={**os.environ, env["name"]: TOKEN},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(listen, server)
+        host = {"Host": service["metadata"]["name"], "Accept": "application/json, text/event-stream"}
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        }
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        url = f"http://127.0.0.1:{listen}/mcp"
+        with httpx2.Client(timeout=30) as client:
+            assert client.post(url, json=initialize, headers=host).status_code == 401
+            authorized = {**host, "Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2025-11-25"}
+            assert client.post(url, json=initialize, headers=authorized).status_code == 200
+            listed = client.post(url, json=listing, headers=authorized)
+        assert listed.status_code == 200
+        (data,) = [json.loads(line[5:]) for line in listed.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        assert [tool["name"] for tool in data["result"]["tools"]] == ["whoami"]
+    finally:
+        server.terminate()
+        assert server.wait(timeout=30) == 0

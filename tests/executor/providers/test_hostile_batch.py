@@ -177,3 +177,70 @@ def test_cli_batch_with_nul_and_surrogate_ids(project: Project, capsys: pytest.C
         openai_result("c\ud800", BAD_ID.format("c\ud800")),
         openai_result("call_3", OPENAI_SHAPE.format(3)),
     ]
+
+
+def anthropic_call(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "ok", "input": {}}
+
+
+MIXED = "the input mixes tool calls of 2 providers' shapes ({}): one provider's reading would leave the others unanswered; send each provider's calls separately"
+
+
+@pytest.mark.parametrize(
+    ("batch", "format", "where"),
+    [
+        ([anthropic_call("t1"), openai_call("c1")], None, "anthropic at [0]; openai at [1]"),
+        (
+            [openai_call("c1"), {"type": "function_call", "call_id": "r1", "name": "ok", "arguments": "{}"}],
+            "openai",
+            "openai at [0]; responses at [1]",
+        ),
+        (
+            [{"functionCall": {"name": "ok", "args": {}}}, anthropic_call("t1"), anthropic_call("t2"), {"type": "text"}],
+            "gemini",
+            "gemini at [0]; anthropic at [1], [2]",
+        ),
+        (
+            {"role": "assistant", "tool_calls": [openai_call("c1")], "content": [{"type": "text"}, anthropic_call("t1")]},
+            None,
+            "openai at tool_calls[0]; anthropic at content[1]",
+        ),
+        (
+            {"choices": [{"message": {"tool_calls": [openai_call("c1")]}}], "output": [{"type": "function_call", "name": "ok"}]},
+            None,
+            "responses at output[0]; openai at choices[0].message.tool_calls[0]",
+        ),
+    ],
+    ids=["bare-list", "openai-named", "gemini-named", "openai-message", "response"],
+)
+def test_calls_of_several_providers_in_one_input_are_refused_not_dropped(
+    batch: Any, format: str | None, where: str, project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Read as one provider's batch, the others' calls would get no answer: refuse the input as a whole (exit 2)."""
+    project.tool("ok.py", TOOL)
+    project.configure(["ok.py"])
+    status, out, err = cli(
+        capsys, "--config", str(project.config), "call", *(["--format", format] if format else []), input=json.dumps(batch)
+    )
+    assert (status, out, err) == (2, "", f"toolexec: {MIXED.format(where)}\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 1000 + "]" * 1000, "the batch on stdin is nested more than 108 levels deep: no tool call's arguments can be"),
+        (
+            '{"tool_calls": [{"function": {"name": "ok", "arguments": ' + "{" * 150 + "}" * 150 + "}}]}",
+            "the batch on stdin is nested more than 108 levels deep: no tool call's arguments can be",
+        ),
+        ('[{"id": ' + "7" * 4400 + "}]", "the batch on stdin holds an integer of more than 4300 digits"),
+        ('[{"id": "a"}', "the batch on stdin is not valid JSON: Expecting ',' delimiter at line 1 column 13"),
+    ],
+    ids=["deep-list", "deep-arguments", "long-integer", "truncated"],
+)
+def test_a_batch_text_no_model_could_send_is_refused_with_a_message(
+    text: str, message: str, project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.tool("ok.py", TOOL)
+    project.configure(["ok.py"])
+    assert cli(capsys, "--config", str(project.config), "call", input=text) == (2, "", f"toolexec: {message}\n")

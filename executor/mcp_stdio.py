@@ -1,0 +1,280 @@
+"""The stdio transport of ``toolexec mcp``: one JSON-RPC message per line each way, and every line answered.
+
+The SDK's own stdio transport drops a line it cannot read without a word, and its writer ends the
+server when a message cannot be encoded. Here, as JSON-RPC 2.0 asks:
+
+* a line that is not JSON (malformed, not UTF-8, a lone surrogate, nested past the parser's depth,
+  an integer of thousands of digits, over :data:`MAX_LINE_BYTES`) is answered ``-32700`` (parse error)
+  with ``"id": null``;
+* JSON that is not one message (a batch array, a scalar, a request whose ``id`` is null, a boolean or
+  a fraction, a missing ``jsonrpc``) is answered ``-32600`` (invalid request), with the request's id
+  when it has a usable one;
+* a message that cannot be encoded (text with lone surrogates, say) goes out with such characters
+  replaced; what still cannot be sent becomes an error response to its request. The writer never stops.
+
+While serving, descriptor 0 reads from the null device and descriptor 1 writes to stderr, so nothing
+else in the process (or a library printing by mistake) can read or write the protocol stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+MAX_LINE_BYTES = 16 * 1024 * 1024  # as an HTTP request body (toolexec.mcp_http.MAX_BODY_BYTES)
+CHUNK = 1 << 16
+PARSER_DEPTH = 200  # the SDK's JSON parser (jiter) stops there
+FLUSH_SECONDS = 5.0
+STREAMS = (
+    "subscriptions/listen",
+)  # requests answered by a stream that lasts as long as the client listens  # at the end, how long the replies still queued may take to go out
+_SURROGATE = re.compile("[\ud800-\udfff]")
+Drained = Callable[[], Awaitable[None]]
+
+
+def error_reply(code: int, message: str, request_id: Any = None) -> types.JSONRPCError:
+    """A JSON-RPC error response (``"id": null`` unless the request's id is known)."""
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+def refuse(code: int, message: str, request_id: Any = None) -> Refusal:
+    return Refusal(error_reply(code, message, request_id))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The answer to a line that is not a message: sent as is, never handed to the server."""
+
+    reply: types.JSONRPCError
+
+
+def decode(line: bytes) -> types.JSONRPCMessage | Refusal | None:
+    """One received line as a message, or the refusal it must get; None for a blank line."""
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return refuse(types.PARSE_ERROR, f"Parse error: the line is not UTF-8 text (byte {error.start})")
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as error:
+        first = error.errors()[0]
+        if first["type"] == "json_invalid":
+            reason = str(first["msg"]).removeprefix("Invalid JSON: ")
+            reason = reason.replace("recursion limit exceeded", f"nested deeper than {PARSER_DEPTH} levels")
+            return refuse(types.PARSE_ERROR, f"Parse error: {reason}")
+        return _invalid(line, error)
+    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line:
+        raw = _loads(line)
+        if isinstance(raw, dict) and "id" in raw:  # a request with an id MCP does not allow, taken for a notification
+            return refuse(
+                types.INVALID_REQUEST, f"Invalid Request: id must be a string or an integer, got {json.dumps(raw['id'])[:40]}"
+            )
+    return message
+
+
+def _loads(line: bytes) -> Any:
+    """The line as Python data (it is JSON the SDK's parser accepted, so within its depth), or None."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _invalid(line: bytes, error: ValidationError) -> Refusal:
+    raw = _loads(line)
+    if isinstance(raw, list):
+        return refuse(types.INVALID_REQUEST, "Invalid Request: batches are not supported; send one message at a time")
+    if not isinstance(raw, dict):
+        return refuse(types.INVALID_REQUEST, "Invalid Request: a JSON-RPC message is an object")
+    request_id = raw.get("id")
+    usable = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"][1:]) or "(message)"
+    return refuse(
+        types.INVALID_REQUEST,
+        f"Invalid Request: not a JSON-RPC 2.0 request, notification or response ({where}: {first['msg']})",
+        request_id if usable else None,
+    )
+
+
+def encode(message: types.JSONRPCMessage) -> bytes:
+    """One line to send; never raises (see the module's docstring)."""
+    try:
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+    except Exception:
+        pass
+    try:
+        data = json_safe(message.model_dump(mode="python", by_alias=True, exclude_unset=True))
+        return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+    except Exception:
+        pass
+    request_id = getattr(message, "id", None)
+    if request_id is None or isinstance(message, types.JSONRPCError):
+        return b""  # a notification (or an error) that cannot be encoded is not sent
+    reply = error_reply(types.INTERNAL_ERROR, "the response could not be encoded as JSON", request_id)
+    return reply.model_dump_json(by_alias=True).encode() + b"\n"
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as JSON can carry it: lone surrogates replaced by U+FFFD, non-finite numbers as null."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {json_safe(str(key)): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
+# --- the transport ---------------------------------------------------------------------------------
+
+
+def _claim() -> tuple[int, int, Any]:
+    """Private copies of descriptors 0 and 1 (the wire), with 0 pointed at the null device and 1 at stderr;
+    and how to put them back."""
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+
+    def restore() -> None:
+        with contextlib.suppress(OSError):
+            os.dup2(wire_out, 1)
+            os.dup2(wire_in, 0)
+
+    return wire_in, wire_out, restore
+
+
+async def _read_lines(fd: int, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire) -> None:
+    """Lines from ``fd`` until end of file: messages to the server, error responses to the writer."""
+    pending = bytearray()
+    skipping = False  # inside a line over MAX_LINE_BYTES: dropped up to its newline (and answered once)
+    async with messages, replies:
+        while True:
+            data = await anyio.to_thread.run_sync(os.read, fd, CHUNK, abandon_on_cancel=True)
+            if not data:
+                break
+            pending += data
+            *lines, rest = pending.split(b"\n")
+            for line in lines:
+                if skipping:
+                    skipping = False
+                elif len(line) > MAX_LINE_BYTES:
+                    await replies.send(_too_long())
+                else:
+                    await _hand_on(bytes(line), replies, messages, wire)
+            if len(rest) > MAX_LINE_BYTES:
+                await replies.send(_too_long())
+                skipping, rest = True, bytearray()
+            pending = bytearray(rest)
+        if pending and not skipping:
+            await _hand_on(bytes(pending), replies, messages, wire)
+
+
+def _too_long() -> types.JSONRPCError:
+    return error_reply(types.PARSE_ERROR, f"Parse error: a message over {MAX_LINE_BYTES} bytes")
+
+
+async def _hand_on(line: bytes, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire) -> None:
+    decoded = decode(line)
+    if isinstance(decoded, Refusal):
+        await replies.send(decoded.reply)
+    elif decoded is not None:
+        wire.read(decoded)
+        await messages.send(SessionMessage(decoded))
+
+
+class Wire:
+    """What the transport knows of the exchange: which requests still await their answer, and whether a line is
+    being written; so a stop can wait until every request read so far is answered on the wire."""
+
+    def __init__(self) -> None:
+        self.unanswered: set[Any] = set()
+        self.writing = False  # a line is being written (taken from the queue, not yet all out)
+
+    def read(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest) and message.method not in STREAMS:
+            self.unanswered.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self.unanswered.discard((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+
+    def wrote(self, message: Any) -> None:
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self.unanswered.discard(message.id)
+
+    async def drained(self, outgoing: MemoryObjectReceiveStream[Any]) -> None:
+        """Return once every request read is answered and written."""
+        while self.unanswered or self.writing or outgoing.statistics().current_buffer_used:
+            await anyio.sleep(0.005)
+
+
+async def _write_lines(fd: int, outgoing: MemoryObjectReceiveStream[Any], wire: Wire) -> None:
+    """Every message handed to the writer, one line each, in order."""
+    async with outgoing:
+        async for item in outgoing:
+            wire.writing = True
+            message = item.message if isinstance(item, SessionMessage) else item
+            view = memoryview(encode(message))
+            while view:
+                written = await anyio.to_thread.run_sync(os.write, fd, view)
+                view = view[written:]
+            wire.wrote(message)
+            wire.writing = False
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any], Drained]]:
+    """``(read_stream, write_stream, drained)`` over this process's stdin and stdout: the streams for ``Server.run``,
+    and an awaitable function returning once every message handed over so far is written."""
+    wire_in, wire_out, restore = _claim()
+    to_server, from_wire = anyio.create_memory_object_stream[Any](0)
+    to_wire, outgoing = anyio.create_memory_object_stream[Any](16)
+    server_side, reader_side = to_wire.clone(), to_wire.clone()
+    to_wire.close()
+    written = anyio.Event()
+    wire = Wire()
+
+    async def write() -> None:
+        await _write_lines(wire_out, outgoing, wire)
+        written.set()
+
+    try:
+        async with anyio.create_task_group() as group:
+            reading = anyio.CancelScope()
+
+            async def read() -> None:
+                with reading:
+                    await _read_lines(wire_in, reader_side, to_server, wire)
+
+            group.start_soon(read)
+            group.start_soon(write)
+            try:
+                yield from_wire, server_side, lambda: wire.drained(outgoing)
+            finally:
+                reading.cancel()
+                server_side.close()
+                with anyio.move_on_after(FLUSH_SECONDS):  # what is queued still goes out, then the writer ends
+                    await written.wait()
+                group.cancel_scope.cancel()
+    finally:
+        restore()
