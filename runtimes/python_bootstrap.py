@@ -187,8 +187,12 @@ def main():
         _report("ValueError", str(exc))
         return 1
     if text is not None:  # a returned value replaces what the tool wrote, as Loki's runner does
-        with open(os.environ["LLM_OUTPUT"], "w", encoding="utf-8") as out:
-            out.write(text)
+        try:  # a name read from a non-UTF-8 file system (surrogateescape) goes out as the bytes it came from
+            data = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # any other lone surrogate cannot be UTF-8: U+FFFD in its place
+            data = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text).encode("utf-8")
+        with open(os.environ["LLM_OUTPUT"], "wb") as out:
+            out.write(data)
     if failed is not None:
         sys.stderr.write(_render(failed) + "\n")
         _report(None, _render(failed))

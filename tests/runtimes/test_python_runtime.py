@@ -80,6 +80,9 @@ def test_generated_call_id_is_unique(project: Project) -> None:
         ("{'when': __import__('datetime').date(2026, 1, 2)}", '{"when": "2026-01-02"}'),
         ("type('P', (), {'__str__': lambda self: 'custom str'})()", "custom str"),
         ("'ünïcødé ✓ 日本'", "ünïcødé ✓ 日本"),
+        # A lone surrogate cannot be UTF-8: U+FFFD in its place, never a traceback from the bootstrap.
+        ("'a\\ud800b'", "a\ufffdb"),
+        ("{'name': 'a\\ud800b'}", '{"name": "a\ufffdb"}'),
     ],
 )
 def test_returned_value_is_written_to_llm_output(project: Project, returned: str, expected: str) -> None:
