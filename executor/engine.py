@@ -18,13 +18,18 @@ from pathlib import Path
 
 from toolexec.config import Config
 from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError
+from toolexec.policy import effective as effective_policy
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
-from toolexec.runtimes.environment import dotenv_values, tool_environment
+from toolexec.runtimes.environment import TRUSTED_PATHS_VARIABLE, dotenv_values, tool_environment
 from toolexec.sources import Snapshot
 from toolexec.state import call_id_for, check_call_id
 from toolexec.validation import prepare_numbers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from toolexec.runtimes.sandbox import Confinement
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
 # The private channel on which a bootstrap reports a failure (JSON: type, message, stack).
@@ -98,9 +103,21 @@ class Engine:
             prepared = runtime_for(tool.language).prepare(tool, arguments, site)
             timeout = call.timeout or tool.limits.timeout or self.config.timeout
             limit = tool.limits.max_output_bytes or self.config.max_output_bytes
+            launch_env = {**env, **prepared.env_additions}
+            confined = None
+            config = self.config
+            policy = effective_policy(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox)
+            if policy is not None:
+                from toolexec.confine import confinement
+                from toolexec.runtimes.sandbox import environment
+
+                confined = confinement(config, tool.name, policy, (output_path, failure_path))
+                own = {*policy.env, *dotenv_values(config.functions_dir), *prepared.env_additions}
+                launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE])
             launch = Launch(
                 argv=prepared.argv,
-                env={**env, **prepared.env_additions},
+                env=launch_env,
+                confinement=confined,
                 stdin=prepared.stdin,
                 timeout=timeout,
                 capture_limit=limit,
@@ -126,16 +143,18 @@ class Engine:
                     started=started,
                     broken_output=True,
                 )
-            return outcome(
+            failure = _reported_failure(failure_path)
+            result = outcome(
                 tool.name,
                 call_id,
                 finished,
                 output,
                 timeout=timeout,
-                failure=_reported_failure(failure_path),
+                failure=failure,
                 started=started,
                 notes=prepared.notes,
             )
+            return _limited(result, confined, f"{failure or ''}\n{result.stderr}") if confined and not result.ok else result
 
     def _result_text(self, output_path: str, finished: Finished, limit: int, call_id: str) -> Capture:
         """What the call returns: LLM_OUTPUT (else what the tool printed), capped, the whole of it kept in a
@@ -158,6 +177,21 @@ class Engine:
         if output.spilled or finished.stderr.spilled:
             _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
         return output
+
+
+def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult:
+    """``result`` with the reason and a message a model can act on when one of the sandbox's limits stopped the tool."""
+    from toolexec.runtimes.sandbox import limit_reason
+
+    if result.status != "error":
+        return result
+    found = limit_reason(confined, result.exit_code, result.signal, text)
+    if found is None:
+        return result
+    from toolexec.recordtype import replace
+
+    reason, message = found
+    return replace(result, reason=reason, error=f"{message} ({result.error})" if result.error else message)
 
 
 def last_good_note(snapshot: Snapshot) -> str:

@@ -223,3 +223,12 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
 
     match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""
+
+
+class SandboxUnavailable(RuntimeUnavailable):
+    """The tool's isolation policy cannot be enforced on this host: the call is refused, never run unconfined."""
+
+    @staticmethod
+    def describe(interpreter: str, hint: str) -> str:
+        """The message: the tool, then what is missing and how to get it."""
+        return f"{interpreter}: its sandbox policy cannot be enforced here, so it is not run: {hint}"

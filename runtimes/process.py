@@ -29,13 +29,15 @@ import time
 
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
-from toolexec.runtimes import process_linux
+from toolexec.runtimes import process_linux, sandbox
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from types import ModuleType
     from typing import Any, Protocol
+
+    from toolexec.runtimes.sandbox import Confinement
 else:
     Protocol = object  # at run time _ExitWaiter is a plain base class; type checkers see the protocol
 
@@ -235,6 +237,8 @@ class Launch:
     progress: bool = False
     # At most this many bytes of each stream are kept there; the rest is counted and dropped.
     keep_limit: int | None = None
+    # Run confined by the kernel (namespaces, rlimits: :mod:`toolexec.runtimes.sandbox`); None: as it is.
+    confinement: Confinement | None = None
 
 
 @record
@@ -270,6 +274,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
+    argv, cgroup = sandbox.wrap(launch.confinement, launch.argv) if launch.confinement else (list(launch.argv), None)
     system.enter()
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -277,7 +282,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         try:
             stdin = _stdin_file(launch.stdin)
             proc = subprocess.Popen(
-                system.with_death_signal(list(launch.argv)),
+                system.with_death_signal(argv),
                 stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -297,6 +302,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
     finally:
         system.leave(proc.pid if proc is not None else None)
+        sandbox.release(cgroup)
     control.emit("exited", returncode=proc.returncode)
     return finished
 
@@ -344,6 +350,8 @@ def _supervise(
         _close(progress_read)
         _kill_group(proc.pid, signal.SIGKILL)
         escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
+        if launch.confinement is not None:  # its own PID namespace: the kernel ends what is left (bwrap's own, too)
+            escaped = 0
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
