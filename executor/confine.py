@@ -34,14 +34,14 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     hidden = [_expand(path) for path in config.sandbox_hide]
     hidden += [str(config.path), str(config.functions_dir / ".env"), str(state.root / "cache"), str(user_config_dir())]
     revealed = [_expand(path) for path in policy.reads] + [str(state.transpile_dir)]
-    cwd = os.getcwd()
-    if cwd == "/tmp" or cwd.startswith("/tmp/"):  # the private /tmp would cover it: seen read-only, as elsewhere
-        revealed.append(cwd)
+    # The private /tmp would cover a working directory or HOME there: they are seen (read-only) as elsewhere.
+    visible = [path for path in (os.getcwd(), os.path.expanduser("~")) if path.startswith("/tmp/")]
     if cache not in writable:
         revealed.append(cache)
     protected = [str(path) for path in (config.path, config.functions_dir, state.root, user_cache_dir())]
     found = Confinement(
         network="all" if policy.network == "all" else "none",
+        visible=tuple(visible),
         writable=tuple(dict.fromkeys(writable)),
         files=files,
         protected=tuple(dict.fromkeys(protected)),

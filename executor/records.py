@@ -281,6 +281,8 @@ class ToolDeclaration:
         """The whole record as JSON-ready data (the catalog's storage form; :attr:`positions` is not stored)."""
         data = asdict(self)
         del data["positions"]
+        if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
+            del data["metadata"]["sandbox"]
         return data
 
     @classmethod

@@ -35,6 +35,7 @@ class Confinement:
     """What one call may do, as the launch enforces it (paths absolute, limits in bytes and seconds)."""
 
     network: str = "none"  # "none" or "all" (allow-lists are refused before a launch is made)
+    visible: tuple[str, ...] = ()  # seen read-only through the private /tmp (a working directory, HOME under /tmp)
     writable: tuple[str, ...] = ()  # read-write binds (a missing one is skipped: nothing can create it)
     files: tuple[str, ...] = ()  # the call's own files (LLM_OUTPUT, the failure channel), read-write
     protected: tuple[str, ...] = ()  # read-only even under a writable place (toolexec's config, tools, state)
@@ -98,6 +99,8 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str 
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+    for path in confinement.visible:
+        args += ["--ro-bind-try", path, path]
     for path in confinement.writable:
         args += ["--bind-try", path, path]
     for path in confinement.protected:
@@ -157,7 +160,15 @@ def limit_reason(confinement: Confinement, returncode: int | None, signal: int |
     return None
 
 
-_MEMORY_WORDS = ("memoryerror", "cannot allocate memory", "out of memory", "allocation failed", "std::bad_alloc", "xmalloc")
+_MEMORY_WORDS = (
+    "memoryerror",
+    "failed to allocate",
+    "cannot allocate memory",
+    "out of memory",
+    "allocation failed",
+    "std::bad_alloc",
+    "xmalloc",
+)
 _PROCESS_WORDS = ("resource temporarily unavailable", "blockingioerror", "fork: retry", "eagain", "cannot fork")
 
 
