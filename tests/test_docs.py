@@ -229,7 +229,12 @@ def test_every_documented_config_loads(snippet: str, tmp_path: Path) -> None:
 
 
 def test_the_documented_snippets_are_found() -> None:
-    assert [where.split(":")[0] for where, _ in _config_snippets()] == ["coming-from-loki.md", "configuration.md", "mcp.md"]
+    assert [where.split(":")[0] for where, _ in _config_snippets()] == [
+        "coming-from-loki.md",
+        "configuration.md",
+        "mcp.md",
+        "sandbox.md",
+    ]
 
 
 def _commands(text: str) -> list[list[str]]:
