@@ -16,6 +16,7 @@ _EXPORTS = {
     "Executor": "toolexec.api",
     "CallControl": "toolexec.runtimes.process",
     "BuildReport": "toolexec.build",
+    "Catalog": "toolexec.catalog",
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
     "ToolCall": "toolexec.records",
@@ -25,6 +26,11 @@ _EXPORTS = {
     "format_tool_result_as_text": "toolexec.providers",
     "Toolkit": "toolexec.toolkit",
     "ApprovalRequest": "toolexec.approval",
+    "BeforeCall": "toolexec.approval",
+    "Decision": "toolexec.approval",
+    "Batch": "toolexec.providers",
+    "Definitions": "toolexec.providers",
+    "DiscoveryReport": "toolexec.toolkit",
     "Deny": "toolexec.approval",
     "Rewrite": "toolexec.approval",
     **dict.fromkeys(
@@ -49,15 +55,21 @@ _EXPORTS = {
 __all__ = [
     "ApprovalRequest",
     "BadRequest",
+    "Batch",
+    "BeforeCall",
     "BuildError",
     "BuildReport",
     "CallControl",
     "CallDenied",
     "CallRefused",
+    "Catalog",
     "CompileError",
     "Config",
     "ConfigError",
+    "Decision",
+    "Definitions",
     "Deny",
+    "DiscoveryReport",
     "Executor",
     "InvalidArguments",
     "PreparationFailed",
@@ -78,8 +90,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from toolexec.api import Executor
-    from toolexec.approval import ApprovalRequest, Deny, Rewrite
+    from toolexec.approval import ApprovalRequest, BeforeCall, Decision, Deny, Rewrite
     from toolexec.build import BuildReport
+    from toolexec.catalog import Catalog
     from toolexec.config import Config, load_config
     from toolexec.errors import (
         BadRequest,
@@ -95,10 +108,10 @@ if TYPE_CHECKING:
         ToolexecError,
         UnknownTool,
     )
-    from toolexec.providers import format_tool_result, format_tool_result_as_text
+    from toolexec.providers import Batch, Definitions, format_tool_result, format_tool_result_as_text
     from toolexec.records import ToolCall, ToolDeclaration, ToolResult
     from toolexec.runtimes.process import CallControl
-    from toolexec.toolkit import Toolkit
+    from toolexec.toolkit import DiscoveryReport, Toolkit
 
 
 def __getattr__(name: str) -> object:

@@ -2,9 +2,10 @@
 
 Every call, whether from :meth:`Executor.call` (which runs on the calling thread),
 :meth:`Executor.acall` or :meth:`Executor.call_many` (which run on the executor's own
-threads), takes one of ``config.max_parallel`` slots while it runs (the one concurrency
-limiter: a call waits for a free slot) and is registered with its cancellation while
-waiting or running, so that :meth:`Executor.close` can end every call in flight.
+threads), takes the one call path (:class:`~toolexec.calls.Calls`): one snapshot of the
+tool, validation, the ``before_call`` hook, one of ``config.max_parallel`` slots (a call
+waits for a free one), registered with its cancellation while waiting or running, so that
+:meth:`Executor.close` can end every call in flight.
 
 Besides calls, the executor is a registry (:meth:`~Executor.get`, :meth:`~Executor.has`,
 :meth:`~Executor.names`, :meth:`~Executor.manifest`, :meth:`~Executor.register`),

@@ -19,11 +19,12 @@ with the exception as the reason. :func:`confirm_on_terminal` is the hook behind
 from __future__ import annotations
 
 import json
+import select
 import threading
 import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal, NamedTuple
+from typing import Any, BinaryIO, Literal, NamedTuple, Protocol
 
 from toolexec.records import Annotations, ToolDeclaration
 
@@ -83,11 +84,20 @@ def needs_confirmation(tool: ToolDeclaration, mode: ConfirmMode) -> bool:
     return hints.read_only is not True and hints.destructive is not False
 
 
-def confirm_on_terminal(mode: ConfirmMode, *, terminal: str = "/dev/tty") -> BeforeCall:
+class Waker(Protocol):
+    """What ends a pending question when it becomes readable: a :class:`~toolexec.runtimes.process.CallControl`."""
+
+    def fileno(self) -> int:
+        """A descriptor that becomes readable when the question should end."""
+        ...
+
+
+def confirm_on_terminal(mode: ConfirmMode, *, terminal: str = "/dev/tty", wake: Waker | None = None) -> BeforeCall:
     """A hook that asks on the terminal (not stdin, which may hold the batch) before the calls ``mode`` names.
 
     Only ``y`` or ``yes`` allows; anything else, or no terminal to ask on, denies.
-    Questions are asked one at a time.
+    Questions are asked one at a time. When ``wake`` becomes readable (the CLI's call
+    control, cancelled by Ctrl-C or SIGTERM) a pending question ends and the call is denied.
     """
     lock = threading.Lock()
 
@@ -99,9 +109,11 @@ def confirm_on_terminal(mode: ConfirmMode, *, terminal: str = "/dev/tty") -> Bef
             try:
                 # Unbuffered bytes: a terminal is not seekable, which the text mode "r+" would need.
                 with open(terminal, "rb+", buffering=0) as tty:
-                    answer = _ask(tty, f"toolexec: run {request.tool.name} {arguments}? [y/N] ")
+                    answer = _ask(tty, f"toolexec: run {request.tool.name} {arguments}? [y/N] ", wake)
             except OSError:
                 return Deny(f"--confirm {mode} needs a terminal to ask on, and there is none")
+        if answer is None:
+            return Deny("cancelled while asking; nothing ran")
         if answer in ("y", "yes"):
             return None
         return Deny("the user declined the call")
@@ -114,7 +126,12 @@ def _printable(text: str) -> str:
     return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c)[0] == "C" else c for c in text)
 
 
-def _ask(tty: BinaryIO, question: str) -> str:
-    """Write ``question`` and read one line of answer (at most 256 bytes; end of input is no answer)."""
+def _ask(tty: BinaryIO, question: str, wake: Waker | None) -> str | None:
+    """Write ``question`` and read one line of answer (at most 256 bytes; end of input is no answer);
+    None when ``wake`` became readable first."""
     tty.write(question.encode("utf-8", "backslashreplace"))
+    waiting = [tty] if wake is None else [tty, wake]
+    if wake is not None and wake in select.select(waiting, [], [])[0]:
+        tty.write(b"\n")  # the question's line ends; the answer will not come
+        return None
     return tty.readline(256).decode("utf-8", "replace").strip().lower()

@@ -305,14 +305,15 @@ def _confirm_option(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _executor(args: argparse.Namespace) -> Any:
+def _executor(args: argparse.Namespace, control: CallControl | None = None) -> Any:
+    """The executor for the command; with ``--confirm``, its questions end when ``control`` is cancelled."""
     from toolexec.api import Executor
 
     confirm = getattr(args, "confirm", None)
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm))
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control))
     else:
         executor = Executor(args.config)
     if args.verbose:
@@ -445,7 +446,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    declaration = _executor(args).describe(args.name)
+    executor = _executor(args)
+    declaration = executor.describe(args.name)
+    for broken in executor.broken(enabled_only=False):
+        if broken["name"] == declaration.name:  # shown is the last good version: say why the file is not
+            error = broken["error"].split("\n", 1)[0]
+            print(
+                f"toolexec: {declaration.name}: the file no longer builds ({error}); calls run this last good version",
+                file=sys.stderr,
+            )
     if args.json:
         print(_json(declaration.to_dict(), indent=2))
         return EXIT_OK
@@ -597,12 +606,12 @@ def _call(args: argparse.Namespace) -> int:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the batch on stdin is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    executor = _executor(args)
-    batch = executor.parse_calls(data, args.format)
-    if not batch.entries:
-        shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
-        _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
     with _call_control(args) as control:
+        executor = _executor(args, control)
+        batch = executor.parse_calls(data, args.format)
+        if not batch.entries:
+            shape = "" if data in (None, []) else f" (read as {batch.provider}'s shape)"
+            _say(f"toolexec: note: the input holds no tool calls{shape}; nothing ran")
         answer = executor.answer(batch, cancel=control)
     print(_json(answer))
     return EXIT_OK
@@ -620,8 +629,8 @@ def _run(args: argparse.Namespace) -> int:
     raw = args.arguments
     if raw == "-":
         raw = "" if sys.stdin is None or sys.stdin.isatty() else _stdin_text("the arguments")
-    executor = _executor(args)
     with _call_control(args) as control:
+        executor = _executor(args, control)
         result = executor.call(args.name, raw, call_id=args.call_id, timeout=args.timeout, cancel=control)
     if args.json:
         print(_json(result.to_dict()))

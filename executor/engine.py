@@ -17,14 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from toolexec.config import Config
-from toolexec.errors import BadRequest, RuntimeUnavailable, ToolexecError
+from toolexec.errors import BadRequest, RuntimeUnavailable, StateUnavailable, ToolexecError
 from toolexec.policy import effective as effective_policy
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import TRUSTED_PATHS_VARIABLE, dotenv_values, tool_environment
 from toolexec.sources import Snapshot
-from toolexec.state import call_id_for, check_call_id
+from toolexec.state import State, call_id_for, check_call_id
 from toolexec.validation import prepare_numbers
 
 TYPE_CHECKING = False
@@ -58,8 +58,8 @@ class Engine:
         try:
             javascript = tool.language in ("javascript", "typescript")
             arguments = prepare_numbers(arguments, tool.parameters, tool.name, javascript=javascript)
-            with _runnable(snapshot) as runnable:
-                result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started)
+            runnable = _runnable(snapshot, self.config.state)
+            result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started)
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
         if snapshot.last_good:  # said where the caller sees notes: stderr, the MCP result, the API's result
@@ -80,14 +80,15 @@ class Engine:
     ) -> ToolResult:
         state = self.config.state
         with _call_files(tool.name) as (output_path, failure_path):
+            base = os.environ  # .env files expand ${VAR} from it too, never from more than the tool gets
             env = tool_environment(
-                os.environ,
+                base,
                 functions_dir=self.config.functions_dir,
                 cache_dir=state.tool_cache(tool.name),
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
-                dotenv=dotenv_values(self.config.functions_dir),
+                dotenv=dotenv_values(self.config.functions_dir, environ=base),
                 raw_json=_raw_json(call.arguments, arguments),
                 trusted=self.config.trusted_paths,
             )
@@ -200,28 +201,29 @@ def last_good_note(snapshot: Snapshot) -> str:
     return f"{snapshot.declaration.name}: the file no longer builds ({problem}); ran its last good version"
 
 
-@contextlib.contextmanager
-def _runnable(snapshot: Snapshot) -> Iterator[ToolDeclaration]:
+def _runnable(snapshot: Snapshot, state: State) -> ToolDeclaration:
     """The declaration to hand the runtime: as it is, or, for the last good version of a file that no longer builds
-    (and a runtime that reads the file itself rather than the snapshot's text), pointing at a private copy of the
-    text that version was compiled from, named as the file is and removed after the call."""
+    (and a runtime that runs a file rather than the snapshot's text), pointing at a copy of the text that version
+    was compiled from, named as the file is, kept in the state directory (one per text: a transpile is reused)."""
     tool = snapshot.declaration
     if not snapshot.last_good or snapshot.code is None or tool.language == "python":
-        yield tool  # Python's bootstrap is handed the text itself
-        return
+        return tool  # Python's bootstrap is handed the text itself
     from toolexec.recordtype import replace
 
-    directory = _private_file(f"toolexec-{tool.name}-", ".source", directory=True)
-    copy = os.path.join(directory, os.path.basename(tool.source))
-    try:
-        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
-        with open(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(snapshot.code)
-        yield replace(tool, source=copy)
-    finally:
-        import shutil
-
-        shutil.rmtree(directory, ignore_errors=True)
+    copy = state.last_good_copy(snapshot.code, os.path.basename(tool.source))
+    if not copy.is_file():
+        state.ensure(copy.parent)
+        partial = copy.with_name(f".{copy.name}.{os.getpid()}.{os.urandom(4).hex()}")
+        try:
+            with open(partial, "x", encoding="utf-8", newline="") as handle:
+                handle.write(snapshot.code)
+            os.chmod(partial, 0o700)
+            os.replace(partial, copy)  # whole or not at all, whoever else writes it at the same time
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            raise StateUnavailable(str(copy.parent), exc.strerror or str(exc)) from None
+    return replace(tool, source=str(copy))
 
 
 def refused(call: ToolCall, error: ToolexecError, *, started: float, call_id: str | None = None) -> ToolResult:
@@ -269,19 +271,15 @@ def _call_files(tool: str) -> Iterator[tuple[str, str]]:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _private_file(prefix: str, suffix: str, *, directory: bool = False) -> str:
-    """A new empty file, 0600 (or a directory, 0700), made as ``tempfile.mkstemp`` makes one (``O_EXCL``, never
-    through a link) and where it would, without importing ``tempfile`` and ``random`` on every one-shot run (~2 ms);
-    its path."""
+def _private_file(prefix: str, suffix: str) -> str:
+    """A new empty file, 0600, made as ``tempfile.mkstemp`` makes one (``O_EXCL``, never through a link) and where it
+    would, without importing ``tempfile`` and ``random`` on every one-shot run (~2 ms); its path."""
     problem: OSError | None = None
-    for parent in _temporary_directories():
+    for directory in _temporary_directories():
         for _ in range(100):
-            path = os.path.join(parent, f"{prefix}{os.urandom(6).hex()}{suffix}")
+            path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
             try:
-                if directory:
-                    os.mkdir(path, 0o700)
-                else:
-                    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
             except FileExistsError:
                 continue
             except OSError as exc:  # missing, unwritable, read-only: the next candidate, as gettempdir does

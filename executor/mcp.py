@@ -13,6 +13,7 @@ uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import contextlib
@@ -26,7 +27,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.abc
@@ -450,8 +451,7 @@ class ToolServer:
         interrupted while it waits for a line, so the process ends here rather than by unwinding)."""
         await self.cancel_all()
         self.close()
-        sys.stderr.flush()
-        os._exit(0)
+        _exit_now()
 
     async def _signals(self, stop: Callable[[], Any]) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -523,6 +523,19 @@ def resolve_token(config: Config, token_env: str | None, host: str) -> str | Non
     return None
 
 
+def _exit_now() -> NoReturn:
+    """End the process at once, exit status 0: every call has ended and the client has gone, so nothing is left
+    to do but the interpreter's teardown of the SDK's modules, which takes a loaded machine most of a second the
+    client would wait for (the atexit handlers still run: the process helper's guard is stopped)."""
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
+
+
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
     bind = parse_bind(http) if http is not None else None
@@ -530,7 +543,7 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
     try:
         if bind is None:
             anyio.run(server.serve_stdio)
-            return 0
+            _exit_now()
         token = resolve_token(server.config, token_env, bind[0])
         anyio.run(server.serve_http, bind[0], bind[1], token)
         return 0

@@ -27,6 +27,7 @@ from toolexec.recordtype import record
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
     import os
+    from collections.abc import Callable
 
     from toolexec.build import BuildReport
     from toolexec.providers import Names
@@ -227,7 +228,3 @@ class WatchedSource(Source):
 
         config, catalog = self._served
         return config, catalog, Names(catalog.tools)
-
-
-if TYPE_CHECKING:
-    from collections.abc import Callable

@@ -157,6 +157,13 @@ class State:
         """Full outputs of capped calls."""
         return self.root / "cache" / ".outputs"
 
+    def last_good_copy(self, code: str, name: str) -> Path:
+        """Where the source text ``code`` of a last good version is kept as a file named ``name`` (a file name), for
+        runtimes that run a file: one per text, so a transpile cache keyed by path is reused call after call."""
+        if os.path.basename(name) != name or name in ("", ".", ".."):
+            raise ValueError(f"not a file name: {name!r}")
+        return self.root / "cache" / ".last-good" / digest(code) / name
+
     @property
     def transpile_dir(self) -> Path:
         """The TypeScript transpile cache."""

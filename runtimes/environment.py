@@ -54,15 +54,16 @@ UNSAFE_DOTENV_VARIABLES = frozenset(
 UNSAFE_DOTENV_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_")
 
 
-def parse_dotenv(text: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def parse_dotenv(text: str, environ: Mapping[str, str]) -> dict[str, str]:
     """The variables a ``.env`` text sets, read as python-dotenv reads it (see :mod:`toolexec.runtimes.envfile`).
 
-    ``${NAME}`` expands from ``environ`` (the process environment when None), then from earlier lines.
-    A name or value no environment can hold (``=`` in a name, a NUL) is left out.
+    ``${NAME}`` expands from ``environ``, then from earlier lines: pass the environment the tool itself
+    gets, so that a ``.env`` line never brings back what is kept from tools. A name or value no environment
+    can hold (``=`` in a name, a NUL) is left out.
     """
     from toolexec.runtimes.envfile import bindings, expanded
 
-    values = expanded(bindings(text), os.environ if environ is None else environ)
+    values = expanded(bindings(text), environ)
     return {k: v for k, v in values.items() if v is not None and "=" not in k and "\0" not in k and "\0" not in v}
 
 
@@ -75,13 +76,12 @@ def without_unsafe(values: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = (), environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = (), *, environ: Mapping[str, str]) -> dict[str, str]:
     """Values from ``functions/.env``, then ``functions/tools/.env`` (the nearer file wins).
 
-    ``${NAME}`` in a file expands from ``environ`` (the process environment when None) and the files read
-    before it; the unsafe variables (:func:`without_unsafe`) are left out.
+    ``${NAME}`` in a file expands from ``environ`` (the environment the tool gets besides these files) and
+    the files read before it; the unsafe variables (:func:`without_unsafe`) are left out.
     """
-    base = os.environ if environ is None else environ
     merged: dict[str, str] = {}
     for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
         try:
@@ -89,7 +89,7 @@ def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = (), environ: Ma
             text = path.read_bytes().decode("utf-8", "surrogateescape")
         except OSError:  # missing, a directory, unreadable: no values from it
             continue
-        merged.update(without_unsafe(parse_dotenv(text, {**merged, **base})))
+        merged.update(without_unsafe(parse_dotenv(text, {**merged, **environ})))
     return merged
 
 

@@ -276,7 +276,8 @@ def _documented_commands() -> tuple[list[tuple[str, list[str]]], list[tuple[str,
                     synopses.append((page.name, line))
                 else:
                     concrete += [(page.name, argv[1:]) for argv in _commands(line)]
-        synopses += [(page.name, span.replace("\\|", "|")) for span in _SPAN.findall(_CODE_BLOCKS.sub("", text))]
+        spans = [span.replace("\\|", "|").split(" | ")[0] for span in _SPAN.findall(_CODE_BLOCKS.sub("", text))]
+        synopses += [(page.name, span) for span in spans]  # a pipeline (`toolexec list | head -1`) ends at its pipe
     return concrete, synopses
 
 

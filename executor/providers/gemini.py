@@ -61,7 +61,7 @@ def claims(data: Any) -> bool:
         return ("candidates" in data and isinstance(data["candidates"], list | None)) or isinstance(data.get("parts"), list)
     if not isinstance(data, list) or not data:
         return False
-    return any(_call_of(part) is not None for part in data) or all(_is_part(p) or _is_function_call(p) for p in data)
+    return any(_call_of(part) is not None for part in data) or all(_is_part(part) for part in data)
 
 
 def parse(data: Any) -> Batch:
@@ -75,16 +75,16 @@ def parse(data: Any) -> Batch:
         ]
     else:
         parts = data["parts"] if isinstance(data, dict) else data
-    if isinstance(data, list) and all(_is_function_call(item) for item in data):
-        calls = list(enumerate(data))  # the SDK's response.function_calls
-    else:
-        calls = [(index, call) for index, part in enumerate(parts) if (call := _call_of(part)) is not None]
+    calls = [(index, call) for index, part in enumerate(parts) if (call := _call_of(part)) is not None]
     entries = tuple(_call(call, index) for index, call in calls)
     return Batch(NAME, entries, as_message=isinstance(data, dict), sent=sent_of(entries))
 
 
 def _call_of(part: Any) -> Any:
-    """The part's ``functionCall`` (either spelling; a ``null`` one is none), or None."""
+    """The part's ``functionCall`` (either spelling; a ``null`` one is none), the part itself when it is a call
+    (an item of the SDK's ``response.function_calls``), or None."""
+    if _is_function_call(part):
+        return part
     if not isinstance(part, dict):
         return None
     return next((part[key] for key in CALL_KEYS if part.get(key) is not None), None)

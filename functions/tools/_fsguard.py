@@ -257,18 +257,18 @@ def check_writable(path: str) -> str:
     identities = {i: p for p in protected if (i := _identity(p)) is not None}
     for trusted in protected:
         if _inside(real, trusted):
-            _refuse_trusted(path, trusted)
+            _refuse_trusted(path, trusted, "" if real == trusted else "inside ")
     for step in _existing_chain(real):
         trusted = identities.get(_identity(step))  # type: ignore[arg-type]
         if trusted is not None:  # the same file or folder by another name (a bind mount, a hard link)
-            _refuse_trusted(path, trusted)
+            _refuse_trusted(path, trusted, "" if step == real else "inside ", " (under another name)")
     return real
 
 
-def _refuse_trusted(path: str, trusted: str) -> None:
+def _refuse_trusted(path: str, trusted: str, where: str, how: str = "") -> None:
     raise Refused(
-        f"refused: {path} is {'' if path == trusted else 'inside '}{trusted}, which toolexec trusts "
-        "(its config, tools, .env files or state); the file tools do not change it: edit it yourself"
+        f"refused: {path} is {where}{trusted}{how}, which toolexec trusts (its config, tools, .env files or "
+        "state); the file tools do not change it: edit it yourself"
     )
 
 
@@ -324,7 +324,7 @@ def _never_removed() -> tuple[dict[str, str], dict[tuple[int, int], str]]:
         for step in _existing_chain(trusted)[1:]:
             named.setdefault(step, f"a directory holding {trusted}, which toolexec trusts")
     identities: dict[tuple[int, int], str] = {}
-    for path, why in named.items():
+    for path, why in [*named.items(), *((t, "which toolexec trusts") for t in protected_paths())]:
         identity = _identity(path)
         if identity is not None:
             identities.setdefault(identity, f"{path} ({why})")
@@ -345,7 +345,7 @@ def check_removable(path: str, recursive: bool) -> str:
         raise Refused(f"refused: will not remove {real} (a top-level system directory)")
     for trusted in protected_paths():
         if _inside(real, trusted):
-            _refuse_trusted(path, trusted)
+            _refuse_trusted(path, trusted, "" if real == trusted else "inside ")
     if os.path.islink(real) or not os.path.isdir(real):
         return real
     same = identities.get(_identity(real))  # type: ignore[arg-type]

@@ -68,13 +68,13 @@ def run(pattern: str, path: str = ".", include: str = "*", ignore_case: bool = F
     with _Budget(_seconds()) as budget:
         stop = search.run(path, include, budget)
     if not search.hits and not stop:
-        return f"[no line matches {pattern} in {path}]\n"
+        return f"[no line matches {pattern} in {path}]\n" + search.bounds()
     body = "".join(search.hits)
     if stop:
         body += stop
     elif search.total > limit:
         body += f"[showing {limit} of {search.total} matching lines; narrow the search or raise limit]\n"
-    return body
+    return body + search.bounds()
 
 
 def _seconds() -> float:
@@ -121,6 +121,8 @@ class _Search:
         self.hits: list[str] = []
         self.total = 0
         self.files = 0
+        self.cut_lines = 0  # lines searched in their first MAX_SEARCHED bytes only
+        self.cut_files: list[str] = []  # files searched in their first MAX_FILE bytes only
 
     def run(self, path: str, include: str, budget: _Budget) -> str:
         """Search every file; what stopped the search early, or ""."""
@@ -144,8 +146,19 @@ class _Search:
             )
         return ""
 
-    @staticmethod
-    def _lines(file: str) -> Iterator[tuple[int, str]]:
+    def bounds(self) -> str:
+        """What the byte bounds left unsearched, said."""
+        notes = ""
+        if self.cut_lines:
+            notes += (
+                f"[{self.cut_lines} line(s) longer than {MAX_SEARCHED} bytes were searched in their first {MAX_SEARCHED} bytes]\n"
+            )
+        if self.cut_files:
+            first = self.cut_files[0] + (f" and {len(self.cut_files) - 1} more" if len(self.cut_files) > 1 else "")
+            notes += f"[only the first {MAX_FILE} bytes of {first} were searched]\n"
+        return notes
+
+    def _lines(self, file: str) -> Iterator[tuple[int, str]]:
         try:
             fd = open_regular(file)
         except Refused:
@@ -153,8 +166,12 @@ class _Search:
         try:
             if b"\0" in os.pread(fd, 8192, 0):
                 return
-            for number, (raw, _whole) in enumerate(LineReader(fd, cut=MAX_SEARCHED, max_bytes=MAX_FILE), start=1):
+            lines = LineReader(fd, cut=MAX_SEARCHED, max_bytes=MAX_FILE)
+            for number, (raw, whole) in enumerate(lines, start=1):
+                self.cut_lines += not whole
                 yield number, raw.decode("utf-8", "replace")
+            if lines.stopped:
+                self.cut_files.append(file)
         except OSError:
             return
         finally:

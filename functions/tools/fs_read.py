@@ -70,6 +70,10 @@ def _numbered(path: str, fd: int, offset: int, limit: int) -> str:
     if count == 0:
         return f"[{path} is empty]\n"
     counted = f"at least {count} (only the first {MAX_SCAN} bytes are read)" if lines.stopped else str(count)
+    if not shown and lines.stopped:
+        return (
+            f"[offset {offset} is past line {count}, where the first {MAX_SCAN} bytes of {path} end; fs_read reads no further]\n"
+        )
     if not shown:
         return f"[{path} has {counted} line(s); offset {offset} is past the end]\n"
     width = len(str(offset + len(shown) - 1))

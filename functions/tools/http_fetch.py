@@ -349,7 +349,7 @@ class _PinnedHTTP(http.client.HTTPConnection):
         self._address = address
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _connect(self._address, self.port, self.timeout)
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
@@ -360,5 +360,14 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self._address = address
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._context.wrap_socket(_connect(self._address, self.port, self.timeout), server_hostname=self.host)
+
+
+def _connect(address: str, port: int, timeout: float) -> socket.socket:
+    """A connection to the checked address, and to no other: the peer is compared once connected."""
+    sock = socket.create_connection((address, port), timeout)
+    peer = sock.getpeername()[0]
+    if ipaddress.ip_address(peer.split("%", 1)[0]) != ipaddress.ip_address(address.split("%", 1)[0]):
+        sock.close()
+        raise Refused(f"refused: the connection for {address} reached {peer} instead")
+    return sock

@@ -42,12 +42,18 @@ LANGUAGES = {
         'export function run() {\n  return "v2";\n}\n',
         "has no JSDoc block",
     ),
+    "typescript": (
+        "which.ts",
+        '/**\n * Say which version runs.\n */\nexport function run(): string {\n  return "v1";\n}\n',
+        'export function run(): string {\n  return "v2";\n}\n',
+        "has no JSDoc block",
+    ),
 }
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_a_broken_edit_runs_the_last_good_version_on_every_surface(project: Project, language: str) -> None:
-    if language == "javascript" and shutil.which("node") is None and not _node_extra():
+    if language in ("javascript", "typescript") and shutil.which("node") is None and not _node_extra():
         pytest.skip("no node")
     file, good, broken, problem = LANGUAGES[language]
     project.tool(file, good)
@@ -69,6 +75,13 @@ def test_a_broken_edit_runs_the_last_good_version_on_every_surface(project: Proj
 
     listed = toolexec("--config", str(project.config), "list", "--json")
     assert problem in listed.stdout  # list reports the failure
+    described = toolexec("--config", str(project.config), "describe", "which")
+    assert described.returncode == 0 and "Say which version runs." in described.stdout
+    assert (
+        [line for line in described.stderr.splitlines() if problem in line]
+        == [line for line in described.stderr.splitlines() if line.endswith("; calls run this last good version")]
+        != []
+    )
 
     async def over_mcp() -> tuple[str, bool]:
         from tests.executor.test_mcp import stdio, text

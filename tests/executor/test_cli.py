@@ -349,7 +349,7 @@ def test_init_keeps_the_executable_bit_and_refuses_a_file(tmp_path: Path, capsys
 
     target = tmp_path / "new"
     assert cli(capsys, "init", str(target))[0] == 0
-    for tool in (REPO / "functions" / "tools").iterdir():
+    for tool in (p for p in (REPO / "functions" / "tools").iterdir() if p.is_file()):  # not a __pycache__
         assert os.access(target / "functions" / "tools" / tool.name, os.X_OK) == os.access(tool, os.X_OK), tool.name
     a_file = tmp_path / "file"
     a_file.write_text("x")

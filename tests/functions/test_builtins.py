@@ -463,7 +463,10 @@ def server() -> Iterator[int]:
 def hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The test resolver: public-looking names that resolve to private addresses."""
     table = tmp_path / "hosts"
-    table.write_text("127.0.0.1 api.example.com\n10.1.2.3 internal.example.com\n169.254.169.254 metadata.example.org\n")
+    table.write_text(
+        "127.0.0.1 api.example.com\n10.1.2.3 internal.example.com\n169.254.169.254 metadata.example.org\n"
+        "93.184.215.14 mixed.example.com\n10.9.8.7 mixed.example.com\n"
+    )
     monkeypatch.setenv("HTTP_FETCH_HOSTS_FILE", str(table))
 
 
@@ -551,6 +554,7 @@ def test_http_fetch_refuses_redirects_to_private_addresses(
         ("[2606:4700::200:5efe:c0a8:101]", "2606:4700::200:5efe:c0a8:101"),  # ISATAP (u bit) around 192.168.1.1
         ("api.example.com", "127.0.0.1"),  # public-looking names, private answers (the test resolver)
         ("metadata.example.org", "169.254.169.254"),
+        ("mixed.example.com", "10.9.8.7"),  # one public answer and one private: refused
     ],
 )
 def test_http_fetch_refuses_non_public_addresses(shipped: Executor, hosts: None, host: str, address: str) -> None:

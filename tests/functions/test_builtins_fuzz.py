@@ -27,9 +27,14 @@ FUZZ = settings(max_examples=500, deadline=None, suppress_health_check=list(Heal
 
 
 def _module(name: str) -> ModuleType:
+    """The shipped tool module, imported as toolexec's bootstrap does (no bytecode written beside it)."""
     if str(TOOLS) not in sys.path:
         sys.path.insert(0, str(TOOLS))
-    return __import__(name)
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        return __import__(name)
+    finally:
+        sys.dont_write_bytecode = writes
 
 
 @pytest.fixture(autouse=True)
@@ -173,3 +178,58 @@ def _without_blocked(value: object) -> object:
 
 def test_the_fuzzed_modules_are_the_shipped_ones() -> None:
     assert Path(_module("http_fetch").__file__ or "").resolve() == (TOOLS / "http_fetch.py").resolve()
+    assert not (TOOLS / "__pycache__").exists()
+
+
+# --- the bounds, made small in-process ---------------------------------------------------------
+
+
+def test_fs_glob_stops_at_its_entry_and_time_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fs_glob = _module("fs_glob")
+    for name in ("a.py", "b.py", "c.py", "d/e.py"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("")
+    monkeypatch.setattr(fs_glob, "MAX_ENTRIES", 3)
+    assert fs_glob.run("**/*.py", str(tmp_path)) == (
+        "[stopped after looking at 3 entries; the matches found until then are shown: narrow the pattern or the path]\n"
+    )
+    monkeypatch.setattr(fs_glob, "MAX_ENTRIES", 100)
+    monkeypatch.setenv("FS_GLOB_TIME_LIMIT", "0.01")
+    monkeypatch.setattr(fs_glob.time, "monotonic", iter([0.0, 1.0, 2.0, 3.0]).__next__)
+    assert fs_glob.run("**/*.py", str(tmp_path)) == (
+        "[stopped after 0.01 seconds; the matches found until then are shown: narrow the pattern or the path]\n"
+    )
+
+
+def test_fs_grep_searches_a_bounded_part_of_each_line_and_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fs_grep = _module("fs_grep")
+    monkeypatch.setattr(fs_grep, "MAX_SEARCHED", 10)
+    monkeypatch.setattr(fs_grep, "MAX_FILE", 40)
+    (tmp_path / "a.txt").write_text("0123456789needle\nneedle\n" + "x\n" * 10 + "needle late\n")
+    file = tmp_path / "a.txt"
+    assert fs_grep.run("needle", str(file)) == (
+        f"{file}:2:needle\n[1 line(s) longer than 10 bytes were searched in their first 10 bytes]\n"
+        f"[only the first 40 bytes of {file} were searched]\n"
+    )
+
+
+def test_http_fetch_refuses_a_connection_that_reached_another_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer below (a socket shim, a transparent proxy) that lands the connection elsewhere is caught."""
+    http_fetch = _module("http_fetch")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        real = socket.socket.connect
+
+        def elsewhere(address: tuple[str, int], timeout: float) -> socket.socket:
+            sock = socket.socket()
+            real(sock, ("127.0.0.1", port))
+            return sock
+
+        monkeypatch.setattr(socket, "create_connection", elsewhere)
+        monkeypatch.setenv("HTTP_FETCH_ALLOW_HOSTS", "127.0.0.0/8")
+        assert http_fetch.run(f"http://127.0.0.2:{port}/") == {
+            "ok": False,
+            "error": "refused: the connection for 127.0.0.2 reached 127.0.0.1 instead",
+        }

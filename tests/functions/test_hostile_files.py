@@ -130,6 +130,9 @@ def test_fs_read_streams_with_a_bound(tools: Executor, tmp_path: Path) -> None:
         "1\t" + "a" * 2000 + " [… line cut at 2000 characters]\n"
         "[showing lines 1-1 of at least 1 (only the first 268435456 bytes are read)]\n"
     )
+    assert call(tools, "fs_read", path=str(sparse), offset=2).output == (
+        f"[offset 2 is past line 1, where the first 268435456 bytes of {sparse} end; fs_read reads no further]\n"
+    )
 
 
 def test_fs_grep_stops_a_catastrophic_pattern(tools: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,10 +177,10 @@ def _trusted(project: Path) -> dict[str, tuple[str, str]]:
     }
 
 
-def refusal(path: str, trusted: str) -> str:
+def refusal(path: str, trusted: str, how: str = "") -> str:
     where = "" if os.path.realpath(path) == trusted else "inside "
     return (
-        f"refused: {path} is {where}{trusted}, which toolexec trusts (its config, tools, .env files or state); "
+        f"refused: {path} is {where}{trusted}{how}, which toolexec trusts (its config, tools, .env files or state); "
         "the file tools do not change it: edit it yourself\n"
     )
 
@@ -236,6 +239,18 @@ def test_a_hard_link_never_changes_the_trusted_file(tools: Executor, project: Pa
         dotenv.unlink()
 
 
+def test_a_hard_link_to_the_config_is_refused(tools: Executor, project: Path, tmp_path: Path) -> None:
+    config = project / "config.yaml"
+    before = config.read_bytes()
+    os.link(config, tmp_path / "notes.yaml")
+    path = str(tmp_path / "notes.yaml")
+    assert failed(call(tools, "fs_write", path=path, contents="enabled_tools: all\n")) == (
+        f"refused: {path} is {config.resolve()} (under another name), which toolexec trusts (its config, tools, "
+        ".env files or state); the file tools do not change it: edit it yourself\n"
+    )
+    assert config.read_bytes() == before
+
+
 def test_a_refused_dotenv_cannot_open_private_addresses(tools: Executor, project: Path) -> None:
     dotenv = project / "functions" / ".env"
     assert not call(tools, "fs_write", path=str(dotenv), contents="HTTP_FETCH_ALLOW_HOSTS=127.0.0.0/8\n").ok
@@ -259,7 +274,7 @@ def test_write_tools_refuse_a_bind_mount_of_what_toolexec_trusts(tools: Executor
     try:
         path = str(alias / ".env")
         assert failed(call(tools, "fs_write", path=path, contents="X=1\n")) == refusal(
-            path, str((project / "functions").resolve())
+            path, str((project / "functions").resolve()), " (under another name)"
         )
         assert not (project / "functions" / ".env").exists()
     finally:
@@ -319,3 +334,16 @@ def test_fs_rm_refuses_a_bind_mount_of_home_and_a_tree_holding_one(tools: Execut
         assert (home / "notes.txt").read_text() == "keep me\n"
     finally:
         _unbind(alias)
+
+
+def test_toolexec_names_what_it_trusts_to_every_tool(tools: Executor, project: Path) -> None:
+    named = call(tools, "execute_command", command='printf %s "$TOOLEXEC_PROTECTED_PATHS"').output.split(os.pathsep)
+    config_home, cache_home = Path(os.environ["XDG_CONFIG_HOME"]), Path(os.environ["XDG_CACHE_HOME"])
+    assert named == [
+        str((project / "config.yaml").resolve()),
+        str(Path.cwd() / "config.yaml"),
+        str((project / "functions").resolve()),
+        str(tools.config.state.root),
+        str(config_home / "toolexec"),
+        str(cache_home / "toolexec"),
+    ]

@@ -111,3 +111,10 @@ def test_a_tool_sees_the_expanded_multi_line_values(project: Project, monkeypatc
 def test_files_that_cannot_be_read_give_nothing(tmp_path: Path) -> None:
     (tmp_path / ".env").mkdir()
     assert dotenv_values(tmp_path, environ={}) == {}
+
+
+def test_expansion_reads_only_the_environment_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a variable kept from tools (a server's token) must not come back through a .env line naming it
+    monkeypatch.setenv("SERVER_TOKEN", "s3cret")
+    (tmp_path / ".env").write_text("LEAK=${SERVER_TOKEN}\nSEEN=${VISIBLE}\n")
+    assert dotenv_values(tmp_path, environ={"VISIBLE": "yes"}) == {"LEAK": "", "SEEN": "yes"}

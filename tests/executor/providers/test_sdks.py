@@ -127,6 +127,8 @@ WAYS: list[tuple[str, str, bool, Handed]] = [
         True,
         lambda c: _json(chat_completion(*c).choices[0].message.model_dump_json()),
     ),
+    ("openai", "ChatCompletion.to_dict()", True, lambda c: chat_completion(*c).to_dict()),
+    ("openai", "ChatCompletion.to_json()", True, lambda c: _json(chat_completion(*c).to_json())),
     ("openai", "message.tool_calls", False, lambda c: chat_completion(*c).choices[0].message.tool_calls),
     ("responses", "Response", True, lambda c: response(*c)),
     ("responses", "Response.model_dump()", True, lambda c: response(*c).model_dump()),
@@ -135,6 +137,8 @@ WAYS: list[tuple[str, str, bool, Handed]] = [
     ("anthropic", "Message", True, lambda c: message(*c)),
     ("anthropic", "Message.model_dump()", True, lambda c: message(*c).model_dump()),
     ("anthropic", "Message.model_dump_json()", True, lambda c: _json(message(*c).model_dump_json())),
+    ("anthropic", "Message.to_dict()", True, lambda c: message(*c).to_dict()),
+    ("anthropic", "Message.to_json()", True, lambda c: _json(message(*c).to_json())),
     ("anthropic", "message.content", False, lambda c: message(*c).content),
     ("gemini", "GenerateContentResponse", True, lambda c: generated(*c)),
     ("gemini", "GenerateContentResponse.model_dump()", True, lambda c: generated(*c).model_dump(mode="json")),
@@ -145,6 +149,12 @@ WAYS: list[tuple[str, str, bool, Handed]] = [
         lambda c: generated(*c).model_dump(mode="json", by_alias=True),
     ),
     ("gemini", "GenerateContentResponse.model_dump_json()", True, lambda c: _json(generated(*c).model_dump_json())),
+    (
+        "gemini",
+        "GenerateContentResponse.model_dump(exclude_none)",
+        True,
+        lambda c: generated(*c).model_dump(mode="json", exclude_none=True),
+    ),
     ("gemini", "GenerateContentResponse.to_json_dict()", True, lambda c: generated(*c).to_json_dict()),
     ("gemini", "content.model_dump()", True, lambda c: generated(*c).candidates[0].content.model_dump(mode="json")),  # type: ignore[index, union-attr]
     ("gemini", "response.function_calls", False, lambda c: generated(*c).function_calls),
@@ -219,7 +229,7 @@ def test_the_sdks_objects_and_dumps_round_trip_through_answer(
     assert executor.answer(data, provider) == answer  # named explicitly, the same
 
 
-JSON_WAYS = [w for w in WAYS if "dump" in w[1] or "to_json_dict" in w[1]]
+JSON_WAYS = [w for w in WAYS if any(way in w[1] for way in ("dump", "to_json", "to_dict"))]
 
 
 @pytest.mark.parametrize(("provider", "way", "whole", "handed"), JSON_WAYS, ids=[w[1] for w in JSON_WAYS])
@@ -278,6 +288,21 @@ def test_a_null_function_call_is_no_call_and_an_empty_one_is_refused_in_its_plac
                 "name": "",
                 "id": "c2",
                 "response": {"error": "functionCall part 2: expected {'name': …, 'args': {…}}"},
+            }
+        },
+    ]
+
+
+def test_function_calls_beside_parts_are_all_answered(executor: Executor) -> None:
+    calls = generated(*CALLS[:2]).function_calls or []
+    data = [calls[0].to_json_dict(), {"text": "and"}, {"functionCall": calls[1].to_json_dict()}, {"functionCall": {}}]
+    assert executor.answer(data) == [
+        *ANSWERS["gemini"][:2],
+        {
+            "functionResponse": {
+                "name": "",
+                "id": "gemini_3",
+                "response": {"error": "functionCall part 3: expected {'name': …, 'args': {…}}"},
             }
         },
     ]
