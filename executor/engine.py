@@ -81,6 +81,7 @@ class Engine:
         state = self.config.state
         with _call_files(tool.name) as (output_path, failure_path):
             base = os.environ  # .env files expand ${VAR} from it too, never from more than the tool gets
+            dotenv = dotenv_values(self.config.functions_dir, environ=base)
             env = tool_environment(
                 base,
                 functions_dir=self.config.functions_dir,
@@ -88,7 +89,7 @@ class Engine:
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
-                dotenv=dotenv_values(self.config.functions_dir, environ=base),
+                dotenv=dotenv,
                 raw_json=_raw_json(call.arguments, arguments),
                 trusted=self.config.trusted_paths,
             )
@@ -113,7 +114,7 @@ class Engine:
                 from toolexec.runtimes.sandbox import environment
 
                 confined = confinement(config, tool.name, policy, (output_path, failure_path))
-                own = {*policy.env, *dotenv_values(config.functions_dir), *prepared.env_additions}
+                own = {*policy.env, *dotenv, *prepared.env_additions}
                 launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE])
             launch = Launch(
                 argv=prepared.argv,
