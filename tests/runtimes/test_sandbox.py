@@ -8,9 +8,7 @@ spelling (docstring fields, ``# @meta``, JSDoc tags) and, for the "granted" half
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -360,20 +358,3 @@ def test_strict_confines_a_tool_that_declares_nothing(project: Project, monkeypa
         assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output == "<unset>"
         result = executor.call("hostile", {"action": "write", "arg": str(Path.home() / "x")})
         assert result.status == "error" and not (Path.home() / "x").exists()
-
-
-def test_mcp_declaration_follows_the_policy(project: Project) -> None:
-    project.tool("hostile.py", PYTHON)
-    with project.executor(["hostile.py"]) as executor:
-        (declared,) = executor.definitions(format="mcp")
-    assert declared["annotations"]["openWorldHint"] is False
-    assert declared["_meta"]["toolexec/sandbox"] == {
-        "network": "none",
-        "writes": ["cache"],
-        "memory": 512 << 20,
-        "cpu": 2,
-        "processes": 32,
-        "file_size": 1 << 20,
-    }
-    assert json.loads(json.dumps(declared)) == declared
-    _ = socket  # the connect tests use the tools' own sockets
