@@ -114,7 +114,8 @@ class Engine:
                 from toolexec.runtimes.sandbox import environment
 
                 confined = confinement(config, tool.name, policy, (output_path, failure_path))
-                own = {*policy.env, *dotenv, *prepared.env_additions}
+                argc_env = [variable.name for variable in getattr(tool.invocation, "env", ())]  # Bash's @env lines
+                own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions}
                 launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE])
             launch = Launch(
                 argv=prepared.argv,
@@ -183,15 +184,19 @@ class Engine:
 
 def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult:
     """``result`` with the reason and a message a model can act on when one of the sandbox's limits stopped the tool."""
+    from toolexec.errors import SandboxUnavailable
+    from toolexec.recordtype import replace
     from toolexec.runtimes.sandbox import limit_reason
 
     if result.status != "error":
         return result
+    if result.exit_code == 1 and result.stderr.startswith("bwrap: ") and not result.output:
+        # bwrap could not set the sandbox up (user namespaces disabled, a mount refused): the tool never ran
+        error = SandboxUnavailable(result.tool_name, result.stderr.strip().splitlines()[0])
+        return replace(result, status=error.status, reason=error.reason, exit_code=error.exit_code, error=str(error), ok=False)
     found = limit_reason(confined, result.exit_code, result.signal, text)
     if found is None:
         return result
-    from toolexec.recordtype import replace
-
     reason, message = found
     return replace(result, reason=reason, error=f"{message} ({result.error})" if result.error else message)
 

@@ -358,3 +358,27 @@ def test_strict_confines_a_tool_that_declares_nothing(project: Project, monkeypa
         assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output == "<unset>"
         result = executor.call("hostile", {"action": "write", "arg": str(Path.home() / "x")})
         assert result.status == "error" and not (Path.home() / "x").exists()
+
+
+def test_a_bwrap_that_cannot_set_the_sandbox_up_is_a_refusal(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "bwrap"
+    broken.write_text('#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+    broken.chmod(0o755)
+    monkeypatch.setenv("TOOLEXEC_BWRAP", str(broken))
+    result = _call(project, "python", "env", "HOME")
+    assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
+    assert (
+        result.error
+        == "hostile: its sandbox policy cannot be enforced here, so it is not run: bwrap: setting up uid map: Permission denied"
+    )
+
+
+def test_a_bash_tools_declared_env_reaches_it(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGION", "eu-west-1")
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    project.tool("hostile.sh", BASH.replace("# @option --action!", "# @env REGION\n# @option --action!"))
+    with project.executor(["hostile.sh"]) as executor:
+        assert executor.call("hostile", {"action": "env", "arg": "REGION"}).output.strip() == "eu-west-1"
+        assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output.strip() == "<unset>"
