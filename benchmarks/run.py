@@ -221,6 +221,8 @@ def alternative_rows(b: Bench) -> list[Row]:
 
 def build_rows(b: Bench) -> list[Row]:
     """`toolexec build` of 1,000 tools in four languages: cold, no change, one file changed."""
+    from toolexec.state import State
+
     state = b.big.parent / "functions"
     tools = state / "tools"
 
@@ -228,7 +230,7 @@ def build_rows(b: Bench) -> list[Row]:
         for name in ("functions.json", "catalog.json"):
             (state / name).unlink(missing_ok=True)
         shutil.rmtree(state / "cache", ignore_errors=True)
-        shutil.rmtree(state / ".catalog", ignore_errors=True)
+        shutil.rmtree(State(state).private_dir, ignore_errors=True)
 
     build = spawn(b.cli(b.big, "build"), env=b.env)
     runs = max(3, RUNS // 5)

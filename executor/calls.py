@@ -22,7 +22,7 @@ import time
 
 from toolexec import results
 from toolexec.engine import Engine, refused
-from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, ToolexecError
+from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ToolexecError
 from toolexec.records import ToolCall, ToolResult, limit_problem
 from toolexec.recordtype import record
 from toolexec.sources import Snapshot, Source
@@ -101,6 +101,8 @@ class Calls:
             arguments = snapshot.validator(tool.name, parse_arguments(call.arguments, tool.name))
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
+        except Exception as error:  # a fault of toolexec's own: a result all the same, never an exception
+            return refused(call, InternalError(error), started=started, call_id=call_id)
         if tool.name != call.name:
             call = ToolCall(name=tool.name, arguments=call.arguments, call_id=call.call_id, timeout=call.timeout)
         return Pending(call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started)

@@ -9,7 +9,6 @@ stays callable as it was (byte for byte), and the build reports the error.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -19,7 +18,7 @@ from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
 from toolexec.recordtype import record
-from toolexec.state import State, write_text_atomic
+from toolexec.state import State
 from toolexec.version import __version__
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -38,7 +37,8 @@ class DamagedCatalog(Exception):
 
 
 # declaration, last_good, and the source text each was compiled from
-Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None, str | None, str | None]
+# declaration, last_good, their source texts, and the generated validator of the one served
+Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None, str | None, str | None, str | None]
 Slice = tuple[int, int]  # (offset, length) of a record in the pack
 
 
@@ -65,6 +65,8 @@ class Entry:
         # The source text each declaration was compiled from: what a call runs, byte for byte.
         code: str | None = None,
         last_good_code: str | None = None,
+        # The generated argument validator (Python source) of the served declaration; made when the record is written.
+        validator: str | None = None,
         record: str | None = None,
         at: Slice | None = None,
         loader: Callable[[str, Slice], Loaded] | None = None,
@@ -74,7 +76,7 @@ class Entry:
         self.record, self.at = record, at
         self._loader = loader
         lazy = loader is not None and record is not None and at is not None
-        self._loaded: Loaded | None = None if lazy else (declaration, last_good, code, last_good_code)
+        self._loaded: Loaded | None = None if lazy else (declaration, last_good, code, last_good_code, validator)
 
     def _load(self) -> Loaded:
         if self._loaded is None:
@@ -103,6 +105,12 @@ class Entry:
         return self._load()[3]
 
     @property
+    def validator(self) -> str | None:
+        """The generated validator code kept in the record (None before the record is written, or for a registered
+        tool): executed only as read from a record whose digest matched."""
+        return self._load()[4]
+
+    @property
     def serving(self) -> ToolDeclaration | None:
         """What a call of this tool runs: the current declaration, else the last good one."""
         return self.declaration or self.last_good
@@ -128,11 +136,11 @@ class Entry:
     def replace(self, **changes: Any) -> Entry:
         """A copy with ``changes``; declarations are carried over without being loaded."""
         fields = {k: getattr(self, k) for k in ("file", "name", "stat", "sha256", "problems", "warnings")}
-        loaded_fields = {"declaration", "last_good", "code", "last_good_code"}
+        loaded_fields = {"declaration", "last_good", "code", "last_good_code", "validator"}
         if not loaded_fields & changes.keys():
             fields.update(record=self.record, at=self.at, loader=self._loader)
             if self._loaded is not None:
-                fields.update(zip(("declaration", "last_good", "code", "last_good_code"), self._loaded, strict=True))
+                fields.update(zip(("declaration", "last_good", "code", "last_good_code", "validator"), self._loaded, strict=True))
         else:
             fields.update(
                 declaration=self.declaration, last_good=self.last_good, code=self.code, last_good_code=self.last_good_code
@@ -147,11 +155,16 @@ class Entry:
         declaration, last_good = self.declaration, self.last_good
         if declaration is None and last_good is None:
             return None
+        from toolexec.validation import validator_code  # only a build writes records
+
+        served = declaration or last_good
+        assert served is not None
         return {
             "declaration": declaration.to_dict() if declaration else None,
             "last_good": last_good.to_dict() if last_good else None,
             "code": self.code if declaration else None,
             "last_good_code": self.last_good_code if last_good else None,
+            "validator": self.validator if self.validator is not None else validator_code(served.parameters),
         }
 
     def index_data(self) -> dict[str, Any]:
@@ -361,8 +374,10 @@ class Catalog:
     def validator(self, name: str) -> Validator:
         """The compiled argument validator of a tool, made once per catalog.
 
-        Its code is generated once per declaration and kept in the tool's record, so a later
-        process only executes it (no schema compiler is imported).
+        Its code was generated when the tool's record was written and is kept in the record, so a later
+        process only executes it (no schema compiler is imported); the record is read only when its digest
+        matches (:mod:`toolexec.catalog_store`), and no other file's code is ever executed. A tool without a
+        stored validator (a registered one, a record of an older format) gets one made in memory.
         """
         check = self._validators.get(name)
         if check is None:
@@ -371,33 +386,10 @@ class Catalog:
             entry = self.entry(name)
             assert entry is not None and entry.serving is not None
             parameters = entry.serving.parameters
-            kept = self._kept_validator(entry)
-            try:
-                check = validator_from_code(parameters, kept) if kept is not None else None
-            except Exception:  # a damaged cache file: made again below
-                check = None
-            if check is None:
-                code = validator_code(parameters)
-                self._keep_validator(entry, code)
-                check = validator_from_code(parameters, code)
+            stored = entry.validator
+            check = validator_from_code(parameters, stored if stored is not None else validator_code(parameters))
             self._validators[name] = check
         return check
-
-    def _kept_validator(self, entry: Entry) -> str | None:
-        """The validator code kept beside the entry's record, if any."""
-        if self.state is None or entry.record is None:
-            return None
-        try:
-            with open(self.state.validator_file(entry.record), encoding="utf-8") as handle:
-                return handle.read()
-        except (OSError, ValueError):
-            return None
-
-    def _keep_validator(self, entry: Entry, code: str) -> None:
-        """Keep the validator's code beside the entry's record (an optimisation: failing to write is fine)."""
-        if self.state is not None and entry.record is not None:
-            with contextlib.suppress(OSError):
-                write_text_atomic(self.state.validator_file(entry.record), code)
 
     def records_present(self) -> bool:
         """Whether the pack the index points to is there (a cleared cache means recompiling)."""

@@ -3,7 +3,7 @@
 ``catalog.json`` is one small row per visible file (its stat, hash, problems and where its record
 is), after a first line naming where each row is, so that a call parses one row however many tools
 there are. Records (declaration, last good declaration, and the source text each was compiled from)
-are JSON lines in a pack under ``<state>/cache/.catalog/``, named by a digest of their content; the
+are JSON lines in a pack under the state's private ``catalog/`` (see :mod:`toolexec.state`), named by a digest of their content; the
 pack is only appended to (concurrent builds take turns under ``flock``), so a rebuild writes only
 what changed and a reader holding an older index still finds its records; once dead records make up
 most of it, it is rewritten with the live ones. ``functions.json`` (what a model sees) is written
@@ -22,7 +22,7 @@ from toolexec.config import Config
 from toolexec.errors import StateUnavailable
 from toolexec.records import ToolDeclaration
 from toolexec.recordtype import record
-from toolexec.state import State, write_text_atomic
+from toolexec.state import State, sha256_hex, write_text_atomic
 from toolexec.version import __version__
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT", "StoredRows", "load_catalog", "record_text", "save_catalog"]
 
-FORMAT = 5  # of catalog.json; another value means rebuild (5: records keep the compiled source text)
+FORMAT = 6  # of catalog.json; another value means rebuild (5: records keep the compiled source text; 6: and the validator)
 # A pack or validator no index names is removed by a later build once it is this old (a
 # concurrent build or reader may still use it).
 STALE_RECORD_SECONDS = 600
@@ -54,10 +54,12 @@ def record_text(data: dict[str, Any]) -> tuple[str, str]:
     """A record's JSON and its name: a digest of that content (so an unchanged tool keeps its record)."""
     # not sort_keys: property order is declaration order, which models, messages and MCP clients see
     text = json.dumps(data, ensure_ascii=False)
-    import hashlib  # only a build writes records
+    return text, record_key(text.encode("utf-8", "surrogateescape"))
 
-    key = hashlib.sha256(f"{__version__}\n{text}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return text, key
+
+def record_key(data: bytes) -> str:
+    """The name of the record whose JSON is ``data``: what it is written under, and checked against when read."""
+    return sha256_hex(f"{__version__}\n".encode() + data)[:32]
 
 
 def load_catalog(config: Config) -> Catalog | None:
@@ -122,16 +124,20 @@ def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loa
         try:
             if pack is None:
                 raise ValueError("the index names no pack")
-            data = json.loads(read(at))
+            raw = read(at)
+            if record_key(raw) != key:  # changed since it was written: what it says (code to run) is not trusted
+                raise ValueError("its content does not match its digest")
+            data = json.loads(raw)
             declaration, last_good = data.get("declaration"), data.get("last_good")
-            code, last_good_code = data.get("code"), data.get("last_good_code")
-            if not all(text is None or isinstance(text, str) for text in (code, last_good_code)):
-                raise TypeError("the stored source must be text")
+            code, last_good_code, validator = data.get("code"), data.get("last_good_code"), data.get("validator")
+            if not all(text is None or isinstance(text, str) for text in (code, last_good_code, validator)):
+                raise TypeError("the stored source and validator must be text")
             return (
                 _checked(ToolDeclaration.from_dict(declaration)) if declaration else None,
                 _checked(ToolDeclaration.from_dict(last_good)) if last_good else None,
                 code,
                 last_good_code,
+                validator,
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             # The pack goes, so that the rebuild this causes compiles anew instead of trusting it.
@@ -210,6 +216,7 @@ def _append_records(state: State, catalog: Catalog, previous: Catalog | None, fr
         raise DamagedCatalog("the records of unchanged tools are lost")
     if pack is None:
         pack = os.urandom(8).hex()
+    state.private_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     state.records_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(state.pack_file(pack), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
@@ -261,9 +268,9 @@ def _functions(catalog: Catalog, previous: Catalog | None, state: State) -> list
 
 
 def _remove_stale(state: State, catalog: Catalog) -> None:
-    """Remove packs and validators no index names any more, once they are old enough not to be in use."""
+    """Remove packs no index names any more, once they are old enough not to be in use."""
     cutoff = time.time() - STALE_RECORD_SECONDS
-    live = {f"{catalog.pack}.pack", *(f"{e.record}.validator.py" for e in catalog.entries if e.record)}
+    live = {f"{catalog.pack}.pack"}
     with contextlib.suppress(OSError), os.scandir(state.records_dir) as found:
         for item in found:
             if item.name not in live:

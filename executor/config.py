@@ -43,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
     "max_parallel": 8,
     "mcp": {},
     "max_kept_bytes": 1 << 30,
+    "max_cache_bytes": 1 << 30,
+    "secret_env": [],
     "sandbox": "declared",
     "sandbox_policies": {},
     "sandbox_hide": list(DEFAULT_HIDE),
@@ -100,6 +102,10 @@ class Config:
     mcp: McpSettings = field(default_factory=McpSettings)
     # What one call may keep on disk of its full stdout and stderr (beyond max_output_bytes); the rest is dropped.
     max_kept_bytes: int = 1 << 30
+    # What each tool's LLM_TOOL_CACHE_DIR may hold; a call that finds it fuller, or fills it past this, is stopped.
+    max_cache_bytes: int = 1 << 30
+    # Names (or fnmatch patterns) of variables a tool never receives, besides mcp.token_env (see secret_names).
+    secret_env: tuple[str, ...] = ()
     embedded: bool = False
     # The settings of other applications (Loki, Coyote, AIChat) the file holds, ignored; a config with any is
     # read as theirs: no enabled_tools means no tool enabled, as there.
@@ -143,6 +149,11 @@ class Config:
     def state_dir(self) -> Path:
         """The root of :attr:`state`."""
         return self.state.root
+
+    def secret_names(self) -> tuple[str, ...]:
+        """What no tool receives from toolexec's environment: ``secret_env`` and the MCP token's variable."""
+        token = (self.mcp.token_env,) if self.mcp.token_env else ()
+        return (*self.secret_env, *token)
 
     def enabling(self, name: str) -> tuple[bool, str]:
         """Whether the visible tool ``name`` is enabled, and why (``toolexec list --verbose``, refusals)."""
@@ -321,6 +332,8 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
         mcp=_mcp(values["mcp"], where),
         max_kept_bytes=int(_limit(values["max_kept_bytes"], "max_kept_bytes", where, whole=True)),
+        max_cache_bytes=int(_limit(values["max_cache_bytes"], "max_cache_bytes", where, whole=True)),
+        secret_env=_secret_env(values["secret_env"], where),
         sandbox=_sandbox_mode(values["sandbox"], where),
         sandbox_policies=_sandbox_policies(values["sandbox_policies"], where),
         sandbox_hide=_sandbox_hide(values["sandbox_hide"], where),
@@ -409,6 +422,16 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
         else:
             raise ConfigError(where, f"expected a command such as 'python3.12', got {brief(command)}", key=key)
     return result
+
+
+def _secret_env(value: Any, where: str) -> tuple[str, ...]:
+    names = _names(value, "secret_env", where)
+    for name in names:
+        if not name or "=" in name or "\0" in name:
+            raise ConfigError(
+                where, f"expected names of environment variables (or patterns such as 'AWS_*'), got {name!r}", key="secret_env"
+            )
+    return names
 
 
 def _sandbox_mode(value: Any, where: str) -> str:

@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from toolexec.config import Config
-from toolexec.errors import BadRequest, RuntimeUnavailable, StateUnavailable, ToolexecError
+from toolexec.errors import BadRequest, CacheFull, InternalError, RuntimeUnavailable, StateUnavailable, ToolexecError
 from toolexec.policy import effective as effective_policy
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.recordtype import replace
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
-from toolexec.runtimes.environment import TRUSTED_PATHS_VARIABLE, dotenv_values, tool_environment
+from toolexec.runtimes.environment import TRUSTED_PATHS_VARIABLE, dotenv_values, tool_environment, without_secrets
+from toolexec.runtimes.process import disk_usage
 from toolexec.sources import Snapshot
 from toolexec.state import State, call_id_for, check_call_id
 from toolexec.validation import prepare_numbers
@@ -62,9 +64,9 @@ class Engine:
             result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started)
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
+        except Exception as error:  # a fault of toolexec's own: still a result, as documented, never an exception
+            return refused(call, InternalError(error), started=started, call_id=call_id)
         if snapshot.last_good:  # said where the caller sees notes: stderr, the MCP result, the API's result
-            from toolexec.recordtype import replace
-
             result = replace(result, notes=(last_good_note(snapshot), *result.notes))
         return result
 
@@ -79,19 +81,25 @@ class Engine:
         started: float,
     ) -> ToolResult:
         state = self.config.state
+        cache_dir = state.tool_cache(tool.name)
+        cache_limit = self.config.max_cache_bytes
+        if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
+            raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
         with _call_files(tool.name) as (output_path, failure_path):
-            base = os.environ  # .env files expand ${VAR} from it too, never from more than the tool gets
+            # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
+            base = without_secrets(os.environ, self.config.secret_names())
             dotenv = dotenv_values(self.config.functions_dir, environ=base)
             env = tool_environment(
                 base,
                 functions_dir=self.config.functions_dir,
-                cache_dir=state.tool_cache(tool.name),
+                cache_dir=cache_dir,
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
                 dotenv=dotenv,
                 raw_json=_raw_json(call.arguments, arguments),
                 trusted=self.config.trusted_paths,
+                secrets=self.config.secret_names(),
             )
             env[FAILURE_VARIABLE] = failure_path
             site = Site(
@@ -127,11 +135,22 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
+                private_files=(output_path, failure_path),
+                file_limit=self.config.max_kept_bytes,
+                watch_dir=str(cache_dir),
+                watch_limit=cache_limit,
             )
             try:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
+            smaller = confined is not None and (confined.file_size or self.config.max_kept_bytes) < self.config.max_kept_bytes
+            if (
+                finished.limit is None
+                and not smaller
+                and _hit_file_limit(output_path, failure_path, finished, self.config.max_kept_bytes)
+            ):
+                finished = replace(finished, limit=("file", self.config.max_kept_bytes))
             try:
                 output = self._result_text(output_path, finished, limit, call_id)
             except OutputUnreadable as exc:
@@ -188,7 +207,7 @@ def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult
     from toolexec.recordtype import replace
     from toolexec.runtimes.sandbox import limit_reason
 
-    if result.status != "error":
+    if result.reason != "tool_failed":  # a timeout, or a limit of toolexec's own (max_kept_bytes, max_cache_bytes)
         return result
     if result.exit_code == 1 and result.stderr.startswith("bwrap: ") and not result.output:
         # bwrap could not set the sandbox up (user namespaces disabled, a mount refused): the tool never ran
@@ -207,6 +226,16 @@ def last_good_note(snapshot: Snapshot) -> str:
     return f"{snapshot.declaration.name}: the file no longer builds ({problem}); ran its last good version"
 
 
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds exactly ``text`` (no link followed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    with open(fd, "rb") as handle:
+        return handle.read(len(text.encode("utf-8", "surrogateescape")) + 1) == text.encode("utf-8", "surrogateescape")
+
+
 def _runnable(snapshot: Snapshot, state: State) -> ToolDeclaration:
     """The declaration to hand the runtime: as it is, or, for the last good version of a file that no longer builds
     (and a runtime that runs a file rather than the snapshot's text), pointing at a copy of the text that version
@@ -217,7 +246,9 @@ def _runnable(snapshot: Snapshot, state: State) -> ToolDeclaration:
     from toolexec.recordtype import replace
 
     copy = state.last_good_copy(snapshot.code, os.path.basename(tool.source))
-    if not copy.is_file():
+    if not _holds(copy, snapshot.code):  # missing, or changed since it was written: written again, never run as found
+        with contextlib.suppress(OSError):
+            state.private_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         state.ensure(copy.parent)
         partial = copy.with_name(f".{copy.name}.{os.getpid()}.{os.urandom(4).hex()}")
         try:
@@ -259,11 +290,18 @@ def _printable(call_id: str) -> bool:
 
 @contextlib.contextmanager
 def _call_files(tool: str) -> Iterator[tuple[str, str]]:
-    """LLM_OUTPUT and the failure channel of one call: fresh private (0600) files, removed afterwards."""
+    """LLM_OUTPUT and the failure channel of one call: fresh private (0600) files, removed afterwards;
+    StateUnavailable when no temporary directory takes them."""
     paths: list[str] = []
     try:
         for suffix in (".out", ".failure"):
-            paths.append(_private_file(f"toolexec-{tool}-", suffix))
+            try:
+                paths.append(_private_file(f"toolexec-{tool}-", suffix))
+            except OSError as exc:
+                where = exc.filename if isinstance(exc.filename, str) else "the temporary directory"
+                raise StateUnavailable(
+                    os.path.dirname(where) or where, f"cannot create the call's files there: {exc.strerror or exc}"
+                ) from None
         yield paths[0], paths[1]
     finally:
         for path in paths:
@@ -381,3 +419,19 @@ def read_capped(path: str, limit: int) -> Capture:
 def _kind_of(mode: int) -> str:
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"))
     return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def _hit_file_limit(output_path: str, failure_path: str, finished: Finished, limit: int) -> bool:
+    """Whether a tool that was not killed by SIGXFSZ (it ignores the signal, as Python does) failed on the file size
+    limit: LLM_OUTPUT reached it, or the tool failed on EFBIG ("File too large", in its report or last stderr line)."""
+    try:
+        if os.lstat(output_path).st_size >= limit:
+            return True
+    except OSError:
+        pass
+    if not finished.returncode:
+        return False
+    text, _ = finished.stderr.text()
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+    said = f"{_reported_failure(failure_path) or ''}\n{last}".lower()
+    return "file too large" in said or "efbig" in said

@@ -14,9 +14,11 @@
     │   ├── ToolBroken            the tool failed to build (every problem)
     │   ├── InvalidArguments      arguments that break the tool's schema (every problem)
     │   ├── PreconditionFailed    what the tool declares it needs is missing (@env, require-tools)
-    │   └── CallDenied            the approval hook (before_call, --confirm) said no, with its reason
-    └── RuntimeUnavailable        the interpreter a tool needs is not installed              unavailable 127
-        └── PreparationFailed     it is, but readying the tool failed (esbuild could not transpile)
+    │   ├── CallDenied            the approval hook (before_call, --confirm) said no, with its reason
+    │   └── CacheFull             the tool's LLM_TOOL_CACHE_DIR already holds more than max_cache_bytes
+    ├── RuntimeUnavailable        the interpreter a tool needs is not installed              unavailable 127
+    │   └── PreparationFailed     it is, but readying the tool failed (esbuild could not transpile)
+    └── InternalError             a fault of toolexec's own met during a call (a bug: report it)   error 1
 
 Each class carries the ``status``, ``exit_code`` and ``reason`` of the result of a call it
 stops (as click's exceptions carry exit codes), so the engine maps every error in one place.
@@ -163,6 +165,18 @@ class CallDenied(CallRefused):
         super().__init__(f"the call of tool {name!r} was denied: {why}")
 
 
+class CacheFull(CallRefused):
+    """The tool's cache directory already holds more than ``max_cache_bytes``: the call is not started."""
+
+    reason: Reason = "cache_limit"
+
+    def __init__(self, tool: str, directory: str, used: int, limit: int) -> None:
+        super().__init__(
+            f"tool {tool!r} was not started: its cache directory {directory} holds {used} bytes, more than "
+            f"max_cache_bytes ({limit}); remove files from it, or raise max_cache_bytes in config.yaml"
+        )
+
+
 class InvalidArguments(CallRefused):
     """Arguments that break the tool's schema, with every problem."""
 
@@ -221,8 +235,22 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """'; did you mean 'x'?' for the closest candidate, or '' when none is close."""
     import difflib  # only a misspelt name pays for it
 
+    if not isinstance(word, str):
+        return ""
     match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {match[0]!r}?" if match else ""
+
+
+class InternalError(ToolexecError):
+    """A fault of toolexec's own met while running a call: the call still ends in a result that names it."""
+
+    status: Status = "error"
+    exit_code = EXIT_FAILED
+    reason: Reason = "internal"
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        super().__init__(f"toolexec failed while running the call ({type(error).__name__}: {error}); please report it")
 
 
 class SandboxUnavailable(RuntimeUnavailable):

@@ -52,6 +52,7 @@ from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
+from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
 from toolexec.version import __version__
 from toolexec.watch import watch_tools
@@ -538,6 +539,7 @@ def _exit_now() -> NoReturn:
 
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
+    protect()  # the server's memory holds the token and every client's arguments: no tool may read it
     bind = parse_bind(http) if http is not None else None
     server = ToolServer(config_source, options)
     try:
@@ -545,6 +547,8 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
             anyio.run(server.serve_stdio)
             _exit_now()
         token = resolve_token(server.config, token_env, bind[0])
+        if token_env:  # read once; no tool inherits it (mcp.token_env is kept from tools by Config.secret_names)
+            os.environ.pop(token_env, None)
         anyio.run(server.serve_http, bind[0], bind[1], token)
         return 0
     finally:

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
         "timeout",
         "cancelled",
         "denied",  # the before_call approval hook (or the person asked by --confirm) said no
+        "file_limit",  # the tool wrote a file past max_kept_bytes (LLM_OUTPUT or any other): it was stopped
+        "cache_limit",  # the tool's LLM_TOOL_CACHE_DIR holds more than max_cache_bytes: refused, or stopped
+        "internal",  # a fault of toolexec's own (a bug): the call still ends in a result
         "memory_limit",  # the tool passed its sandbox memory limit
         "cpu_limit",  # the tool used up its CPU seconds
         "process_limit",  # the tool could not start more processes than its limit
@@ -151,7 +154,12 @@ Invocation = Kwargs | Positional | ObjectArgument | Module | Argc
 
 
 # The largest value each limit may take: a day of run time; 256 MiB kept in memory per stream.
-LIMIT_BOUNDS: dict[str, float] = {"timeout": 86400.0, "max_output_bytes": float(256 << 20), "max_kept_bytes": float(1 << 40)}
+LIMIT_BOUNDS: dict[str, float] = {
+    "timeout": 86400.0,
+    "max_output_bytes": float(256 << 20),
+    "max_kept_bytes": float(1 << 40),
+    "max_cache_bytes": float(1 << 50),
+}
 
 
 def limit_problem(name: str, value: Any, *, whole: bool = False) -> str | None:

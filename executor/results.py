@@ -87,6 +87,22 @@ def _ending(
     """How the call ended: status, exit code, reason and Loki's sentence for it (None when it succeeded)."""
     if finished.timed_out:
         return "timeout", EXIT_TIMEOUT, "timeout", f"Tool call '{name}' timed out after {timeout:g}s"
+    if finished.limit is not None:
+        kind, limit = finished.limit
+        code = 128 + finished.signal if finished.signal is not None else finished.returncode or 1
+        if kind == "file":
+            return (
+                "error",
+                code,
+                "file_limit",
+                f"Tool call '{name}' was stopped: it wrote a file past max_kept_bytes ({limit} bytes)",
+            )
+        return (
+            "error",
+            code,
+            "cache_limit",
+            f"Tool call '{name}' was stopped: LLM_TOOL_CACHE_DIR passed max_cache_bytes ({limit} bytes)",
+        )
     if finished.cancelled:
         return "cancelled", EXIT_CANCELLED, "cancelled", f"Tool call '{name}' was cancelled"
     if finished.signal is not None:

@@ -4,20 +4,26 @@
 
     <root>/functions.json            the declarations, a plain JSON array
     <root>/catalog.json              the index: one row per visible file (stat, hash, problems, record)
-    <root>/cache/.catalog/<id>.pack  the records, one JSON line per declaration (the declaration and
-                                     its last good version), named by a digest of that content;
-                                     only appended to, rewritten under a new id when mostly dead
-    <root>/cache/.catalog/<key>.validator.py  a record's generated argument validator
     <root>/cache/<tool>/             LLM_TOOL_CACHE_DIR of each tool (names never start with '.')
     <root>/cache/.outputs/           full outputs of capped calls, kept for a day
-    <root>/cache/.typescript/        the TypeScript transpile cache
+    <private>/catalog/<id>.pack      the records, one JSON line per declaration (the declaration, its
+                                     last good version, the source text each was compiled from and the
+                                     generated argument validator), each named by a digest of its
+                                     content, checked when it is read; only appended to, rewritten
+                                     under a new id when mostly dead
+    <private>/typescript/            the TypeScript transpile cache (each output's digest checked before it runs)
+    <private>/last-good/<digest>/    copies of last good sources a runtime runs as files (checked before each call)
     <user cache>/config/<digest>.json   parsed config snapshots
 
 ``<root>`` is the functions directory when toolexec may write there, else a folder of
-the user cache named by the functions directory's digest. toolexec's own folders start
-with '.', which no tool name may, so a tool can never be handed one of them. Call ids
-never become paths: a kept output is named by a sanitised, length-bounded stem plus a
-random suffix.
+the user cache named by the functions directory's digest. ``<private>`` is
+``<user cache>/private/<digest of root>`` (0700): what toolexec executes or trusts (the code
+it runs, the validators it executes in its own process, transpiled modules) is kept apart
+from every tool's writable places (``LLM_TOOL_CACHE_DIR``, the functions directory), and
+verified by its digest when loaded: a mismatch is rebuilt, never executed. toolexec's own
+folders under ``cache/`` start with '.', which no tool name may, so a tool can never be
+handed one of them. Call ids never become paths: a kept output is named by a sanitised,
+length-bounded stem plus a random suffix.
 """
 
 from __future__ import annotations
@@ -45,9 +51,20 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def digest(text: str) -> str:
     """A short stable digest of ``text`` (any string, surrogates included)."""
-    import hashlib  # not at import: a one-shot run that needs no digest does not pay for it
+    return sha256_hex(text.encode("utf-8", "surrogateescape"))[:16]
 
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data`` in hex, from the interpreter's built-in module where it has one: ``hashlib`` loads
+    OpenSSL (~4 ms), which a one-shot run that checks a record's digest should not pay for."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found, no-redef]  # Python 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return str(sha256(data).hexdigest())
 
 
 def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
@@ -136,21 +153,20 @@ class State:
         return self.root / FUNCTIONS_FILE
 
     @property
+    def private_dir(self) -> Path:
+        """What toolexec executes or trusts, apart from every tool's writable places (see the module's picture)."""
+        return user_cache_dir() / "private" / digest(str(self.root))
+
+    @property
     def records_dir(self) -> Path:
         """The catalog's per-declaration records."""
-        return self.root / "cache" / ".catalog"
+        return self.private_dir / "catalog"
 
     def pack_file(self, name: str) -> Path:
         """The pack of records named ``name`` (a hex id, never a path)."""
         if not name.isalnum():
             raise ValueError(f"not a pack name: {name!r}")
         return self.records_dir / f"{name}.pack"
-
-    def validator_file(self, key: str) -> Path:
-        """The generated validator code of the record ``key`` (a hex digest, never a path)."""
-        if not key.isalnum():
-            raise ValueError(f"not a record key: {key!r}")
-        return self.records_dir / f"{key}.validator.py"
 
     @property
     def outputs_dir(self) -> Path:
@@ -162,12 +178,12 @@ class State:
         runtimes that run a file: one per text, so a transpile cache keyed by path is reused call after call."""
         if os.path.basename(name) != name or name in ("", ".", ".."):
             raise ValueError(f"not a file name: {name!r}")
-        return self.root / "cache" / ".last-good" / digest(code) / name
+        return self.private_dir / "last-good" / digest(code) / name
 
     @property
     def transpile_dir(self) -> Path:
         """The TypeScript transpile cache."""
-        return self.root / "cache" / ".typescript"
+        return self.private_dir / "typescript"
 
     def tool_cache(self, tool: str) -> Path:
         """``LLM_TOOL_CACHE_DIR`` of ``tool``, created on first use."""

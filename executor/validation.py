@@ -404,7 +404,10 @@ def _kind(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # not a JSON value at all (an object, a cycle)
+        text = "(not a JSON value)"
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -104,14 +104,17 @@ def tool_environment(
     dotenv: Mapping[str, str],
     raw_json: str | None = None,
     trusted: Sequence[Path] = (),
+    secrets: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """``.env`` values under the caller's environment (which wins), then the LLM_* variables, and ``TERM=dumb``
     (with :data:`TERMINFO` first on ``TERMINFO_DIRS``) when neither gives a terminal type.
 
     ``raw_json`` is the call's arguments as sent (``LLM_TOOL_RAW_JSON``, which Coyote's tools read),
     set when it is at most :data:`RAW_JSON_LIMIT` bytes; ``trusted`` becomes :data:`TRUSTED_PATHS_VARIABLE`.
+    No variable of toolexec's own environment named by ``secrets`` (names, or patterns such as ``AWS_*``: see
+    :func:`without_secrets`) is passed on.
     """
-    env = {**dotenv, **base}
+    env = {**dotenv, **without_secrets(base, secrets)}
     env.update(
         LLM_OUTPUT=output_path,
         LLM_ROOT_DIR=str(functions_dir),
@@ -129,6 +132,23 @@ def tool_environment(
     else:
         env.pop("LLM_TOOL_RAW_JSON", None)  # never a stale value from the caller's environment
     return env
+
+
+def without_secrets(environ: Mapping[str, str], secrets: tuple[str, ...]) -> dict[str, str]:
+    """``environ`` without the variables ``secrets`` names: exact names, or shell-style patterns (``AWS_*``).
+
+    The one rule for what toolexec keeps from its tools: the config's ``secret_env`` and ``mcp.token_env``
+    (:meth:`toolexec.config.Config.secret_names`), applied to every call on every surface.
+    """
+    if not secrets:
+        return dict(environ)
+    exact = {name for name in secrets if not any(c in name for c in "*?[")}
+    patterns = [name for name in secrets if name not in exact]
+    if patterns:
+        from fnmatch import fnmatchcase
+
+        return {k: v for k, v in environ.items() if k not in exact and not any(fnmatchcase(k, p) for p in patterns)}
+    return {k: v for k, v in environ.items() if k not in exact}
 
 
 def prompt_utils(functions_dir: Path) -> Path:

@@ -237,6 +237,13 @@ class Launch:
     progress: bool = False
     # At most this many bytes of each stream are kept there; the rest is counted and dropped.
     keep_limit: int | None = None
+    # Files of this call only (LLM_OUTPUT, ...): removed by the parent-death guard should this process die mid-call.
+    private_files: Sequence[str] = ()
+    # The largest file the tool's processes may write (RLIMIT_FSIZE, Linux): past it the kernel stops the writer.
+    file_limit: int | None = None
+    # A directory whose disk usage is measured while the call runs; past watch_limit bytes the tool is stopped.
+    watch_dir: str | None = None
+    watch_limit: int | None = None
     # Run confined by the kernel (namespaces, rlimits: :mod:`toolexec.runtimes.sandbox`); None: as it is.
     confinement: Confinement | None = None
 
@@ -253,6 +260,8 @@ class Finished:
     cancelled: bool
     duration: float
     escaped: int = 0  # processes that had left the group and were killed afterwards
+    # Set when a bound stopped the tool: ("file", file_limit) or ("cache", watch_limit).
+    limit: tuple[str, int] | None = None
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -274,13 +283,22 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
-    argv, cgroup = sandbox.wrap(launch.confinement, launch.argv) if launch.confinement else (list(launch.argv), None)
+    process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
+    confinement, cgroup = launch.confinement, None
+    if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
+        confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     system.enter()
     proc: subprocess.Popen[bytes] | None = None
     try:
         stdin = -1
         try:
             stdin = _stdin_file(launch.stdin)
+            argv = list(launch.argv)
+            if launch.file_limit is not None and confinement is None:
+                argv = _with_file_limit(argv, launch.file_limit)
+            limited = len(argv) != len(launch.argv) or confinement is not None  # started under prlimit(1)
+            if confinement is not None:
+                argv, cgroup = sandbox.wrap(confinement, argv)
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -298,13 +316,84 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finally:
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
-        system.register(proc.pid)
+        system.register(proc.pid, mark, tuple(launch.private_files))
+        if launch.file_limit is not None and not limited:
+            limit_file_size(proc.pid, launch.file_limit)
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
     finally:
         system.leave(proc.pid if proc is not None else None)
         sandbox.release(cgroup)
     control.emit("exited", returncode=proc.returncode)
+    xfsz = finished.signal == signal.SIGXFSZ or finished.returncode == 128 + signal.SIGXFSZ  # the tool, or a shell's child
+    declared = launch.confinement.file_size if launch.confinement is not None else None
+    if finished.limit is None and launch.file_limit is not None and xfsz and not (declared and declared < launch.file_limit):
+        finished = replace(finished, limit=("file", launch.file_limit))
     return finished
+
+
+_prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for
+
+
+def _with_file_limit(argv: list[str], limit: int) -> list[str]:
+    """``argv`` started under ``prlimit --fsize`` (util-linux): the tool's processes can write no file past ``limit``
+    bytes (``RLIMIT_FSIZE``, soft and hard, so the tool cannot raise it) from their first instruction on. One exec
+    more per call (~1 ms); a limit set in the child by ``preexec_fn`` costs every spawn a fork instead of a vfork
+    (~6 ms). Unchanged where prlimit is not installed, or ``argv[0]`` cannot be found (so that the error names it)."""
+    from toolexec.runtimes.interpreter import which
+
+    if not _prlimit:
+        _prlimit.append(which("prlimit"))
+    program = _prlimit[0]
+    if program is None or not argv or which(argv[0]) is None:
+        return argv
+    try:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+    except (ImportError, OSError, ValueError):
+        pass
+    return [program, f"--fsize={limit}:{limit}", "--", *argv]
+
+
+def limit_file_size(pid: int, limit: int) -> bool:
+    """Where prlimit(1) is not installed: set ``RLIMIT_FSIZE`` of the started tool ``pid`` from here (see
+    :func:`_with_file_limit`). An interpreter runs no tool code that soon, but a process the tool starts before the
+    limit is set keeps none. False where the system has no ``prlimit`` call (macOS)."""
+    try:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        bound = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (bound, bound))
+    except (ImportError, AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+def disk_usage(directory: str, *, limit: int | None = None) -> int:
+    """The bytes of disk the files under ``directory`` take (no link followed); the walk stops once past ``limit``."""
+    total, stack = 0, [directory]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += info.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:  # gone, or unreadable
+            continue
+        if limit is not None and total > limit:
+            break
+    return total
+
+
+WATCH_INTERVAL = 0.1  # seconds between measures of a watched directory (longer when a measure takes long)
 
 
 def _stdin_file(data: bytes) -> int:
@@ -396,6 +485,9 @@ class _Supervisor:
         self.start = start
         self.deadline = start + launch.timeout if launch.timeout else None
         self.kill_at: float | None = None  # set once the group has had SIGTERM
+        self.limit: tuple[str, int] | None = None
+        watched = launch.watch_dir is not None and launch.watch_limit is not None
+        self.watch_at: float | None = start + WATCH_INTERVAL if watched else None
         self.give_up_at: float | None = None  # after SIGKILL, or after exit: stop waiting for pipes
 
     def run(self) -> Finished:
@@ -426,6 +518,7 @@ class _Supervisor:
             timed_out=self.timed_out,
             cancelled=self.cancelled,
             duration=time.monotonic() - self.start,
+            limit=self.limit,
         )
 
     def _over(self, sel: selectors.BaseSelector) -> bool:
@@ -448,10 +541,19 @@ class _Supervisor:
         elif not ending and not self.exited and self.control.deadline is not None and now >= self.control.deadline:
             self.cancelled = True
             self._terminate()
+        elif not ending and not self.exited and self.watch_at is not None and now >= self.watch_at:
+            self._measure()
         ending = self.kill_at is not None or self.give_up_at is not None
+        watch_at = None if ending or self.exited else self.watch_at
         wakes = [
             t
-            for t in (None if ending else self.deadline, None if ending else self.control.deadline, self.kill_at, self.give_up_at)
+            for t in (
+                None if ending else self.deadline,
+                None if ending else self.control.deadline,
+                self.kill_at,
+                self.give_up_at,
+                watch_at,
+            )
             if t
         ]
         if self.exited and self.kill_at is not None:
@@ -460,6 +562,16 @@ class _Supervisor:
             self._handle(key.fd, sel)
         if self.exited and self.kill_at is not None and not _group_alive(self.proc.pid):
             self.kill_at, self.give_up_at = None, time.monotonic() + 0.2
+
+    def _measure(self) -> None:
+        """Measure the watched directory; past its limit the tool is stopped. A slow measure is made less often."""
+        assert self.launch.watch_dir is not None and self.launch.watch_limit is not None
+        began = time.monotonic()
+        if disk_usage(self.launch.watch_dir, limit=self.launch.watch_limit) > self.launch.watch_limit:
+            self.limit = ("cache", self.launch.watch_limit)
+            self._terminate()
+        now = time.monotonic()
+        self.watch_at = now + max(WATCH_INTERVAL, 20 * (now - began))
 
     def _handle(self, fd: int, sel: selectors.BaseSelector) -> None:
         if fd == self.exit_fd:
@@ -523,7 +635,7 @@ class _ProgressLines:
 
         try:
             report = json.loads(line) if len(line) <= PROGRESS_LINE_LIMIT else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser can follow ('[' * 30000)
             return
         if not isinstance(report, dict):
             return

@@ -19,8 +19,10 @@ reads however many processes the machine runs. Without the subreaper it reads ev
 ``/proc``, which also finds a process started outside the tree that carries the call's marker.
 
 Should this process die while calls run (even by SIGKILL), a guard (one ``/bin/sh`` per process,
-started by the first call, in a session of its own) kills the tool groups still in flight; where
-it cannot run, each tool starts under ``setpriv --pdeathsig KILL`` instead.
+started by the first call, in a session of its own) kills the tool groups still in flight and the
+processes still carrying their markers, and removes their private files; where it cannot run, each
+tool starts under ``setpriv --pdeathsig KILL`` instead. Only this process can instruct it (see
+``_GUARD_SCRIPT``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
 
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 MAX_ROUNDS = 200  # passes over /proc before giving up on a process that forks faster than it is killed
@@ -45,6 +48,7 @@ MAX_ROUNDS = 200  # passes over /proc before giving up on a process that forks f
 _usable: bool | None = None
 _lock = threading.Condition()
 _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since boot)
+_announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
 # in _in_flight yet, so a scan must not mistake it for an orphan of another call (and kill it).
@@ -53,6 +57,7 @@ _subreaper_was_set: bool | None = None  # whether the host had set it before the
 _subreaper_on = False  # whether this process is a subreaper now (calls in flight, and prctl worked)
 _children_listed: bool | None = None  # whether the kernel lists a task's children (CONFIG_PROC_CHILDREN)
 _prctl: Callable[..., int] | None = None
+_protected = False  # whether protect() made this process undumpable
 _setpriv: str | None = None  # its path, or '' when it is not installed
 _MY_SESSION = os.getsid(0)
 
@@ -91,28 +96,75 @@ def _libc_prctl() -> Callable[..., int] | None:
     return _prctl
 
 
-# The guard: started once per process, in its own session, it holds the read end of a pipe whose only
-# writer is this process. A call's tool group is announced (+PGID) when it starts and withdrawn (-PGID)
-# when it is over; end of file means this process is gone, however it ended, and every group still
-# announced is killed. It ignores the signals that end a toolexec, so it outlives the process it guards.
+def protect() -> bool:
+    """Make this process undumpable (``PR_SET_DUMPABLE`` 0), once: its ``/proc`` files (``environ``, ``mem``,
+    ``fd/*``) become the kernel's, so a tool running as the same user cannot read toolexec's environment or memory
+    (where tokens and other calls' arguments are) or open its descriptors. No core dump is written for it either.
+    Every process that runs a tool does this before its first tool starts; a tool's own process is dumpable again
+    after its ``exec``. False where the system refuses (or has no ``prctl``)."""
+    global _protected
+    if not _protected:
+        prctl = _libc_prctl()
+        _protected = prctl is not None and prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    return _protected
+
+
+# The guard: started once per process, in its own session, it holds one end of a socket pair whose other end
+# only this process holds. A call is announced when its tool starts (``+ PGID MARK``: the tool's group and the
+# call's marker; ``f PGID PATH``: a private file of the call) and withdrawn when it is over (``- PGID``). End of file
+# means this process is gone, however it ended: every group still announced is killed, then every process still
+# carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed.
+#
+# No tool can instruct it: a socket, unlike a pipe, cannot be opened through ``/proc/<guard>/fd/0``, and this
+# process is undumpable (see protect), so its own end cannot be taken either. Even so, the guard takes only
+# well-formed lines: a group is a number above 1 (never 0, 1 or -1, which would reach every process) and not its
+# own; a marker is hex; a file is a toolexec call file (``toolexec-…``). It ignores the signals that end a
+# toolexec, so it outlives the process it guards.
 _GUARD_SCRIPT = """trap '' HUP INT QUIT TERM USR1 USR2 ALRM PIPE
-groups=' '
-while read -r op group; do
+nl='
+'
+calls=''
+while read -r op group rest; do
+  case $group in ''|*[!0-9]*|????????*) continue ;; esac
+  if [ "$group" -le 1 ] || [ "$group" = "$$" ]; then continue; fi
   case $op in
-  +) groups="$groups$group " ;;
-  -) case $groups in *" $group "*) groups="${groups%% $group *} ${groups#* $group }" ;; esac ;;
+  +) case $rest in *[!0-9a-f]*) continue ;; esac
+     case $rest in ''|????????????????*) calls="$calls$group m $rest$nl" ;; esac ;;
+  f) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
+  -) kept=''; IFS=$nl; set -f
+     for line in $calls; do case $line in "$group "*) ;; *) kept="$kept$line$nl" ;; esac; done
+     unset IFS; set +f; calls=$kept ;;
   esac
 done
-for group in $groups; do kill -s KILL -- "-$group" 2>/dev/null; done
+IFS=$nl; set -f
+marks=''
+for line in $calls; do
+  case $line in *" m "*)
+    kill -s KILL -- "-${line%% *}" 2>/dev/null
+    mark=${line#* m }; [ -z "$mark" ] || marks="${marks}TOOLEXEC_CALL_MARK=$mark$nl" ;;
+  esac
+done
+round=0
+while [ -n "$marks" ] && [ $round -lt 50 ]; do
+  set +f; found=$(grep -lsF -e "${marks%$nl}" /proc/[0-9]*/environ); set -f
+  [ -n "$found" ] || break
+  for path in $found; do pid=${path#/proc/}; kill -s KILL "${pid%/environ}" 2>/dev/null; done
+  round=$((round + 1))
+done
+for line in $calls; do
+  case $line in *" f "*) rm -rf -- "${line#* f }" ;; esac
+done
 """
 GUARD_SHELL = "/bin/sh"
+GUARD_PATH = "/usr/bin:/bin"  # where it finds grep and rm
 
 
-@record(kw_only=False)
+@record(kw_only=False, frozen=False)
 class _Guard:
     proc: subprocess.Popen[bytes]
-    fd: int  # the write end of its pipe (non-blocking, not inherited)
+    fd: int  # this process's end of its socket pair (non-blocking, not inherited)
     owner: int  # the process it guards (a forked child must not write to its parent's guard)
+    broken: bool = False  # a line went out in part: nothing more is written to it
 
 
 _guard: _Guard | None = None
@@ -121,32 +173,34 @@ _guards: set[int] = set()  # the pids of every guard this process started: never
 
 def _start_guard() -> _Guard | None:
     """Start this process's guard; None where it cannot be started (then setpriv, or nothing, is used)."""
+    import _socket  # not socket: its import costs a one-shot run milliseconds, and only socketpair is needed
     import subprocess
 
-    read, write = os.pipe()
+    ours, theirs = (end.detach() for end in _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM))
     try:
         proc = subprocess.Popen(
             [GUARD_SHELL, "-c", _GUARD_SCRIPT],
-            stdin=read,
+            stdin=theirs,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={},
+            env={"PATH": GUARD_PATH},
             cwd="/",
             start_new_session=True,
             close_fds=True,
         )
     except OSError:
-        os.close(write)
+        os.close(ours)
         return None
     finally:
-        os.close(read)
-    os.set_blocking(write, False)
+        os.close(theirs)
+    os.set_blocking(ours, False)
+    os.set_inheritable(ours, False)
     if not _guards:
         import atexit
 
         atexit.register(_stop_guard)
     _guards.add(proc.pid)
-    return _Guard(proc, write, os.getpid())
+    return _Guard(proc, ours, os.getpid())
 
 
 def _stop_guard() -> None:
@@ -177,13 +231,21 @@ def _ensure_guard() -> None:
 
 
 def _tell_guard(message: str) -> bool:
-    """Send one line to the guard (atomic: shorter than PIPE_BUF); False when it is gone or not reading."""
+    """Send lines to the guard, whole; False when it is gone or not reading.
+
+    A message written in part (the socket's buffer full: a stopped guard) leaves a line the guard would read
+    joined to the next: this guard is then told nothing more (``broken``), and the next call starts another.
+    """
     guard = _guard
-    if guard is None or guard.owner != os.getpid():
+    if guard is None or guard.owner != os.getpid() or guard.broken:
         return False
+    data = message.encode("utf-8", "surrogateescape")
     try:
-        os.write(guard.fd, message.encode())
+        written = os.write(guard.fd, data)
     except OSError:
+        written = -1
+    if written != len(data):
+        guard.broken = written > 0
         return False
     return True
 
@@ -238,23 +300,32 @@ def enter() -> None:
             _subreaper_on = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or _subreaper_was_set
 
 
-def register(pid: int) -> None:
-    """The call's tool is ``pid``: remember when it started, to tell which orphans are its."""
+def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
+    """The call's tool is ``pid``: remember when it started, to tell which orphans are its, and tell the guard the
+    call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die)."""
     global _spawning, _guard
     start = _stat(pid).start
     with _lock:
         _in_flight[pid] = start
+        _announced[pid] = _announcement(pid, mark, files)
         _spawning -= 1
         _lock.notify_all()
-        if _guard is not None and not _tell_guard(f"+ {pid}\n"):
-            # The guard is gone (killed, or stopped with its pipe full): a new one takes every group in flight.
-            # The old pipe is closed only once its guard has ended: a stopped guard that later read the end of
+        if _guard is not None and not _tell_guard(_announced[pid]):
+            # The guard is gone (killed, or stopped with its buffer full): a new one takes every call in flight.
+            # The old socket is closed only once its guard has ended: a stopped guard that later read the end of
             # file would kill the groups of calls still running.
             if _guard.proc.poll() is not None:
                 os.close(_guard.fd)
             _guard = _start_guard()
-            for other in _in_flight:
-                _tell_guard(f"+ {other}\n")
+            for announcement in _announced.values():
+                _tell_guard(announcement)
+
+
+def _announcement(pid: int, mark: str, files: tuple[str, ...]) -> str:
+    """The lines that tell the guard about one call (a file whose path would break a line is left out)."""
+    lines = [f"+ {pid} {mark}\n"]
+    lines += [f"f {pid} {path}\n" for path in files if "\n" not in path and "\r" not in path]
+    return "".join(lines)
 
 
 def leave(pid: int | None) -> None:
@@ -263,6 +334,7 @@ def leave(pid: int | None) -> None:
     with _lock:
         if pid is not None:
             _in_flight.pop(pid, None)
+            _announced.pop(pid, None)
             _tell_guard(f"- {pid}\n")
         else:  # the spawn failed: it is no longer pending
             _spawning -= 1

@@ -66,7 +66,7 @@ def enter() -> None:
     """Nothing to set up before a spawn."""
 
 
-def register(pid: int) -> None:
+def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
     """Nothing to remember: the marker and the group find the call's processes."""
 
 

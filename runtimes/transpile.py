@@ -1,7 +1,8 @@
-"""The TypeScript transpile cache: ``<state>/cache/.typescript/<key>.mjs``, built by esbuild or by node itself.
+"""The TypeScript transpile cache: ``<private state>/typescript/<key>.mjs``, built by esbuild or by node itself.
 
 A key is the hash of the tool's source and of the recipe; ``<key>.inputs.json`` lists every file the
-build read with its stat, so an edit to any of them is never answered with stale code. Safe under
+build read with its stat, so an edit to any of them is never answered with stale code, and the digest
+of every module the build wrote: a module changed since (by a tool, say) is built again, never run. Safe under
 concurrency: threads of one process build a key once (a lock per key); processes build into private
 files and publish each file with an atomic rename, the inputs file last.
 
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolexec.errors import PreparationFailed
-from toolexec.state import path_key, write_json_atomic
+from toolexec.state import path_key, sha256_hex, write_json_atomic
 
 ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
 NODE_RECIPE = "node stripTypeScriptTypes transform v1"
@@ -122,9 +123,11 @@ def _cached(source: str, recipe: str, cache: Path, program: str, build: Callable
         if _fresh(output, inputs_file, RECIPES[recipe]):  # another thread built it while this one waited
             return output
         try:
-            cache.mkdir(parents=True, exist_ok=True)
+            cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            cache.mkdir(exist_ok=True)
             inputs = build(key, output, f"{os.getpid()}.{threading.get_ident()}")
-            write_json_atomic(inputs_file, {"recipe": RECIPES[recipe], "inputs": inputs})
+            digests = {name: sha256_hex((cache / name).read_bytes()) for name in _outputs(cache, key)}
+            write_json_atomic(inputs_file, {"recipe": RECIPES[recipe], "inputs": inputs, "digests": digests})
             return output
         except OSError as exc:
             raise PreparationFailed(program, f"could not write its output to {cache}: {exc.strerror or exc}") from None
@@ -212,13 +215,34 @@ def _resolve(base: Path, specifier: str) -> Path | None:
     return next((c for c in candidates if c.is_file()), None)
 
 
+def _outputs(cache: Path, key: str) -> list[str]:
+    """The modules a build of ``key`` wrote: ``<key>.mjs`` and its transpiled siblings ``<key>.<12 hex>.mjs``."""
+    found = []
+    for name in os.listdir(cache):
+        middle = name[len(key) : -len(".mjs")] if name.startswith(key) and name.endswith(".mjs") else None
+        if middle == "" or (
+            middle and len(middle) == 13 and middle[0] == "." and all(c in "0123456789abcdef" for c in middle[1:])
+        ):
+            found.append(name)
+    return found
+
+
 def _fresh(output: Path, inputs_file: Path, recipe: str) -> bool:
+    """Whether the cached build is current (every input as it was) and intact (every module as it was written)."""
     try:
         made = json.loads(inputs_file.read_text())
         if made["recipe"] != recipe:
             return False
-        return output.exists() and all(_stat(Path(p)) == stat for p, stat in made["inputs"].items())
-    except (OSError, ValueError, TypeError, AttributeError):
+        if not all(_stat(Path(p)) == stat for p, stat in made["inputs"].items()):
+            return False
+        digests = made["digests"]
+        if not isinstance(digests, dict) or output.name not in digests:
+            return False
+        return all(
+            isinstance(name, str) and "/" not in name and sha256_hex((output.parent / name).read_bytes()) == digest
+            for name, digest in digests.items()
+        )
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
         return False
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,18 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-goldens", action="store_true", help="rewrite golden files from current output")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """HOME and the XDG dirs of a temporary tree for the whole session too: module-scoped fixtures build before
+    :func:`isolated` applies, and must not write toolexec's state into the real user cache either."""
+    with pytest.MonkeyPatch.context() as patch:
+        home = tmp_path_factory.mktemp("session-home")
+        for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
+            (home / sub).mkdir(exist_ok=True)
+            patch.setenv(var, str(home / sub))
+        yield
 
 
 @pytest.fixture(autouse=True)

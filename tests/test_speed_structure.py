@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import Project
 from toolexec.build import build
 from toolexec.config import load_config
+from toolexec.state import State
 
 NOOP_SH = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
 GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
@@ -82,7 +83,7 @@ def test_a_call_reads_only_the_called_tools_record(project: Project) -> None:
     report = build(load_config(config))
     index_file = project.root / "functions" / "catalog.json"
     index = read_index(project)
-    pack_file = project.root / "functions" / "cache" / ".catalog" / f"{index['pack']}.pack"
+    pack_file = State(project.root / "functions").records_dir / f"{index['pack']}.pack"
     pack = bytearray(pack_file.read_bytes())
     for row in index["entries"]:
         if row["name"] != "t3":  # a call that read any other record would fail to and rebuild
@@ -111,21 +112,22 @@ def test_a_lost_record_is_rebuilt_not_an_error(project: Project) -> None:
     project.tool("other.py", GOOD)
     executor = project.executor()
     assert executor.call("tool", {"x": 1}).output == "2"
-    shutil.rmtree(project.root / "functions" / "cache" / ".catalog")
+    shutil.rmtree(State(project.root / "functions").records_dir)
     assert project.executor().call("tool", {"x": 2}).output == "4"
-    shutil.rmtree(project.root / "functions" / "cache" / ".catalog")
+    shutil.rmtree(State(project.root / "functions").records_dir)
     assert [t.name for t in project.executor().tools()] == ["other", "tool"]
     report = build(load_config(project.configure()))
     assert (report.ok, report.compiled) == (True, 0)
 
 
-def test_the_validator_is_generated_once_and_kept_beside_the_record(project: Project) -> None:
+def test_the_validator_is_generated_once_and_kept_in_the_record(project: Project) -> None:
     project.tool("tool.py", GOOD)
     config = project.configure()
     assert project.executor().call("tool", {"x": 1}).output == "2"
     index = read_index(project)
-    kept = project.root / "functions" / "cache" / ".catalog" / f"{index['entries'][0]['record']}.validator.py"
-    assert "def validate" in kept.read_text()
+    offset, length = index["entries"][0]["at"]
+    pack = (State(project.root / "functions").records_dir / f"{index['pack']}.pack").read_bytes()
+    assert "def validate" in json.loads(pack[offset : offset + length])["validator"]
     refused = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", "tool", '{"x": "one"}'],
         capture_output=True,
@@ -149,11 +151,11 @@ def test_a_no_change_build_reads_no_tool_file(project: Project, monkeypatch: pyt
     def no_reading(self: Path) -> bytes:
         raise AssertionError(f"read {self}")
 
-    monkeypatch.setattr(Path, "read_bytes", no_reading)
-    report = build(config)
+    with monkeypatch.context() as patch:  # undone alone: the isolated HOME and cache stay
+        patch.setattr(Path, "read_bytes", no_reading)
+        report = build(config)
     assert (report.ok, report.compiled, [t for t in report.catalog.tools]) == (True, 0, ["t0", "t1", "t2"])
     assert functions.stat().st_mtime_ns == written  # nothing changed, nothing rewritten
-    monkeypatch.undo()
     os.utime(project.tools / "t1.py")  # a new stat, the same content: read, hashed, not compiled
     assert build(config).compiled == 0
     project.tool("t1.py", GOOD.replace("Double", "Twice"))
@@ -188,7 +190,7 @@ def test_the_python_bootstrap_reads_a_request_as_json_does(project: Project, tmp
 def test_a_damaged_record_of_the_called_tool_is_rebuilt(project: Project) -> None:
     project.tool("tool.py", GOOD)
     assert project.executor().call("tool", {"x": 1}).output == "2"
-    for record in (project.root / "functions" / "cache" / ".catalog").iterdir():
+    for record in State(project.root / "functions").records_dir.iterdir():
         record.write_text('{"declaration": ')
     assert project.executor().call("tool", {"x": 3}).output == "6"
     assert project.executor().call("tool", {"x": 4}).output == "8"
@@ -198,7 +200,7 @@ def test_edits_append_to_the_pack_and_a_mostly_dead_pack_is_rewritten(project: P
     for n in range(3):
         project.tool(f"t{n}.py", GOOD)
     config = load_config(project.configure())
-    records = project.root / "functions" / "cache" / ".catalog"
+    records = State(project.root / "functions").records_dir
     build(config)
     first = read_index(project)["pack"]
     packs = set()

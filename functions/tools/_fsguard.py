@@ -158,6 +158,29 @@ class LineReader:
                     break
             yield line, False
 
+    def skip(self, count: int) -> int:
+        """Pass over ``count`` lines without yielding them (newlines are counted a chunk at a time); how many
+        there were (fewer at the end of what is read). A partial line is kept to at most ``cut`` bytes."""
+        skipped = 0
+        while skipped < count:
+            found = self._buffer.count(b"\n")
+            if skipped + found >= count:
+                at = -1
+                for _ in range(count - skipped):
+                    at = self._buffer.index(b"\n", at + 1)
+                self._buffer = self._buffer[at + 1 :]
+                return count
+            skipped += found
+            if found:
+                self._buffer = self._buffer[self._buffer.rindex(b"\n") + 1 :]
+            self._buffer = self._buffer[: self.cut]
+            if not self._more():
+                if self._buffer:
+                    skipped += 1
+                    self._buffer = b""
+                return skipped
+        return skipped
+
     def count_rest(self) -> int:
         """How many more lines there are (stops at ``max_bytes`` like the lines themselves)."""
         newlines = self._buffer.count(b"\n")

@@ -60,12 +60,13 @@ def _numbered(path: str, fd: int, offset: int, limit: int) -> str:
         raise Refused(f"{path} is not a text file (it holds NUL bytes)")
     lines = LineReader(fd, cut=MAX_LINE * 4, max_bytes=MAX_SCAN)  # 4 bytes a character at most
     shown: list[str] = []
-    count = 0
-    for count, (raw, whole) in enumerate(lines, start=1):
-        if count >= offset:
+    count = lines.skip(offset - 1)
+    if count == offset - 1:
+        for raw, whole in lines:
             shown.append(_cut(raw.decode("utf-8", "replace"), whole))
             if len(shown) == limit:
                 break
+        count += len(shown)
     count += lines.count_rest()
     if count == 0:
         return f"[{path} is empty]\n"

@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import Project
 from toolexec.build import build
 from toolexec.config import load_config
+from toolexec.state import State
 
 GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
 
@@ -40,7 +41,7 @@ def test_build_writes_plain_functions_json_and_a_separate_catalog(project: Proje
     head, *rows = (project.root / "functions" / "catalog.json").read_text().splitlines()
     catalog = {**json.loads(head), "entries": [json.loads(row) for row in rows]}  # a first line, then a row per tool
     first = catalog["entries"][0]
-    pack = (project.root / "functions" / "cache" / ".catalog" / f"{catalog['pack']}.pack").read_bytes()
+    pack = (State(project.root / "functions").records_dir / f"{catalog['pack']}.pack").read_bytes()
     offset, length = first["at"]
     record = json.loads(pack[offset : offset + length])
     assert (first["file"], record["declaration"]["language"], record["declaration"]["invocation"]["kind"]) == (

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import Project, cli, toolexec
 from tests.helpers import marked_processes
+from toolexec.state import State
 
 SIBLING = 'def run() -> str:\n    """Fine."""\n    return "fine"\n'
 
@@ -156,14 +157,14 @@ def _catalog_rows() -> list[tuple[str, Callable[[Path], None]]]:
 
     def record(declaration: Callable[[dict[str, object]], object]) -> Callable[[Path], None]:
         def write(path: Path) -> None:
-            for pack in (path.parent / "cache" / ".catalog").glob("*.pack"):
+            for pack in State(path.parent).records_dir.glob("*.pack"):
                 data = json.loads(pack.read_text().splitlines()[0])
                 pack.write_text(json.dumps({**data, "declaration": declaration(data["declaration"])}) + "\n")
 
         return write
 
     def no_pack(path: Path) -> None:
-        for pack in (path.parent / "cache" / ".catalog").glob("*.pack"):
+        for pack in State(path.parent).records_dir.glob("*.pack"):
             pack.unlink()
 
     return [

@@ -29,11 +29,6 @@ def writer(project: Project) -> Path:
     return project.root / "functions" / "cache" / ".outputs"
 
 
-def catalog_records(project: Project) -> list[Path]:
-    """The catalog's pack of records and the tools' kept validators (cache/.catalog/, see toolexec.state)."""
-    return sorted((project.root / "functions" / "cache" / ".catalog").iterdir())
-
-
 def files_outside(root: Path, inside: Path) -> list[Path]:
     """Every file below ``root`` that is not below ``inside``."""
     return sorted(p for p in root.rglob("*") if p.is_file() and inside not in p.parents)
@@ -61,7 +56,7 @@ def test_a_call_id_names_a_kept_output_only_inside_the_outputs_folder(project: P
     assert re.fullmatch(OUTPUT_NAME.format(stem=re.escape(stem)), kept.name)
     assert kept.read_text() == "x" * 1000
     assert files_outside(project.root.parent, outputs) == sorted(
-        [project.config, project.tools / "writer.py", *(project.root / "functions").glob("*.json"), *catalog_records(project)]
+        [project.config, project.tools / "writer.py", *(project.root / "functions").glob("*.json")]
     )
 
 
@@ -128,7 +123,7 @@ def test_cli_batch_ids_keep_outputs_inside_the_state_directory(project: Project)
     assert [re.sub(r"-[0-9a-f]{8}\.", "-#.", p.name) for p in kept] == ["escaped-#.output", "etc_absolute-#.output"]
     assert all(p.read_text() == "x" * 1000 for p in kept)
     assert files_outside(project.root / "functions", outputs) == sorted(
-        [project.tools / "writer.py", *(project.root / "functions").glob("*.json"), *catalog_records(project)]
+        [project.tools / "writer.py", *(project.root / "functions").glob("*.json")]
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project, wrapper_interpreter
+from toolexec.state import State
 
 FLAT_TS = """
 /**
@@ -160,7 +161,7 @@ def test_concurrent_calls_on_a_cold_transpile_cache(project: Project) -> None:
         return [r.output for r in results]
 
     assert asyncio.run(together()) == [str(n + 1) for n in range(8)]
-    cache = project.root / "functions" / "cache" / ".typescript"
+    cache = State(project.root / "functions").transpile_dir
     shutil.rmtree(cache)
     runs = [
         subprocess.Popen(
@@ -180,7 +181,7 @@ def test_a_tool_esbuild_cannot_bundle_says_why(project: Project) -> None:
     first, *rest = (result.error or "").splitlines()
     assert first.endswith(f"esbuild could not transpile {project.tools / 'lost.ts'}:")
     assert '✘ [ERROR] Could not resolve "./missing"' in rest
-    assert sorted(p.name for p in (project.root / "functions" / "cache" / ".typescript").iterdir()) == []
+    assert sorted(p.name for p in State(project.root / "functions").transpile_dir.iterdir()) == []
 
 
 def test_shebang_selects_the_runtime(project: Project, tmp_path: Path) -> None:
@@ -285,7 +286,7 @@ def test_without_esbuild_stripping_or_tsx_npx_tsx_runs_the_typescript(
     for name in ("ana", "bo"):  # the second call uses the tsx npx found, without asking npx again
         result = executor.call("who", {"name": name})
         assert (result.status, result.output) == ("ok", f"tsx: hello {name}"), result.stderr
-    remembered = project.root / "functions" / "cache" / ".typescript" / "npx-tsx.path"
+    remembered = State(project.root / "functions").transpile_dir / "npx-tsx.path"
     assert Path(remembered.read_text()).resolve() == (js_runtimes / "tsx").resolve()
     assert os.listdir(private_tmpdir) == []
 
@@ -367,7 +368,7 @@ def test_the_node_extra_is_the_default_and_strips_types_itself(
     executor = project.executor()
     assert executor.call("convert", {"celsius": 100}).output == "v24 212f"
     assert executor.call("version", {}).output == node_extra
-    cache = project.root / "functions" / "cache" / ".typescript"
+    cache = State(project.root / "functions").transpile_dir
     assert sorted(p.suffix for p in cache.iterdir()) == [".json", ".mjs"]
     assert os.listdir(private_tmpdir) == []
 
@@ -456,7 +457,7 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     runtime_ = Runtime()
     fast = runtime_.command(declaration, ["/usr/bin/node"], context)
     assert fast[:2] == ["/usr/bin/node", str(BOOTSTRAP)]
-    assert Path(fast[2]).parent == tmp_path / "cache" / ".typescript" and fast[2].endswith(".mjs")
+    assert Path(fast[2]).parent == State(tmp_path).transpile_dir and fast[2].endswith(".mjs")
     assert runtime_.command(declaration, ["/opt/bun"], context) == ["/opt/bun", str(BOOTSTRAP), str(source)]
     assert runtime_.command(declaration, ["deno", "run", "-A"], context) == ["deno", "run", "-A", str(BOOTSTRAP), str(source)]
 

@@ -129,3 +129,122 @@ def test_a_one_shot_run_leaves_no_process_behind_not_even_its_guard(project: Pro
     command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "echo", '{"text": "once"}']
     done = subprocess.run([sys.executable, "-c", SUBREAPER, *command], capture_output=True, text=True, timeout=120)
     assert done.stdout == "0 'once' 0\n", done.stderr  # the command closed its guard's pipe and reaped it
+
+
+# A tool that tries to command the guard through /proc: announce a group of its choosing, and read what toolexec
+# tells the guard (markers, files). It reports which of the two opened.
+HIJACK = """# @describe Command toolexec's guard.
+# @option --guard! The guard's pid.
+# @option --victim! A group to have killed.
+main() {
+    if printf '+ %s\\n' "$argc_victim" 2>/dev/null >"/proc/$argc_guard/fd/0"; then w=open; else w=denied; fi
+    if (exec 3<"/proc/$argc_guard/fd/0") 2>/dev/null; then r=open; else r=denied; fi
+    printf 'write=%s read=%s' "$w" "$r" >>"$LLM_OUTPUT"
+}
+"""
+
+
+def test_a_tool_cannot_command_the_guard_through_proc(project: Project) -> None:
+    guard = process_linux._start_guard()  # a guard of its own, so that the test can end it
+    assert guard is not None
+    victim = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+    try:
+        project.tool("hijack.sh", HIJACK)
+        result = project.executor().call("hijack", {"guard": str(guard.proc.pid), "victim": str(victim.pid)})
+        assert (result.status, result.output) == ("ok", "write=denied read=denied")
+        os.close(guard.fd)
+        assert guard.proc.wait(timeout=30) == 0
+        assert alive(victim.pid)
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_the_guard_takes_no_line_that_would_reach_every_process_or_an_unknown_file(tmp_path: Path) -> None:
+    """Inside a PID namespace of its own, so that a guard that did take ``+ 1`` or ``+ -1`` would kill only there."""
+    import shutil
+
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "--pid", "--fork", "--mount-proc", "true"], capture_output=True).returncode:
+        pytest.skip("needs unshare(1) and the right to make a PID namespace")
+    kept = tmp_path / "kept"  # not a call file: never removed
+    kept.write_text("x")
+    call_file = tmp_path / "toolexec-t-1.out"
+    call_file.write_text("x")
+    lines = ["+ 1 " + "a" * 24, "+ -1 " + "a" * 24, "+ 0", "+ 01", "+ 2x", "+ 12345678", "+ 3 nothex!",
+             f"f 5 {kept}", f"f 5 {call_file}", "+ 5 " + "b" * 24]  # fmt: skip
+    script = f'sleep 1000 & victim=$!\nsh -c {shlex_quote(process_linux._GUARD_SCRIPT)}\nkill -0 "$victim" && echo alive'
+    done = subprocess.run(
+        [unshare, "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": process_linux.GUARD_PATH},
+    )
+    assert (done.stdout, kept.exists(), call_file.exists()) == ("alive\n", True, False)
+
+
+def shlex_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+ESCAPER = """# @describe Leave a process outside the group, then wait.
+# @option --ready! A file to create once the escapee runs.
+main() {
+    setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+    echo partial >>"$LLM_OUTPUT"
+    : >"$argc_ready"
+    sleep 1000
+}
+"""
+
+
+@pytest.mark.parametrize("surface", ["run", "mcp"])
+def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
+    project: Project, private_tmpdir: Path, tmp_path: Path, surface: str
+) -> None:
+    """The guard outlives the killed toolexec: it kills the tool's group, the escapee that carries the call's marker,
+    and removes the call's files from TMPDIR."""
+    import json
+    import sys
+
+    from tests.helpers import marked_processes, wait_until
+
+    project.tool("escaper.sh", ESCAPER)
+    config = project.configure()
+    ready = tmp_path / "ready"
+
+    def call_files() -> list[str]:
+        return [p.name for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-escaper-")]
+
+    base = [sys.executable, "-m", "toolexec", "--config", str(config)]
+    if surface == "run":
+        proc = subprocess.Popen([*base, "run", "escaper", json.dumps({"ready": str(ready)})], stdout=subprocess.DEVNULL)
+    else:
+        proc = subprocess.Popen([*base, "mcp", "--no-reload"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        assert proc.stdin is not None
+        messages = [
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "escaper", "arguments": {"ready": str(ready)}}},
+        ]  # fmt: skip
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        proc.stdin.flush()
+    try:
+        wait_until(ready.exists, "the tool and its escapee to start")
+        assert len(marked_processes(private_tmpdir)) >= 2  # the tool's shell, its sleep and the escapee
+        assert call_files()  # LLM_OUTPUT and the failure channel
+        proc.kill()
+        proc.wait()
+        wait_until(lambda: not marked_processes(private_tmpdir), "the guard to kill every process of the call")
+        wait_until(lambda: not call_files(), "the guard to remove the call's files")
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

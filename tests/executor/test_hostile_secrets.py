@@ -1,0 +1,221 @@
+"""No tool sees toolexec's secrets or memory: not in its environment, not through ``/proc/$PPID``.
+
+Every surface (the CLI, the Python API, the MCP server) runs as an ordinary user here, as users run it:
+root may read any process's ``/proc`` files whatever the process does, so under root the tests drop to
+``nobody`` for the toolexec process they start (and its tools, which run as the same user).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from toolexec.runtimes import process_linux
+
+pytestmark = pytest.mark.skipif(not process_linux.available(), reason="needs Linux's /proc")
+
+# Each tool reports what it found: toolexec's secret in its own environment, its parent's (toolexec's)
+# environment, and whether its parent's memory opens.
+PROBES = {
+    "probe_py.py": '''import os
+
+
+def run() -> str:
+    """Look for toolexec's secrets."""
+    found = [f"env={os.environ.get('MY_TOKEN', '-')}"]
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/environ", "rb") as handle:
+            found.append("environ=" + handle.read().decode("utf-8", "replace").replace("\\0", " "))
+    except OSError:
+        found.append("environ=denied")
+    try:
+        open(f"/proc/{parent}/mem", "rb").close()
+        found.append("mem=open")
+    except OSError:
+        found.append("mem=denied")
+    return "\\n".join(found)
+''',
+    "probe_sh.sh": """# @describe Look for toolexec's secrets.
+main() {
+    {
+        echo "env=${MY_TOKEN:--}"
+        if found=$(tr '\\0' ' ' <"/proc/$PPID/environ" 2>/dev/null); then echo "environ=$found"; else echo "environ=denied"; fi
+        if (exec 3<"/proc/$PPID/mem") 2>/dev/null; then echo "mem=open"; else echo "mem=denied"; fi
+    } >>"$LLM_OUTPUT"
+    truncate -s -1 "$LLM_OUTPUT"
+}
+""",
+    "probe_js.js": """import fs from "node:fs";
+
+/** Look for toolexec's secrets. */
+export function run() {
+  const found = [`env=${process.env.MY_TOKEN ?? "-"}`];
+  try {
+    found.push("environ=" + fs.readFileSync(`/proc/${process.ppid}/environ`, "latin1").replaceAll("\\0", " "));
+  } catch {
+    found.push("environ=denied");
+  }
+  try {
+    fs.closeSync(fs.openSync(`/proc/${process.ppid}/mem`, "r"));
+    found.push("mem=open");
+  } catch {
+    found.push("mem=denied");
+  }
+  return found.join("\\n");
+}
+""",
+}
+NAMES = ["probe_py", "probe_sh", "probe_js"]
+NOTHING_FOUND = "env=-\nenviron=denied\nmem=denied"
+TOKEN = "tok-" + os.urandom(12).hex()
+CONFIG = {"visible_tools": sorted(PROBES), "secret_env": ["MY_TOKEN"], "mcp": {"token_env": "MY_TOKEN"}}
+
+API = """
+import json, sys
+from toolexec import Executor
+
+with Executor(sys.argv[1]) as executor:
+    print(json.dumps({name: executor.call(name, {}).output for name in sys.argv[2:]}))
+"""
+
+
+class Unprivileged:
+    """A project in a directory an ordinary user owns, and how to run a command as that user."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.config = root / "config.yaml"
+        self.prefix: list[str] = []
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "LLM_"))},
+            "HOME": str(root / "home"),
+            "XDG_CACHE_HOME": str(root / "home" / ".cache"),
+            "XDG_CONFIG_HOME": str(root / "home" / ".config"),
+            "TMPDIR": str(root / "tmp"),
+            "MY_TOKEN": TOKEN,
+        }
+
+    def popen(self, *argv: str) -> subprocess.Popen[str]:
+        pipe = subprocess.PIPE
+        return subprocess.Popen(
+            [*self.prefix, *argv], stdin=pipe, stdout=pipe, stderr=subprocess.DEVNULL, text=True, env=self.env, cwd=self.root
+        )
+
+    def run(self, *argv: str, input: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.prefix, *argv], input=input, capture_output=True, text=True, env=self.env, cwd=self.root, timeout=120
+        )
+
+
+@pytest.fixture
+def unprivileged() -> Iterator[Unprivileged]:
+    import yaml
+
+    root = Path(tempfile.mkdtemp(prefix="toolexec-secrets-", dir="/tmp"))
+    try:
+        project = Unprivileged(root)
+        (root / "functions" / "tools").mkdir(parents=True)
+        for sub in ("home/.cache", "home/.config", "tmp"):
+            (root / sub).mkdir(parents=True)
+        for name, source in PROBES.items():
+            (root / "functions" / "tools" / name).write_text(source)
+        project.config.write_text(yaml.safe_dump(CONFIG))
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root needs util-linux's setpriv to drop to an ordinary user")
+            for path in [root, *root.rglob("*")]:
+                os.chown(path, 65534, 65534)
+            project.prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        yield project
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_probes_find_the_secret_where_nothing_keeps_it(unprivileged: Unprivileged) -> None:
+    """The probes work: a plain parent process holding the token in its environment is found out."""
+    script = "import subprocess, sys; sys.exit(subprocess.run(['cat', '/proc/' + str(__import__('os').getpid()) + '/environ']).returncode)"
+    done = unprivileged.run(sys.executable, "-c", script)
+    assert TOKEN in done.stdout
+
+
+def test_no_tool_finds_the_secret_through_the_cli(unprivileged: Unprivileged) -> None:
+    found = {}
+    for name in NAMES:
+        done = unprivileged.run(sys.executable, "-m", "toolexec", "--config", str(unprivileged.config), "run", name)
+        assert done.returncode == 0, done.stderr
+        found[name] = done.stdout
+    assert found == dict.fromkeys(NAMES, NOTHING_FOUND)
+
+
+def test_no_tool_finds_the_secret_through_the_api(unprivileged: Unprivileged) -> None:
+    done = unprivileged.run(sys.executable, "-c", API, str(unprivileged.config), *NAMES)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == dict.fromkeys(NAMES, NOTHING_FOUND)
+
+
+def test_no_tool_finds_the_secret_through_the_mcp_server(unprivileged: Unprivileged) -> None:
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *(
+            {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+            for n, name in enumerate(NAMES, 1)
+        ),
+    ]
+    command = [sys.executable, "-m", "toolexec", "--config", str(unprivileged.config), "mcp", "--no-reload"]
+    server = unprivileged.popen(*command)
+    assert server.stdin is not None and server.stdout is not None
+    replies: dict[int, dict] = {}
+    try:
+        server.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        server.stdin.flush()
+        while len(replies) < len(requests) - 1:  # stdin stays open until every call is answered: its end cancels them
+            line = server.stdout.readline()
+            assert line, "the server ended before answering every request"
+            reply = json.loads(line)
+            if "id" in reply:
+                replies[reply["id"]] = reply
+    finally:
+        server.stdin.close()
+        code = server.wait(timeout=60)
+        server.stdout.close()
+    assert code == 0
+    found = {name: replies[n]["result"]["content"][0]["text"] for n, name in enumerate(NAMES, 1)}
+    assert found == dict.fromkeys(NAMES, NOTHING_FOUND)
+
+
+def test_secret_env_patterns_and_the_mcp_token_variable_are_kept_from_tools(tmp_path: Path) -> None:
+    from toolexec.config import from_mapping
+    from toolexec.runtimes.environment import without_secrets
+
+    config = from_mapping({"secret_env": ["AWS_*", "OPENAI_API_KEY"], "mcp": {"token_env": "MCP_TOKEN"}}, tmp_path / "c.yaml")
+    environ = {"AWS_SECRET": "1", "AWS_REGION": "2", "OPENAI_API_KEY": "3", "MCP_TOKEN": "4", "PATH": "/bin", "AWSX": "5"}
+    assert without_secrets(environ, config.secret_names()) == {"PATH": "/bin", "AWSX": "5"}
+
+
+def test_a_dotenv_file_cannot_expand_a_secret_into_a_tool(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``${NAME}`` in a .env file (which a tool or a model may have written) expands from what the tool gets: never
+    from a secret of toolexec's."""
+    monkeypatch.setenv("HOST_API_KEY", TOKEN)
+    monkeypatch.setenv("HOST_PLAIN", "plain")
+    (project.root / "functions").mkdir(parents=True, exist_ok=True)
+    project.tool("show.sh", '# @describe Show.\nmain() { printf "%s|%s|%s" "$LEAK" "$HOST_API_KEY" "$SEEN" >>"$LLM_OUTPUT"; }\n')
+    (project.root / "functions" / ".env").write_text("LEAK=${HOST_API_KEY}\nSEEN=${HOST_PLAIN}\n")
+    result = project.executor(secret_env=["HOST_API_*"]).call("show", {})
+    assert (result.status, result.output) == ("ok", "||plain")
