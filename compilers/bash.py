@@ -22,6 +22,7 @@ from toolexec.compilers.common import (
 )
 from toolexec.compilers.metadata import MetadataReader, near_miss
 from toolexec.compilers.shebang import read_shebang
+from toolexec.policy import FIELDS as SANDBOX_FIELDS
 from toolexec.records import Argc, Limits, ToolDeclaration
 
 _SILENT = {"version", "author", "cmd", "alias"}  # argc tags that mean nothing for a tool
@@ -238,7 +239,9 @@ _META_KEYS = {
 }
 # argc's own @meta keys, and toolexec's others: never reported as unknown.
 _ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
-_SPELL = {field: f"@meta {key}" for key, field in _META_KEYS.items()}
+# The isolation policy (docs/sandbox.md).
+_SANDBOX_KEYS = {key.replace("_", "-"): key for key in SANDBOX_FIELDS}
+_SPELL = {field: f"@meta {key}" for key, field in {**_META_KEYS, **_SANDBOX_KEYS}.items()}
 
 
 def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnostics, at: tuple[int, int]) -> None:
@@ -264,11 +267,13 @@ def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnos
         meta["require_tools"].extend(tools)
     elif key == "dotenv":
         meta["dotenv"] = value or ".env"
+    elif key in _SANDBOX_KEYS:
+        reader.set_sandbox(_SANDBOX_KEYS[key], value, at)
     elif key in LIMITS:
         limits = read_limits({key: value}, diag, at, "# @meta {name} {value}")
         meta["limits"].update({k: v for k, v in asdict(limits).items() if v is not None})
     elif key not in _ARGC_META:
-        known = [*_META_KEYS, *LIMITS, "require-tools", "dotenv"]
+        known = [*_META_KEYS, *LIMITS, *_SANDBOX_KEYS, "require-tools", "dotenv"]
         meant = near_miss(key, known)
         hint = f"did you mean @meta {meant}?" if meant else f"toolexec reads @meta {', '.join(known)}"
         diag.warn(at, f"unknown @meta key {key!r}; it is ignored", hint)

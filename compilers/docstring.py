@@ -37,6 +37,14 @@ META_FIELDS = {
     "Open-world": "open_world",
     "Timeout": "timeout",
     "Max output bytes": "max_output_bytes",
+    "Network": "network",
+    "Writes": "writes",
+    "Reads": "reads",
+    "Env": "env",
+    "Memory": "memory",
+    "CPU": "cpu",
+    "Processes": "processes",
+    "File size": "file_size",
 }
 # Sections holding indented entries.
 LIST_FIELDS = {"Examples": "examples", "Example": "examples", "Errors": "errors"}

@@ -20,12 +20,12 @@ from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from toolexec.compilers.metadata import MetadataReader, did_you_mean, near_miss
 from toolexec.compilers.schemacheck import check_input_schema, node_at
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
-from toolexec.compilers.typescript import compile_flat, jsdoc_limits, jsdoc_metadata, parse_default
+from toolexec.compilers.typescript import SANDBOX_TAGS, compile_flat, jsdoc_limits, jsdoc_metadata, parse_default
 from toolexec.records import Metadata, Module, ObjectArgument, ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
 # Metadata a module tool may export too (read by _module_metadata).
-_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema")
+_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema", "sandbox")
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
@@ -245,7 +245,7 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
     for key, node in fields.items():
         if key in known and key not in _HINTS:
             continue
-        meant = near_miss(key, [*_MODULE_META, "annotations", "outputSchema"]) if key not in _HINTS else "annotations"
+        meant = near_miss(key, [*_MODULE_META, "annotations", "outputSchema", "sandbox"]) if key not in _HINTS else "annotations"
         if meant is not None:
             hint = f"write annotations: {{ {key}: true }}" if key in _HINTS else f"did you mean {meant!r}?"
             diag.warn(node, f"unknown field {key!r} in the module tool; it is ignored", hint)
@@ -288,6 +288,8 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
                         f"unknown annotation {hint!r}; it is ignored",
                         f"annotations are {', '.join(_HINTS)}{did_you_mean(hint, _HINTS)}",
                     )
+    if "sandbox" in fields:
+        _module_sandbox(fields["sandbox"], reader, diag)
     schema = fields.get("outputSchema")
     if schema is not None and (value := _literal_or_error(schema, "outputSchema", diag)) is not _MISSING:
         reader.set_output_schema(value, schema)
@@ -295,6 +297,28 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
 
 
 _MISSING = object()
+
+
+def _module_sandbox(node: Node, reader: MetadataReader, diag: Diagnostics) -> None:
+    """A module tool's ``sandbox: {network: "none", writes: ["cache"], fileSize: "10MiB", …}``."""
+    value = _literal_or_error(node, "sandbox", diag)
+    if value is _MISSING:
+        return
+    if not isinstance(value, dict):
+        diag.error(node, "sandbox must be an object", 'write sandbox: { network: "none", writes: ["cache"] }')
+        return
+    at = _fields(node)
+    for key, item in value.items():
+        field = SANDBOX_TAGS.get(key)
+        if field is None:
+            diag.error(
+                at.get(key, node),
+                f"unknown sandbox key {key!r}",
+                f"sandbox keys are {', '.join(SANDBOX_TAGS)}{did_you_mean(key, SANDBOX_TAGS)}",
+            )
+        else:
+            reader.spell.setdefault(field, f"sandbox.{key}")
+            reader.set_sandbox(field, item, at.get(key, node))
 
 
 def _literal_or_error(node: Node, key: str, diag: Diagnostics) -> Any:

@@ -20,8 +20,9 @@ from typing import Any
 
 import tree_sitter
 
+from toolexec import policy
 from toolexec.compilers.common import Diagnostics
-from toolexec.records import Annotations, Metadata
+from toolexec.records import Annotations, Metadata, Sandbox
 
 At = tree_sitter.Node | tuple[int, int] | None
 ANNOTATIONS = ("read_only", "destructive", "idempotent", "open_world")
@@ -46,6 +47,7 @@ class MetadataReader:
         self.annotations: dict[str, tuple[bool, At]] = {}
         self.output_schema: dict[str, Any] | None = None
         self.errors: list[str] = []
+        self.sandbox: dict[str, Any] = {}
 
     def _name(self, field: str) -> str:
         return self.spell.get(field, field)
@@ -138,6 +140,16 @@ class MetadataReader:
             return
         self.errors.append(" ".join(value.split()))
 
+    def set_sandbox(self, field: str, value: Any, at: At) -> None:
+        """One isolation-policy field (``network``, ``writes``, ``memory`` …, see :mod:`toolexec.policy`)."""
+        found = policy.read_field(field, value)
+        if isinstance(found, str):
+            self.diag.error(at, f"{self._name(field)} {found}", f"see docs/sandbox.md for {self._name(field)}")
+        elif field in self.sandbox:
+            self.diag.error(at, f"{self._name(field)} is declared twice", "keep one")
+        else:
+            self.sandbox[field] = found[1]
+
     def build(self, parameters: dict[str, Any], description: str) -> Metadata:
         """The checked record: examples validated against ``parameters``; the summary defaulted."""
         self._check_examples(parameters)
@@ -157,6 +169,7 @@ class MetadataReader:
             annotations=Annotations(**flags),
             output_schema=self.output_schema,
             errors=tuple(self.errors),
+            sandbox=Sandbox(**self.sandbox) if self.sandbox else None,
         )
 
     def _check_examples(self, parameters: dict[str, Any]) -> None:

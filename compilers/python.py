@@ -34,6 +34,7 @@ from toolexec.compilers.pyannotated import (
     is_field_call,
     literal,
 )
+from toolexec.policy import FIELDS as SANDBOX_FIELDS
 from toolexec.records import Kwargs, Limits, Metadata, ToolDeclaration
 
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -110,6 +111,8 @@ def _metadata(
             reader.add_tags(field.value, where)
         elif name in ANNOTATIONS:
             reader.set_flag(name, field.value, where)
+        elif name in SANDBOX_FIELDS:
+            reader.set_sandbox(name, field.value, where)
         elif name in ("timeout", "max_output_bytes"):
             limits[name], limit_at = field.value, where
         elif name == "examples":

@@ -26,6 +26,7 @@ from toolexec.compilers.common import (
 from toolexec.compilers.jsdoc import JSDoc, is_jsdoc, parse_jsdoc
 from toolexec.compilers.metadata import MetadataReader, near_miss
 from toolexec.compilers.tstypes import NotLiteral, TypeContext, js_literal, parse_type_text
+from toolexec.policy import FIELDS as SANDBOX_FIELDS
 from toolexec.records import Limits, Metadata, Positional, ToolDeclaration
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ def return_schema(function: Node, context: TypeContext) -> dict[str, Any] | None
     return schema if schema.get("type") == "object" else None
 
 
+# The isolation policy's JSDoc tags (docs/sandbox.md): @network, @writes … @fileSize; a module tool's sandbox keys.
+SANDBOX_TAGS = {("fileSize" if field == "file_size" else field): field for field in SANDBOX_FIELDS}
 # JSDoc tag -> metadata field.
 _META_TAGS = {
     "title": "title",
@@ -105,6 +108,7 @@ _META_TAGS = {
     "throws": "errors",
     "exception": "errors",
     "error": "errors",
+    **SANDBOX_TAGS,
 }
 # Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
 _OTHER_TAGS = {
@@ -163,6 +167,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
         elif field == "errors":
             kind = tag.type if tag.type not in ("Error", "*") else None  # a plain Error says nothing more
             reader.add_error(f"{kind}: {content}" if kind and content else (kind or content), at)
+        elif field in SANDBOX_FIELDS:
+            reader.set_sandbox(field, content, at)
         else:
             reader.set_flag(field, content, at)
     if output is not None:

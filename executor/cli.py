@@ -575,6 +575,7 @@ def describe_text(tool: Any) -> list[str]:
         ("Tags", ", ".join(meta.tags)),
         ("Behaviour", ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in declared.items())),
         ("Limits", ", ".join(f"{k} {v:g}" for k, v in limits.items())),
+        ("Sandbox", _policy_text(meta.sandbox)),
     ]
     lines += [f"{label}: {value}" for label, value in rows if value]
     if meta.examples:
@@ -585,6 +586,16 @@ def describe_text(tool: Any) -> list[str]:
         shown = json.dumps(meta.output_schema, indent=2, ensure_ascii=False)
         lines += ["Output:", *(f"  {line}" for line in shown.splitlines())]
     return lines
+
+
+def _policy_text(policy: Any) -> str:
+    """``network none; writes cache, cwd; memory 268435456`` for describe (empty when none is declared)."""
+    if policy is None:
+        return ""
+    from toolexec.policy import describe
+
+    shown = describe(policy)
+    return "; ".join(f"{k.replace('_', ' ')} {', '.join(v) if isinstance(v, list) else v}" for k, v in shown.items())
 
 
 def _new(args: argparse.Namespace) -> int:

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from toolexec.errors import ConfigError, brief, did_you_mean
 from toolexec.paths import package_defaults, user_cache_dir, user_config_dir
-from toolexec.records import LANGUAGES, limit_problem
+from toolexec.policy import DEFAULT_HIDE, SANDBOX_MODES, words
+from toolexec.policy import from_mapping as read_policy
+from toolexec.records import LANGUAGES, Sandbox, limit_problem
 from toolexec.recordtype import field, record, replace
 from toolexec.state import State, config_snapshot, write_json_atomic
 
@@ -47,6 +49,9 @@ DEFAULTS: dict[str, Any] = {
     "secret_env": [],
     "agents_dir": None,
     "agent_variables": {},
+    "sandbox": "declared",
+    "sandbox_policies": {},
+    "sandbox_hide": list(DEFAULT_HIDE),
 }
 MAX_PARALLEL = 1024
 MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
@@ -117,6 +122,12 @@ class Config:
     foreign: tuple[str, ...] = ()
     # Whether the file sets enabled_tools (when it does not, the default applies: all, or none in a foreign config).
     enabled_given: bool = False
+    # Isolation (docs/sandbox.md): off | declared (tools that declare a policy are confined) | strict (every tool).
+    sandbox: str = "declared"
+    # Per-tool policies that replace what the script declares (the user is the authority).
+    sandbox_policies: dict[str, Sandbox] = field(default_factory=dict)
+    # The paths a confined tool does not see unless it declares it reads them (``~`` expanded at the call).
+    sandbox_hide: tuple[str, ...] = DEFAULT_HIDE
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
 
@@ -340,6 +351,9 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         max_kept_bytes=int(_limit(values["max_kept_bytes"], "max_kept_bytes", where, whole=True)),
         max_cache_bytes=int(_limit(values["max_cache_bytes"], "max_cache_bytes", where, whole=True)),
         secret_env=_secret_env(values["secret_env"], where),
+        sandbox=_sandbox_mode(values["sandbox"], where),
+        sandbox_policies=_sandbox_policies(values["sandbox_policies"], where),
+        sandbox_hide=_sandbox_hide(values["sandbox_hide"], where),
         embedded=embedded,
         agents_dir=_agents_dir(values["agents_dir"], path, where),
         agent_variables=_agent_variables(values["agent_variables"], where),
@@ -468,6 +482,38 @@ def _secret_env(value: Any, where: str) -> tuple[str, ...]:
                 where, f"expected names of environment variables (or patterns such as 'AWS_*'), got {name!r}", key="secret_env"
             )
     return names
+
+
+def _sandbox_mode(value: Any, where: str) -> str:
+    if value is False:  # YAML reads a bare `off` as false
+        return "off"
+    if value not in SANDBOX_MODES:
+        raise ConfigError(where, f"expected one of {', '.join(SANDBOX_MODES)}, got {brief(value)}", key="sandbox")
+    return str(value)
+
+
+def _sandbox_policies(value: Any, where: str) -> dict[str, Sandbox]:
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"expected a mapping of TOOL: {{network: none, …}}, got {brief(value)}", key="sandbox_policies")
+    policies: dict[str, Sandbox] = {}
+    for tool, fields in value.items():
+        found, problems = read_policy(fields if fields is not None else {}, f"sandbox_policies.{tool}")
+        if problems:
+            key, _, message = problems[0].partition(" ")
+            raise ConfigError(where, message, key=key)
+        assert found is not None
+        policies[str(tool)] = found
+    return policies
+
+
+def _sandbox_hide(value: Any, where: str) -> tuple[str, ...]:
+    found = words(value) if not isinstance(value, str) else None
+    if found is None:
+        raise ConfigError(where, f"expected a list of absolute or ~/ paths, got {brief(value)}", key="sandbox_hide")
+    for path in found:
+        if not path.startswith(("/", "~/")):
+            raise ConfigError(where, f"{path!r} is not an absolute or ~/ path", key="sandbox_hide")
+    return tuple(found)
 
 
 def _mcp(value: Any, where: str) -> McpSettings:

@@ -18,15 +18,20 @@ from pathlib import Path
 
 from toolexec.config import Config
 from toolexec.errors import BadRequest, CacheFull, InternalError, RuntimeUnavailable, StateUnavailable, ToolexecError
+from toolexec.policy import effective as effective_policy
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.recordtype import replace
 from toolexec.results import outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
-from toolexec.runtimes.environment import dotenv_values, tool_environment, without_secrets
+from toolexec.runtimes.environment import TRUSTED_PATHS_VARIABLE, dotenv_values, tool_environment, without_secrets
 from toolexec.runtimes.process import disk_usage
 from toolexec.sources import Snapshot
 from toolexec.state import State, call_id_for, check_call_id
 from toolexec.validation import prepare_numbers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from toolexec.runtimes.sandbox import Confinement
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
 # The private channel on which a bootstrap reports a failure (JSON: type, message, stack).
@@ -85,6 +90,7 @@ class Engine:
             raw_json = _raw_json(call.arguments, arguments)
             # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
             base = without_secrets(os.environ, self.config.secret_names())
+            dotenv = dotenv_values(self.config.functions_dir, agent.dotenv_files if agent is not None else (), environ=base)
             env = tool_environment(
                 base,
                 functions_dir=self.config.functions_dir,
@@ -92,7 +98,7 @@ class Engine:
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
-                dotenv=dotenv_values(self.config.functions_dir, agent.dotenv_files if agent is not None else (), environ=base),
+                dotenv=dotenv,
                 raw_json=raw_json,
                 trusted=self.config.trusted_paths,
                 secrets=self.config.secret_names(),
@@ -113,9 +119,22 @@ class Engine:
             prepared = runtime_for(tool.language).prepare(tool, arguments, site)
             timeout = call.timeout or tool.limits.timeout or self.config.timeout
             limit = tool.limits.max_output_bytes or self.config.max_output_bytes
+            launch_env = {**env, **prepared.env_additions}
+            confined = None
+            config = self.config
+            policy = effective_policy(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox)
+            if policy is not None:
+                from toolexec.confine import confinement
+                from toolexec.runtimes.sandbox import environment
+
+                confined = confinement(config, tool.name, policy, (output_path, failure_path))
+                argc_env = [variable.name for variable in getattr(tool.invocation, "env", ())]  # Bash's @env lines
+                own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions}
+                launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE])
             launch = Launch(
                 argv=prepared.argv,
-                env={**env, **prepared.env_additions},
+                env=launch_env,
+                confinement=confined,
                 stdin=prepared.stdin,
                 timeout=timeout,
                 capture_limit=limit,
@@ -131,7 +150,12 @@ class Engine:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
-            if finished.limit is None and _hit_file_limit(output_path, failure_path, finished, self.config.max_kept_bytes):
+            smaller = confined is not None and (confined.file_size or self.config.max_kept_bytes) < self.config.max_kept_bytes
+            if (
+                finished.limit is None
+                and not smaller
+                and _hit_file_limit(output_path, failure_path, finished, self.config.max_kept_bytes)
+            ):
                 finished = replace(finished, limit=("file", self.config.max_kept_bytes))
             try:
                 output = self._result_text(output_path, finished, limit, call_id)
@@ -147,16 +171,18 @@ class Engine:
                     started=started,
                     broken_output=True,
                 )
-            return outcome(
+            failure = _reported_failure(failure_path)
+            result = outcome(
                 tool.name,
                 call_id,
                 finished,
                 output,
                 timeout=timeout,
-                failure=_reported_failure(failure_path),
+                failure=failure,
                 started=started,
                 notes=prepared.notes,
             )
+            return _limited(result, confined, f"{failure or ''}\n{result.stderr}") if confined and not result.ok else result
 
     def _result_text(self, output_path: str, finished: Finished, limit: int, call_id: str) -> Capture:
         """What the call returns: LLM_OUTPUT (else what the tool printed), capped, the whole of it kept in a
@@ -179,6 +205,25 @@ class Engine:
         if output.spilled or finished.stderr.spilled:
             _prune(state.outputs_dir, keep_seconds=OUTPUT_RETENTION_SECONDS)
         return output
+
+
+def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult:
+    """``result`` with the reason and a message a model can act on when one of the sandbox's limits stopped the tool."""
+    from toolexec.errors import SandboxUnavailable
+    from toolexec.recordtype import replace
+    from toolexec.runtimes.sandbox import limit_reason
+
+    if result.reason != "tool_failed":  # a timeout, or a limit of toolexec's own (max_kept_bytes, max_cache_bytes)
+        return result
+    if result.exit_code == 1 and result.stderr.startswith("bwrap: ") and not result.output:
+        # bwrap could not set the sandbox up (user namespaces disabled, a mount refused): the tool never ran
+        error = SandboxUnavailable(result.tool_name, result.stderr.strip().splitlines()[0])
+        return replace(result, status=error.status, reason=error.reason, exit_code=error.exit_code, error=str(error), ok=False)
+    found = limit_reason(confined, result.exit_code, result.signal, text)
+    if found is None:
+        return result
+    reason, message = found
+    return replace(result, reason=reason, error=f"{message} ({result.error})" if result.error else message)
 
 
 def last_good_note(snapshot: Snapshot) -> str:

@@ -267,3 +267,12 @@ class InternalError(ToolexecError):
     def __init__(self, error: BaseException) -> None:
         self.error = error
         super().__init__(f"toolexec failed while running the call ({type(error).__name__}: {error}); please report it")
+
+
+class SandboxUnavailable(RuntimeUnavailable):
+    """The tool's isolation policy cannot be enforced on this host: the call is refused, never run unconfined."""
+
+    @staticmethod
+    def describe(interpreter: str, hint: str) -> str:
+        """The message: the tool, then what is missing and how to get it."""
+        return f"{interpreter}: its sandbox policy cannot be enforced here, so it is not run: {hint}"

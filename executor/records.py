@@ -42,6 +42,10 @@ if TYPE_CHECKING:
         "file_limit",  # the tool wrote a file past max_kept_bytes (LLM_OUTPUT or any other): it was stopped
         "cache_limit",  # the tool's LLM_TOOL_CACHE_DIR holds more than max_cache_bytes: refused, or stopped
         "internal",  # a fault of toolexec's own (a bug): the call still ends in a result
+        "memory_limit",  # the tool passed its sandbox memory limit
+        "cpu_limit",  # the tool used up its CPU seconds
+        "process_limit",  # the tool could not start more processes than its limit
+        "file_size_limit",  # the tool wrote a file larger than its limit
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
@@ -195,6 +199,41 @@ class Annotations:
 
 
 @record
+class Sandbox:
+    """What a tool declares it needs (its isolation policy); what it does not declare, it does not get.
+
+    ``network`` is ``"none"``, ``"all"`` or an allow-list of ``host[:port]`` names; ``writes`` the places it may
+    write (``cache``, ``cwd``, absolute or ``~/`` paths) besides its private TMPDIR and LLM_OUTPUT; ``reads``
+    the hidden paths it needs; ``env`` the variables it receives beyond the base set; the limits are bytes
+    (``memory``, ``file_size``), CPU seconds and a process count. None means not declared (the baseline).
+    """
+
+    network: str | tuple[str, ...] | None = None
+    writes: tuple[str, ...] | None = None
+    reads: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    memory: int | None = None
+    cpu: int | None = None
+    processes: int | None = None
+    file_size: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sandbox:
+        """The record ``asdict`` wrote (lists back to tuples)."""
+        network = data.get("network")
+        writes = data.get("writes")
+        return cls(
+            **{
+                **data,
+                "network": tuple(network) if isinstance(network, list) else network,
+                "writes": tuple(writes) if writes is not None else None,
+                "reads": tuple(data.get("reads", ())),
+                "env": tuple(data.get("env", ())),
+            }
+        )
+
+
+@record
 class Metadata:
     """What a script may declare besides its description and parameters, for agent surfaces."""
 
@@ -205,6 +244,8 @@ class Metadata:
     annotations: Annotations = field(default_factory=Annotations)
     output_schema: dict[str, Any] | None = None
     errors: tuple[str, ...] = ()
+    # The isolation policy the script declares (None: it declares none).
+    sandbox: Sandbox | None = None
 
 
 @record
@@ -254,6 +295,8 @@ class ToolDeclaration:
         del data["positions"]
         if data["function"] is None:
             del data["function"]
+        if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
+            del data["metadata"]["sandbox"]
         return data
 
     @classmethod
@@ -276,6 +319,7 @@ class ToolDeclaration:
                     "examples": tuple(metadata.get("examples", ())),
                     "errors": tuple(metadata.get("errors", ())),
                     "annotations": Annotations(**metadata.get("annotations", {})),
+                    "sandbox": Sandbox.from_dict(metadata["sandbox"]) if metadata.get("sandbox") else None,
                 }
             ),
             warnings=tuple(data.get("warnings", ())),

@@ -29,13 +29,15 @@ import time
 
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
-from toolexec.runtimes import process_linux
+from toolexec.runtimes import process_linux, sandbox
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from types import ModuleType
     from typing import Any, Protocol
+
+    from toolexec.runtimes.sandbox import Confinement
 else:
     Protocol = object  # at run time _ExitWaiter is a plain base class; type checkers see the protocol
 
@@ -242,6 +244,8 @@ class Launch:
     # A directory whose disk usage is measured while the call runs; past watch_limit bytes the tool is stopped.
     watch_dir: str | None = None
     watch_limit: int | None = None
+    # Run confined by the kernel (namespaces, rlimits: :mod:`toolexec.runtimes.sandbox`); None: as it is.
+    confinement: Confinement | None = None
 
 
 @record
@@ -280,6 +284,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
+    confinement, cgroup = launch.confinement, None
+    if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
+        confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     system.enter()
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -287,9 +294,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         try:
             stdin = _stdin_file(launch.stdin)
             argv = list(launch.argv)
-            if launch.file_limit is not None:
+            if launch.file_limit is not None and confinement is None:
                 argv = _with_file_limit(argv, launch.file_limit)
-            limited = len(argv) != len(launch.argv)  # started under prlimit(1)
+            limited = len(argv) != len(launch.argv) or confinement is not None  # started under prlimit(1)
+            if confinement is not None:
+                argv, cgroup = sandbox.wrap(confinement, argv)
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -313,9 +322,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
     finally:
         system.leave(proc.pid if proc is not None else None)
+        sandbox.release(cgroup)
     control.emit("exited", returncode=proc.returncode)
     xfsz = finished.signal == signal.SIGXFSZ or finished.returncode == 128 + signal.SIGXFSZ  # the tool, or a shell's child
-    if finished.limit is None and launch.file_limit is not None and xfsz:
+    declared = launch.confinement.file_size if launch.confinement is not None else None
+    if finished.limit is None and launch.file_limit is not None and xfsz and not (declared and declared < launch.file_limit):
         finished = replace(finished, limit=("file", launch.file_limit))
     return finished
 
@@ -428,6 +439,8 @@ def _supervise(
         _close(progress_read)
         _kill_group(proc.pid, signal.SIGKILL)
         escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
+        if launch.confinement is not None:  # its own PID namespace: the kernel ends what is left (bwrap's own, too)
+            escaped = 0
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):

@@ -234,6 +234,7 @@ def test_the_documented_snippets_are_found() -> None:
         "configuration.md",
         "mcp.md",
         "scale-out.md",
+        "sandbox.md",
     ]
 
 

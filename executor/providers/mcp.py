@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolexec.policy import describe as describe_policy
 from toolexec.providers import Declared, content
 from toolexec.providers.names import MCP_NAMES
 from toolexec.records import ToolDeclaration, ToolResult
@@ -33,6 +34,8 @@ def declare(tool: ToolDeclaration, name: str) -> Declared:
     declared = hints(tool)
     if declared:
         declaration["annotations"] = declared
+    if meta.sandbox is not None:
+        declaration["_meta"] = {"toolexec/sandbox": describe_policy(meta.sandbox)}
     return Declared(declaration)
 
 
@@ -44,7 +47,8 @@ def hints(tool: ToolDeclaration) -> dict[str, Any]:
         "readOnlyHint": given.read_only,
         "destructiveHint": given.destructive,
         "idempotentHint": given.idempotent,
-        "openWorldHint": given.open_world,
+        # A tool confined to no network cannot reach an open world, whatever it says.
+        "openWorldHint": False if meta.sandbox is not None and meta.sandbox.network == "none" else given.open_world,
     }
     return {key: value for key, value in declared.items() if value is not None}
 

