@@ -233,8 +233,8 @@ def test_the_documented_snippets_are_found() -> None:
         "coming-from-loki.md",
         "configuration.md",
         "mcp.md",
-        "scale-out.md",
         "sandbox.md",
+        "scale-out.md",
     ]
 
 
