@@ -16,6 +16,7 @@ do). What cannot be enforced on this host is refused by :func:`problem`, never r
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from toolexec.recordtype import record
 
@@ -99,7 +100,7 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str 
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
-    for path in confinement.visible:
+    for path in (*_installed_under_tmp(argv), *confinement.visible):
         args += ["--ro-bind-try", path, path]
     for path in confinement.writable:
         args += ["--bind-try", path, path]
@@ -128,6 +129,17 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str 
     if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
         args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
     return args, cgroup
+
+
+def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
+    """What the launch itself needs that lives under ``/tmp`` (hidden by the private one): the interpreter's
+    environment, toolexec's own files (its bootstraps) and the programs ``argv`` names, seen read-only."""
+    import sys
+
+    places = {sys.prefix, str(Path(__file__).resolve().parent.parent)}
+    places.update(arg for arg in argv if os.path.isabs(arg) and os.path.exists(arg))
+    places.update(os.path.realpath(place) for place in list(places))
+    return sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
 
 
 def release(cgroup: str | None) -> None:
