@@ -22,7 +22,7 @@ import time
 
 from toolexec import results
 from toolexec.engine import Engine, refused
-from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ToolexecError
+from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ScopeMissing, ToolexecError
 from toolexec.records import ToolCall, ToolResult, limit_problem
 from toolexec.recordtype import record
 from toolexec.sources import Snapshot, Source
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
     Admit = Callable[[str], None]
 
-__all__ = ["CLOSED", "Calls", "Pending"]
+__all__ = ["CLOSED", "Calls", "Pending", "missing_scopes"]
 
 CLOSED = "the executor is closed; create a new Executor to call tools"
 
@@ -98,13 +98,17 @@ class Calls:
             tool = snapshot.declaration
             if admit is not None:
                 admit(tool.name)
+            if call.scopes is not None and (missing := missing_scopes(tool.metadata.scopes, call.scopes)):
+                raise ScopeMissing(tool.name, missing)
             arguments = snapshot.validator(tool.name, parse_arguments(call.arguments, tool.name))
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
         except Exception as error:  # a fault of toolexec's own: a result all the same, never an exception
             return refused(call, InternalError(error), started=started, call_id=call_id)
         if tool.name != call.name:
-            call = ToolCall(name=tool.name, arguments=call.arguments, call_id=call.call_id, timeout=call.timeout)
+            call = ToolCall(
+                name=tool.name, arguments=call.arguments, call_id=call.call_id, timeout=call.timeout, scopes=call.scopes
+            )
         return Pending(call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started)
 
     def ask(self, pending: Pending) -> Decision | Awaitable[Decision]:
@@ -140,7 +144,7 @@ class Calls:
             arguments = pending.snapshot.validator(tool.name, arguments)
         except ToolexecError as error:
             return results.refusal(tool.name, pending.call_id, error, time.monotonic())
-        call = ToolCall(name=tool.name, arguments=arguments, call_id=pending.call.call_id, timeout=pending.call.timeout)
+        call = replace(pending.call, arguments=arguments)
         return replace(pending, call=call, arguments=arguments)
 
     def approve(self, pending: Pending) -> Pending | ToolResult:
@@ -275,6 +279,12 @@ class Calls:
                 return False
             self._running += 1
             return True
+
+
+def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:
+    """The scopes of ``needed`` (a tool's ``Scope:``) that ``granted`` (an access token's) lacks, in order."""
+    have = set(granted)
+    return tuple(scope for scope in needed if scope not in have)
 
 
 def _awaitable(value: object) -> TypeGuard[Awaitable[Any]]:

@@ -24,14 +24,17 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.abc
 import jsonschema
 import mcp_types as types
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
@@ -51,6 +54,7 @@ from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.recordtype import replace
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
@@ -241,6 +245,8 @@ class ToolServer:
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
         self._reported: set[str] = set(report.problems)
+        self.stale: str | None = None  # why the tools served are not those on disk (a reload failed); None: fresh
+        self.built = time.time()  # when the catalog served was built
         self._stop_watching = anyio.Event()
         self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
@@ -293,7 +299,7 @@ class ToolServer:
             return self._describe(listing, params.arguments)
         name = listing.map.original(params.name)
         tool = listing.by_name.get(name)
-        call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {})
+        call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {}, scopes=granted_scopes())
         result = await self._invoke(ctx, call)
         if self.stopping and result.status == "cancelled":
             raise MCPError(
@@ -302,10 +308,18 @@ class ToolServer:
                 "send it again once the server is back",
             )
         if result.reason in ("unknown_tool", "not_enabled"):
-            raise MCPError(types.INVALID_PARAMS, result.error or f"unknown tool {params.name!r}")
+            raise MCPError(types.INVALID_PARAMS, self.scrub(result.error or f"unknown tool {params.name!r}"))
         if not result.ok:
-            return _error(result.error or f"Tool call '{name}' failed")
-        return self._success(listing, tool, result)
+            return _error(self.scrub(result.error or f"Tool call '{name}' failed"))
+        return self._success(listing, tool, replace(result, notes=tuple(self.scrub(note) for note in result.notes)))
+
+    def scrub(self, text: str) -> str:
+        """``text`` (what toolexec, not the tool, says to a client) without the server's paths: the tools folder
+        is ``tools``, the functions folder ``functions``, the config file its name, toolexec's state ``<state>``,
+        the home folder ``~``. A tool's own output is its data and is never changed."""
+        for path, shown in private_paths(self.config):
+            text = text.replace(path, shown)
+        return text
 
     def _describe(self, listing: Listing, arguments: dict[str, Any] | None) -> types.CallToolResult:
         name = (arguments or {}).get("name")
@@ -422,7 +436,9 @@ class ToolServer:
             config, report = await anyio.to_thread.run_sync(rebuild)
         except ToolexecError as error:
             log(f"{error} (still serving the previous tools)")
+            self.stale = "the config or the tools could not be reloaded: serving the previous tools (see the server's log)"
             return False
+        self.stale, self.built = None, time.time()
         fresh = [p for p in report.problems if p not in self._reported]
         self._reported = set(report.problems)
         self._report_problems(fresh)
@@ -469,19 +485,48 @@ class ToolServer:
                 await self.cancel_all()
                 group.cancel_scope.cancel()
 
-    async def serve_http(self, sock: Any, host: str, token: str | None) -> None:
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """``GET /healthz``: 200 while serving (503 once stopping), and whether the catalog is fresh; nothing a
+        client without a token should not see (no tool names, no paths)."""
+        body = {
+            "status": "stopping" if self.stopping else "ok",
+            "ready": not self.stopping,
+            "tools": len(self.listing.tools),
+            "catalog": {
+                "fresh": self.stale is None,
+                "watching": self.options.reload,
+                "built_seconds_ago": round(time.time() - self.built, 1),
+                **({"problem": self.stale} if self.stale else {}),
+            },
+        }
+        return (503 if self.stopping else 200), body
+
+    def scopes_for(self, mcp_name: str) -> tuple[str, ...] | None:
+        """The OAuth scopes the tool offered as ``mcp_name`` declares (None: no such tool)."""
+        tool = self.listing.by_mcp_name.get(mcp_name)
+        return tool.metadata.scopes if tool is not None else None
+
+    def scopes_supported(self) -> list[str]:
+        """Every scope the server (``mcp.auth.required_scopes``) or an offered tool names (RFC 9728 metadata)."""
+        auth = self.config.mcp.auth
+        declared = [s for tool in self.listing.tools for s in tool.metadata.scopes]
+        return list(dict.fromkeys([*(auth.required_scopes if auth is not None else ()), *declared]))
+
+    async def serve_http(self, sock: Any, host: str, token: str | None, client_secret: str | None = None) -> None:
         """Serve Streamable HTTP (stateless: no per-client state) on ``sock`` until SIGTERM/SIGINT.
 
         A stop ends the calls in flight first (each is answered with an error saying so), then lets uvicorn
         finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
 
-        from toolexec.mcp_http import Gate, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
+        from toolexec.mcp_http import Gate, guard_and_routes, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
+        guard, routes = guard_and_routes(self, token, client_secret)
         app = self.server.streamable_http_app(
             stateless_http=True,
             transport_security=self._transport_security(host),
             host=host,
+            custom_starlette_routes=routes,
         )
         shown = f"[{host}]" if ":" in host else host
 
@@ -490,7 +535,7 @@ class ToolServer:
             def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
                 yield
 
-        server = Uvicorn(uvicorn_config(Gate(app, token)))
+        server = Uvicorn(uvicorn_config(Gate(app, guard)))
 
         async def stop() -> None:
             await self.cancel_all()
@@ -582,6 +627,26 @@ def _output_json(output: str) -> Any:
     return json_safe(value)
 
 
+def private_paths(config: Config) -> list[tuple[str, str]]:
+    """The server's paths a client is never told, each with what it is shown as instead; longest first."""
+    pairs = [  # where two are one folder, the later name wins
+        (Path.home(), "~"),
+        (config.path.parent, "."),
+        (config.state_dir, "<state>"),
+        (config.functions_dir, "functions"),
+        (config.tools_dir, "tools"),
+        (config.path, config.path.name),
+    ]
+    found = {str(variant): shown for path, shown in pairs for variant in (path, path.resolve())}
+    return sorted(((p, s) for p, s in found.items() if p not in ("", "/")), key=lambda pair: -len(pair[0]))
+
+
+def granted_scopes() -> frozenset[str] | None:
+    """The scopes of the caller's OAuth access token (``mcp.auth``); None without one (stdio, a static token)."""
+    token = get_access_token()
+    return frozenset(token.scopes) if token is not None else None
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
@@ -599,6 +664,19 @@ def _exit_now() -> NoReturn:
         os._exit(0)
 
 
+def _client_secret(auth: Any) -> str | None:
+    """The introspection client's secret, read once from its variable (which no tool then inherits)."""
+    name = auth.introspection.client_secret_env if auth.introspection is not None else None
+    if name is None:
+        return None
+    value = os.environ.pop(name, "").strip()
+    if not value:
+        raise BadRequest(
+            f"the introspection client secret variable {name} is not set (named by mcp.auth.introspection); export it"
+        )
+    return value
+
+
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
     from toolexec.mcp_http import listen, parse_bind, resolve_token  # noqa: PLC0415 - imports uvicorn
@@ -609,9 +687,26 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
     server = ToolServer(config_source, options)
     try:
+        settings = server.config.mcp
+        if settings.cwd is not None:  # a GUI client starts its servers in /: tool calls start where the config says
+            server.config_source = server.config_source if server.config.embedded else server.config.path
+            os.chdir(settings.cwd)
         if bind is None:
+            if sys.stdin.isatty():  # a person typed it: say what it waits for
+                log(
+                    "serving MCP over stdin/stdout: it waits for a client's JSON-RPC messages (Ctrl-D or Ctrl-C ends it; "
+                    "--http PORT serves HTTP; see docs/mcp.md)"
+                )
             anyio.run(server.serve_stdio)
             _exit_now()
+        if settings.auth is not None:
+            if no_token or token_env:
+                raise BadRequest(f"{'--no-token' if no_token else '--token-env'} does not apply under mcp.auth (OAuth): drop it")
+            secret = _client_secret(settings.auth)
+            sock = listen(*bind)
+            log(f"OAuth: tokens from {settings.auth.issuer} for {settings.auth.audience} (mcp.auth)")
+            anyio.run(server.serve_http, sock, bind[0], None, secret)
+            return 0
         token = resolve_token(server.config, token_env, no_token=no_token, host=bind[0])
         if token_env:  # read once; no tool inherits it (mcp.token_env is kept from tools by Config.secret_names)
             os.environ.pop(token_env, None)

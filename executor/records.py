@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         "denied",  # the before_call approval hook (or the person asked by --confirm) said no
         "file_limit",  # the tool wrote a file past max_kept_bytes (LLM_OUTPUT or any other): it was stopped
         "cache_limit",  # the tool's LLM_TOOL_CACHE_DIR holds more than max_cache_bytes: refused, or stopped
+        "insufficient_scope",  # the caller's OAuth access token lacks a scope the tool declares
         "internal",  # a fault of toolexec's own (a bug): the call still ends in a result
         "memory_limit",  # the tool passed its sandbox memory limit
         "cpu_limit",  # the tool used up its CPU seconds
@@ -246,6 +247,8 @@ class Metadata:
     errors: tuple[str, ...] = ()
     # The isolation policy the script declares (None: it declares none).
     sandbox: Sandbox | None = None
+    # OAuth scopes a caller's access token must grant (``Scope: repo:write``); checked only where there is a token.
+    scopes: tuple[str, ...] = ()
 
 
 @record
@@ -297,6 +300,8 @@ class ToolDeclaration:
             del data["function"]
         if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
             del data["metadata"]["sandbox"]
+        if not data["metadata"]["scopes"]:
+            del data["metadata"]["scopes"]
         return data
 
     @classmethod
@@ -318,6 +323,7 @@ class ToolDeclaration:
                     "tags": tuple(metadata.get("tags", ())),
                     "examples": tuple(metadata.get("examples", ())),
                     "errors": tuple(metadata.get("errors", ())),
+                    "scopes": tuple(metadata.get("scopes", ())),
                     "annotations": Annotations(**metadata.get("annotations", {})),
                     "sandbox": Sandbox.from_dict(metadata["sandbox"]) if metadata.get("sandbox") else None,
                 }
@@ -354,6 +360,8 @@ class ToolCall:
     arguments: Any
     call_id: str | None = None
     timeout: float | None = None
+    # The OAuth scopes the caller's access token grants; None: no token to check (stdio, the CLI, the API).
+    scopes: frozenset[str] | None = None
 
 
 @record

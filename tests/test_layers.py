@@ -2,11 +2,11 @@
 
 ::
 
-    toolexec (the package), __main__, cli, api, toolkit, mcp(_http,_stdio), watch   the surfaces
+    toolexec (the package), __main__, cli, api, toolkit, mcp(_http,_auth,_stdio), watch   the surfaces
     calls                                                             the one call path
     engine, sources, build, catalog, config, providers, results, …   what a call and a build use
     toolexec.compilers, toolexec.runtimes                             (neither imports the other)
-    records, recordtype, errors, state, paths, version, foreign_config   the leaf vocabulary
+    records, recordtype, errors, state, paths, version, foreign_config, mcp_settings   the leaf vocabulary
 
 Every module is listed: a new one must be placed (the package's own name covers only its
 ``__init__``, not everything under it).
@@ -35,6 +35,7 @@ LAYERS = [
         "toolexec.toolkit",
         "toolexec.mcp",
         "toolexec.mcp_http",
+        "toolexec.mcp_auth",
         "toolexec.mcp_stdio",
         "toolexec.watch",
         "toolexec.progress",
@@ -67,6 +68,7 @@ LAYERS = [
         "toolexec.schemarefs",
         "toolexec.foreign_config",
         "toolexec.policy",
+        "toolexec.mcp_settings",
     },
 ]
 # Inside the leaf vocabulary: what each may import of the project.
@@ -80,6 +82,7 @@ LEAVES = {
     "toolexec.schemarefs": set(),
     "toolexec.foreign_config": set(),
     "toolexec.policy": {"toolexec.records", "toolexec.recordtype"},
+    "toolexec.mcp_settings": {"toolexec.errors", "toolexec.recordtype"},  # mcp.auth's record and OAuth scope syntax
 }
 # (importer, imported) -> why an upward import is right there. None today.
 JUSTIFIED: dict[tuple[str, str], str] = {}
