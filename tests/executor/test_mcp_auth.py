@@ -5,11 +5,6 @@ tokens accepted and refused with the spec's 401/403 challenges, the protected-re
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project, toolexec
+from tests.executor.mcp_http_server import ACCEPT, INITIALIZE, WAIT, Server
 from tests.executor.oauth_issuer import Issuer
 
 pytest.importorskip("mcp")
@@ -28,7 +24,6 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-WAIT = 30.0
 RESOURCE = "https://tools.example.test/mcp"
 METADATA = "https://tools.example.test/.well-known/oauth-protected-resource/mcp"
 GREET = 'def run(name: str) -> str:\n    """Greet someone."""\n    return f"hello {name}"\n'
@@ -39,46 +34,6 @@ PUSH = """#!/usr/bin/env bash
 main() { echo "pushed $argc_branch" >> "$LLM_OUTPUT"; }
 eval "$(argc --argc-eval "$0" "$@")"
 """
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-def wait_for(check: Any) -> Any:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"still waiting after {WAIT}s")
-
-
-class Server:
-    """``toolexec mcp --http 127.0.0.1:0`` on ``project`` in a child process; ``url`` once it listens."""
-
-    def __init__(self, project: Project, env: dict[str, str] | None = None) -> None:
-        self.log = project.root / "http.log"
-        self.errors = self.log.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolexec", "--config", str(project.config), "mcp", "--http", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self.errors,
-            env={**os.environ, **(env or {})},
-        )
-        self.url = wait_for(lambda: re.search(r"serving (http://\S+)", self.log.read_text())).group(1)
-        self.base = self.url.removesuffix("/mcp")
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=WAIT)
-        finally:
-            self.errors.close()
 
 
 @pytest.fixture
@@ -246,7 +201,7 @@ def test_opaque_tokens_are_introspected(project: Project, issuer: Issuer) -> Non
             "introspection": {"url": issuer.introspection, "client_id": "toolexec", "client_secret_env": "INTROSPECT_SECRET"},
         },
     )
-    server = Server(project, {"INTROSPECT_SECRET": "shh"})
+    server = Server(project, env={"INTROSPECT_SECRET": "shh"})
     try:
         good = post(server, issuer.opaque(RESOURCE))
         inactive = post(server, issuer.opaque(RESOURCE, active=False))
