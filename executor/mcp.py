@@ -27,14 +27,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.abc
 import jsonschema
 import mcp_types as types
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
@@ -50,6 +48,8 @@ from toolexec.calls import Calls
 from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
+from toolexec.mcp_auth import client_secret, granted_scopes
+from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
@@ -314,12 +314,8 @@ class ToolServer:
         return self._success(listing, tool, replace(result, notes=tuple(self.scrub(note) for note in result.notes)))
 
     def scrub(self, text: str) -> str:
-        """``text`` (what toolexec, not the tool, says to a client) without the server's paths: the tools folder
-        is ``tools``, the functions folder ``functions``, the config file its name, toolexec's state ``<state>``,
-        the home folder ``~``. A tool's own output is its data and is never changed."""
-        for path, shown in private_paths(self.config):
-            text = text.replace(path, shown)
-        return text
+        """``text`` (what toolexec, not the tool, says to a client) without the server's paths (:func:`scrub`)."""
+        return scrub(text, self.config)
 
     def _describe(self, listing: Listing, arguments: dict[str, Any] | None) -> types.CallToolResult:
         name = (arguments or {}).get("name")
@@ -485,33 +481,6 @@ class ToolServer:
                 await self.cancel_all()
                 group.cancel_scope.cancel()
 
-    def health(self) -> tuple[int, dict[str, Any]]:
-        """``GET /healthz``: 200 while serving (503 once stopping), and whether the catalog is fresh; nothing a
-        client without a token should not see (no tool names, no paths)."""
-        body = {
-            "status": "stopping" if self.stopping else "ok",
-            "ready": not self.stopping,
-            "tools": len(self.listing.tools),
-            "catalog": {
-                "fresh": self.stale is None,
-                "watching": self.options.reload,
-                "built_seconds_ago": round(time.time() - self.built, 1),
-                **({"problem": self.stale} if self.stale else {}),
-            },
-        }
-        return (503 if self.stopping else 200), body
-
-    def scopes_for(self, mcp_name: str) -> tuple[str, ...] | None:
-        """The OAuth scopes the tool offered as ``mcp_name`` declares (None: no such tool)."""
-        tool = self.listing.by_mcp_name.get(mcp_name)
-        return tool.metadata.scopes if tool is not None else None
-
-    def scopes_supported(self) -> list[str]:
-        """Every scope the server (``mcp.auth.required_scopes``) or an offered tool names (RFC 9728 metadata)."""
-        auth = self.config.mcp.auth
-        declared = [s for tool in self.listing.tools for s in tool.metadata.scopes]
-        return list(dict.fromkeys([*(auth.required_scopes if auth is not None else ()), *declared]))
-
     async def serve_http(self, sock: Any, host: str, token: str | None, client_secret: str | None = None) -> None:
         """Serve Streamable HTTP (stateless: no per-client state) on ``sock`` until SIGTERM/SIGINT.
 
@@ -627,26 +596,6 @@ def _output_json(output: str) -> Any:
     return json_safe(value)
 
 
-def private_paths(config: Config) -> list[tuple[str, str]]:
-    """The server's paths a client is never told, each with what it is shown as instead; longest first."""
-    pairs = [  # where two are one folder, the later name wins
-        (Path.home(), "~"),
-        (config.path.parent, "."),
-        (config.state_dir, "<state>"),
-        (config.functions_dir, "functions"),
-        (config.tools_dir, "tools"),
-        (config.path, config.path.name),
-    ]
-    found = {str(variant): shown for path, shown in pairs for variant in (path, path.resolve())}
-    return sorted(((p, s) for p, s in found.items() if p not in ("", "/")), key=lambda pair: -len(pair[0]))
-
-
-def granted_scopes() -> frozenset[str] | None:
-    """The scopes of the caller's OAuth access token (``mcp.auth``); None without one (stdio, a static token)."""
-    token = get_access_token()
-    return frozenset(token.scopes) if token is not None else None
-
-
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
@@ -662,19 +611,6 @@ def _exit_now() -> NoReturn:
             with contextlib.suppress(Exception):
                 stream.flush()
         os._exit(0)
-
-
-def _client_secret(auth: Any) -> str | None:
-    """The introspection client's secret, read once from its variable (which no tool then inherits)."""
-    name = auth.introspection.client_secret_env if auth.introspection is not None else None
-    if name is None:
-        return None
-    value = os.environ.pop(name, "").strip()
-    if not value:
-        raise BadRequest(
-            f"the introspection client secret variable {name} is not set (named by mcp.auth.introspection); export it"
-        )
-    return value
 
 
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
@@ -702,7 +638,7 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
         if settings.auth is not None:
             if no_token or token_env:
                 raise BadRequest(f"{'--no-token' if no_token else '--token-env'} does not apply under mcp.auth (OAuth): drop it")
-            secret = _client_secret(settings.auth)
+            secret = client_secret(settings.auth)
             sock = listen(*bind)
             log(f"OAuth: tokens from {settings.auth.issuer} for {settings.auth.audience} (mcp.auth)")
             anyio.run(server.serve_http, sock, bind[0], None, secret)

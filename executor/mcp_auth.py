@@ -22,6 +22,7 @@ right after it, before anything runs).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -32,7 +33,7 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import jwt
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.auth import ProtectedResourceMetadata
@@ -42,9 +43,21 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from toolexec.calls import missing_scopes
+from toolexec.errors import BadRequest
 from toolexec.mcp_settings import McpAuth
 
-__all__ = ["METADATA_PATH", "IntrospectionVerifier", "JwtVerifier", "OAuthGuard", "metadata_routes", "verifier"]
+__all__ = [
+    "METADATA_PATH",
+    "IntrospectionVerifier",
+    "JwtVerifier",
+    "OAuthGuard",
+    "client_secret",
+    "granted_scopes",
+    "metadata_routes",
+    "scopes_supported",
+    "tool_scopes",
+    "verifier",
+]
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 # Signature algorithms a JWKS can verify; never "none" and never HMAC (a public key is no shared secret).
@@ -194,6 +207,37 @@ class IntrospectionVerifier:
         if isinstance(exp, int | float) and exp + LEEWAY_SECONDS < time.time():
             return "the token has expired"
         return None
+
+
+def granted_scopes() -> frozenset[str] | None:
+    """The scopes of the caller's OAuth access token (``mcp.auth``); None without one (stdio, a static token)."""
+    token = get_access_token()
+    return frozenset(token.scopes) if token is not None else None
+
+
+def client_secret(auth: McpAuth) -> str | None:
+    """The introspection client's secret, read once from its variable (which no tool then inherits)."""
+    name = auth.introspection.client_secret_env if auth.introspection is not None else None
+    if name is None:
+        return None
+    value = os.environ.pop(name, "").strip()
+    if not value:
+        raise BadRequest(
+            f"the introspection client secret variable {name} is not set (named by mcp.auth.introspection); export it"
+        )
+    return value
+
+
+def tool_scopes(listing: Any, mcp_name: str) -> tuple[str, ...] | None:
+    """The OAuth scopes the tool a listing offers as ``mcp_name`` declares (None: no such tool)."""
+    tool = listing.by_mcp_name.get(mcp_name)
+    return tool.metadata.scopes if tool is not None else None
+
+
+def scopes_supported(auth: McpAuth, listing: Any) -> list[str]:
+    """Every scope the server (``required_scopes``) or a tool the listing offers names (RFC 9728 metadata)."""
+    declared = [scope for tool in listing.tools for scope in tool.metadata.scopes]
+    return list(dict.fromkeys([*auth.required_scopes, *declared]))
 
 
 def verifier(auth: McpAuth, client_secret: str | None = None) -> JwtVerifier | IntrospectionVerifier:

@@ -30,6 +30,7 @@ import secrets
 import socket
 import stat
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolexec.config import Config
 from toolexec.errors import BadRequest
-from toolexec.mcp_auth import OAuthGuard, metadata_routes, verifier
+from toolexec.mcp_auth import OAuthGuard, metadata_routes, scopes_supported, tool_scopes, verifier
 from toolexec.mcp_stdio import Refusal, decode, encode
 
 HEADER_SECONDS = 10.0  # from a connection's first byte (or its previous reply) to a request's last header
@@ -274,20 +275,34 @@ class Gate:
 
 def guard_and_routes(server: Any, token: str | None, client_secret: str | None) -> tuple[Guard | None, list[Any]]:
     """Who may call ``server`` (a :class:`~toolexec.mcp.ToolServer`), and the routes that answer without a token."""
-    routes = [Route("/healthz", endpoint=_health(server.health), methods=["GET"])]
+
+    async def healthz(request: Request) -> Response:
+        status, body = health(server)
+        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+    routes = [Route("/healthz", endpoint=healthz, methods=["GET"])]
     auth = server.config.mcp.auth
     if auth is None:
         return (StaticToken(token) if token is not None else None), routes
-    guard = OAuthGuard(auth, verifier(auth, client_secret), server.scopes_for)
-    return guard, [*routes, *metadata_routes(auth, server.scopes_supported)]
+    guard = OAuthGuard(auth, verifier(auth, client_secret), lambda name: tool_scopes(server.listing, name))
+    return guard, [*routes, *metadata_routes(auth, lambda: scopes_supported(auth, server.listing))]
 
 
-def _health(state: Callable[[], tuple[int, dict[str, Any]]]) -> Callable[[Request], Awaitable[Response]]:
-    async def health(request: Request) -> Response:
-        status, body = state()
-        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
-
-    return health
+def health(server: Any) -> tuple[int, dict[str, Any]]:
+    """``GET /healthz`` of a :class:`~toolexec.mcp.ToolServer`: 200 while serving (503 once stopping), and whether its
+    catalog is fresh; nothing a client without a token should not see (no tool names, no paths)."""
+    body = {
+        "status": "stopping" if server.stopping else "ok",
+        "ready": not server.stopping,
+        "tools": len(server.listing.tools),
+        "catalog": {
+            "fresh": server.stale is None,
+            "watching": server.options.reload,
+            "built_seconds_ago": round(time.time() - server.built, 1),
+            **({"problem": server.stale} if server.stale else {}),
+        },
+    }
+    return (503 if server.stopping else 200), body
 
 
 async def _refuse(

@@ -36,6 +36,7 @@ LAYERS = [
         "toolexec.mcp",
         "toolexec.mcp_http",
         "toolexec.mcp_auth",
+        "toolexec.mcp_paths",
         "toolexec.mcp_stdio",
         "toolexec.watch",
         "toolexec.progress",
