@@ -138,10 +138,13 @@ class JwtVerifier:
                 leeway=LEEWAY_SECONDS,
                 options={"require": ["exp", "iss", "aud"]},
             )
+            return _access_token(token, claims, self.auth.audience)
         except jwt.PyJWTError as error:
             self.refused(f"refused a bearer token: {error}")
             return None
-        return _access_token(token, claims, self.auth.audience)
+        except Exception as error:  # a hostile token must never become a 500: whatever it provokes is a refusal
+            self.refused(f"refused a bearer token: {type(error).__name__}: {error}")
+            return None
 
     def _key(self, token: str) -> Any:
         """The signing key the token's ``kid`` names (the only key of the set when it names none)."""
@@ -190,7 +193,11 @@ class IntrospectionVerifier:
             self.refused(f"refused a bearer token: {problem}")
             return None
         assert isinstance(claims, dict)
-        return _access_token(token, claims, self.auth.audience)
+        try:
+            return _access_token(token, claims, self.auth.audience)
+        except ValueError as error:  # claims of the wrong types (pydantic's ValidationError is a ValueError)
+            self.refused(f"refused a bearer token: its introspected claims do not fit: {error}")
+            return None
 
     def _problem(self, claims: Any) -> str | None:
         if not isinstance(claims, dict):

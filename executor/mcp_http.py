@@ -195,13 +195,18 @@ class Guard(Protocol):
     async def admit_body(self, scope: dict[str, Any], body: bytes, send: Send) -> bool: ...
 
 
-# Answered without a token, for GET (and HEAD) only: liveness and readiness, and the OAuth metadata (RFC 9728).
-PUBLIC_PATHS = ("/healthz", "/.well-known/oauth-protected-resource")
+# Answered without a token, for GET (and HEAD) only: liveness and readiness, and the OAuth metadata (RFC 9728; also
+# under the resource's path, /.well-known/oauth-protected-resource/mcp).
+HEALTH_PATH = "/healthz"
+METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 
 
 def _public(scope: dict[str, Any]) -> bool:
     path = scope.get("path", "")
-    return scope.get("method") in ("GET", "HEAD") and any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
+    if scope.get("method") not in ("GET", "HEAD"):
+        return False
+    under = path.startswith(METADATA_PREFIX + "/") and "/." not in path[len(METADATA_PREFIX) :] and "//" not in path
+    return path in (HEALTH_PATH, METADATA_PREFIX) or under
 
 
 class Gate:
@@ -211,7 +216,7 @@ class Gate:
     def __init__(self, app: Any, guard: Guard | None, *, max_body: int = MAX_BODY_BYTES) -> None:
         self.guard = guard
         self.app = guard.wrap(app) if guard is not None else app
-        self.public = app  # what needs no token (PUBLIC_PATHS)
+        self.public = app  # what needs no token (see _public)
         self.max_body = max_body
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:

@@ -4,6 +4,9 @@ tokens accepted and refused with the spec's 401/403 challenges, the protected-re
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import time
 from collections.abc import Iterator
@@ -88,6 +91,8 @@ def test_a_token_of_the_issuer_is_accepted_and_every_other_refused_with_the_spec
         "unknown key": issuer.token(RESOURCE, "mcp:tools", key=other_key, kid="other-key"),
         "no expiry": issuer.token(RESOURCE, "mcp:tools", exp=None),
         "unsigned": _unsigned(issuer.claims(RESOURCE, "mcp:tools")),
+        "HMAC keyed with the public key": _hmac_with_public_key(issuer),
+        "garbage header": "eyJhbGciOi.eyJzdWIiOiJ4In0.c2ln",
         "not a JWT": "s3cret",
     }
     answers = {why: post(served, token) for why, token in refused.items()}
@@ -111,13 +116,22 @@ def test_a_token_of_the_issuer_is_accepted_and_every_other_refused_with_the_spec
     assert "refused a bearer token: Signature has expired" in log  # the reason is the server's, not the client's
 
 
+def _part(value: dict[str, Any] | bytes) -> str:
+    raw = value if isinstance(value, bytes) else json.dumps(value).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
 def _unsigned(claims: dict[str, Any]) -> str:
-    import base64
+    return f"{_part({'alg': 'none', 'typ': 'JWT'})}.{_part(claims)}."
 
-    def part(value: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
 
-    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+def _hmac_with_public_key(issuer: Issuer) -> str:
+    """The algorithm-confusion attack: HS256 keyed with the issuer's public key, which anyone can fetch."""
+    from cryptography.hazmat.primitives import serialization
+
+    pem = issuer.key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    signed = f"{_part({'alg': 'HS256', 'typ': 'JWT', 'kid': issuer.kid})}.{_part(issuer.claims(RESOURCE, 'mcp:tools'))}"
+    return f"{signed}.{_part(hmac.new(pem, signed.encode(), hashlib.sha256).digest())}"
 
 
 def test_the_protected_resource_metadata_and_healthz_need_no_token(served: Server, issuer: Issuer) -> None:
@@ -211,8 +225,6 @@ def test_opaque_tokens_are_introspected(project: Project, issuer: Issuer) -> Non
         assert server.stop() == 0
     assert good.status_code == 200
     assert [r.status_code for r in (inactive, foreign, expired)] == [401, 401, 401]
-    import base64
-
     assert set(issuer.introspections) == {"Basic " + base64.b64encode(b"toolexec:shh").decode()}
 
 

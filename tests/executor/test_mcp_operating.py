@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -94,6 +95,12 @@ def test_healthz_needs_no_token_and_mcp_refusals_are_as_documented(served: Serve
     assert (missing.status_code, missing.headers["www-authenticate"]) == (401, 'Bearer realm="toolexec"')
     assert (wrong.status_code, wrong.headers["www-authenticate"]) == (401, 'Bearer realm="toolexec", error="invalid_token"')
     assert (host.status_code, origin.status_code) == (421, 403)
+    # Only the public paths themselves are public: dot segments (sent raw: clients collapse them) get no further.
+    port = int(served.base.rsplit(":", 1)[1])
+    for path in ("/healthz/../mcp", "/.well-known/oauth-protected-resource/../../mcp", "/healthz/"):
+        with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as raw:
+            raw.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            assert raw.recv(64).split(b"\r\n", 1)[0] == b"HTTP/1.1 401 Unauthorized", path
 
 
 def _texts(result: types.CallToolResult) -> str:
