@@ -7,6 +7,7 @@
                one snapshot: declaration + source    (sync or async;     a slot of max_parallel
                (one freshness check)                 a failure denies)   Engine: runtime.prepare → process → result
                call id, timeout, arguments validated  Rewrite re-validated
+               the token's OAuth scopes (ToolCall.scopes) cover the tool's Scope:
 
 :class:`Calls` holds the one limiter and the one in-flight registry. :class:`~toolexec.api.Executor`
 (``call``, ``acall``, ``call_many``), :class:`~toolexec.toolkit.Toolkit` (a filter over it) and the MCP
