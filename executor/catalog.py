@@ -371,7 +371,7 @@ class Catalog:
             )
         return declaration
 
-    def validator(self, name: str) -> Validator:
+    def validator(self, name: str) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
         """The compiled argument validator of a tool, made once per catalog.
 
         Its code was generated when the tool's record was written and is kept in the record, so a later
