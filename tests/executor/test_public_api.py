@@ -11,7 +11,7 @@ import pytest
 import toolexec
 from toolexec import Executor, Toolkit
 
-# The public API. A name added or removed here is an API decision: README and docs/providers.md say what each is.
+# The public API: a name added or removed here is an API decision, made on purpose.
 PUBLIC = [
     "Annotations",
     "ApprovalRequest",
