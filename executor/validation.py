@@ -12,7 +12,9 @@ import copy
 import json
 import math
 
+from toolexec import strictjson
 from toolexec.errors import BadRequest, InvalidArguments, ToolBroken, brief, did_you_mean
+from toolexec.strictjson import MAX_DIGITS
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -33,78 +35,28 @@ _TYPE_NAMES = {
 
 
 MAX_DEPTH = 100  # nesting of arguments; deeper would exhaust the recursion of the validators and encoders
-MAX_DIGITS = 4300  # Python's own bound on converting an integer to and from text
-
-
-class _NotJSON(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotJSON(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJSON(f"{text[:40]} is too large for a JSON number (it would be infinite)")
-    return value
 
 
 def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
     """Arguments given as a JSON string (as OpenAI sends them) or already as an object.
 
-    Only JSON is accepted: no NaN or Infinity, no number that overflows, no lone surrogate,
-    at most :data:`MAX_DEPTH` levels deep (:func:`check_values`).
+    Only JSON is accepted (:mod:`toolexec.strictjson`: no NaN or Infinity, no number that overflows, no key
+    twice), without a lone surrogate, at most :data:`MAX_DEPTH` levels deep (:func:`check_values`).
     """
     if isinstance(raw, (str, bytes)):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if not text.strip():
             return {}
-        if too_deep_text(text):
-            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply")
         try:
-            raw = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-        except json.JSONDecodeError as exc:
-            raise BadRequest(
-                f"arguments for tool {tool!r} are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from None
-        except _NotJSON as exc:
+            raw = strictjson.loads(text, MAX_DEPTH)
+        except strictjson.NotJSON as exc:
             raise BadRequest(f"arguments for tool {tool!r} are not valid JSON: {exc}") from None
-        except ValueError:  # an integer of more digits than Python converts
-            raise BadRequest(f"arguments for tool {tool!r} hold an integer of more than {MAX_DIGITS} digits") from None
-        except RecursionError:
-            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise BadRequest(f"arguments for tool {tool!r} must be a JSON object of parameter names to values, got {_kind(raw)}")
     check_values(raw, tool)
     return raw
-
-
-def too_deep_text(text: str, limit: int = MAX_DEPTH) -> bool:
-    """Whether JSON text opens more than ``limit`` brackets at once (strings skipped), without parsing it."""
-    depth, in_string, escaped = 0, False, False
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
 
 
 def check_values(arguments: dict[str, Any], tool: str) -> None:
@@ -114,7 +66,7 @@ def check_values(arguments: dict[str, Any], tool: str) -> None:
     while stack:
         value, where, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply")
+            raise BadRequest(f"arguments for tool {tool!r} are nested more than {MAX_DEPTH} levels deep")
         problem = _value_problem(value)
         if problem is not None:
             raise BadRequest(f"parameter {where or '(arguments)'!r} of tool {tool!r} {problem}")

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
-from toolexec import results
+from toolexec import results, strictjson
 from toolexec.errors import BadRequest
 from toolexec.providers.names import NameMap, NameRule
 from toolexec.records import DECLARATION_FORMATS, ToolCall, ToolDeclaration, ToolResult
@@ -277,19 +277,15 @@ def mixed_shapes(data: Any) -> str | None:
 def parse_batch_text(text: str, where: str = "on stdin") -> Any:
     """JSON text of a batch as data, refused with :class:`BadRequest` (never a traceback) when it is not JSON, is
     nested deeper than any batch of valid arguments can be, or holds an integer Python cannot read."""
-    import json
-
-    from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
+    from toolexec.validation import MAX_DEPTH
 
     limit = MAX_DEPTH + BATCH_ENVELOPE_DEPTH
-    if too_deep_text(text, limit):
+    if strictjson.too_deep(text, limit):
         raise BadRequest(f"the batch {where} is nested more than {limit} levels deep: no tool call's arguments can be")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"the batch {where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except ValueError:  # an integer of more digits than Python converts
-        raise BadRequest(f"the batch {where} holds an integer of more than {MAX_DIGITS} digits") from None
+        return strictjson.loads(text, limit)
+    except strictjson.NotJSON as exc:
+        raise BadRequest(f"the batch {where} is not valid JSON: {exc}") from None
 
 
 # Levels a batch adds around a call's arguments: a response's choices, message, tool_calls, a call, its function.
