@@ -14,6 +14,7 @@ so every tool has a one-line summary for short listings.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from typing import Any
@@ -223,6 +224,12 @@ def did_you_mean(word: str, candidates: Any) -> str:
 
 def near_miss(word: str, candidates: Any) -> str | None:
     """The candidate ``word`` was probably meant to be (case and separators ignored), or None."""
+    return _near_miss(word, tuple(candidates))
+
+
+@functools.lru_cache(maxsize=1024)
+def _near_miss(word: str, candidates: tuple[str, ...]) -> str | None:
+    # Once per word and vocabulary in a build: every tool's @param (or Args:) is looked up against the same tags.
     folded = {_fold(c): c for c in candidates}
     match = difflib.get_close_matches(_fold(word), list(folded), n=1, cutoff=0.75)
     return folded[match[0]] if match else None

@@ -9,6 +9,7 @@ declaration shown to models does not say ``additionalProperties: false``.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 
@@ -150,12 +151,22 @@ def compile_validator(schema: dict[str, Any]) -> Validator:
 
 
 def validator_code(schema: dict[str, Any]) -> str:
-    """Python source of the fast validator of ``schema`` (made once per declaration, kept with the catalog)."""
+    """Python source of the fast validator of ``schema`` (made once per declaration, kept with the catalog).
+
+    Made from what validation reads of the schema (no descriptions, titles or examples), once per such shape in a
+    process: tools of one shape (``{"path": string}``…) share it, so a build generates code once per shape."""
+    checked = _checked_part(schema)  # a new dict at every schema level: _strict's deep copy is not needed
+    strict = {"type": "object", "properties": {}, **checked, "additionalProperties": False}
+    return _code_for(json.dumps(strict, ensure_ascii=False))
+
+
+@functools.lru_cache(maxsize=512)
+def _code_for(strict_json: str) -> str:
     import fastjsonschema
 
     from toolexec.schemarefs import nonlocal_references
 
-    strict = _strict(schema)
+    strict = json.loads(strict_json)
     if nonlocal_references(strict):  # generating code resolves references: it would fetch them
         return ""
     try:
@@ -163,6 +174,35 @@ def validator_code(schema: dict[str, Any]) -> str:
         return fastjsonschema.compile_to_code(strict, use_default=False)
     except Exception:  # a schema it cannot turn into code: jsonschema alone checks it (see validator_from_code)
         return ""
+
+
+# Keywords that only annotate (validation never reads them, nor does fastjsonschema with use_default=False) ...
+_ANNOTATIONS = frozenset({"description", "title", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"})
+# ... and where a schema holds schemas: one, a list of them, or a map of names to them.
+_SCHEMA = frozenset(
+    {"items", "additionalItems", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else"}
+    | {"unevaluatedItems", "unevaluatedProperties"}
+)
+_SCHEMAS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _checked_part(schema: Any) -> Any:
+    """``schema`` without its annotations (values such as ``enum`` and ``const`` are kept as they are)."""
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key in _SCHEMAS and isinstance(value, list):
+            value = [_checked_part(item) for item in value]
+        elif key in _SCHEMA:
+            value = _checked_part(value)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            value = {name: _checked_part(item) for name, item in value.items()}
+        kept[key] = value
+    return kept
 
 
 class _Rejected(ValueError):
