@@ -171,9 +171,30 @@ def _code_for(strict_json: str) -> str:
         return ""
     try:
         # use_default=False: never write schema defaults into (the caller's) arguments
-        return fastjsonschema.compile_to_code(strict, use_default=False)
+        code = fastjsonschema.compile_to_code(strict, use_default=False)
     except Exception:  # a schema it cannot turn into code: jsonschema alone checks it (see validator_from_code)
         return ""
+    return _compact(code)
+
+
+_RAISED = frozenset({"JsonSchemaValueException", "JsonSchemaValuesException", "JsonSchemaDefinitionException"})
+
+
+def _compact(code: str) -> str:
+    """``code`` whose raises carry nothing: a rejection is only a signal (:func:`explain` says what is wrong), and the
+    message, value and sub-schema each raise builds are most of the text kept in every record and compiled per call."""
+    import ast  # only a build generates validators
+
+    try:
+        tree = ast.parse(code)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                call = node.exc
+                if isinstance(call.func, ast.Name) and call.func.id in _RAISED:
+                    call.args, call.keywords = [], []
+        return ast.unparse(tree)
+    except (SyntaxError, RecursionError, ValueError):  # too deep to walk: kept as generated
+        return code
 
 
 # Keywords that only annotate (validation never reads them, nor does fastjsonschema with use_default=False) ...
