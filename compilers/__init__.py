@@ -13,6 +13,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolexec.compilers.agent import several_functions
 from toolexec.errors import CompileError, Problem
 from toolexec.records import ToolDeclaration
 
@@ -85,8 +86,6 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
 
 def _several_functions(source: str, path: str) -> Problem | None:
     """The problem of an agent's multi-function tools file compiled as one tool (see :mod:`toolexec.compilers.agent`)."""
-    from toolexec.compilers.agent import several_functions
-
     return several_functions(source, path)
 
 

@@ -24,6 +24,7 @@ import tree_sitter
 from toolexec import policy
 from toolexec.compilers.common import Diagnostics
 from toolexec.records import Annotations, Metadata, Sandbox
+from toolexec.schemarefs import describe, nonlocal_references
 
 At = tree_sitter.Node | tuple[int, int] | None
 ANNOTATIONS = ("read_only", "destructive", "idempotent", "open_world")
@@ -176,7 +177,7 @@ class MetadataReader:
     def _check_examples(self, parameters: dict[str, Any]) -> None:
         if not self.examples:
             return
-        import jsonschema  # compile time only
+        import jsonschema  # noqa: PLC0415 - slow (~20 ms): only for a tool that gives examples
 
         validator = jsonschema.Draft202012Validator(parameters)
         known = set(parameters.get("properties", {}))
@@ -202,9 +203,7 @@ def _schema_problem(value: Any) -> str | None:
         return "must be a JSON Schema object"
     if value.get("type") != "object":
         return f'must describe an object (type "object"), not {value.get("type", "anything")!r}'
-    import jsonschema  # compile time only
-
-    from toolexec.schemarefs import describe, nonlocal_references
+    import jsonschema  # noqa: PLC0415 - slow (~20 ms): only for a tool that declares a schema of its own
 
     for path, _, ref in nonlocal_references(value):
         return f"refers to {ref!r} outside itself ({describe(path)}); toolexec never fetches a schema"

@@ -26,8 +26,10 @@ from typing import Any, NamedTuple, Protocol
 
 from toolexec import results, strictjson
 from toolexec.errors import BadRequest
-from toolexec.providers.names import NameMap, NameRule
+from toolexec.providers.names import GEMINI_NAMES, MCP_NAMES, OPENAI_NAMES, NameMap, NameRule
+from toolexec.providers.sdk import plain
 from toolexec.records import DECLARATION_FORMATS, ToolCall, ToolDeclaration, ToolResult
+from toolexec.validation import MAX_DEPTH
 
 __all__ = [
     "DECLARATION_FORMATS",
@@ -150,16 +152,14 @@ class Names:
         """The tool a provider-safe name stands for under any provider's rule (the name itself when none maps it)."""
         if sent in self.tools:
             return sent
-        from toolexec.providers.names import GEMINI_NAMES, MCP_NAMES, OPENAI_NAMES
-
         found = {self._map(rule).original(sent) for rule in (OPENAI_NAMES, GEMINI_NAMES, MCP_NAMES)} - {sent}
         return found.pop() if len(found) == 1 else sent
 
 
 def formats() -> tuple[ProviderFormat, ...]:
     """Every call-shape provider format, in the order they are tried on unlabelled input."""
-    # Imported here: the provider modules import this module's shared pieces.
-    from toolexec.providers import anthropic, gemini, openai, responses
+    # A cycle: the provider modules import this module's shared pieces.
+    from toolexec.providers import anthropic, gemini, openai, responses  # noqa: PLC0415
 
     # By what marks each shape: Anthropic's typed blocks, Responses' function_call items,
     # Gemini's parts; OpenAI last, as the fallback shape of a bare list.
@@ -193,8 +193,6 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
     ``null`` and ``[]`` (what the SDKs' ``function_calls`` and ``tool_calls`` hold when there
     are none) are a batch of no calls.
     """
-    from toolexec.providers.sdk import plain
-
     data = plain(data)
     if data is None or data == []:
         return Batch(format_named(provider).NAME if provider is not None else "openai", ())
@@ -277,8 +275,6 @@ def mixed_shapes(data: Any) -> str | None:
 def parse_batch_text(text: str, where: str = "on stdin") -> Any:
     """JSON text of a batch as data, refused with :class:`BadRequest` (never a traceback) when it is not JSON, is
     nested deeper than any batch of valid arguments can be, or holds an integer Python cannot read."""
-    from toolexec.validation import MAX_DEPTH
-
     limit = MAX_DEPTH + BATCH_ENVELOPE_DEPTH
     if strictjson.too_deep(text, limit):
         raise BadRequest(f"the batch {where} is nested more than {limit} levels deep: no tool call's arguments can be")
@@ -318,7 +314,7 @@ def format_tool_result(result: ToolResult, format: str = "openai", *, names: Nam
     (the name coerced on its own without them).
     """
     if format == "mcp":
-        from toolexec.providers import mcp
+        from toolexec.providers import mcp  # noqa: PLC0415 - a cycle: it imports this module's shared pieces
 
         return mcp.message(result)
     provider = format_named(format)
@@ -347,7 +343,7 @@ def declarations(
     Names are made provider-safe with ``names`` (built over ``tools`` without it).
     ``json_schema`` asks Gemini for ``parametersJsonSchema`` instead of its OpenAPI subset.
     """
-    from toolexec.providers import anthropic, gemini, mcp, openai, responses
+    from toolexec.providers import anthropic, gemini, mcp, openai, responses  # noqa: PLC0415 - a cycle (see formats)
 
     if format not in DECLARATION_FORMATS:
         raise BadRequest(f"unknown declaration format {format!r}; known formats: {', '.join(DECLARATION_FORMATS)}")
