@@ -20,6 +20,9 @@ _EXPORTS = {
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
     "ToolCall": "toolexec.records",
+    "InputRequest": "toolexec.records",
+    "InputResponse": "toolexec.records",
+    "OnInput": "toolexec.approval",
     "ToolDeclaration": "toolexec.records",
     "ToolResult": "toolexec.records",
     "format_tool_result": "toolexec.providers",
@@ -71,7 +74,10 @@ __all__ = [
     "Deny",
     "DiscoveryReport",
     "Executor",
+    "InputRequest",
+    "InputResponse",
     "InvalidArguments",
+    "OnInput",
     "PreparationFailed",
     "Problem",
     "Rewrite",
@@ -90,7 +96,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from toolexec.api import Executor
-    from toolexec.approval import ApprovalRequest, BeforeCall, Decision, Deny, Rewrite
+    from toolexec.approval import ApprovalRequest, BeforeCall, Decision, Deny, OnInput, Rewrite
     from toolexec.build import BuildReport
     from toolexec.catalog import Catalog
     from toolexec.config import Config, load_config
@@ -109,7 +115,7 @@ if TYPE_CHECKING:
         UnknownTool,
     )
     from toolexec.providers import Batch, Definitions, format_tool_result, format_tool_result_as_text
-    from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+    from toolexec.records import InputRequest, InputResponse, ToolCall, ToolDeclaration, ToolResult
     from toolexec.runtimes.process import CallControl
     from toolexec.toolkit import DiscoveryReport, Toolkit
 

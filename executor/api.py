@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
 
-    from toolexec.approval import BeforeCall
-    from toolexec.asking import Asker, OnInput
+    from toolexec.approval import BeforeCall, OnInput
+    from toolexec.asking import Asker
     from toolexec.build import BuildReport
     from toolexec.calls import Admit
     from toolexec.providers import Batch, Definitions, Names

@@ -33,7 +33,7 @@ from toolexec.records import InputRequest, InputResponse
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any, TypeAlias
 
     from toolexec.runtimes.process import CallControl
@@ -42,8 +42,7 @@ if TYPE_CHECKING:
     # InputResponse or its JSON form), or None to hand the question back to the caller (an ``input_required``
     # result, answered by calling again with ``input_responses``).
     Asker: TypeAlias = Callable[[InputRequest], Any]
-    # What the Python API takes (``on_input``): the same, or a coroutine function giving the same.
-    OnInput: TypeAlias = Callable[[InputRequest], "InputResponse | dict[str, Any] | Awaitable[Any] | None"]
+    from toolexec.approval import OnInput
 
 __all__ = [
     "MAX_ROUNDS",

@@ -417,7 +417,9 @@ class ToolResult:
     input_request: InputRequest | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready data (``toolexec run --json`` prints this)."""
+        """The result as JSON-ready data (``toolexec run --json`` prints this); ``input_request`` only when set."""
         data = asdict(self)
         data["notes"] = list(self.notes)
+        if self.input_request is None:  # only a call that asked carries it
+            del data["input_request"]
         return data

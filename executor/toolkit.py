@@ -18,7 +18,7 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 if TYPE_CHECKING:
     from toolexec.api import Executor
-    from toolexec.asking import OnInput
+    from toolexec.approval import OnInput
     from toolexec.catalog import Catalog
     from toolexec.config import Config
     from toolexec.runtimes.process import CallControl
