@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import REPO, Project
-from tests.executor.test_confirm_tty import WITH_TERMINAL, _read_until
+from tests.executor.test_confirm_tty import ask
 from tests.executor.test_loki_compat import LOKI_PROMPT_UTILS
 from toolexec.api import Executor
 from toolexec.records import InputRequest, InputResponse
@@ -257,56 +253,20 @@ def test_stale_asking_variables_never_reach_a_tool(asks: Project, monkeypatch: p
 # --- the CLI on a terminal -----------------------------------------------------------------------
 
 
-def converse(config: Path, turns: list[tuple[bytes, bytes]], *argv: str) -> tuple[int, str, str, bytes]:
-    """Run the CLI with a pty as its controlling terminal; for each turn, wait for the prompt, then type the answer."""
-    master, slave = os.openpty()
-    with tempfile.TemporaryFile() as given:
-        child = subprocess.Popen(
-            [sys.executable, "-c", WITH_TERMINAL, os.ttyname(slave), "--config", str(config), *argv],
-            stdin=given,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 60
-    terminal = b""
-    try:
-        for prompt, answer in turns:
-            terminal += _read_until(master, prompt, deadline)
-            os.write(master, answer)
-        stdout, stderr = child.communicate(timeout=60)
-        os.close(slave)
-        slave = -1
-        terminal += _read_until(master, None, deadline)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
-        os.close(master)
-        if slave != -1:
-            os.close(slave)
-    return child.returncode, stdout.decode(), stderr.decode(), terminal.replace(b"\r\n", b"\n")
-
-
 def test_run_ask_answers_on_the_terminal(asks: Project) -> None:
     config = asks.configure()
-    code, stdout, stderr, terminal = converse(
+    done = ask(
         config, [(b"[a whole number, 0..]: ", b"x\n"), (b"[a whole number, 0..]: ", b"12\n")], "run", "asks", "{}", "--ask"
     )
-    assert (code, stderr) == (0, "")
-    assert json.loads(stdout)["answers"] == {"q1": {"action": "accept", "content": {"n": 12}}}
-    assert terminal == (
+    assert (done.code, done.stderr) == (0, "")
+    assert json.loads(done.stdout)["answers"] == {"q1": {"action": "accept", "content": {"n": 12}}}
+    assert done.terminal == (
         b"toolexec: the tool asks: Number q1?\n  n [a whole number, 0..]: x\n  (that does not fit; try again)\n"
         b"  n [a whole number, 0..]: 12\n"
     )
-    code, stdout, stderr, terminal = converse(
-        config, [(b"[y/n]: ", b"y\n"), (b"[y/n]: ", b"y\n"), (b"[text]: ", b"\x04")], "run", "helpers", "{}", "--ask"
-    )
-    assert (code, stdout) == (1, "")  # the name's question was cancelled (Ctrl-D): `input` fails, set -e ends the tool
-    assert terminal == (
+    done = ask(config, [(b"[y/n]: ", b"y\n"), (b"[y/n]: ", b"y\n"), (b"[text]: ", b"\x04")], "run", "helpers", "{}", "--ask")
+    assert (done.code, done.stdout) == (1, "")  # the name's question was cancelled (Ctrl-D): `input` fails, set -e ends the tool
+    assert done.terminal == (
         b"toolexec: the tool asks: Go on?\n  Go on? [y/n]: y\n"
         b"toolexec: the tool asks: Touch /elsewhere/file?\n  Touch /elsewhere/file? [y/n]: y\n"
         b"toolexec: the tool asks: Name?\n  Name? [text]: \n"
