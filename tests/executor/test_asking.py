@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -288,3 +289,29 @@ def test_run_ask_without_a_terminal_is_refused(asks: Project) -> None:
         "",
         "toolexec: --ask needs a terminal to ask the tools' questions on, and there is none (no /dev/tty)\n",
     )
+
+
+CONFINED = """#!/usr/bin/env bash
+set -e
+# @describe Ask from inside the sandbox.
+# @meta network none
+# @meta writes cache
+source "$LLM_PROMPT_UTILS_FILE"
+main() {
+  guard_operation "Go on?"
+  echo "went on as $(input "Name?")" >>"$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only")
+def test_a_confined_tool_asks_as_any_other(project: Project) -> None:
+    project.tool("confined.sh", CONFINED)
+    answers = {
+        "confirm": {"action": "accept", "content": {"value": True}},
+        "input": {"action": "accept", "content": {"value": "Ann"}},
+    }
+    with project.executor(["confined.sh"], sandbox="declared") as executor:
+        result = executor.call("confined", {}, on_input=lambda request: answers[request.key.split("_")[0]])
+    assert (result.ok, result.output, result.stderr) == (True, "went on as Ann\n", "")

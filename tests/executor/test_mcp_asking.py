@@ -285,3 +285,40 @@ def test_over_http_a_second_replica_resumes_with_the_shared_key(asking: Project,
         anyio.run(scenario)
     finally:
         assert [server.stop() for server in (first, second, other)] == [0, 0, 0]
+
+
+HELLO = '''def run() -> str:
+    """Say hello."""
+    return "hello"
+'''
+
+
+def test_waiting_for_an_answer_holds_no_slot_and_a_cancel_ends_the_wait(asking: Project) -> None:
+    asking.tool("hello.py", HELLO)
+    asking.configure(["deploy.sh", *ASKERS, "hello.py"], max_parallel=1)
+    asked = anyio.Event()
+
+    async def never_answers(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def scenario() -> None:
+        async with stdio(asking, "legacy", elicitation_callback=never_answers) as client:
+            async with anyio.create_task_group() as group:
+
+                async def waits() -> None:
+                    with anyio.CancelScope() as scope:
+                        group_scope.append(scope)
+                        await client.call_tool("units_py", {"city": "Oslo"})
+
+                group_scope: list[anyio.CancelScope] = []
+                group.start_soon(waits)
+                with anyio.fail_after(30):
+                    await asked.wait()
+                    assert text(await client.call_tool("hello", {})) == "hello"  # the one slot is free meanwhile
+                group_scope[0].cancel()
+            with anyio.fail_after(30):
+                assert text(await client.call_tool("hello", {})) == "hello"
+
+    anyio.run(scenario)
