@@ -172,23 +172,20 @@ class Calls:
 
     def _execute(self, token: object, pending: Pending, control: CallControl, ask: Asker | None = None) -> ToolResult:
         try:
-            for _ in range(MAX_ROUNDS + 1):
+            while True:
                 result = self._run_once(pending, control, ask is not None)
                 request = result.input_request
                 if request is None or ask is None:
                     return result
+                if len(_known(pending)) >= MAX_ROUNDS:  # answers given up front (a protocol's rounds) count too
+                    problem = BadRequest(f"tool {pending.call.name!r} asked more than {MAX_ROUNDS} questions in one call")
+                    return results.refusal(pending.call.name, pending.call_id, problem, pending.started)
                 answer = self._answer(pending, request, ask, control)
                 if answer is None:
                     return result
                 if isinstance(answer, ToolResult):
                     return answer
                 pending = replace(pending, call=replace(pending.call, input_responses={**_known(pending), request.key: answer}))
-            return results.refusal(
-                pending.call.name,
-                pending.call_id,
-                BadRequest(f"tool {pending.call.name!r} asked more than {MAX_ROUNDS} questions in one call"),
-                pending.started,
-            )
         finally:
             with self._registry:
                 del self._in_flight[token]

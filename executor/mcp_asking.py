@@ -5,7 +5,7 @@
   ``requestState`` it was given, and the tool runs again with the answers. Nothing is kept between rounds: the
   state carries the call id, the answers so far and the question asked, sealed (AES-256-GCM) by the SDK's
   :class:`~mcp.server.request_state.RequestStateBoundary` and bound to the tool, its arguments, the client's
-  principal and an expiry. A state the server did not mint, or minted for another call, is refused; so is an
+  OAuth principal (when there is one) and an expiry. A state the server did not mint, or minted for another call, is refused; so is an
   answer to a question that was not asked. Replicas sharing ``mcp.state_key_env``'s key accept each other's.
 * Handshake era: the server sends ``elicitation/create`` while the call is in flight (the slot given up while
   the user answers) and runs the tool again with the answer.

@@ -174,6 +174,9 @@ def test_wrong_or_failing_answers_end_the_call_with_a_clear_error(asks: Project)
     )
     endless = executor.call("asks", {"rounds": 99}, on_input=numbers)
     assert (endless.reason, endless.error) == ("bad_request", "tool 'asks' asked more than 16 questions in one call")
+    earlier = {f"q{n}": {"action": "accept", "content": {"n": n}} for n in range(1, 17)}  # rounds of a protocol
+    handed = executor.call("asks", {"rounds": 99}, on_input=lambda r: None, input_responses=earlier)
+    assert handed.error == "tool 'asks' asked more than 16 questions in one call"
     given = executor.call("asks", {}, input_responses={"q1": {"action": "maybe"}})
     assert given.error.startswith("input_responses['q1'] must be {\"action\"")
 
