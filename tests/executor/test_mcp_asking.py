@@ -322,3 +322,22 @@ def test_waiting_for_an_answer_holds_no_slot_and_a_cancel_ends_the_wait(asking: 
                 assert text(await client.call_tool("hello", {})) == "hello"
 
     anyio.run(scenario)
+
+
+@pytest.mark.slow
+def test_a_handshake_era_client_over_stateless_http_is_not_asked(asking: Project) -> None:
+    server = HttpServer(asking)
+    person = Person()
+
+    async def scenario() -> None:
+        async with (
+            server.client() as session,
+            Client(streamable_http_client(server.url, http_client=session), mode="legacy", elicitation_callback=person) as client,
+        ):
+            assert text(await client.call_tool("units_py", {"city": "Oslo"})) == "Oslo: 20 C (nobody to ask)"
+
+    try:
+        anyio.run(scenario)
+    finally:
+        assert server.stop() == 0
+    assert person.asked == []  # no channel back to it: the tool runs as it did before
