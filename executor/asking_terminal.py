@@ -9,6 +9,7 @@ required). End of input (Ctrl-D) cancels the question; so does the call being ca
 
 from __future__ import annotations
 
+import select
 import threading
 from typing import Any, BinaryIO
 
@@ -66,8 +67,6 @@ def _line(tty: BinaryIO, prompt: str, wake: Waker | None) -> str:
 
 def _raw_line(tty: BinaryIO, prompt: str, wake: Waker | None) -> str:
     """One line as typed (case kept); end of input or a wake cancels."""
-    import select
-
     tty.write(prompt.encode("utf-8", "backslashreplace"))
     waiting: list[Any] = [tty] if wake is None else [tty, wake]
     if wake is not None and wake in select.select(waiting, [], [])[0]:
