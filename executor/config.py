@@ -55,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "sandbox_hide": list(DEFAULT_HIDE),
 }
 MAX_PARALLEL = 1024
-MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size", "auth", "cwd")
+MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size", "auth", "cwd", "state_key_env")
 
 
 @record
@@ -64,6 +64,8 @@ class McpSettings:
 
     # The environment variable holding the bearer token HTTP clients must send.
     token_env: str | None = None
+    # The environment variable holding the key that seals a question's requestState (replicas share it).
+    state_key_env: str | None = None
     # Extra Host / Origin header values the HTTP server accepts (behind a proxy), besides loopback ones.
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
@@ -175,7 +177,8 @@ class Config:
         token = (self.mcp.token_env,) if self.mcp.token_env else ()
         introspection = self.mcp.auth.introspection if self.mcp.auth is not None else None
         secret = (introspection.client_secret_env,) if introspection is not None and introspection.client_secret_env else ()
-        return (*self.secret_env, *token, *secret)
+        key = (self.mcp.state_key_env,) if self.mcp.state_key_env else ()
+        return (*self.secret_env, *token, *secret, *key)
 
     def enabling(self, name: str) -> tuple[bool, str]:
         """Whether the visible tool ``name`` is enabled, and why (``toolexec list --verbose``, refusals)."""
@@ -531,11 +534,15 @@ def _mcp(value: Any, where: str, path: Path) -> McpSettings:
     token_env = value.get("token_env")
     if token_env is not None and not (isinstance(token_env, str) and token_env.strip()):
         raise ConfigError(where, f"expected the name of an environment variable, got {token_env!r}", key="mcp.token_env")
+    state_key_env = value.get("state_key_env")
+    if state_key_env is not None and not (isinstance(state_key_env, str) and state_key_env.strip()):
+        raise ConfigError(where, f"expected the name of an environment variable, got {state_key_env!r}", key="mcp.state_key_env")
     page_size = value.get("page_size", 100)
     if token_env is not None and value.get("auth") is not None:
         raise ConfigError(where, "a static token and OAuth (mcp.auth) exclude each other: keep one", key="mcp.token_env")
     return McpSettings(
         token_env=token_env,
+        state_key_env=state_key_env,
         allowed_hosts=_names(value.get("allowed_hosts", []), "mcp.allowed_hosts", where),
         allowed_origins=_names(value.get("allowed_origins", []), "mcp.allowed_origins", where),
         page_size=int(_positive(page_size, "mcp.page_size", where, int)),

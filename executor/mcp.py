@@ -41,7 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from referencing import Registry
 
-from toolexec import strictjson
+from toolexec import mcp_asking, strictjson
 from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
@@ -259,6 +259,7 @@ class ToolServer:
             on_subscriptions_listen=ListenHandler(self.bus),
         )
         self.server.middleware.append(self._remember_session)
+        self.server.middleware.append(mcp_asking.state_boundary(config))  # seals a question's requestState
 
     @property
     def config(self) -> Config:
@@ -292,15 +293,21 @@ class ToolServer:
         end = start + self.page_size
         return types.ListToolsResult(tools=entries[start:end], next_cursor=_cursor(end) if end < len(entries) else None)
 
-    async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602."""
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602;
+        a tool's question goes to the client (:mod:`toolexec.mcp_asking`)."""
         listing = self.listing
         if params.name == DESCRIBE_TOOL and self.options.catalog == "summaries" and DESCRIBE_TOOL not in listing.by_mcp_name:
             return self._describe(listing, params.arguments)
         name = listing.map.original(params.name)
         tool = listing.by_name.get(name)
         call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {}, scopes=granted_scopes())
-        result = await self._invoke(ctx, call)
+        call = mcp_asking.resumed(ctx, call, params)
+        result = await self._invoke(ctx, call, mcp_asking.answerer(ctx))
+        if result.input_request is not None:
+            return mcp_asking.input_required(result, call)
         if self.stopping and result.status == "cancelled":
             raise MCPError(
                 types.INTERNAL_ERROR,
@@ -351,7 +358,9 @@ class ToolServer:
             content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))], structured_content=value
         )
 
-    async def _invoke(self, ctx: ServerRequestContext[Any, Any], call: ToolCall) -> ToolResult:
+    async def _invoke(
+        self, ctx: ServerRequestContext[Any, Any], call: ToolCall, ask: mcp_asking.Answerer | None = None
+    ) -> ToolResult:
         """Run one call down the call path in a worker thread; progress events become notifications; cancelling
         the request ends the call's tree.
 
@@ -370,7 +379,7 @@ class ToolServer:
 
         def work() -> ToolResult:
             try:
-                return self.calls.run(call, control)
+                return self.calls.run(call, control, ask=mcp_asking.with_answerer(ask, control))
             finally:
                 done.set()
 

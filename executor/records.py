@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from typing import Any, Literal, TypeAlias
 
     Language: TypeAlias = Literal["python", "bash", "typescript", "javascript"]
-    Status: TypeAlias = Literal["ok", "error", "refused", "timeout", "cancelled", "unavailable"]
+    Status: TypeAlias = Literal["ok", "error", "refused", "timeout", "cancelled", "unavailable", "input_required"]
+    Action: TypeAlias = Literal["accept", "decline", "cancel"]
     Convention: TypeAlias = Literal["kwargs", "positional", "object", "module", "argc"]
     # Why a call did not succeed, for callers that act on it (MCP maps unknown_tool to a protocol error).
     Reason: TypeAlias = Literal[
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         "cpu_limit",  # the tool used up its CPU seconds
         "process_limit",  # the tool could not start more processes than its limit
         "file_size_limit",  # the tool wrote a file larger than its limit
+        "input_required",  # the tool asked a question (input_request) the caller has not answered yet
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
@@ -353,8 +355,40 @@ def _invocation(data: dict[str, Any]) -> Invocation:
 
 
 @record
+class InputRequest:
+    """A question a tool asks mid-call (see :mod:`toolexec.asking`): a message and a flat JSON Schema of the answer.
+
+    ``key`` names the question: its answer reaches the tool's next run under that key.
+    """
+
+    key: str
+    message: str
+    schema: dict[str, Any]  # {"type": "object", "properties": {...}, "required": [...]}: MCP elicitation's flat form
+
+    def to_dict(self) -> dict[str, Any]:
+        """The question as JSON-ready data."""
+        return {"key": self.key, "message": self.message, "schema": self.schema}
+
+
+@record
+class InputResponse:
+    """The answer to an :class:`InputRequest`: accepted with ``content`` (the schema's fields), declined or cancelled."""
+
+    action: Action
+    content: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The answer as the tool reads it in ``LLM_INPUT_RESPONSES``."""
+        return {"action": self.action} if self.content is None else {"action": self.action, "content": self.content}
+
+
+@record
 class ToolCall:
-    """A request to run one tool with JSON arguments."""
+    """A request to run one tool with JSON arguments.
+
+    ``input_responses`` are the answers to questions the tool asked in earlier runs of this call (by key):
+    the tool sees them in ``LLM_INPUT_RESPONSES`` (see :mod:`toolexec.asking`).
+    """
 
     name: str
     arguments: Any
@@ -362,6 +396,7 @@ class ToolCall:
     timeout: float | None = None
     # The OAuth scopes the caller's access token grants; None: no token to check (stdio, the CLI, the API).
     scopes: frozenset[str] | None = None
+    input_responses: dict[str, InputResponse] | None = None
 
 
 @record
@@ -386,9 +421,13 @@ class ToolResult:
     stderr_file: str | None = None
     # Why the call failed, as a closed vocabulary (None when it succeeded).
     reason: Reason | None = None
+    # The question the tool asked (status "input_required"): answer it and call again with input_responses.
+    input_request: InputRequest | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready data (``toolexec run --json`` prints this)."""
+        """The result as JSON-ready data (``toolexec run --json`` prints this); ``input_request`` only when set."""
         data = asdict(self)
         data["notes"] = list(self.notes)
+        if self.input_request is None:  # only a call that asked carries it
+            del data["input_request"]
         return data
