@@ -19,6 +19,7 @@ _EXPORTS = {
     "Catalog": "toolexec.catalog",
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
+    "Artifact": "toolexec.records",
     "ToolCall": "toolexec.records",
     "ToolDeclaration": "toolexec.records",
     "ToolResult": "toolexec.records",
@@ -54,6 +55,7 @@ _EXPORTS = {
 
 __all__ = [
     "ApprovalRequest",
+    "Artifact",
     "BadRequest",
     "Batch",
     "BeforeCall",
@@ -109,7 +111,7 @@ if TYPE_CHECKING:
         UnknownTool,
     )
     from toolexec.providers import Batch, Definitions, format_tool_result, format_tool_result_as_text
-    from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+    from toolexec.records import Artifact, ToolCall, ToolDeclaration, ToolResult
     from toolexec.runtimes.process import CallControl
     from toolexec.toolkit import DiscoveryReport, Toolkit
 

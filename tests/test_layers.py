@@ -44,6 +44,7 @@ LAYERS = [
     {"toolexec.calls"},
     {
         "toolexec.engine",
+        "toolexec.artifacts",
         "toolexec.agents",
         "toolexec.sources",
         "toolexec.approval",

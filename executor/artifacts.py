@@ -1,0 +1,309 @@
+"""Files as results: what a tool writes into ``LLM_ARTIFACTS_DIR`` comes back as :class:`~toolexec.records.Artifact` records.
+
+Every call gets a fresh private (0700) directory, named in its environment and removed after the call. When the
+tool has ended, :func:`collect` reads the files at its top level, in name order, treating the directory as hostile:
+
+* a symbolic link is never followed, a hard link (a second name of a file elsewhere), a FIFO, a socket or a device
+  is refused, a sub-directory is skipped; each of these is said in a note;
+* names are sanitised (no path separator or control character, no leading dot, at most :data:`NAME_LIMIT`
+  characters, made unique);
+* at most ``artifacts.max_files`` files and ``artifacts.max_bytes`` bytes are returned; what is past either is
+  dropped with a note (each file is also bounded while the tool runs, by ``max_kept_bytes``);
+* files are carried in the result itself (``data``) up to ``artifacts.inline_bytes`` in total; the others are kept
+  in the state directory (``<state>/cache/.artifacts/<id>/<name>``, the id unguessable) for ``artifacts.ttl``
+  seconds (``path``), which MCP offers as ``resource_link`` content read back with ``resources/read``
+  (:func:`bind` ties a kept file to the client it was returned to; :func:`read` serves it to that client only).
+
+The MIME type of the image and audio types providers accept is taken from the file's bytes (:data:`MAGIC`), so a
+file named ``.png`` that is not a PNG is never sent as an image; other types are guessed from the name
+(:mod:`mimetypes`), ``text/plain`` for UTF-8 text without a known name, else ``application/octet-stream``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import hashlib
+import hmac
+import mimetypes
+import os
+import shutil
+import stat
+import time
+import unicodedata
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from toolexec.config import ArtifactSettings
+from toolexec.records import Artifact
+from toolexec.state import State
+
+__all__ = ["ARTIFACTS_VARIABLE", "URI_PREFIX", "ArtifactNotFound", "bind", "collect", "read", "sniff", "uri_of"]
+
+ARTIFACTS_VARIABLE = "LLM_ARTIFACTS_DIR"
+URI_PREFIX = "toolexec://artifacts/"
+NAME_LIMIT = 128
+ENTRY_LIMIT = 10_000  # directory entries looked at; a tool that makes more gets a note
+OWNER_FILE = ".owner"
+CHUNK = 1 << 20
+
+# Magic numbers of the image and audio types providers and MCP clients show: (offset, bytes, MIME type).
+MAGIC: tuple[tuple[int, bytes, str], ...] = (
+    (0, b"\x89PNG\r\n\x1a\n", "image/png"),
+    (0, b"\xff\xd8\xff", "image/jpeg"),
+    (0, b"GIF87a", "image/gif"),
+    (0, b"GIF89a", "image/gif"),
+    (8, b"WEBP", "image/webp"),  # after RIFF....: checked with the RIFF header below
+    (0, b"BM", "image/bmp"),
+    (4, b"ftypavif", "image/avif"),
+    (8, b"WAVE", "audio/wav"),
+    (0, b"ID3", "audio/mpeg"),
+    (0, b"OggS", "audio/ogg"),
+    (0, b"fLaC", "audio/flac"),
+    (4, b"ftypM4A", "audio/mp4"),
+    (0, b"FORM", "audio/aiff"),
+    (0, b"%PDF-", "application/pdf"),
+)
+
+
+class ArtifactNotFound(LookupError):
+    """No kept file answers to that URI for this client: never made, expired, or another client's."""
+
+
+def sniff(head: bytes, name: str) -> str:
+    """The MIME type of a file whose first bytes are ``head`` (64 are enough) and whose name is ``name``."""
+    for offset, magic, mime in MAGIC:
+        if head[offset : offset + len(magic)] == magic and (offset != 8 or head[:4] == b"RIFF"):
+            return mime
+    if len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06:  # an MPEG audio frame
+        return "audio/mpeg"
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    if guessed == "image/svg+xml":
+        return guessed if b"<svg" in head.lower() or head.lstrip().startswith(b"<?xml") else "application/octet-stream"
+    if guessed is not None and not guessed.startswith(("image/", "audio/")):  # those are believed of the bytes only
+        return guessed
+    if b"\0" not in head:
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 4:  # not a character cut at the end of the head
+                return "application/octet-stream"
+        return "text/plain"
+    return "application/octet-stream"
+
+
+def clean_name(raw: str, taken: set[str]) -> str:
+    """``raw`` (a directory entry's name) as a safe, unique file name."""
+    text = unicodedata.normalize("NFC", raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+    text = "".join("_" if (unicodedata.category(c)[0] in "CZ" and c != " ") or c in "/\\" else c for c in text)
+    text = text.strip().lstrip(".").strip() or "file"
+    stem, dot, suffix = text.rpartition(".")
+    if not dot or len(suffix) > 16:
+        stem, dot, suffix = text, "", ""
+    stem = stem[: NAME_LIMIT - len(dot + suffix)]
+    name, number = f"{stem}{dot}{suffix}", 1
+    while name in taken:
+        number += 1
+        name = f"{stem[: NAME_LIMIT - len(dot + suffix) - 8]}-{number}{dot}{suffix}"
+    taken.add(name)
+    return name
+
+
+def collect(directory: str, settings: ArtifactSettings, state: State) -> tuple[tuple[Artifact, ...], tuple[str, ...]]:
+    """The files the tool left at the top of ``directory`` as artifacts (in name order), and notes on what was not
+    returned. Images and audio, then smaller files, are carried inline first; the others are kept and linked."""
+    notes: list[str] = []
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return (), (f"{ARTIFACTS_VARIABLE} is no longer a directory ({exc.strerror}): no file was returned",)
+    opened: list[_Candidate] = []
+    try:
+        taken: set[str] = set()
+        total = 0
+        dropped: list[str] = []
+        for raw in sorted(_names(fd, notes)):
+            shown = clean_name(raw, taken)
+            if len(opened) >= settings.max_files:
+                dropped.append(shown)
+                continue
+            problem, candidate = _open(fd, raw, shown, settings, room=settings.max_bytes - total)
+            if problem is not None:
+                notes.append(problem)
+                continue
+            assert candidate is not None
+            opened.append(candidate)
+            total += candidate.size
+        if dropped:
+            listed = ", ".join(dropped[:5]) + (", …" if len(dropped) > 5 else "")
+            notes.append(
+                f"{len(dropped)} file(s) of {ARTIFACTS_VARIABLE} were not returned ({listed}): "
+                f"at most artifacts.max_files ({settings.max_files}) per call"
+            )
+        inline, budget = set(), settings.inline_bytes
+        for candidate in sorted(opened, key=lambda c: (not c.mime.startswith(("image/", "audio/")), c.size, c.name)):
+            if candidate.size <= budget:
+                inline.add(candidate.name)
+                budget -= candidate.size
+        found = []
+        for candidate in opened:
+            if candidate.name in inline:
+                data = _read(candidate.handle, candidate.size)
+                found.append(Artifact(name=candidate.name, mime_type=candidate.mime, size=len(data), data=data))
+            else:
+                path, kept = _keep(candidate.handle, candidate.size, candidate.name, state, settings.ttl)
+                found.append(Artifact(name=candidate.name, mime_type=candidate.mime, size=kept, path=path))
+        return tuple(found), tuple(notes)
+    finally:
+        for candidate in opened:
+            candidate.handle.close()
+        os.close(fd)
+
+
+class _Candidate:
+    """A file to return, open, with its name, size and type."""
+
+    def __init__(self, handle: BinaryIO, name: str, size: int, mime: str) -> None:
+        self.handle, self.name, self.size, self.mime = handle, name, size, mime
+
+
+def _names(fd: int, notes: list[str]) -> Iterator[str]:
+    with os.scandir(fd) as entries:
+        for count, entry in enumerate(entries):
+            if count >= ENTRY_LIMIT:
+                notes.append(f"{ARTIFACTS_VARIABLE} holds more than {ENTRY_LIMIT} entries; only the first were looked at")
+                return
+            yield entry.name
+
+
+def _open(directory: int, raw: str, shown: str, settings: ArtifactSettings, *, room: int) -> tuple[str | None, _Candidate | None]:
+    """One entry: (a note, None) when it is not returned, else (None, the open file)."""
+    try:
+        fd = os.open(raw, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{shown} in {ARTIFACTS_VARIABLE} is a symbolic link: links are not followed, write the file itself", None
+        if exc.errno == errno.ENXIO:  # a socket
+            return f"{shown} in {ARTIFACTS_VARIABLE} is a socket, not a regular file: not returned", None
+        return f"{shown} in {ARTIFACTS_VARIABLE} cannot be read ({exc.strerror}): not returned", None
+    st = os.fstat(fd)
+    problem = None
+    if stat.S_ISDIR(st.st_mode):
+        problem = f"{shown} in {ARTIFACTS_VARIABLE} is a directory: only files at its top level are returned"
+    elif not stat.S_ISREG(st.st_mode):
+        problem = f"{shown} in {ARTIFACTS_VARIABLE} is not a regular file (a FIFO or a device): not returned"
+    elif st.st_nlink > 1:
+        problem = f"{shown} in {ARTIFACTS_VARIABLE} is a hard link to another file: write a copy instead"
+    elif st.st_size > room:
+        problem = (
+            f"{shown} ({st.st_size} bytes) was not returned: the files of one call may total artifacts.max_bytes "
+            f"({settings.max_bytes} bytes)"
+        )
+    if problem is not None:
+        os.close(fd)
+        return problem, None
+    return None, _Candidate(open(fd, "rb", buffering=0), shown, st.st_size, sniff(os.pread(fd, 64, 0), shown))
+
+
+def _read(handle: BinaryIO, size: int) -> bytes:
+    """At most ``size`` bytes (what the file held when looked at: one that grows meanwhile adds nothing)."""
+    parts, left = [], size
+    while left > 0:
+        chunk = handle.read(min(left, CHUNK))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+# --- the store of kept files ------------------------------------------------------------------------------
+
+
+def store_dir(state: State) -> Path:
+    """Where kept artifacts live (a toolexec folder under ``cache/``: its name starts with '.', which no tool's may)."""
+    return state.root / "cache" / ".artifacts"
+
+
+def _keep(handle: BinaryIO, size: int, name: str, state: State, ttl: float) -> tuple[str, int]:
+    """Copy ``size`` bytes of ``handle`` into a new entry of the store; the file's path and the bytes copied."""
+    store = state.ensure(store_dir(state))
+    _prune(store, ttl)
+    key = base64.urlsafe_b64encode(os.urandom(18)).decode("ascii")
+    entry = store / key
+    entry.mkdir(mode=0o700)
+    path = entry / name
+    copied = 0
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600), "wb") as out:
+        while copied < size:
+            chunk = handle.read(min(size - copied, CHUNK))
+            if not chunk:
+                break
+            out.write(chunk)
+            copied += len(chunk)
+    return str(path), copied
+
+
+def _prune(store: Path, ttl: float) -> None:
+    """Remove the entries older than ``ttl`` seconds."""
+    cutoff = time.time() - ttl
+    with contextlib.suppress(FileNotFoundError), os.scandir(store) as entries:
+        for entry in entries:
+            with contextlib.suppress(FileNotFoundError):
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def uri_of(artifact: Artifact) -> str:
+    """The ``resources/read`` URI of a kept artifact."""
+    assert artifact.path is not None, "only a kept artifact has a URI"
+    path = Path(artifact.path)
+    return f"{URI_PREFIX}{path.parent.name}/{urllib.parse.quote(path.name, safe='')}"
+
+
+def _owner_digest(owner: str) -> str:
+    return hashlib.sha256(owner.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def bind(artifact: Artifact, owner: str) -> None:
+    """Tie a kept artifact to ``owner`` (the client it is returned to: see ``toolexec.mcp``): only it may read it."""
+    assert artifact.path is not None
+    path = Path(artifact.path).parent / OWNER_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with open(fd, "w", encoding="ascii") as handle:
+        handle.write(_owner_digest(owner))
+
+
+def read(uri: str, owner: str, state: State, ttl: float) -> tuple[str, str, bytes]:
+    """The kept file ``uri`` names, for ``owner``: (name, MIME type, bytes); :class:`ArtifactNotFound` when there is
+    none, its time has passed, or it was returned to another client (one answer for all three)."""
+    missing = ArtifactNotFound(
+        f"no resource {uri[:200]!r}: links of tool results are readable by the client they were returned to, for {ttl:g} seconds"
+    )
+    if not uri.startswith(URI_PREFIX):
+        raise missing
+    key, _, quoted = uri[len(URI_PREFIX) :].partition("/")
+    name = urllib.parse.unquote(quoted)
+    if len(key) != 24 or not key.replace("-", "").replace("_", "").isalnum() or not key.isascii():
+        raise missing
+    if not name or "/" in name or name != clean_name(name, set()):
+        raise missing
+    entry = store_dir(state) / key
+    try:
+        if time.time() - entry.lstat().st_mtime > ttl:
+            raise missing
+        with open(os.open(entry / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), encoding="ascii") as handle:
+            bound = handle.read(128)
+        if not hmac.compare_digest(bound, _owner_digest(owner)):
+            raise missing
+        with open(os.open(entry / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise missing
+            data = handle.read()
+    except (OSError, UnicodeDecodeError):
+        raise missing from None
+    head = data[:64]
+    return name, sniff(head, name), data
