@@ -116,7 +116,7 @@ class MetadataReader:
         self.examples.append((value, at))
 
     def set_output_schema(self, value: Any, at: At) -> None:
-        """An output shape given as a JSON Schema (text or value): it must describe an object."""
+        """An output shape given as a JSON Schema (text or value) of any JSON value: an object, an array, a scalar."""
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -129,7 +129,11 @@ class MetadataReader:
                 return
         problem = _schema_problem(value)
         if problem:
-            self.diag.error(at, f"{self._name('output_schema')} {problem}", 'write {"type": "object", "properties": {…}}')
+            self.diag.error(
+                at,
+                f"{self._name('output_schema')} {problem}",
+                'write a JSON Schema: {"type": "object", "properties": {…}}, {"type": "array", "items": {…}}, …',
+            )
             return
         self.output_schema = value
 
@@ -197,10 +201,8 @@ class MetadataReader:
 
 
 def _schema_problem(value: Any) -> str | None:
-    if not isinstance(value, dict):
+    if not isinstance(value, dict):  # any shape may be described (MCP 2026-07-28 carries arrays and scalars too)
         return "must be a JSON Schema object"
-    if value.get("type") != "object":
-        return f'must describe an object (type "object"), not {value.get("type", "anything")!r}'
     import jsonschema  # compile time only
 
     from toolexec.schemarefs import describe, nonlocal_references

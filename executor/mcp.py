@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from referencing import Registry
 
+from toolexec import mcp_results
 from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
@@ -89,10 +90,10 @@ def summary_of(tool: ToolDeclaration) -> str:
     return tool.metadata.summary or (tool.description.strip().split("\n", 1)[0] if tool.description else tool.name)
 
 
-def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool) -> types.Tool:
+def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool, any_shape: bool = False) -> types.Tool:
     """The ``tools/list`` entry of one tool: :func:`toolexec.providers.mcp.declare`'s (what
     ``toolexec declarations --format mcp`` prints), or in summaries mode the one-line summary and no parameters."""
-    declared = mcp_format.declare(tool, name).declaration
+    declared = mcp_format.declare(tool, name, any_shape=any_shape).declaration
     if summaries:
         declared = {
             **{key: value for key, value in declared.items() if key in ("name", "title", "annotations")},
@@ -105,7 +106,7 @@ def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool) -> types.Tool
 def describe(tool: ToolDeclaration, name: str) -> dict[str, Any]:
     """What ``describe_tool`` returns: the full spec, worked examples and error modes."""
     meta = tool.metadata
-    declared = mcp_format.declare(tool, name).declaration
+    declared = mcp_format.declare(tool, name, any_shape=True).declaration
     return {
         "name": name,
         "title": meta.title,
@@ -149,14 +150,17 @@ class Listing:
         self.by_name = {t.name: t for t in self.tools}
         self.by_mcp_name = {self.names[t.name]: t for t in self.tools}
         self.entries = [mcp_tool(t, self.names[t.name], summaries=summaries) for t in self.tools]
+        # What a 2026-07-28 client is offered: output schemas of any shape.
+        self.modern_entries = [mcp_tool(t, self.names[t.name], summaries=summaries, any_shape=True) for t in self.tools]
         if summaries and DESCRIBE_TOOL not in self.by_mcp_name:
             self.entries.append(DESCRIBE_TOOL_SPEC)
+            self.modern_entries.append(DESCRIBE_TOOL_SPEC)
         self._checks: dict[str, Any] = {}
 
     def output_check(self, tool: ToolDeclaration) -> Any:
         """A JSON Schema validator of the tool's declared output, made once per listing."""
         if tool.name not in self._checks:
-            schema = mcp_format.output_schema(tool)
+            schema = mcp_format.output_schema(tool, any_shape=True)
             # An empty registry: a reference outside the schema is never fetched.
             check = jsonschema.Draft202012Validator(schema, registry=Registry()) if schema is not None else None
             self._checks[tool.name] = check
@@ -251,7 +255,10 @@ class ToolServer:
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
+            on_list_resources=mcp_results.list_resources,
+            on_read_resource=self.read_resource,
         )
+        self.owner = mcp_results.process_secret()  # stdio: who the files of results belong to
         self.server.middleware.append(self._remember_session)
 
     @property
@@ -281,10 +288,21 @@ class ToolServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """``tools/list``: the enabled tools in catalog order, ``page_size`` at a time."""
-        entries = self.listing.entries
+        entries = self.listing.modern_entries if mcp_results.modern(ctx) else self.listing.entries
         start = _offset(params.cursor, len(entries)) if params is not None and params.cursor else 0
         end = start + self.page_size
-        return types.ListToolsResult(tools=entries[start:end], next_cursor=_cursor(end) if end < len(entries) else None)
+        return types.ListToolsResult(
+            tools=entries[start:end],
+            next_cursor=_cursor(end) if end < len(entries) else None,
+            **mcp_results.list_cache(self.options.reload),
+        )
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        """``resources/read``: a file a result linked to, for the client it was returned to."""
+        owner = mcp_results.owner_of(ctx, self.owner)
+        return await anyio.to_thread.run_sync(mcp_results.read_resource, params.uri, owner, self.config)
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602."""
@@ -305,7 +323,11 @@ class ToolServer:
             raise MCPError(types.INVALID_PARAMS, result.error or f"unknown tool {params.name!r}")
         if not result.ok:
             return _error(result.error or f"Tool call '{name}' failed")
-        return self._success(listing, tool, result)
+        answer = self._success(listing, tool, result, ctx)
+        if result.artifacts and not answer.is_error:
+            files = await anyio.to_thread.run_sync(mcp_results.content, result.artifacts, mcp_results.owner_of(ctx, self.owner))
+            answer.content = [block for block in answer.content if not _empty_text(block)] + files
+        return answer
 
     def _describe(self, listing: Listing, arguments: dict[str, Any] | None) -> types.CallToolResult:
         name = (arguments or {}).get("name")
@@ -319,7 +341,9 @@ class ToolServer:
             content=[types.TextContent(text=json.dumps(spec, indent=2, ensure_ascii=False))], structured_content=spec
         )
 
-    def _success(self, listing: Listing, tool: ToolDeclaration | None, result: ToolResult) -> types.CallToolResult:
+    def _success(
+        self, listing: Listing, tool: ToolDeclaration | None, result: ToolResult, ctx: ServerRequestContext[Any, Any]
+    ) -> types.CallToolResult:
         text = result.output + "".join(f"\n[toolexec note: {note}]" for note in result.notes)
         check = listing.output_check(tool) if tool is not None else None
         if check is None:
@@ -338,7 +362,8 @@ class ToolServer:
                 f"at {where}: {problems[0].message}"
             )
         return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))], structured_content=value
+            content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))],
+            structured_content=mcp_results.structured(value, ctx),
         )
 
     async def _invoke(self, ctx: ServerRequestContext[Any, Any], call: ToolCall) -> ToolResult:
@@ -580,6 +605,11 @@ def _output_json(output: str) -> Any:
     except ValueError:  # an integer of more digits than Python converts
         raise ValueError(f"an integer of more than {MAX_DIGITS} digits") from None
     return json_safe(value)
+
+
+def _empty_text(block: Any) -> bool:
+    """An empty text block (a tool that returned only files)."""
+    return isinstance(block, types.TextContent) and not block.text
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -36,6 +36,7 @@ LAYERS = [
         "toolexec.mcp",
         "toolexec.mcp_http",
         "toolexec.mcp_stdio",
+        "toolexec.mcp_results",
         "toolexec.watch",
         "toolexec.progress",
         "toolexec.authoring",

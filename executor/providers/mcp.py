@@ -2,8 +2,8 @@
 
 Declarations: ``{name, title?, description, inputSchema, outputSchema?, annotations?}`` with
 the annotations (``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
-``openWorldHint``) that the tool declares, and its output shape when it is an object
-(what every protocol version can carry). Names follow MCP's ``[A-Za-z0-9_.-]{1,128}``.
+``openWorldHint``) that the tool declares, and its output shape: when it is an object (what every
+protocol version can carry), or of any shape for a 2026-07-28 client (``any_shape``). Names follow MCP's ``[A-Za-z0-9_.-]{1,128}``.
 Calls arrive through the server (``toolexec mcp``), not as a batch.
 """
 
@@ -20,15 +20,16 @@ NAME = "mcp"
 NAMES = MCP_NAMES
 
 
-def declare(tool: ToolDeclaration, name: str) -> Declared:
-    """The ``tools/list`` entry of ``tool`` under ``name``."""
+def declare(tool: ToolDeclaration, name: str, *, any_shape: bool = False) -> Declared:
+    """The ``tools/list`` entry of ``tool`` under ``name``; with ``any_shape`` (2026-07-28) an output schema of any
+    JSON value, else (every version) only an object's."""
     meta = tool.metadata
     declaration: dict[str, Any] = {"name": name}
     if meta.title is not None:
         declaration["title"] = meta.title
     declaration["description"] = tool.description
     declaration["inputSchema"] = {"type": "object", **tool.to_function()["parameters"]}
-    output = output_schema(tool)
+    output = output_schema(tool, any_shape=any_shape)
     if output is not None:
         declaration["outputSchema"] = output
     declared = hints(tool)
@@ -53,10 +54,12 @@ def hints(tool: ToolDeclaration) -> dict[str, Any]:
     return {key: value for key, value in declared.items() if value is not None}
 
 
-def output_schema(tool: ToolDeclaration) -> dict[str, Any] | None:
-    """The declared output shape when MCP can carry it (an object at the root)."""
+def output_schema(tool: ToolDeclaration, *, any_shape: bool = False) -> dict[str, Any] | None:
+    """The declared output shape when MCP can carry it: any shape on 2026-07-28 (``any_shape``), else an object."""
     schema = tool.metadata.output_schema
-    return dict(schema) if isinstance(schema, dict) and schema.get("type") == "object" else None
+    if not isinstance(schema, dict):
+        return None
+    return dict(schema) if any_shape or schema.get("type") == "object" else None
 
 
 def message(result: ToolResult) -> dict[str, Any]:
