@@ -119,30 +119,32 @@ def collect(directory: str, settings: ArtifactSettings, state: State) -> tuple[t
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
-        return (), (f"{ARTIFACTS_VARIABLE} is no longer a directory ({exc.strerror}): no file was returned",)
+        what = "a symbolic link (not followed)" if os.path.islink(directory) else f"unreadable ({exc.strerror})"
+        return (), (f"the tool replaced {ARTIFACTS_VARIABLE} with {what}: no file was returned",)
     opened: list[_Candidate] = []
     try:
         taken: set[str] = set()
         total = 0
-        dropped: list[str] = []
+        too_many: list[str] = []
+        too_big: list[str] = []
         for raw in sorted(_names(fd, notes)):
             shown = clean_name(raw, taken)
             if len(opened) >= settings.max_files:
-                dropped.append(shown)
+                too_many.append(shown)
                 continue
-            problem, candidate = _open(fd, raw, shown, settings, room=settings.max_bytes - total)
+            problem, candidate = _open(fd, raw, shown)
             if problem is not None:
                 notes.append(problem)
-                continue
-            assert candidate is not None
-            opened.append(candidate)
-            total += candidate.size
-        if dropped:
-            listed = ", ".join(dropped[:5]) + (", …" if len(dropped) > 5 else "")
-            notes.append(
-                f"{len(dropped)} file(s) of {ARTIFACTS_VARIABLE} were not returned ({listed}): "
-                f"at most artifacts.max_files ({settings.max_files}) per call"
-            )
+            elif candidate is not None and total + candidate.size > settings.max_bytes:
+                too_big.append(f"{shown}, {candidate.size} bytes")
+                candidate.handle.close()
+            elif candidate is not None:
+                opened.append(candidate)
+                total += candidate.size
+        if too_big:
+            notes.append(f"{_listed(too_big)}: the files of one call may total artifacts.max_bytes ({settings.max_bytes} bytes)")
+        if too_many:
+            notes.append(f"{_listed(too_many)}: at most artifacts.max_files ({settings.max_files}) per call")
         inline, budget = set(), settings.inline_bytes
         for candidate in sorted(opened, key=lambda c: (not c.mime.startswith(("image/", "audio/")), c.size, c.name)):
             if candidate.size <= budget:
@@ -179,7 +181,13 @@ def _names(fd: int, notes: list[str]) -> Iterator[str]:
             yield entry.name
 
 
-def _open(directory: int, raw: str, shown: str, settings: ArtifactSettings, *, room: int) -> tuple[str | None, _Candidate | None]:
+def _listed(names: list[str]) -> str:
+    """The start of a note on files left out: how many, and the first few."""
+    shown = "; ".join(names[:5]) + ("; …" if len(names) > 5 else "")
+    return f"{len(names)} file(s) of {ARTIFACTS_VARIABLE} were not returned ({shown})"
+
+
+def _open(directory: int, raw: str, shown: str) -> tuple[str | None, _Candidate | None]:
     """One entry: (a note, None) when it is not returned, else (None, the open file)."""
     try:
         fd = os.open(raw, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
@@ -197,11 +205,6 @@ def _open(directory: int, raw: str, shown: str, settings: ArtifactSettings, *, r
         problem = f"{shown} in {ARTIFACTS_VARIABLE} is not a regular file (a FIFO or a device): not returned"
     elif st.st_nlink > 1:
         problem = f"{shown} in {ARTIFACTS_VARIABLE} is a hard link to another file: write a copy instead"
-    elif st.st_size > room:
-        problem = (
-            f"{shown} ({st.st_size} bytes) was not returned: the files of one call may total artifacts.max_bytes "
-            f"({settings.max_bytes} bytes)"
-        )
     if problem is not None:
         os.close(fd)
         return problem, None
