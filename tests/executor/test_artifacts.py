@@ -203,9 +203,7 @@ def test_a_tool_that_replaces_its_directory_with_a_link_gets_a_note_and_nothing_
     with project.executor(["shell.sh"]) as executor:
         result = executor.call("shell", {"script": script})
     assert result.artifacts == ()
-    assert result.notes == (
-        "the tool replaced LLM_ARTIFACTS_DIR with a symbolic link (not followed): no file was returned",
-    )
+    assert result.notes == ("the tool replaced LLM_ARTIFACTS_DIR with a symbolic link (not followed): no file was returned",)
     assert (target / "keep.txt").read_text() == "mine"
     assert leftovers(private_tmpdir) == []
 
@@ -276,3 +274,17 @@ def test_bad_artifact_settings_are_config_errors(project: Project) -> None:
         project.configure(["shell.sh"], artifacts=settings)
         done = toolexec("--config", str(project.config), "run", "shell", '{"script": ":"}')
         assert (done.returncode, done.stderr) == (2, f"toolexec: {project.config}: key '{key}': {message}\n")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only")
+@pytest.mark.parametrize("file", ["draw_py.py", "draw_sh.sh"])
+def test_a_confined_tool_writes_its_files_too(project: Project, private_tmpdir: Path, file: str) -> None:
+    """Under the sandbox's private /tmp the call's artifacts directory is still the one toolexec reads back."""
+    project.tool(file, WRITERS[file])
+    source = project.root / "image.png"
+    source.write_bytes(IMAGE)
+    with project.executor([file], sandbox="strict", sandbox_policies={file[:-3]: {"reads": [str(project.root)]}}) as executor:
+        result = executor.call(file[:-3], {"source": str(source)})
+    assert (result.ok, result.error) == (True, None)
+    assert result.artifacts == (Artifact(name="plot.png", mime_type="image/png", size=len(IMAGE), data=IMAGE),)
+    assert leftovers(private_tmpdir) == []
