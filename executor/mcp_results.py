@@ -29,13 +29,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolexec import artifacts
 from toolexec.config import Config
+from toolexec.providers import files
+from toolexec.providers.mcp import INLINE_URI
 from toolexec.records import Artifact
 
 # How long a client may keep a tools/list answer: with reload on, the watcher tells listeners when it changes (the
 # short TTL covers a client that does not listen); with reload off the list cannot change while the server runs.
 LIST_TTL_MS_RELOAD = 10_000
 LIST_TTL_MS_FIXED = 3_600_000
-INLINE_URI = "toolexec://artifacts/inline/"  # the URI of an embedded file (it is in the result: nothing to read)
 
 
 def modern(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -86,18 +87,16 @@ def content(found: tuple[Artifact, ...], owner: str) -> list[types.ContentBlock]
             blocks.append(types.AudioContent(data=encoded, mime_type=artifact.mime_type))
         else:
             uri = INLINE_URI + urllib.parse.quote(artifact.name, safe="")
-            blocks.append(types.EmbeddedResource(resource=_contents(uri, artifact.mime_type, artifact.data)))
+            blocks.append(types.EmbeddedResource(resource=_contents(uri, artifact)))
     return blocks
 
 
-def _contents(uri: str, mime: str, data: bytes) -> types.TextResourceContents | types.BlobResourceContents:
+def _contents(uri: str, artifact: Artifact) -> types.TextResourceContents | types.BlobResourceContents:
     """Text contents for a text type that is UTF-8, else a blob."""
-    if mime.startswith("text/") or mime in ("application/json", "application/xml", "image/svg+xml"):
-        try:
-            return types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8"))
-        except UnicodeDecodeError:
-            pass
-    return types.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode("ascii"))
+    text = files.as_text(artifact)
+    if text is not None:
+        return types.TextResourceContents(uri=uri, mime_type=artifact.mime_type, text=text)
+    return types.BlobResourceContents(uri=uri, mime_type=artifact.mime_type, blob=files.encoded(artifact))
 
 
 async def list_resources(
@@ -112,11 +111,12 @@ def read_resource(uri: str, owner: str, config: Config) -> types.ReadResourceRes
     """``resources/read`` of a link a result carried: the file, to its ``owner`` (:func:`owner_of`); -32602 for any
     other URI, a link of another client's, or one whose time has passed (one answer, so none is told apart)."""
     try:
-        _, mime, data = artifacts.read(uri, owner, config.state, config.artifacts.ttl)
+        name, mime, data = artifacts.read(uri, owner, config.state, config.artifacts.ttl)
     except artifacts.ArtifactNotFound as exc:
         raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+    found = Artifact(name=name, mime_type=mime, size=len(data), data=data)
     # A kept file may be read again until it expires: cacheable by this client only, for what is left of it at most.
-    return types.ReadResourceResult(contents=[_contents(uri, mime, data)], ttl_ms=0, cache_scope="private")
+    return types.ReadResourceResult(contents=[_contents(uri, found)], ttl_ms=0, cache_scope="private")
 
 
 def structured(value: Any, ctx: ServerRequestContext[Any, Any]) -> Any:

@@ -423,8 +423,11 @@ class ToolResult:
     artifacts: tuple[Artifact, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready data (``toolexec run --json`` prints this)."""
+        """The result as JSON-ready data (``toolexec run --json`` prints this); ``artifacts`` only when there are any."""
         data = asdict(self)
         data["notes"] = list(self.notes)
-        data["artifacts"] = [artifact.to_dict() for artifact in self.artifacts]
+        if self.artifacts:  # only when there are files: the shape of every other result is as it was
+            data["artifacts"] = [artifact.to_dict() for artifact in self.artifacts]
+        else:
+            del data["artifacts"]
         return data

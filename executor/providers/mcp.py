@@ -10,11 +10,12 @@ Calls arrive through the server (``toolexec mcp``), not as a batch.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from toolexec.policy import describe as describe_policy
-from toolexec.providers import Declared, content
+from toolexec.providers import Declared, content, files
 from toolexec.providers.names import MCP_NAMES
-from toolexec.records import ToolDeclaration, ToolResult
+from toolexec.records import Artifact, ToolDeclaration, ToolResult
 
 NAME = "mcp"
 NAMES = MCP_NAMES
@@ -63,5 +64,23 @@ def output_schema(tool: ToolDeclaration, *, any_shape: bool = False) -> dict[str
 
 
 def message(result: ToolResult) -> dict[str, Any]:
-    """A ``tools/call`` result: the text as one content item, ``isError`` on failure."""
-    return {"content": [{"type": "text", "text": content(result)}], "isError": not result.ok}
+    """A ``tools/call`` result as ``toolexec mcp`` answers it: the text as one content item, then per file carried in
+    the result an ``image`` / ``audio`` item or an embedded ``resource`` (a kept file is named in the text: there is
+    no server here to read a link from), ``isError`` on failure."""
+    carried = [a for a in result.artifacts if a.data is not None]
+    text = content(result)
+    if result.artifacts:
+        text = files.text_with_descriptions(text, result.artifacts, "MCP", frozenset(a.mime_type for a in carried))
+    return {"content": [{"type": "text", "text": text}, *(_item(a) for a in carried)], "isError": not result.ok}
+
+
+INLINE_URI = "toolexec://artifacts/inline/"  # the URI of a file embedded in a result (nothing to read back)
+
+
+def _item(artifact: Artifact) -> dict[str, Any]:
+    if artifact.kind != "file":
+        return {"type": artifact.kind, "data": files.encoded(artifact), "mimeType": artifact.mime_type}
+    resource: dict[str, Any] = {"uri": INLINE_URI + quote(artifact.name, safe=""), "mimeType": artifact.mime_type}
+    text = files.as_text(artifact)
+    resource.update({"text": text} if text is not None else {"blob": files.encoded(artifact)})
+    return {"type": "resource", "resource": resource}
