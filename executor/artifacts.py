@@ -14,9 +14,8 @@ tool has ended, :func:`collect` reads the files at its top level, in name order,
   seconds (``path``), which MCP offers as ``resource_link`` content read back with ``resources/read``
   (:func:`bind` ties a kept file to the client it was returned to; :func:`read` serves it to that client only).
 
-The MIME type of the image and audio types providers accept is taken from the file's bytes (:data:`MAGIC`), so a
-file named ``.png`` that is not a PNG is never sent as an image; other types are guessed from the name
-(:mod:`mimetypes`), ``text/plain`` for UTF-8 text without a known name, else ``application/octet-stream``.
+MIME types are :func:`toolexec.mediatype.sniff`'s: from the bytes for the image and audio types (a file named
+``.png`` that is not a PNG is never sent as an image), else from the name.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import contextlib
 import errno
 import hashlib
 import hmac
-import mimetypes
 import os
 import shutil
 import stat
@@ -38,10 +36,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from toolexec.config import ArtifactSettings
+from toolexec.mediatype import sniff
 from toolexec.records import Artifact
 from toolexec.state import State
 
-__all__ = ["ARTIFACTS_VARIABLE", "URI_PREFIX", "ArtifactNotFound", "bind", "collect", "read", "sniff", "uri_of"]
+__all__ = ["ARTIFACTS_VARIABLE", "URI_PREFIX", "ArtifactNotFound", "bind", "collect", "read", "uri_of"]
 
 ARTIFACTS_VARIABLE = "LLM_ARTIFACTS_DIR"
 URI_PREFIX = "toolexec://artifacts/"
@@ -50,49 +49,8 @@ ENTRY_LIMIT = 10_000  # directory entries looked at; a tool that makes more gets
 OWNER_FILE = ".owner"
 CHUNK = 1 << 20
 
-# Magic numbers of the image and audio types providers and MCP clients show: (offset, bytes, MIME type).
-MAGIC: tuple[tuple[int, bytes, str], ...] = (
-    (0, b"\x89PNG\r\n\x1a\n", "image/png"),
-    (0, b"\xff\xd8\xff", "image/jpeg"),
-    (0, b"GIF87a", "image/gif"),
-    (0, b"GIF89a", "image/gif"),
-    (8, b"WEBP", "image/webp"),  # after RIFF....: checked with the RIFF header below
-    (0, b"BM", "image/bmp"),
-    (4, b"ftypavif", "image/avif"),
-    (8, b"WAVE", "audio/wav"),
-    (0, b"ID3", "audio/mpeg"),
-    (0, b"OggS", "audio/ogg"),
-    (0, b"fLaC", "audio/flac"),
-    (4, b"ftypM4A", "audio/mp4"),
-    (0, b"FORM", "audio/aiff"),
-    (0, b"%PDF-", "application/pdf"),
-)
-
-
 class ArtifactNotFound(LookupError):
     """No kept file answers to that URI for this client: never made, expired, or another client's."""
-
-
-def sniff(head: bytes, name: str) -> str:
-    """The MIME type of a file whose first bytes are ``head`` (64 are enough) and whose name is ``name``."""
-    for offset, magic, mime in MAGIC:
-        if head[offset : offset + len(magic)] == magic and (offset != 8 or head[:4] == b"RIFF"):
-            return mime
-    if len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06:  # an MPEG audio frame
-        return "audio/mpeg"
-    guessed, _ = mimetypes.guess_type(name, strict=False)
-    if guessed == "image/svg+xml":
-        return guessed if b"<svg" in head.lower() or head.lstrip().startswith(b"<?xml") else "application/octet-stream"
-    if guessed is not None and not guessed.startswith(("image/", "audio/")):  # those are believed of the bytes only
-        return guessed
-    if b"\0" not in head:
-        try:
-            head.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if exc.start < len(head) - 4:  # not a character cut at the end of the head
-                return "application/octet-stream"
-        return "text/plain"
-    return "application/octet-stream"
 
 
 def clean_name(raw: str, taken: set[str]) -> str:
@@ -208,7 +166,7 @@ def _open(directory: int, raw: str, shown: str) -> tuple[str | None, _Candidate 
     if problem is not None:
         os.close(fd)
         return problem, None
-    return None, _Candidate(open(fd, "rb", buffering=0), shown, st.st_size, sniff(os.pread(fd, 64, 0), shown))
+    return None, _Candidate(open(fd, "rb", buffering=0), shown, st.st_size, sniff(os.pread(fd, 1024, 0), shown))
 
 
 def _read(handle: BinaryIO, size: int) -> bytes:
@@ -308,5 +266,4 @@ def read(uri: str, owner: str, state: State, ttl: float) -> tuple[str, str, byte
             data = handle.read()
     except (OSError, UnicodeDecodeError):
         raise missing from None
-    head = data[:64]
-    return name, sniff(head, name), data
+    return name, sniff(data[:1024], name), data

@@ -69,6 +69,7 @@ LAYERS = [
         "toolexec.schemarefs",
         "toolexec.foreign_config",
         "toolexec.policy",
+        "toolexec.mediatype",
     },
 ]
 # Inside the leaf vocabulary: what each may import of the project.
@@ -79,6 +80,7 @@ LEAVES = {
     "toolexec.state": {"toolexec.errors", "toolexec.records", "toolexec.recordtype", "toolexec.paths"},
     "toolexec.paths": set(),
     "toolexec.version": set(),
+    "toolexec.mediatype": set(),
     "toolexec.schemarefs": set(),
     "toolexec.foreign_config": set(),
     "toolexec.policy": {"toolexec.records", "toolexec.recordtype"},

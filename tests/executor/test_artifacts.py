@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project, toolexec
-from toolexec.artifacts import clean_name, sniff
+from toolexec.artifacts import clean_name
+from toolexec.mediatype import sniff
 from toolexec.records import Artifact
 
 
