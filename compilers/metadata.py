@@ -48,6 +48,7 @@ class MetadataReader:
         self.output_schema: dict[str, Any] | None = None
         self.errors: list[str] = []
         self.sandbox: dict[str, Any] = {}
+        self.icon: str | None = None
 
     def _name(self, field: str) -> str:
         return self.spell.get(field, field)
@@ -154,6 +155,23 @@ class MetadataReader:
         else:
             self.sandbox[field] = found[1]
 
+    def set_icon(self, value: Any, at: At) -> None:
+        """The icon's path: relative to the script, inside its folder, an SVG, PNG, JPEG, GIF or WebP file (read later,
+        by :mod:`toolexec.compilers.icon`)."""
+        from toolexec.compilers.icon import path_problem
+
+        name = self._name("icon")
+        if not isinstance(value, str) or not value.strip() or "\n" in value.strip():
+            self.diag.error(at, f"{name} needs the path of an image file", f"write {name} ./icon.svg")
+            return
+        problem = path_problem(value.strip())
+        if problem is not None:
+            self.diag.error(
+                at, f"{name} {value.strip()!r} {problem}", f"put the icon beside the script and write {name} ./icon.svg"
+            )
+            return
+        self.icon = value.strip()
+
     def build(self, parameters: dict[str, Any], description: str) -> Metadata:
         """The checked record: examples validated against ``parameters``; the summary defaulted."""
         self._check_examples(parameters)
@@ -174,6 +192,7 @@ class MetadataReader:
             output_schema=self.output_schema,
             errors=tuple(self.errors),
             sandbox=Sandbox(**self.sandbox) if self.sandbox else None,
+            icon=self.icon,
         )
 
     def _check_examples(self, parameters: dict[str, Any]) -> None:

@@ -111,6 +111,8 @@ def _metadata(
             reader.add_tags(field.value, where)
         elif name in ANNOTATIONS:
             reader.set_flag(name, field.value, where)
+        elif name == "icon":
+            reader.set_icon(field.value, where)
         elif name in SANDBOX_FIELDS:
             reader.set_sandbox(name, field.value, where)
         elif name in ("timeout", "max_output_bytes"):

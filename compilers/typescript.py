@@ -108,6 +108,7 @@ _META_TAGS = {
     "throws": "errors",
     "exception": "errors",
     "error": "errors",
+    "icon": "icon",
     **SANDBOX_TAGS,
 }
 # Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
@@ -153,6 +154,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
                 diag.warn(at, f"unknown tag @{tag.tag}; it is ignored", f"did you mean @{meant}?")
         elif field in ("title", "summary"):
             reader.set_text(field, content, at)
+        elif field == "icon":
+            reader.set_icon(content, at)
         elif field == "tags":
             reader.add_tags(content, at)
         elif field == "examples":

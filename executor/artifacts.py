@@ -49,6 +49,7 @@ ENTRY_LIMIT = 10_000  # directory entries looked at; a tool that makes more gets
 OWNER_FILE = ".owner"
 CHUNK = 1 << 20
 
+
 class ArtifactNotFound(LookupError):
     """No kept file answers to that URI for this client: never made, expired, or another client's."""
 

@@ -246,6 +246,8 @@ class Metadata:
     errors: tuple[str, ...] = ()
     # The isolation policy the script declares (None: it declares none).
     sandbox: Sandbox | None = None
+    # The icon the script names, as a data: URI (the compiler reads the file: see toolexec.compilers.icon).
+    icon: str | None = None
 
 
 @record
@@ -295,8 +297,9 @@ class ToolDeclaration:
         del data["positions"]
         if data["function"] is None:
             del data["function"]
-        if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
-            del data["metadata"]["sandbox"]
+        for key in ("sandbox", "icon"):  # kept out of records of tools that declare none
+            if data["metadata"][key] is None:
+                del data["metadata"][key]
         return data
 
     @classmethod

@@ -36,6 +36,8 @@ def declare(tool: ToolDeclaration, name: str, *, any_shape: bool = False) -> Dec
     declared = hints(tool)
     if declared:
         declaration["annotations"] = declared
+    if meta.icon is not None:  # a data: URI made by the compiler from the file the script names
+        declaration["icons"] = [{"src": meta.icon, "mimeType": meta.icon[5:].split(";", 1)[0]}]
     if meta.sandbox is not None:
         declaration["_meta"] = {"toolexec/sandbox": describe_policy(meta.sandbox)}
     return Declared(declaration)

@@ -216,3 +216,16 @@ def test_tools_list_says_how_long_it_may_be_cached(makers: Project) -> None:
     fixed = raw_list(makers, "--no-reload")["result"]
     assert (reloading["ttlMs"], reloading["cacheScope"]) == (10_000, "private")
     assert (fixed["ttlMs"], fixed["cacheScope"]) == (3_600_000, "private")
+
+
+@pytest.mark.slow
+def test_tools_list_carries_each_tools_icon(project: Project) -> None:
+    from tests.compilers.test_icons import SVG
+
+    project.tool("icon.svg", SVG.decode())
+    project.tool("pic.sh", "#!/usr/bin/env bash\n# @describe Has an icon.\n# @meta icon ./icon.svg\nmain() { :; }\n")
+    project.tool("plain.sh", "#!/usr/bin/env bash\n# @describe Has none.\nmain() { :; }\n")
+    project.configure(["pic.sh", "plain.sh"])
+    tools = {tool["name"]: tool for tool in raw_list(project)["result"]["tools"]}
+    assert tools["pic"]["icons"] == [{"src": f"data:image/svg+xml;base64,{b64(SVG)}", "mimeType": "image/svg+xml"}]
+    assert "icons" not in tools["plain"]
