@@ -263,6 +263,18 @@ def test_run_json_carries_the_files(project: Project) -> None:
     ]
 
 
+def test_plain_run_says_where_each_file_is_on_stderr(project: Project) -> None:
+    project.tool("shell.sh", SHELL)
+    project.configure(["shell.sh"], artifacts={"inline_bytes": 4})
+    done = toolexec("--config", str(project.config), "run", "shell", '{"script": "printf ab > a.txt && printf abcdef > b.txt"}')
+    kept = next((project.root / "functions" / "cache" / ".artifacts").glob("*/b.txt"))
+    assert (done.returncode, done.stdout) == (0, "ran\n")
+    assert done.stderr == (
+        "toolexec: note: the tool returned a.txt (text/plain, 2 bytes): its bytes are in --json's artifacts\n"
+        f"toolexec: note: the tool returned b.txt (text/plain, 6 bytes): kept at {kept}\n"
+    )
+
+
 def test_bad_artifact_settings_are_config_errors(project: Project) -> None:
     project.tool("shell.sh", SHELL)
     for settings, key, message in (
