@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from toolexec.config import ArtifactSettings
+from toolexec.errors import StateUnavailable
 from toolexec.mediatype import sniff
 from toolexec.records import Artifact
 from toolexec.state import State
@@ -115,7 +116,12 @@ def collect(directory: str, settings: ArtifactSettings, state: State) -> tuple[t
                 data = _read(candidate.handle, candidate.size)
                 found.append(Artifact(name=candidate.name, mime_type=candidate.mime, size=len(data), data=data))
             else:
-                path, kept = _keep(candidate.handle, candidate.size, candidate.name, state, settings.ttl)
+                try:
+                    path, kept = _keep(candidate.handle, candidate.size, candidate.name, state, settings.ttl)
+                except (OSError, StateUnavailable) as exc:  # the output and the other files are still the result
+                    why = exc.strerror if isinstance(exc, OSError) else str(exc)
+                    notes.append(f"{candidate.name} ({candidate.size} bytes) was not returned: it cannot be kept ({why})")
+                    continue
                 found.append(Artifact(name=candidate.name, mime_type=candidate.mime, size=kept, path=path))
         return tuple(found), tuple(notes)
     finally:

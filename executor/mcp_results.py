@@ -73,7 +73,11 @@ def content(found: tuple[Artifact, ...], owner: str) -> list[types.ContentBlock]
     blocks: list[types.ContentBlock] = []
     for artifact in found:
         if artifact.data is None:
-            artifacts.bind(artifact, owner)
+            try:
+                artifacts.bind(artifact, owner)
+            except OSError:  # pruned meanwhile, or the state directory turned read-only: said without its path
+                blocks.append(types.TextContent(text=f"[toolexec note: the file {artifact.name} could not be offered]"))
+                continue
             blocks.append(
                 types.ResourceLink(
                     uri=artifacts.uri_of(artifact), name=artifact.name, mime_type=artifact.mime_type, size=artifact.size

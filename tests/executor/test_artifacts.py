@@ -132,6 +132,20 @@ def test_past_the_inline_budget_files_are_kept_and_linked_images_first(project: 
     assert oct(Path(kept.path).stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_file_that_cannot_be_kept_is_left_out_and_the_rest_stands(project: Project) -> None:
+    project.tool("shell.sh", SHELL)
+    store = project.root / "functions" / "cache" / ".artifacts"
+    store.parent.mkdir(parents=True)
+    store.write_text("not a directory")
+    with project.executor(["shell.sh"], artifacts={"inline_bytes": 3}) as executor:
+        result = executor.call("shell", {"script": "printf ab > small.txt && printf abcdef > big.txt"})
+    assert (result.ok, result.output, [a.name for a in result.artifacts]) == (True, "ran\n", ["small.txt"])
+    assert result.notes == (
+        f"big.txt (6 bytes) was not returned: it cannot be kept (cannot write toolexec's state in {store}: File exists; "
+        "make it writable, or remove it so that the user cache is used)",
+    )
+
+
 def test_kept_files_are_pruned_after_their_ttl(project: Project) -> None:
     project.tool("shell.sh", SHELL)
     with project.executor(["shell.sh"], artifacts={"inline_bytes": 1, "ttl": 60}) as executor:
