@@ -261,7 +261,8 @@ def read(uri: str, owner: str, state: State, ttl: float) -> tuple[str, str, byte
         raise missing
     entry = store_dir(state) / key
     try:
-        if time.time() - entry.lstat().st_mtime > ttl:
+        found = entry.lstat()
+        if not stat.S_ISDIR(found.st_mode) or time.time() - found.st_mtime > ttl:  # a link in its place: never followed
             raise missing
         with open(os.open(entry / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), encoding="ascii") as handle:
             bound = handle.read(128)

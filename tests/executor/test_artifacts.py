@@ -315,3 +315,34 @@ def test_a_confined_tool_writes_its_files_too(project: Project, private_tmpdir: 
     assert (result.ok, result.error) == (True, None)
     assert result.artifacts == (Artifact(name="plot.png", mime_type="image/png", size=len(IMAGE), data=IMAGE),)
     assert leftovers(private_tmpdir) == []
+
+
+def test_a_kept_file_is_read_back_by_its_owner_only_and_never_through_a_link(project: Project, tmp_path: Path) -> None:
+    from toolexec.artifacts import ArtifactNotFound, bind, read, uri_of
+    from toolexec.config import load_config
+
+    project.tool("shell.sh", SHELL)
+    with project.executor(["shell.sh"], artifacts={"inline_bytes": 1}) as executor:
+        kept = executor.call("shell", {"script": "printf 'a,b\\n' > t.csv"}).artifacts[0]
+    state = load_config(project.config).state
+    uri = uri_of(kept)
+    bind(kept, "owner-a")
+    assert read(uri, "owner-a", state, 60) == ("t.csv", "text/csv", b"a,b\n")
+    entry = Path(kept.path or "").parent
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "t.csv").write_text("forged")
+    (elsewhere / ".owner").write_text((entry / ".owner").read_text())
+    forged = entry.with_name("B" * 24)
+    forged.symlink_to(elsewhere)
+    for owner, asked, ttl in (
+        ("owner-b", uri, 60),  # another client
+        ("owner-a", uri, 0.000001),  # past its time
+        ("owner-a", uri.replace(entry.name, forged.name), 60),  # a link in an entry's place
+        ("owner-a", uri.replace("t.csv", "..%2Ft.csv"), 60),
+    ):
+        with pytest.raises(ArtifactNotFound) as missing:
+            read(asked, owner, state, ttl)
+        assert str(missing.value) == (
+            f"no resource {asked!r}: links of tool results are readable by the client they were returned to, for {ttl:g} seconds"
+        )
