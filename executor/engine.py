@@ -142,7 +142,7 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
-                private_files=(output_path, failure_path),
+                private_files=(output_path, failure_path, artifacts_dir),
                 file_limit=self.config.max_kept_bytes,
                 watch_dir=str(cache_dir),
                 watch_limit=cache_limit,
