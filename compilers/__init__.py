@@ -14,6 +14,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolexec.compilers.agent import several_functions
+from toolexec.compilers.icon import resolved
 from toolexec.errors import CompileError, Problem
 from toolexec.records import ToolDeclaration
 
@@ -46,7 +48,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         raise CompileError(path, [Problem(path, 1, 1, "not a tool script", f"use one of the extensions {known}")])
     try:
         module = import_module(f"{__name__}.{language}")
-        several = _several_functions(source, path, language)
+        several = _several_functions(source, path)
         if several is not None and language == "bash":  # it would build, as a tool that runs none of its functions
             raise CompileError(path, [several])
         declaration: ToolDeclaration = module.compile_source(source, path)
@@ -82,16 +84,12 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         )
         raise CompileError(path, [problem], name=declaration.name)
     if declaration.metadata.icon is not None:  # the one file a compile reads besides the script
-        from toolexec.compilers.icon import resolved
-
         declaration = resolved(declaration, path, source)
     return declaration
 
 
-def _several_functions(source: str, path: str, language: str) -> Problem | None:
+def _several_functions(source: str, path: str) -> Problem | None:
     """The problem of an agent's multi-function tools file compiled as one tool (see :mod:`toolexec.compilers.agent`)."""
-    from toolexec.compilers.agent import several_functions
-
     return several_functions(source, path)
 
 

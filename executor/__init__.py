@@ -17,12 +17,15 @@ _EXPORTS = {
     "CallControl": "toolexec.runtimes.process",
     "BuildReport": "toolexec.build",
     "Catalog": "toolexec.catalog",
+    "Entry": "toolexec.catalog",
+    "Diff": "toolexec.catalog",
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
     "Artifact": "toolexec.records",
     "ToolCall": "toolexec.records",
     "ToolDeclaration": "toolexec.records",
     "ToolResult": "toolexec.records",
+    "Annotations": "toolexec.records",
     "format_tool_result": "toolexec.providers",
     "format_tool_result_as_text": "toolexec.providers",
     "Toolkit": "toolexec.toolkit",
@@ -30,7 +33,10 @@ _EXPORTS = {
     "BeforeCall": "toolexec.approval",
     "Decision": "toolexec.approval",
     "Batch": "toolexec.providers",
-    "Definitions": "toolexec.providers",
+    "Declarations": "toolexec.providers",
+    "Names": "toolexec.providers",
+    "Sent": "toolexec.providers",
+    "DiscoveryError": "toolexec.toolkit",
     "DiscoveryReport": "toolexec.toolkit",
     "Deny": "toolexec.approval",
     "Rewrite": "toolexec.approval",
@@ -54,6 +60,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Annotations",
     "ApprovalRequest",
     "Artifact",
     "BadRequest",
@@ -69,15 +76,20 @@ __all__ = [
     "Config",
     "ConfigError",
     "Decision",
-    "Definitions",
+    "Declarations",
     "Deny",
+    "Diff",
+    "DiscoveryError",
     "DiscoveryReport",
+    "Entry",
     "Executor",
     "InvalidArguments",
+    "Names",
     "PreparationFailed",
     "Problem",
     "Rewrite",
     "RuntimeUnavailable",
+    "Sent",
     "ToolCall",
     "ToolDeclaration",
     "ToolResult",
@@ -94,7 +106,7 @@ if TYPE_CHECKING:
     from toolexec.api import Executor
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision, Deny, Rewrite
     from toolexec.build import BuildReport
-    from toolexec.catalog import Catalog
+    from toolexec.catalog import Catalog, Diff, Entry
     from toolexec.config import Config, load_config
     from toolexec.errors import (
         BadRequest,
@@ -110,10 +122,10 @@ if TYPE_CHECKING:
         ToolexecError,
         UnknownTool,
     )
-    from toolexec.providers import Batch, Definitions, format_tool_result, format_tool_result_as_text
-    from toolexec.records import Artifact, ToolCall, ToolDeclaration, ToolResult
+    from toolexec.providers import Batch, Declarations, Names, Sent, format_tool_result, format_tool_result_as_text
+    from toolexec.records import Annotations, Artifact, ToolCall, ToolDeclaration, ToolResult
     from toolexec.runtimes.process import CallControl
-    from toolexec.toolkit import DiscoveryReport, Toolkit
+    from toolexec.toolkit import DiscoveryError, DiscoveryReport, Toolkit
 
 
 def __getattr__(name: str) -> object:
