@@ -2,7 +2,8 @@
 
 Each language module exposes ``compile_source(source, path)``: pure, static
 (tree-sitter), and raising :class:`~toolexec.errors.CompileError` with every
-problem in the file. :func:`compile_file` is the only function here that reads disk.
+problem in the file. :func:`compile_file` reads the script; besides it, :func:`compile_source` reads only the icon
+a script names (:mod:`toolexec.compilers.icon`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolexec.compilers.agent import several_functions
+from toolexec.compilers.icon import resolved
 from toolexec.errors import CompileError, Problem
 from toolexec.records import ToolDeclaration
 
@@ -81,6 +83,8 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
             "a \\uD800-\\uDFFF escape must be half of a pair; write the character itself",
         )
         raise CompileError(path, [problem], name=declaration.name)
+    if declaration.metadata.icon is not None:  # the one file a compile reads besides the script
+        declaration = resolved(declaration, path, source)
     return declaration
 
 

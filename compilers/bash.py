@@ -237,6 +237,7 @@ _META_KEYS = {
     "error": "errors",
     "output-schema": "output_schema",
     "scope": "scopes",
+    "icon": "icon",
 }
 # argc's own @meta keys, and toolexec's others: never reported as unknown.
 _ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
@@ -261,6 +262,8 @@ def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnos
         reader.add_error(value, at)
     elif field == "output_schema":
         reader.set_output_schema(value, at)
+    elif field == "icon":
+        reader.set_icon(value, at)
     elif field is not None:
         reader.set_flag(field, value, at)
     elif key == "require-tools":

@@ -46,6 +46,7 @@ META_FIELDS = {
     "Processes": "processes",
     "File size": "file_size",
     "Scope": "scopes",
+    "Icon": "icon",
 }
 # Sections holding indented entries.
 LIST_FIELDS = {"Examples": "examples", "Example": "examples", "Errors": "errors"}

@@ -25,7 +25,7 @@ from toolexec.records import Metadata, Module, ObjectArgument, ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
 # Metadata a module tool may export too (read by _module_metadata).
-_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema", "sandbox", "scope")
+_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema", "sandbox", "scope", "icon")
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
@@ -228,6 +228,7 @@ _MODULE_META = {
     "examples": "examples",
     "errors": "errors",
     "scope": "scopes",
+    "icon": "icon",
 }
 _HINTS = {
     "readOnlyHint": "read_only",
@@ -266,6 +267,8 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
             continue
         if field in ("title", "summary"):
             reader.set_text(field, value, node)
+        elif field == "icon":
+            reader.set_icon(value, node)
         elif field == "tags":
             reader.add_tags(value if isinstance(value, list) else None, node)
         elif field == "scopes":

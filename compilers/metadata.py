@@ -23,6 +23,7 @@ import tree_sitter
 
 from toolexec import policy
 from toolexec.compilers.common import Diagnostics
+from toolexec.compilers.icon import path_problem
 from toolexec.mcp_settings import valid_scope
 from toolexec.records import Annotations, Metadata, Sandbox
 from toolexec.schemarefs import describe, nonlocal_references
@@ -52,6 +53,7 @@ class MetadataReader:
         self.errors: list[str] = []
         self.sandbox: dict[str, Any] = {}
         self.scopes: list[str] = []
+        self.icon: str | None = None
 
     def _name(self, field: str) -> str:
         return self.spell.get(field, field)
@@ -120,7 +122,7 @@ class MetadataReader:
         self.examples.append((value, at))
 
     def set_output_schema(self, value: Any, at: At) -> None:
-        """An output shape given as a JSON Schema (text or value): it must describe an object."""
+        """An output shape given as a JSON Schema (text or value) of any JSON value: an object, an array, a scalar."""
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -133,7 +135,11 @@ class MetadataReader:
                 return
         problem = _schema_problem(value)
         if problem:
-            self.diag.error(at, f"{self._name('output_schema')} {problem}", 'write {"type": "object", "properties": {…}}')
+            self.diag.error(
+                at,
+                f"{self._name('output_schema')} {problem}",
+                'write a JSON Schema: {"type": "object", "properties": {…}}, {"type": "array", "items": {…}}, …',
+            )
             return
         self.output_schema = value
 
@@ -166,6 +172,21 @@ class MetadataReader:
         else:
             self.sandbox[field] = found[1]
 
+    def set_icon(self, value: Any, at: At) -> None:
+        """The icon's path: relative to the script, inside its folder, an SVG, PNG, JPEG, GIF or WebP file (read later,
+        by :mod:`toolexec.compilers.icon`)."""
+        name = self._name("icon")
+        if not isinstance(value, str) or not value.strip() or "\n" in value.strip():
+            self.diag.error(at, f"{name} needs the path of an image file", f"write {name} ./icon.svg")
+            return
+        problem = path_problem(value.strip())
+        if problem is not None:
+            self.diag.error(
+                at, f"{name} {value.strip()!r} {problem}", f"put the icon beside the script and write {name} ./icon.svg"
+            )
+            return
+        self.icon = value.strip()
+
     def build(self, parameters: dict[str, Any], description: str) -> Metadata:
         """The checked record: examples validated against ``parameters``; the summary defaulted."""
         self._check_examples(parameters)
@@ -187,6 +208,7 @@ class MetadataReader:
             errors=tuple(self.errors),
             sandbox=Sandbox(**self.sandbox) if self.sandbox else None,
             scopes=tuple(self.scopes),
+            icon=self.icon,
         )
 
     def _check_examples(self, parameters: dict[str, Any]) -> None:
@@ -214,10 +236,8 @@ class MetadataReader:
 
 
 def _schema_problem(value: Any) -> str | None:
-    if not isinstance(value, dict):
+    if not isinstance(value, dict):  # any shape may be described (MCP 2026-07-28 carries arrays and scalars too)
         return "must be a JSON Schema object"
-    if value.get("type") != "object":
-        return f'must describe an object (type "object"), not {value.get("type", "anything")!r}'
     import jsonschema  # noqa: PLC0415 - slow (~20 ms): only for a tool that declares a schema of its own
 
     for path, _, ref in nonlocal_references(value):

@@ -113,6 +113,8 @@ def _metadata(
             reader.add_scopes(field.value, where)
         elif name in ANNOTATIONS:
             reader.set_flag(name, field.value, where)
+        elif name == "icon":
+            reader.set_icon(field.value, where)
         elif name in SANDBOX_FIELDS:
             reader.set_sandbox(name, field.value, where)
         elif name in ("timeout", "max_output_bytes"):
@@ -143,7 +145,8 @@ def _metadata(
 
 
 def _output_schema(run: Node, types: TypedDicts) -> dict[str, Any] | None:
-    """The output shape: run's return annotation when it names a TypedDict declared in the file."""
+    """The output shape: run's return annotation when it names a TypedDict declared in the file, or a list of one
+    (an array: MCP 2026-07-28 carries any shape)."""
     annotation = run.child_by_field_name("return_type")
     if annotation is None:
         return None
@@ -154,6 +157,10 @@ def _output_schema(run: Node, types: TypedDicts) -> dict[str, Any] | None:
         expr = expr[2][-1]
     if expr[0] == "name" and expr[1] in types:
         return types.schema(expr[1])
+    if expr[0] == "generic" and expr[1] in ("list", "List", "Sequence") and len(expr[2]) == 1:
+        item = expr[2][0]
+        if item[0] == "name" and item[1] in types:
+            return {"type": "array", "items": types.schema(item[1])}
     return None
 
 

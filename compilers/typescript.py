@@ -76,7 +76,8 @@ def compile_flat(source: str, path: str, language: Language) -> ToolDeclaration:
 
 def return_schema(function: Node, context: TypeContext) -> dict[str, Any] | None:
     """The output shape: run's return type (``Promise<T>`` unwrapped) when it is an object type
-    declared in the file (an interface, a type alias or an inline object type)."""
+    declared in the file (an interface, a type alias or an inline object type), or an array of one
+    (``T[]``, ``Array<T>``: MCP 2026-07-28 carries any shape)."""
     node = function.child_by_field_name("return_type")
     while node is not None and node.type in ("type_annotation", "parenthesized_type") and node.named_children:
         node = node.named_children[-1]
@@ -85,11 +86,19 @@ def return_schema(function: Node, context: TypeContext) -> dict[str, Any] | None
         node = args[0] if len(args) == 1 else None
     if node is None:
         return None
-    named = node.type == "type_identifier" and text(node) in context.named
-    if not named and node.type != "object_type":
+    item = node
+    if node.type == "array_type" and node.named_children:
+        item = node.named_children[0]
+    elif node.type == "generic_type" and text(node.named_children[0]) == "Array" and len(node.named_children) > 1:
+        args = node.named_children[1].named_children
+        item = args[0] if len(args) == 1 else node
+    named = item.type == "type_identifier" and text(item) in context.named
+    if not named and item.type != "object_type":
         return None
-    schema = context.schema(node)[0]
-    return schema if schema.get("type") == "object" else None
+    schema = context.schema(item)[0]
+    if schema.get("type") != "object":
+        return None
+    return schema if item is node else {"type": "array", "items": schema}
 
 
 # The isolation policy's JSDoc tags (docs/sandbox.md): @network, @writes … @fileSize; a module tool's sandbox keys.
@@ -109,6 +118,7 @@ _META_TAGS = {
     "exception": "errors",
     "error": "errors",
     "scope": "scopes",
+    "icon": "icon",
     **SANDBOX_TAGS,
 }
 # Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
@@ -154,6 +164,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
                 diag.warn(at, f"unknown tag @{tag.tag}; it is ignored", f"did you mean @{meant}?")
         elif field in ("title", "summary"):
             reader.set_text(field, content, at)
+        elif field == "icon":
+            reader.set_icon(content, at)
         elif field == "tags":
             reader.add_tags(content, at)
         elif field == "scopes":

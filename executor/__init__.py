@@ -21,6 +21,7 @@ _EXPORTS = {
     "Diff": "toolexec.catalog",
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
+    "Artifact": "toolexec.records",
     "ToolCall": "toolexec.records",
     "InputRequest": "toolexec.records",
     "InputResponse": "toolexec.records",
@@ -64,6 +65,7 @@ _EXPORTS = {
 __all__ = [
     "Annotations",
     "ApprovalRequest",
+    "Artifact",
     "BadRequest",
     "Batch",
     "BeforeCall",
@@ -127,7 +129,7 @@ if TYPE_CHECKING:
         UnknownTool,
     )
     from toolexec.providers import Batch, Declarations, Names, Sent, format_tool_result, format_tool_result_as_text
-    from toolexec.records import Annotations, InputRequest, InputResponse, ToolCall, ToolDeclaration, ToolResult
+    from toolexec.records import Annotations, Artifact, InputRequest, InputResponse, ToolCall, ToolDeclaration, ToolResult
     from toolexec.runtimes.process import CallControl
     from toolexec.toolkit import DiscoveryError, DiscoveryReport, Toolkit
 

@@ -766,5 +766,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"toolexec: {_unrepeated(result)}", file=sys.stderr)
         for note in result.notes:
             print(f"toolexec: note: {note}", file=sys.stderr)
+        for file in result.artifacts:  # stdout carries only the output: say where each file is
+            where = f"kept at {file.path}" if file.path else "its bytes are in --json's artifacts"
+            print(
+                f"toolexec: note: the tool returned {file.name} ({file.mime_type}, {file.size} bytes): {where}", file=sys.stderr
+            )
     sys.stdout.flush()
     return int(result.exit_code or 0)

@@ -53,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "sandbox": "declared",
     "sandbox_policies": {},
     "sandbox_hide": list(DEFAULT_HIDE),
+    "artifacts": {},
 }
 MAX_PARALLEL = 1024
 MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size", "auth", "cwd", "state_key_env")
@@ -73,6 +74,19 @@ class McpSettings:
     # An OAuth 2.1 resource server instead of the static token (docs/mcp.md#oauth); the folder tool calls start in.
     auth: McpAuth | None = None
     cwd: Path | None = None
+
+
+ARTIFACT_KEYS = ("max_files", "max_bytes", "inline_bytes", "ttl")
+
+
+@record
+class ArtifactSettings:
+    """The ``artifacts:`` section: what one call may return through ``LLM_ARTIFACTS_DIR`` (docs/mcp.md)."""
+
+    max_files: int = 32  # files past this many (in name order) are dropped, with a note
+    max_bytes: int = 64 << 20  # total bytes returned per call; a file that would pass it is dropped, with a note
+    inline_bytes: int = 4 << 20  # total bytes carried in the result itself; larger files are kept and linked
+    ttl: float = 3600.0  # seconds a kept (linked) file stays readable
 
 
 # An llm-functions checkout lists its visible tools here, one file name a line.
@@ -134,6 +148,8 @@ class Config:
     sandbox_policies: dict[str, Sandbox] = field(default_factory=dict)
     # The paths a confined tool does not see unless it declares it reads them (``~`` expanded at the call).
     sandbox_hide: tuple[str, ...] = DEFAULT_HIDE
+    # What a call may return as files (LLM_ARTIFACTS_DIR): counts, sizes, how long linked ones are kept.
+    artifacts: ArtifactSettings = field(default_factory=ArtifactSettings)
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
 
@@ -363,6 +379,7 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         sandbox=_sandbox_mode(values["sandbox"], where),
         sandbox_policies=_sandbox_policies(values["sandbox_policies"], where),
         sandbox_hide=_sandbox_hide(values["sandbox_hide"], where),
+        artifacts=_artifacts(values["artifacts"], where),
         embedded=embedded,
         agents_dir=_agents_dir(values["agents_dir"], path, where),
         agent_variables=_agent_variables(values["agent_variables"], where),
@@ -551,6 +568,29 @@ def _mcp(value: Any, where: str, path: Path) -> McpSettings:
     )
 
 
+def _artifacts(value: Any, where: str) -> ArtifactSettings:
+    """``artifacts:``: counts and sizes whole and positive (bounded as max_kept_bytes is), ``ttl`` seconds up to a week."""
+    if not isinstance(value, dict):
+        raise ConfigError(where, f"expected a mapping such as max_files: 32, got {brief(value)}", key="artifacts")
+    for key in value:
+        if key not in ARTIFACT_KEYS:
+            raise ConfigError(where, f"unknown setting{did_you_mean(str(key), ARTIFACT_KEYS)}", key=f"artifacts.{key}")
+    found: dict[str, Any] = {}
+    if "max_files" in value:
+        found["max_files"] = int(_positive(value["max_files"], "artifacts.max_files", where, int))
+    for key in ("max_bytes", "inline_bytes"):
+        if key in value:
+            found[key] = int(_limit(value[key], "max_kept_bytes", where, whole=True, shown=f"artifacts.{key}"))
+    if "ttl" in value:
+        ttl = value["ttl"]
+        if not is_positive(ttl) or ttl > 7 * 86400:
+            raise ConfigError(
+                where, f"expected a positive number of seconds up to 604800 (a week), got {brief(ttl)}", key="artifacts.ttl"
+            )
+        found["ttl"] = float(ttl)
+    return ArtifactSettings(**found)
+
+
 def is_positive(value: Any, kind: type = float) -> bool:
     """A finite number above zero (a whole one if ``kind`` is int); booleans are not numbers here."""
     ok_type = isinstance(value, int) if kind is int else isinstance(value, (int, float))
@@ -563,9 +603,10 @@ def _positive(value: Any, key: str, where: str, kind: type) -> float:
     return value
 
 
-def _limit(value: Any, key: str, where: str, *, whole: bool = False) -> float:
-    """A call limit, finite, positive and bounded (:func:`toolexec.records.limit_problem`)."""
+def _limit(value: Any, key: str, where: str, *, whole: bool = False, shown: str | None = None) -> float:
+    """A call limit, finite, positive and bounded as ``key`` is (:func:`toolexec.records.limit_problem`); named
+    ``shown`` (else ``key``) in the error."""
     problem = limit_problem(key, value, whole=whole)
     if problem is not None:
-        raise ConfigError(where, f"expected {problem}, got {brief(value)}", key=key)
+        raise ConfigError(where, f"expected {problem}, got {brief(value)}", key=shown or key)
     return value

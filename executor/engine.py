@@ -92,7 +92,7 @@ class Engine:
         cache_limit = self.config.max_cache_bytes
         if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
             raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
-        with _call_files(tool.name, can_ask) as (output_path, failure_path, request_path):
+        with _call_files(tool.name, can_ask) as (output_path, failure_path, artifacts_dir, request_path):
             raw_json = _raw_json(call.arguments, arguments)
             # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
             base = without_secrets(os.environ, self.config.secret_names())
@@ -104,6 +104,7 @@ class Engine:
                 tool=tool.name,
                 call_id=call_id,
                 output_path=output_path,
+                artifacts_dir=artifacts_dir,
                 dotenv=dotenv,
                 raw_json=raw_json,
                 trusted=self.config.trusted_paths,
@@ -135,7 +136,7 @@ class Engine:
                 from toolexec.confine import confinement
                 from toolexec.runtimes.sandbox import environment
 
-                private = (output_path, failure_path, *([request_path] if request_path else []))
+                private = (output_path, failure_path, artifacts_dir, *([request_path] if request_path else []))
                 confined = confinement(config, tool.name, policy, private)
                 argc_env = [variable.name for variable in getattr(tool.invocation, "env", ())]  # Bash's @env lines
                 own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions}
@@ -150,7 +151,7 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
-                private_files=(output_path, failure_path, *([request_path] if request_path else [])),
+                private_files=(output_path, failure_path, artifacts_dir, *([request_path] if request_path else [])),
                 file_limit=self.config.max_kept_bytes,
                 sets_file_limit=prepared.sets_file_limit,
                 awaits_file_limit=prepared.awaits_file_limit,
@@ -196,6 +197,11 @@ class Engine:
                 started=started,
                 notes=prepared.notes,
             )
+            if result.status in ("ok", "error") and not _empty(artifacts_dir):  # a timed-out or cancelled call's are not
+                from toolexec.artifacts import collect
+
+                found, notes = collect(artifacts_dir, self.config.artifacts, state)
+                result = replace(result, artifacts=found, notes=(*result.notes, *notes))
             return _limited(result, confined, f"{failure or ''}\n{result.stderr}") if confined and not result.ok else result
 
     def _result_text(self, output_path: str, finished: Finished, limit: int, call_id: str) -> Capture:
@@ -329,41 +335,64 @@ def _asked(path: str, tool: str, finished: Finished) -> InputRequest | BadReques
 
 
 @contextlib.contextmanager
-def _call_files(tool: str, asking: bool = False) -> Iterator[tuple[str, str, str | None]]:
-    """LLM_OUTPUT, the failure channel and (when the call can ask) the request file of one call: fresh private (0600)
-    files, removed afterwards; StateUnavailable when no temporary directory takes them."""
+def _call_files(tool: str, asking: bool = False) -> Iterator[tuple[str, str, str, str | None]]:
+    """LLM_OUTPUT, the failure channel (fresh private 0600 files), LLM_ARTIFACTS_DIR (a fresh private 0700
+    directory) and, when the call can ask, the request file of one call, removed afterwards; StateUnavailable when
+    no temporary directory takes them."""
     paths: list[str] = []
     try:
-        for suffix in (".out", ".failure", *([".ask"] if asking else [])):
+        for suffix in (".out", ".failure", ".artifacts", *([".ask"] if asking else [])):
             try:
-                paths.append(_private_file(f"toolexec-{tool}-", suffix))
+                paths.append(_private_file(f"toolexec-{tool}-", suffix, directory=suffix == ".artifacts"))
             except OSError as exc:
                 where = exc.filename if isinstance(exc.filename, str) else "the temporary directory"
                 raise StateUnavailable(
                     os.path.dirname(where) or where, f"cannot create the call's files there: {exc.strerror or exc}"
                 ) from None
-        yield paths[0], paths[1], paths[2] if asking else None
+        yield paths[0], paths[1], paths[2], paths[3] if asking else None
     finally:
         for path in paths:
-            try:
+            _remove(path)
+
+
+def _remove(path: str) -> None:
+    """Remove one of a call's files or its artifacts directory, whatever the tool made of it (never through a link)."""
+    try:
+        os.rmdir(path) if path.endswith(".artifacts") else os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:  # a file in the directory's place or a directory in the file's, or files left in the directory
+        if os.path.islink(path) or not os.path.isdir(path):
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except FileNotFoundError:
-                pass
-            except OSError:  # the tool put a directory there
-                import shutil
+            return
+        import shutil
 
-                shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
 
 
-def _private_file(prefix: str, suffix: str) -> str:
+def _empty(directory: str) -> bool:
+    """Whether the call's artifacts directory holds nothing (the usual case: nothing more is imported or read)."""
+    try:
+        with os.scandir(directory) as entries:
+            return next(entries, None) is None
+    except OSError:  # gone or replaced: collect() says so
+        return False
+
+
+def _private_file(prefix: str, suffix: str, *, directory: bool = False) -> str:
     """A new empty file, 0600, made as ``tempfile.mkstemp`` makes one (``O_EXCL``, never through a link) and where it
-    would, without importing ``tempfile`` and ``random`` on every one-shot run (~2 ms); its path."""
+    would, without importing ``tempfile`` and ``random`` on every one-shot run (~2 ms); its path. With
+    ``directory``, a new empty directory, 0700, as ``tempfile.mkdtemp`` makes one."""
     problem: OSError | None = None
-    for directory in _temporary_directories():
+    for directory_path in _temporary_directories():
         for _ in range(100):
-            path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
+            path = os.path.join(directory_path, f"{prefix}{os.urandom(6).hex()}{suffix}")
             try:
-                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+                if directory:
+                    os.mkdir(path, 0o700)
+                else:
+                    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
             except FileExistsError:
                 continue
             except OSError as exc:  # missing, unwritable, read-only: the next candidate, as gettempdir does

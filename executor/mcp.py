@@ -41,7 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from referencing import Registry
 
-from toolexec import mcp_asking, strictjson
+from toolexec import mcp_asking, mcp_results, strictjson
 from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
@@ -93,10 +93,10 @@ def summary_of(tool: ToolDeclaration) -> str:
     return tool.metadata.summary or (tool.description.strip().split("\n", 1)[0] if tool.description else tool.name)
 
 
-def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool) -> types.Tool:
+def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool, any_shape: bool = False) -> types.Tool:
     """The ``tools/list`` entry of one tool: :func:`toolexec.providers.mcp.declare`'s (what
     ``toolexec declarations --format mcp`` prints), or in summaries mode the one-line summary and no parameters."""
-    declared = mcp_format.declare(tool, name).declaration
+    declared = mcp_format.declare(tool, name, any_shape=any_shape).declaration
     if summaries:
         declared = {
             **{key: value for key, value in declared.items() if key in ("name", "title", "annotations")},
@@ -109,7 +109,7 @@ def mcp_tool(tool: ToolDeclaration, name: str, *, summaries: bool) -> types.Tool
 def describe(tool: ToolDeclaration, name: str) -> dict[str, Any]:
     """What ``describe_tool`` returns: the full spec, worked examples and error modes."""
     meta = tool.metadata
-    declared = mcp_format.declare(tool, name).declaration
+    declared = mcp_format.declare(tool, name, any_shape=True).declaration
     return {
         "name": name,
         "title": meta.title,
@@ -153,14 +153,17 @@ class Listing:
         self.by_name = {t.name: t for t in self.tools}
         self.by_mcp_name = {self.names[t.name]: t for t in self.tools}
         self.entries = [mcp_tool(t, self.names[t.name], summaries=summaries) for t in self.tools]
+        # What a 2026-07-28 client is offered: output schemas of any shape.
+        self.modern_entries = [mcp_tool(t, self.names[t.name], summaries=summaries, any_shape=True) for t in self.tools]
         if summaries and DESCRIBE_TOOL not in self.by_mcp_name:
             self.entries.append(DESCRIBE_TOOL_SPEC)
+            self.modern_entries.append(DESCRIBE_TOOL_SPEC)
         self._checks: dict[str, Any] = {}
 
     def output_check(self, tool: ToolDeclaration) -> Any:
         """A JSON Schema validator of the tool's declared output, made once per listing."""
         if tool.name not in self._checks:
-            schema = mcp_format.output_schema(tool)
+            schema = mcp_format.output_schema(tool, any_shape=True)
             # An empty registry: a reference outside the schema is never fetched.
             check = jsonschema.Draft202012Validator(schema, registry=Registry()) if schema is not None else None
             self._checks[tool.name] = check
@@ -257,7 +260,10 @@ class ToolServer:
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
+            on_list_resources=mcp_results.list_resources,
+            on_read_resource=self.read_resource,
         )
+        self.owner = mcp_results.process_secret()  # stdio: who the files of results belong to
         self.server.middleware.append(self._remember_session)
         self.server.middleware.append(mcp_asking.state_boundary(config))  # seals a question's requestState
 
@@ -288,10 +294,21 @@ class ToolServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         """``tools/list``: the enabled tools in catalog order, ``page_size`` at a time."""
-        entries = self.listing.entries
+        entries = self.listing.modern_entries if mcp_results.modern(ctx) else self.listing.entries
         start = _offset(params.cursor, len(entries)) if params is not None and params.cursor else 0
         end = start + self.page_size
-        return types.ListToolsResult(tools=entries[start:end], next_cursor=_cursor(end) if end < len(entries) else None)
+        return types.ListToolsResult(
+            tools=entries[start:end],
+            next_cursor=_cursor(end) if end < len(entries) else None,
+            **mcp_results.list_cache(self.options.reload),
+        )
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        """``resources/read``: a file a result linked to, for the client it was returned to."""
+        owner = mcp_results.owner_of(ctx, self.owner)
+        return await anyio.to_thread.run_sync(mcp_results.read_resource, params.uri, owner, self.config)
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -318,7 +335,11 @@ class ToolServer:
             raise MCPError(types.INVALID_PARAMS, self.scrub(result.error or f"unknown tool {params.name!r}"))
         if not result.ok:
             return _error(self.scrub(result.error or f"Tool call '{name}' failed"))
-        return self._success(listing, tool, replace(result, notes=tuple(self.scrub(note) for note in result.notes)))
+        answer = self._success(listing, tool, replace(result, notes=tuple(self.scrub(note) for note in result.notes)), ctx)
+        if result.artifacts and not answer.is_error:
+            files = await anyio.to_thread.run_sync(mcp_results.content, result.artifacts, mcp_results.owner_of(ctx, self.owner))
+            answer.content = [block for block in answer.content if not _empty_text(block)] + files
+        return answer
 
     def scrub(self, text: str) -> str:
         """``text`` (what toolexec, not the tool, says to a client) without the server's paths (:func:`scrub`)."""
@@ -336,7 +357,9 @@ class ToolServer:
             content=[types.TextContent(text=json.dumps(spec, indent=2, ensure_ascii=False))], structured_content=spec
         )
 
-    def _success(self, listing: Listing, tool: ToolDeclaration | None, result: ToolResult) -> types.CallToolResult:
+    def _success(
+        self, listing: Listing, tool: ToolDeclaration | None, result: ToolResult, ctx: ServerRequestContext[Any, Any]
+    ) -> types.CallToolResult:
         text = result.output + "".join(f"\n[toolexec note: {note}]" for note in result.notes)
         check = listing.output_check(tool) if tool is not None else None
         if check is None:
@@ -355,7 +378,8 @@ class ToolServer:
                 f"at {where}: {problems[0].message}"
             )
         return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))], structured_content=value
+            content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))],
+            structured_content=mcp_results.structured(value, ctx),
         )
 
     async def _invoke(
@@ -576,6 +600,11 @@ def _output_json(output: str) -> Any:
     """A tool's output read as the JSON its output schema promises (:mod:`toolexec.strictjson`), in a form any
     client can be sent (lone surrogates replaced); ValueError saying what it is not."""
     return json_safe(strictjson.loads(output, MAX_DEPTH))
+
+
+def _empty_text(block: Any) -> bool:
+    """An empty text block (a tool that returned only files)."""
+    return isinstance(block, types.TextContent) and not block.text
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -251,6 +251,8 @@ class Metadata:
     sandbox: Sandbox | None = None
     # OAuth scopes a caller's access token must grant (``Scope: repo:write``); checked only where there is a token.
     scopes: tuple[str, ...] = ()
+    # The icon the script names, as a data: URI (the compiler reads the file: see toolexec.compilers.icon).
+    icon: str | None = None
 
 
 @record
@@ -300,8 +302,9 @@ class ToolDeclaration:
         del data["positions"]
         if data["function"] is None:
             del data["function"]
-        if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
-            del data["metadata"]["sandbox"]
+        for key in ("sandbox", "icon"):  # kept out of records of tools that declare none
+            if data["metadata"][key] is None:
+                del data["metadata"][key]
         if not data["metadata"]["scopes"]:
             del data["metadata"]["scopes"]
         return data
@@ -400,6 +403,47 @@ class ToolCall:
 
 
 @record
+class Artifact:
+    """One file a tool returned by writing it into ``LLM_ARTIFACTS_DIR`` (see :mod:`toolexec.artifacts`).
+
+    A small file comes back in the result itself (``data``); one past the call's inline budget is kept in the
+    state directory for ``artifacts.ttl`` seconds (``path``; MCP offers it as a ``resource_link``). Exactly one
+    of ``data`` and ``path`` is set.
+    """
+
+    name: str  # the file's name, sanitised: no path separator, no control character, at most 128 characters
+    mime_type: str  # sniffed from the bytes for the common image and audio types, else guessed from the name
+    size: int  # bytes
+    data: bytes | None = None
+    path: str | None = None
+
+    @property
+    def kind(self) -> Literal["image", "audio", "file"]:
+        """``image`` or ``audio`` by MIME type, else ``file``."""
+        major = self.mime_type.split("/", 1)[0]
+        return "image" if major == "image" else "audio" if major == "audio" else "file"
+
+    def read_bytes(self) -> bytes:
+        """The file's bytes: ``data``, or the kept file (OSError once its time has passed and it was pruned)."""
+        if self.data is not None:
+            return self.data
+        assert self.path is not None
+        with open(self.path, "rb") as handle:
+            return handle.read()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``data`` as base64 text when held, else ``path``."""
+        import base64
+
+        data: dict[str, Any] = {"name": self.name, "mime_type": self.mime_type, "size": self.size}
+        if self.data is not None:
+            data["data"] = base64.b64encode(self.data).decode("ascii")
+        else:
+            data["path"] = self.path
+        return data
+
+
+@record
 class ToolResult:
     """What came of one call. A failed tool is a result, never an exception."""
 
@@ -423,11 +467,18 @@ class ToolResult:
     reason: Reason | None = None
     # The question the tool asked (status "input_required"): answer it and call again with input_responses.
     input_request: InputRequest | None = None
+    # The files the tool wrote into LLM_ARTIFACTS_DIR (images, audio, anything), in name order.
+    artifacts: tuple[Artifact, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready data (``toolexec run --json`` prints this); ``input_request`` only when set."""
+        """The result as JSON-ready data (``toolexec run --json`` prints this); ``input_request`` only when set,
+        ``artifacts`` only when there are any."""
         data = asdict(self)
         data["notes"] = list(self.notes)
         if self.input_request is None:  # only a call that asked carries it
             del data["input_request"]
+        if self.artifacts:  # only when there are files: the shape of every other result is as it was
+            data["artifacts"] = [artifact.to_dict() for artifact in self.artifacts]
+        else:
+            del data["artifacts"]
         return data

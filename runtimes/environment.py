@@ -108,6 +108,7 @@ def tool_environment(
     call_id: str,
     output_path: str,
     dotenv: Mapping[str, str],
+    artifacts_dir: str | None = None,
     raw_json: str | None = None,
     trusted: Sequence[Path] = (),
     secrets: tuple[str, ...] = (),
@@ -140,6 +141,10 @@ def tool_environment(
     if input_request is not None:
         env["LLM_INPUT_REQUEST"] = input_request
         env.update(answers or {"LLM_INPUT_RESPONSES": "{}"})
+    if artifacts_dir is not None:  # the call's directory for files it returns (toolexec.artifacts)
+        env["LLM_ARTIFACTS_DIR"] = artifacts_dir
+    else:
+        env.pop("LLM_ARTIFACTS_DIR", None)  # never a stale one from the caller's environment
     env[TRUSTED_PATHS_VARIABLE] = os.pathsep.join(str(path) for path in trusted)
     if not env.get("TERM"):
         env["TERM"] = "dumb"

@@ -40,6 +40,7 @@ LAYERS = [
         "toolexec.mcp_stdio",
         "toolexec.mcp_asking",
         "toolexec.asking_terminal",
+        "toolexec.mcp_results",
         "toolexec.watch",
         "toolexec.progress",
         "toolexec.authoring",
@@ -48,6 +49,7 @@ LAYERS = [
     {"toolexec.calls"},
     {
         "toolexec.engine",
+        "toolexec.artifacts",
         "toolexec.agents",
         "toolexec.sources",
         "toolexec.approval",
@@ -73,6 +75,7 @@ LAYERS = [
         "toolexec.foreign_config",
         "toolexec.policy",
         "toolexec.mcp_settings",
+        "toolexec.mediatype",
         "toolexec.strictjson",
     },
 ]
@@ -84,6 +87,7 @@ LEAVES = {
     "toolexec.state": {"toolexec.errors", "toolexec.records", "toolexec.recordtype", "toolexec.paths"},
     "toolexec.paths": set(),
     "toolexec.version": set(),
+    "toolexec.mediatype": set(),
     "toolexec.schemarefs": set(),
     "toolexec.foreign_config": set(),
     "toolexec.policy": {"toolexec.records", "toolexec.recordtype"},

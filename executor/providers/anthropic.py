@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers import Batch, Declared, Sent, content, files, refusal, sent_of
 from toolexec.providers.names import OPENAI_NAMES
 from toolexec.providers.sdk import typed_without_calls
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -70,13 +70,26 @@ def _call(block: dict[str, Any], index: int) -> ToolCall | ToolResult:
 
 
 def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
-    """``{"type": "tool_result", "tool_use_id", "content", "is_error"}``."""
+    """``{"type": "tool_result", "tool_use_id", "content", "is_error"}``; with files, ``content`` is a list of a text
+    block, then an ``image`` block per image and a ``document`` block per PDF (see :mod:`toolexec.providers.files`)."""
     return {
         "type": "tool_result",
         "tool_use_id": sent.call_id or result.tool_call_id,
-        "content": content(result),
+        "content": _content(result) if result.artifacts else content(result),
         "is_error": not result.ok,
     }
+
+
+def _content(result: ToolResult) -> list[dict[str, Any]]:
+    takes = files.ANTHROPIC_IMAGES | {files.PDF}
+    text = files.text_with_descriptions(content(result), result.artifacts, "Anthropic", takes)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for artifact in result.artifacts:
+        if files.carried(artifact, takes):
+            kind = "document" if artifact.mime_type == files.PDF else "image"
+            source = {"type": "base64", "media_type": artifact.mime_type, "data": files.encoded(artifact)}
+            blocks.append({"type": kind, "source": source})
+    return blocks
 
 
 def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]] | dict[str, Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers import Batch, Declared, Sent, content, files, refusal, sent_of
 from toolexec.providers.names import GEMINI_NAMES
 from toolexec.providers.schema import gemini_schema
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -111,7 +111,18 @@ def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
     reply: dict[str, Any] = {"name": sent.name}
     if sent.call_id is not None:
         reply["id"] = sent.call_id
-    return {"functionResponse": {**reply, "response": response}}
+    reply["response"] = response
+    if result.artifacts:  # images and PDFs as the response's parts; the others named in its text
+        key = "output" if result.ok else "error"
+        response[key] = files.text_with_descriptions(response[key], result.artifacts, "Gemini", files.GEMINI_FILES)
+        parts = [
+            {"inlineData": {"mimeType": a.mime_type, "data": files.encoded(a)}}
+            for a in result.artifacts
+            if files.carried(a, files.GEMINI_FILES)
+        ]
+        if parts:
+            reply["parts"] = parts
+    return {"functionResponse": reply}
 
 
 def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]] | dict[str, Any]:

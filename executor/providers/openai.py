@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers import Batch, Declared, Sent, content, files, refusal, sent_of
 from toolexec.providers.names import OPENAI_NAMES
 from toolexec.providers.schema import strict_schema
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -82,7 +82,10 @@ def _call(item: Any, index: int) -> ToolCall | ToolResult:
 
 def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
     """``{"role": "tool", "tool_call_id", "content"}``."""
-    return {"role": "tool", "tool_call_id": sent.call_id or result.tool_call_id, "content": content(result)}
+    text = content(result)
+    if result.artifacts:  # a Chat Completions tool message is text only: each file is named in it
+        text = files.text_with_descriptions(text, result.artifacts, "OpenAI Chat Completions", frozenset())
+    return {"role": "tool", "tool_call_id": sent.call_id or result.tool_call_id, "content": text}
 
 
 def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolexec.providers import Batch, Declared, Sent, content, refusal, sent_of
+from toolexec.providers import Batch, Declared, Sent, content, files, refusal, sent_of
 from toolexec.providers.names import OPENAI_NAMES
 from toolexec.providers.openai import strict_parameters
 from toolexec.providers.sdk import typed_without_calls
@@ -70,8 +70,25 @@ def _call(item: dict[str, Any], index: int) -> ToolCall | ToolResult:
 
 
 def message(result: ToolResult, sent: Sent) -> dict[str, Any]:
-    """``{"type": "function_call_output", "call_id", "output"}``."""
-    return {"type": "function_call_output", "call_id": sent.call_id or result.tool_call_id, "output": content(result)}
+    """``{"type": "function_call_output", "call_id", "output"}``; with files, ``output`` is a list of an
+    ``input_text`` item, then an ``input_image`` per image and an ``input_file`` per PDF (:mod:`toolexec.providers.files`)."""
+    output = _output(result) if result.artifacts else content(result)
+    return {"type": "function_call_output", "call_id": sent.call_id or result.tool_call_id, "output": output}
+
+
+def _output(result: ToolResult) -> list[dict[str, Any]]:
+    takes = files.RESPONSES_IMAGES | {files.PDF}
+    text = files.text_with_descriptions(content(result), result.artifacts, "OpenAI Responses", takes)
+    items: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text else []
+    for artifact in result.artifacts:
+        if not files.carried(artifact, takes):
+            continue
+        url = f"data:{artifact.mime_type};base64,{files.encoded(artifact)}"
+        if artifact.mime_type == files.PDF:
+            items.append({"type": "input_file", "filename": artifact.name, "file_data": url})
+        else:
+            items.append({"type": "input_image", "image_url": url})
+    return items
 
 
 def render(batch: Batch, results: Sequence[ToolResult]) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from toolexec import Executor, Toolkit
 PUBLIC = [
     "Annotations",
     "ApprovalRequest",
+    "Artifact",
     "BadRequest",
     "Batch",
     "BeforeCall",
@@ -124,7 +125,7 @@ def test_declarations_are_a_list_that_also_says_its_format_and_notes(project) ->
     assert (declared.format, declared.notes) == ("openai", [])
 
 
-@pytest.mark.parametrize("record", ["ToolCall", "ToolResult", "ToolDeclaration", "Annotations", "Problem"])
+@pytest.mark.parametrize("record", ["ToolCall", "ToolResult", "ToolDeclaration", "Annotations", "Problem", "Artifact"])
 def test_the_records_signatures_show_their_fields(record: str) -> None:
     parameters = inspect.signature(getattr(toolexec, record)).parameters
     assert parameters and all(p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters.values())

@@ -16,16 +16,20 @@ from toolexec.engine import _call_files
 
 
 def test_the_files_are_new_private_and_removed_afterwards(private_tmpdir: Path) -> None:
-    with _call_files("echo") as (output, failure, request):
-        made = [Path(output), Path(failure)]
+    with _call_files("echo") as (output, failure, artifacts, request):
+        made = [Path(output), Path(failure), Path(artifacts)]
         assert request is None  # a call that cannot ask has no request file
         assert [(p.parent, p.name.startswith("toolexec-echo-"), p.suffix) for p in made] == [
             (private_tmpdir, True, ".out"),
             (private_tmpdir, True, ".failure"),
+            (private_tmpdir, True, ".artifacts"),
         ]
-        assert [(stat.S_IMODE(p.stat().st_mode), p.stat().st_size) for p in made] == [(0o600, 0), (0o600, 0)]
+        modes = [(stat.S_ISDIR(p.stat().st_mode), stat.S_IMODE(p.stat().st_mode)) for p in made]
+        assert modes == [(False, 0o600), (False, 0o600), (True, 0o700)]
+        assert (Path(output).stat().st_size, Path(failure).stat().st_size, os.listdir(artifacts)) == (0, 0, [])
+        (Path(artifacts) / "left.txt").write_text("a file the tool left")
     assert os.listdir(private_tmpdir) == []
-    with _call_files("echo", asking=True) as (_, _, request):  # LLM_INPUT_REQUEST: made and removed the same way
+    with _call_files("echo", asking=True) as (_, _, _, request):  # LLM_INPUT_REQUEST: made and removed the same way
         assert request is not None
         asked = Path(request)
         assert (asked.parent, asked.suffix, stat.S_IMODE(asked.stat().st_mode), asked.stat().st_size) == (
@@ -35,6 +39,24 @@ def test_the_files_are_new_private_and_removed_afterwards(private_tmpdir: Path) 
             0,
         )
     assert os.listdir(private_tmpdir) == []
+
+
+def test_whatever_a_tool_makes_of_its_files_they_are_removed_and_no_link_is_followed(
+    private_tmpdir: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "keep.txt").write_text("kept")
+    with _call_files("echo") as (output, failure, artifacts):
+        os.unlink(output)
+        os.mkdir(output)  # a directory in the file's place
+        (Path(output) / "x").write_text("x")
+        os.unlink(failure)
+        os.symlink(target, failure)  # a link in the file's place
+        os.rmdir(artifacts)
+        os.symlink(target, artifacts)  # a link in the directory's place
+    assert os.listdir(private_tmpdir) == []
+    assert (target / "keep.txt").read_text() == "kept"
 
 
 def test_an_unusable_tmpdir_is_passed_over_as_tempfile_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,6 +38,7 @@ def test_llm_environment_seen_by_the_tool(project: Project, private_tmpdir: Path
     seen = json.loads(result.output)
     functions = project.root / "functions"
     output = seen["env"].pop("LLM_OUTPUT")
+    artifacts = seen["env"].pop("LLM_ARTIFACTS_DIR")
     assert seen == {
         "env": {
             "LLM_ROOT_DIR": str(functions),
@@ -54,6 +55,7 @@ def test_llm_environment_seen_by_the_tool(project: Project, private_tmpdir: Path
     }
     assert Path(output).parent == private_tmpdir
     assert not Path(output).exists(), "LLM_OUTPUT must be removed after the call"
+    assert (Path(artifacts).parent, Path(artifacts).exists()) == (private_tmpdir, False)
     assert list(private_tmpdir.iterdir()) == []
 
 

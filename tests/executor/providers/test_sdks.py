@@ -306,3 +306,43 @@ def test_function_calls_beside_parts_are_all_answered(executor: Executor) -> Non
             }
         },
     ]
+
+
+def test_files_of_a_result_in_every_format_the_sdks_accept(update_goldens: bool) -> None:
+    """A result with an image, a PDF, a WAV file and a kept file, in every format: images (and PDFs) where the format
+    carries them, a line naming each file it does not; every answer is taken by the SDK's own request types."""
+    from tests.executor.providers.test_formats import golden
+    from tests.executor.test_artifacts import IMAGE, WAV
+    from toolexec import Artifact, ToolResult, format_tool_result
+
+    files = (
+        Artifact(name="chart.png", mime_type="image/png", size=len(IMAGE), data=IMAGE),
+        Artifact(name="report.pdf", mime_type="application/pdf", size=9, data=b"%PDF-1.7\n"),
+        Artifact(name="beep.wav", mime_type="audio/wav", size=len(WAV), data=WAV),
+        Artifact(
+            name="data.bin", mime_type="application/octet-stream", size=10240, path="/srv/state/cache/.artifacts/k/data.bin"
+        ),
+    )
+    result = ToolResult(
+        ok=True,
+        status="ok",
+        output="made",
+        error=None,
+        exit_code=0,
+        stderr="",
+        duration_ms=1.0,
+        tool_call_id="c1",
+        tool_name="make",
+        artifacts=files,
+    )
+    answers = {
+        provider: format_tool_result(result, provider) for provider in ("openai", "responses", "anthropic", "gemini", "mcp")
+    }
+    golden("results-with-files.json", answers, update_goldens)
+    accepted_by_the_sdk("openai", [answers["openai"]])
+    accepted_by_the_sdk("responses", [answers["responses"]])
+    accepted_by_the_sdk("anthropic", [answers["anthropic"]])
+    accepted_by_the_sdk("gemini", [answers["gemini"]])
+    import mcp_types
+
+    mcp_types.CallToolResult.model_validate(answers["mcp"])

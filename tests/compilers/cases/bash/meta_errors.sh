@@ -7,7 +7,7 @@
 # @meta example {"path": ".", "limit": "ten"}
 # @meta example {"limit": 3}
 # @meta example {"path": }
-# @meta output-schema {"type": "array"}
+# @meta output-schema {"type": "arry"}
 # @option --path! Directory to list.
 # @option --limit=10 <INT> At most this many entries.
 main() { :; }

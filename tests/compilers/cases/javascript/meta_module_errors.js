@@ -6,7 +6,7 @@ export const tool = {
   tags: "math",
   examples: [{ n: "one" }, 7],
   annotations: { readOnlyHint: "yes", destructiveHint: true, slowHint: true },
-  outputSchema: { type: "array" },
+  outputSchema: { type: "arry" },
   outputschema: {},
   run: async (input) => input.n,
 };
