@@ -36,6 +36,8 @@ LAYERS = [
         "toolexec.mcp",
         "toolexec.mcp_http",
         "toolexec.mcp_stdio",
+        "toolexec.mcp_tasks",
+        "toolexec.tasks",
         "toolexec.watch",
         "toolexec.progress",
         "toolexec.authoring",
@@ -55,6 +57,9 @@ LAYERS = [
         "toolexec.results",
         "toolexec.validation",
         "toolexec.confine",
+        "toolexec.store",
+        "toolexec.store.dirstore",
+        "toolexec.store.redisstore",
     },
     {"toolexec.compilers", "toolexec.runtimes"},
     {
