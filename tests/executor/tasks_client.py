@@ -155,12 +155,14 @@ def redis_server(directory: Path) -> Iterator[str]:
     pytest.importorskip("redis")
     port = free_port()
     args = [program, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(directory)]
-    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = directory / "redis.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         while True:
             if server.poll() is not None:
-                raise AssertionError(f"redis-server exited with {server.returncode}")
+                raise AssertionError(f"redis-server exited with {server.returncode}: {log.read_text()[-2000:]}")
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     break
