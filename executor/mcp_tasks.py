@@ -203,7 +203,7 @@ class McpTasks:
             return Outcome("completed", result.error if not result.ok else None, result=_dump(shaped))
 
         owner = principal(ctx, self._local)
-        record = await anyio.to_thread.run_sync(lambda: self.tasks.start(owner, pending, time_limit, finish, keep=keep))
+        record = await self._store(lambda: self.tasks.start(owner, pending, time_limit, finish, keep=keep))
         shown = self._task(record, modern)
         if modern:
             return self._wire({"resultType": "task", **shown}, ctx)
@@ -216,6 +216,20 @@ class McpTasks:
             data.setdefault("resultType", "complete")
             data["_meta"] = {**(data.get("_meta") or {}), types.SERVER_INFO_META_KEY: self.server.server.server_info_stamp}
         return data
+
+    async def _store(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)`` on a worker thread; a store that fails (unreachable, full) is an internal error whose
+        details stay in the server's log."""
+        try:
+            return await anyio.to_thread.run_sync(work, *args)
+        except MCPError:
+            raise
+        except Exception as error:
+            from toolexec.mcp import log
+
+            where = self._tasks.store.where if self._tasks is not None else "(not opened)"
+            log(f"the task store {where}: {type(error).__name__}: {error}")
+            raise MCPError(types.INTERNAL_ERROR, "the task store is unavailable; try again later") from None
 
     # --- the tasks methods -----------------------------------------------------------------------
 
@@ -237,7 +251,7 @@ class McpTasks:
     async def _find(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> dict[str, Any]:
         self._require_capability(ctx)
         owner = principal(ctx, self._local)
-        record = await anyio.to_thread.run_sync(self.tasks.get, owner, task_id)
+        record = await self._store(self.tasks.get, owner, task_id)
         if record is None:
             raise MCPError(types.INVALID_PARAMS, NOT_FOUND)
         return record
@@ -265,7 +279,7 @@ class McpTasks:
         record = await self._find(ctx, params.task_id)
         owner = principal(ctx, self._local)
         while record["status"] not in TERMINAL:  # the wait is bounded by the task's own time limit and ttl
-            found = await anyio.to_thread.run_sync(self.tasks.wait, owner, params.task_id, 5.0)
+            found = await self._store(self.tasks.wait, owner, params.task_id, 5.0)
             if found is None:  # pruned while it ran (its time limit and ttl passed)
                 raise MCPError(types.INVALID_PARAMS, NOT_FOUND)
             record = found
@@ -288,7 +302,7 @@ class McpTasks:
                 return {}
             raise MCPError(types.INVALID_PARAMS, f"Cannot cancel task: already in terminal status {record['status']!r}")
         owner = principal(ctx, self._local)
-        marked = await anyio.to_thread.run_sync(self.tasks.cancel, owner, params.task_id)
+        marked = await self._store(self.tasks.cancel, owner, params.task_id)
         return {} if modern else self._task(marked or record, modern)
 
     async def list(self, ctx: ServerRequestContext[Any, Any], params: ListParams) -> dict[str, Any]:
@@ -296,7 +310,7 @@ class McpTasks:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             raise MCPError(types.METHOD_NOT_FOUND, "tasks/list is a 2025-11-25 method; the 2026-07-28 extension has none")
         owner = principal(ctx, self._local)
-        records = await anyio.to_thread.run_sync(self.tasks.list, owner)
+        records = await self._store(self.tasks.list, owner)
         return {"tasks": [self._task(record, False) for record in records]}
 
     async def update(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:

@@ -8,6 +8,7 @@ the 2025-11-25 client speaks JSON-RPC over the SDK's stdio transport (the SDK ha
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -346,3 +347,53 @@ def test_stopping_the_server_ends_its_tasks_and_says_so(tasks: Project, tmp_path
         "failed",
         "toolexec mcp stopped before the task ended; its processes were ended; start the call again",
     )
+
+
+def test_an_unreachable_store_is_an_internal_error_that_names_no_server_detail(tasks: Project, tmp_path: Path) -> None:
+    from tests.executor.tasks_client import free_port
+
+    pytest.importorskip("redis")
+    config = with_store(tasks, f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    log = tmp_path / "server.log"
+
+    async def scenario() -> tuple[MCPError, str]:
+        with log.open("w") as errors:
+            async with stdio_client(params(config, tasks.root), errlog=errors) as (read, write):
+                session = LegacySession(read, write)
+                await session.initialize()
+                with pytest.raises(MCPError) as refused:
+                    await session.request("tools/call", {"name": "slow", "arguments": {"seconds": 0}, "task": {}})
+                plain = text(await session.request("tools/call", {"name": "slow", "arguments": {"seconds": 0}}))
+        return refused.value, plain
+
+    refused, plain = anyio.run(scenario)
+    assert (refused.code, refused.message, refused.data) == (
+        types.INTERNAL_ERROR,
+        "the task store is unavailable; try again later",
+        None,
+    )
+    assert plain == "slept 0"  # calls that are not tasks are served as ever
+    assert "the task store redis://127.0.0.1:" in log.read_text() and "ConnectionError" in log.read_text()
+
+
+def test_describe_and_the_mcp_declarations_show_task_support(tasks: Project) -> None:
+    from tests.conftest import toolexec
+
+    described = toolexec("--config", str(tasks.config), "describe", "tree")
+    assert described.returncode == 0, described.stderr
+    assert "Task: required (MCP clients run it as a task)" in described.stdout.splitlines()
+    optional = toolexec("--config", str(tasks.config), "describe", "slow").stdout.splitlines()
+    assert "Task: optional (an MCP client may run it as a task)" in optional
+    assert not [
+        line
+        for line in toolexec("--config", str(tasks.config), "describe", "plain").stdout.splitlines()
+        if line.startswith("Task")
+    ]
+    declared = toolexec("--config", str(tasks.config), "declarations", "--format", "mcp")
+    execution = {tool["name"]: tool.get("execution") for tool in json.loads(declared.stdout)}
+    assert execution == {
+        "slow": {"taskSupport": "optional"},
+        "tree": {"taskSupport": "required"},
+        "brief": {"taskSupport": "optional"},
+        "plain": None,
+    }
