@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from toolexec.calls import Pending
 from toolexec.config import Config
+from toolexec.errors import BadRequest
 from toolexec.records import ToolCall, ToolResult
 from toolexec.store import Store, open_store
 from toolexec.tasks import POLL_SECONDS, TERMINAL, Outcome, Tasks
@@ -140,7 +141,10 @@ class McpTasks:
         tool = listing.by_name.get(listing.map.original(params["name"]))
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         support = tool.metadata.task if tool is not None else None
-        asked = self._capable(ctx) if modern else params.get("task") is not None
+        task = params.get("task")
+        if not modern and task is not None and not isinstance(task, Mapping):
+            return await call_next(ctx)  # the ordinary path refuses a malformed 'task' as invalid params
+        asked = self._capable(ctx) if modern else task is not None
         if support is None:
             if asked and not modern and tool is not None:
                 raise MCPError(types.METHOD_NOT_FOUND, f"tool {params['name']!r} does not run as a task; call it without 'task'")
@@ -152,8 +156,7 @@ class McpTasks:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             return await call_next(ctx)  # the ordinary path says what is wrong with them
-        task = params.get("task")
-        requested = task.get("ttl") if isinstance(task, dict) else None
+        requested = task.get("ttl") if isinstance(task, Mapping) else None
         keep = requested / 1000 if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0 else None
         return await self._create(ctx, ToolCall(name=tool.name, arguments=arguments or {}), modern, keep)  # type: ignore[union-attr]
 
@@ -224,6 +227,8 @@ class McpTasks:
             return await anyio.to_thread.run_sync(work, *args)
         except MCPError:
             raise
+        except BadRequest as refusal:  # a bound of toolexec's own (too many tasks): the message says what to do
+            raise MCPError(types.INTERNAL_ERROR, str(refusal)) from None
         except Exception as error:
             from toolexec.mcp import log
 

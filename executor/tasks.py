@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolexec.calls import Calls, Pending
+from toolexec.errors import BadRequest
 from toolexec.records import ToolResult
 from toolexec.runtimes.process import CallControl
 from toolexec.store import Store
@@ -44,6 +45,8 @@ HEARTBEAT_SECONDS = 2.0
 HEARTBEAT_TTL = 10.0  # a replica silent this long is gone: its working tasks are failed
 PRUNE_SECONDS = 60.0
 _ID = re.compile(r"[A-Za-z0-9_-]{20,64}")
+# Tasks one process runs (or keeps waiting for a slot of max_parallel) at once; past it a new one is refused.
+MAX_RUNNING = 256
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,9 @@ class Tasks:
 
         ``finish`` turns the call's result into the task's outcome; ``keep`` (at most ``mcp.task_ttl``) is how long
         the record outlives the call's time limit."""
+        with self._lock:
+            if len(self._running) >= MAX_RUNNING:
+                raise BadRequest(f"this server already runs {MAX_RUNNING} tasks; wait for one to end, or cancel one")
         now = time.time()
         task_id = secrets.token_urlsafe(24)
         ttl = time_limit + min(keep if keep is not None else self.keep, self.keep)

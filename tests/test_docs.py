@@ -233,7 +233,9 @@ def test_the_documented_snippets_are_found() -> None:
         "coming-from-loki.md",
         "configuration.md",
         "mcp.md",
+        "mcp.md",
         "sandbox.md",
+        "scale-out.md",
         "scale-out.md",
     ]
 

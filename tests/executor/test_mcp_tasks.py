@@ -397,3 +397,29 @@ def test_describe_and_the_mcp_declarations_show_task_support(tasks: Project) -> 
         "brief": {"taskSupport": "optional"},
         "plain": None,
     }
+
+
+def test_malformed_task_requests_are_refused_as_invalid_params(tasks: Project) -> None:
+    async def scenario() -> list[tuple[int, str]]:
+        refusals = []
+        async with legacy(tasks) as session:
+            for task in ("soon", 3, ["ttl"], True):
+                with pytest.raises(MCPError) as refused:
+                    await session.request("tools/call", {"name": "slow", "arguments": {"seconds": 0}, "task": task})
+                refusals.append((refused.value.code, refused.value.message))
+            for ttl in (-5, 0, "60000", 10**30, True, None):  # a ttl it cannot use: the default applies
+                created = await session.request("tools/call", {"name": "slow", "arguments": {"seconds": 0}, "task": {"ttl": ttl}})
+                assert 3600 * 1000 <= created["task"]["ttl"] <= (3600 + 60) * 1000
+            with pytest.raises(MCPError) as bad_arguments:
+                await session.request("tools/call", {"name": "slow", "arguments": [1], "task": {}})
+            refusals.append((bad_arguments.value.code, bad_arguments.value.message))
+            invalid = await session.request("tools/call", {"name": "slow", "arguments": {"seconds": "x"}, "task": {}})
+            assert invalid["isError"] is True and "task" not in invalid  # refused at once, never a task
+            with pytest.raises(MCPError) as unknown:
+                await session.request("tools/call", {"name": "slwo", "arguments": {}, "task": {}})
+            refusals.append((unknown.value.code, unknown.value.message))
+        return refusals
+
+    refusals = anyio.run(scenario)
+    assert [code for code, _ in refusals] == [types.INVALID_PARAMS] * 6
+    assert refusals[-1][1] == "unknown tool 'slwo'; did you mean 'slow'?"
