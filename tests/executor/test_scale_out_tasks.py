@@ -65,8 +65,9 @@ def run(pid_file: str) -> str:
 class Fleet:
     """The ports: ``front`` (nginx), ``first`` and ``second`` (the instances), ``stranger`` (another token)."""
 
-    def __init__(self, front: int, first: int, second: int, stranger: int) -> None:
+    def __init__(self, front: int, first: int, second: int, stranger: int, processes: list[subprocess.Popen[bytes]]) -> None:
         self.front, self.first, self.second, self.stranger = front, first, second, stranger
+        self.processes = processes  # the instances (first, second, stranger), then nginx
 
 
 @pytest.fixture(params=["dir", "redis"])
@@ -114,7 +115,7 @@ def fleet(request: pytest.FixtureRequest, project: Project, tmp_path: Path) -> I
             conf.write_text(prelude + f"http {{\naccess_log {runtime}/access.log;\nclient_body_temp_path {runtime};\n{text}}}\n")
             processes.append(subprocess.Popen([program, "-c", str(conf), "-p", str(runtime)], stderr=subprocess.DEVNULL))
             wait_for_port(ports[0], processes[-1])
-            yield Fleet(*ports)
+            yield Fleet(*ports, processes)
         finally:
             for process in processes:
                 process.terminate()
@@ -200,3 +201,22 @@ def test_a_2026_client_polls_its_task_through_nginx(fleet: Fleet) -> None:
     assert len(created) == 4
     assert {a.rsplit(" ", 1)[1] for a in answers} == {"instance-0", "instance-1"}  # started on both, polled via nginx
     assert {a.rsplit(" on ", 1)[0] for a in answers} == {"slept 0.3"}
+
+
+def test_the_tasks_of_an_instance_that_died_are_reported_failed_by_another(fleet: Fleet, tmp_path: Path) -> None:
+    """SIGKILL the instance running a task: its tool's tree ends (the parent-death guard) and the other instance,
+    seeing the dead one's heartbeat gone from the store, answers the task as failed."""
+    import signal
+
+    pid_file = tmp_path / "pids"
+    tree = rpc(fleet.first, "tools/call", {"name": "tree", "arguments": {"pid_file": str(pid_file)}, "task": {}})
+    task_id = tree["result"]["task"]["taskId"]
+    pids = [int(p) for p in wait_until_text(pid_file).split()]
+    fleet.processes[0].send_signal(signal.SIGKILL)
+    fleet.processes[0].wait(timeout=30)
+    wait_until(lambda: not any(alive(pid) for pid in pids), "the dead instance's tool tree ended")
+    wait_until(lambda: rpc(fleet.second, "tasks/get", {"taskId": task_id})["result"]["status"] == "failed", "failed", timeout=60)
+    task = rpc(fleet.second, "tasks/get", {"taskId": task_id})["result"]
+    assert task["statusMessage"] == "the toolexec mcp instance running this task stopped before it ended; start the call again"
+    ended = rpc(fleet.second, "tasks/result", {"taskId": task_id})
+    assert ended["error"]["code"] == -32603 and ended["error"]["message"] == task["statusMessage"]
