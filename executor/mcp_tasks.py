@@ -22,6 +22,7 @@ import datetime
 import hashlib
 import math
 import secrets
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -66,10 +67,12 @@ def principal(ctx: ServerRequestContext[Any, Any], local: str) -> str:
     if request is None:
         return local
     scope = getattr(request, "scope", None) or {}
-    token = getattr(scope.get("user"), "access_token", None)
-    subject = getattr(token, "subject", None) or getattr(token, "client_id", None)
+    token = getattr(scope.get("user"), "access_token", None)  # set by the SDK's OAuth middleware (mcp.auth)
+    subject, client = getattr(token, "subject", None), getattr(token, "client_id", None)
     if isinstance(subject, str) and subject:
-        seed = f"oauth:{subject}"
+        seed = f"oauth-subject:{subject}"  # the user, whichever of their tokens (they expire and are renewed)
+    elif isinstance(client, str) and client:
+        seed = f"oauth-client:{client}"
     else:
         headers = getattr(request, "headers", None)
         seed = f"bearer:{headers.get('authorization', '') if headers is not None else ''}"
@@ -87,15 +90,18 @@ class McpTasks:
         self.server = server
         self._local = f"stdio:{secrets.token_hex(16)}"  # the one client of a stdio server
         self._tasks: Tasks | None = None
+        self._opening = threading.Lock()
         if server.config.mcp.task_store is not None:  # a store named in the config is checked at start
             self._tasks = Tasks(default_store(server.config), server.calls, keep=server.config.mcp.task_ttl)
 
     @property
     def tasks(self) -> Tasks:
         """The tasks, their store opened on first use (the default directory is made only when a task needs it)."""
-        if self._tasks is None:
-            self._tasks = Tasks(default_store(self.server.config), self.server.calls, keep=self.server.config.mcp.task_ttl)
-        return self._tasks
+        with self._opening:
+            if self._tasks is None:
+                config = self.server.config
+                self._tasks = Tasks(default_store(config), self.server.calls, keep=config.mcp.task_ttl)
+            return self._tasks
 
     def install(self) -> None:
         """Register the methods, the ``tools/call`` middleware and the capabilities of both eras."""

@@ -25,6 +25,7 @@ from toolexec.errors import BadRequest
 from toolexec.store import Change, Store, check_key
 
 STRIPES = 16
+STALE_SECONDS = 3600.0  # a temporary file this old belongs to a writer that died
 _SUFFIX = ".json"
 
 
@@ -83,7 +84,7 @@ class DirStore(Store):
         return sorted(n[: -len(_SUFFIX)] for n in names if n.endswith(_SUFFIX) and n.startswith(prefix) and n[0] != ".")
 
     def prune(self) -> int:
-        gone = 0
+        gone = self._prune_temporaries()
         for key in self.keys(""):
             path = self._path(key)
             if self._read_raw(path, keep_expired=True) is not None and self._read(path) is None:
@@ -91,6 +92,18 @@ class DirStore(Store):
                     if self._read(path) is None:  # still expired (no one renewed it meanwhile)
                         path.unlink(missing_ok=True)
                         gone += 1
+        return gone
+
+    def _prune_temporaries(self) -> int:
+        """Remove temporary files a writer that died mid-write left (older than :data:`STALE_SECONDS`)."""
+        gone = 0
+        with contextlib.suppress(OSError), os.scandir(self.root) as entries:
+            for entry in entries:
+                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        if time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS:
+                            os.unlink(entry.path)
+                            gone += 1
         return gone
 
     # --- files -----------------------------------------------------------------------------------

@@ -91,6 +91,17 @@ def test_the_directory_is_private(tmp_path: Path) -> None:
     assert not [p for p in (tmp_path / "store").iterdir() if p.name.endswith(".tmp")]  # no temporary left
 
 
+def test_pruning_removes_what_a_dead_writer_left(tmp_path: Path) -> None:
+    store = DirStore(tmp_path / "store")
+    left = tmp_path / "store" / ".task:a.json.123.abcd.tmp"
+    fresh = tmp_path / "store" / ".task:b.json.124.abcd.tmp"
+    left.write_text("{")
+    fresh.write_text("{")
+    os.utime(left, (time.time() - 7200, time.time() - 7200))
+    assert store.prune() == 1
+    assert (left.exists(), fresh.exists()) == (False, True)  # a write in progress is left alone
+
+
 def test_a_torn_or_foreign_file_reads_as_absent(tmp_path: Path) -> None:
     store = DirStore(tmp_path / "store")
     for name, content in (
