@@ -93,11 +93,11 @@ def tasks(project: Project) -> Project:
     return project
 
 
-def with_store(project: Project, spec: str) -> Path:
-    """A config beside the project's with ``mcp.task_store: spec``; its path."""
+def with_store(project: Project, spec: str, **settings: Any) -> Path:
+    """A config beside the project's with ``mcp.task_store: spec`` (and other ``mcp`` settings); its path."""
     config = yaml.safe_load(project.config.read_text())
     config["functions_dir"] = str(project.root / config.get("functions_dir", "functions"))
-    config["mcp"] = {"task_store": spec}
+    config["mcp"] = {"task_store": spec, **settings}
     path = project.root / f"config-{abs(hash(spec))}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -423,3 +423,25 @@ def test_malformed_task_requests_are_refused_as_invalid_params(tasks: Project) -
     refusals = anyio.run(scenario)
     assert [code for code, _ in refusals] == [types.INVALID_PARAMS] * 6
     assert refusals[-1][1] == "unknown tool 'slwo'; did you mean 'slow'?"
+
+
+def test_a_task_is_kept_for_its_time_limit_and_task_ttl_then_gone(tasks: Project, tmp_path: Path) -> None:
+    config = with_store(tasks, f"dir:{tmp_path / 'kept'}", task_ttl=1)
+
+    async def scenario() -> None:
+        async with legacy(tasks, config) as session:
+            created = (await session.request("tools/call", {"name": "brief", "arguments": {}, "task": {}}))["task"]
+            assert created["ttl"] == 2000  # the tool's timeout (1 s) and mcp.task_ttl (1 s)
+            with anyio.fail_after(WAIT):
+                while True:
+                    try:
+                        await session.request("tasks/get", {"taskId": created["taskId"]})
+                    except MCPError as gone:
+                        assert (gone.code, gone.message) == (
+                            types.INVALID_PARAMS,
+                            "Failed to retrieve task: Task not found (it never existed, has expired, or belongs to another client)",
+                        )
+                        break
+                    await anyio.sleep(0.1)
+
+    anyio.run(scenario)
