@@ -42,6 +42,7 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 # How often the owner looks for cancel marks (and a poll interval suggested to clients, in ms, is this times 2).
 POLL_SECONDS = 0.25
 HEARTBEAT_SECONDS = 2.0
+PROGRESS_SECONDS = 0.5  # a tool's progress reaches its task's record at most this often
 HEARTBEAT_TTL = 10.0  # a replica silent this long is gone: its working tasks are failed
 PRUNE_SECONDS = 60.0
 _ID = re.compile(r"[A-Za-z0-9_-]{20,64}")
@@ -110,12 +111,34 @@ class Tasks:
         }
         self._ensure_watcher()
         self.store.add(f"task:{task_id}", record, ttl)
-        control = CallControl()
+        control = CallControl(on_event=self._progress(task_id))
         thread = threading.Thread(target=self._run, args=(task_id, pending, control, finish), name=f"toolexec-task-{task_id[:8]}")
         with self._lock:
             self._running[task_id] = (control, thread)
         thread.start()
         return record
+
+    def _progress(self, task_id: str) -> Callable[[dict[str, Any]], None]:
+        """What the tool reports through ``LLM_PROGRESS`` becomes the working task's status message, written to the
+        store at most once every :data:`PROGRESS_SECONDS` (the last report in a burst may wait for the next one)."""
+        last = [0.0]
+
+        def report(event: dict[str, Any]) -> None:
+            now = time.monotonic()
+            if event.get("event") != "progress" or now - last[0] < PROGRESS_SECONDS:
+                return
+            last[0] = now
+            total = f"/{event['total']:g}" if isinstance(event.get("total"), int | float) else ""
+            shown = f"{event.get('progress', 0):g}{total}" + (f" {event['message']}" if event.get("message") else "")
+
+            def say(record: dict[str, Any] | None) -> dict[str, Any] | None:
+                if record is None or record["status"] != "working":
+                    return record
+                return {**record, "message": shown, "updated": time.time()}
+
+            self.store.update(f"task:{task_id}", say)
+
+        return report
 
     def _run(self, task_id: str, pending: Pending, control: CallControl, finish: Callable[[ToolResult], Outcome]) -> None:
         try:

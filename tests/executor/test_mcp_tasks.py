@@ -76,6 +76,24 @@ main() {
 }
 eval "$(argc --argc-eval "$0" "$@")"
 """
+STAGES = '''
+import json, os, time
+
+def run(go: str) -> str:
+    """Report being half way, wait for the go file, finish.
+
+    Task: optional
+
+    Args:
+        go: The file that lets it finish.
+    """
+    with open(os.environ["LLM_PROGRESS"], "a") as out:
+        out.write(json.dumps({"progress": 1, "total": 2, "message": "half way"}) + "\\n")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "done"
+'''
 PLAIN = '''
 def run() -> str:
     """Answer at once (no task)."""
@@ -89,7 +107,8 @@ def tasks(project: Project) -> Project:
     project.tool("tree.py", TREE)
     project.tool("brief.sh", BRIEF)
     project.tool("plain.py", PLAIN)
-    project.configure(["slow.py", "tree.py", "brief.sh", "plain.py"])
+    project.tool("stages.py", STAGES)
+    project.configure(["slow.py", "tree.py", "brief.sh", "plain.py", "stages.py"])
     return project
 
 
@@ -237,6 +256,7 @@ def test_a_2025_client_runs_polls_fetches_lists_and_cancels_tasks(tasks: Project
                 "tree": {"taskSupport": "required"},
                 "brief": {"taskSupport": "optional"},
                 "plain": None,
+                "stages": {"taskSupport": "optional"},
             }
             created = await session.request("tools/call", {"name": "slow", "arguments": {"seconds": 0.2}, "task": {"ttl": 60000}})
             task = created["task"]
@@ -396,6 +416,7 @@ def test_describe_and_the_mcp_declarations_show_task_support(tasks: Project) -> 
         "tree": {"taskSupport": "required"},
         "brief": {"taskSupport": "optional"},
         "plain": None,
+        "stages": {"taskSupport": "optional"},
     }
 
 
@@ -445,3 +466,20 @@ def test_a_task_is_kept_for_its_time_limit_and_task_ttl_then_gone(tasks: Project
                     await anyio.sleep(0.1)
 
     anyio.run(scenario)
+
+
+def test_a_working_tasks_status_message_is_the_tools_progress(tasks: Project, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with modern(tasks) as (client, _):
+            created = await client.session.call_tool("stages", {"go": str(go)}, allow_claimed=True)
+            with anyio.fail_after(WAIT):
+                while (working := await get_task(client.session, created.task_id)).get("statusMessage") is None:
+                    await anyio.sleep(0.05)
+            go.touch()
+            return working, await poll(client.session, created.task_id)
+
+    working, done = anyio.run(scenario)
+    assert (working["status"], working["statusMessage"]) == ("working", "1/2 half way")
+    assert (done["status"], done.get("statusMessage"), text(done["result"])) == ("completed", None, "done")
