@@ -236,7 +236,7 @@ class McpTasks:
         except BadRequest as refusal:  # a bound of toolexec's own (too many tasks): the message says what to do
             raise MCPError(types.INTERNAL_ERROR, str(refusal)) from None
         except Exception as error:
-            from toolexec.mcp import log
+            from toolexec.mcp import log  # noqa: PLC0415 - toolexec.mcp imports this module
 
             where = self._tasks.store.where if self._tasks is not None else "(not opened)"
             log(f"the task store {where}: {type(error).__name__}: {error}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -269,8 +270,6 @@ class Tasks:
                     self.store.prune()
                     prune = now
             except Exception as error:  # the store is unreachable for a moment: try again next round
-                import sys
-
                 print(f"toolexec mcp: the task store {self.store.where}: {type(error).__name__}: {error}", file=sys.stderr)
 
     def close(self, timeout: float) -> None:
