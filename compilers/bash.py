@@ -238,6 +238,7 @@ _META_KEYS = {
     "output-schema": "output_schema",
     "scope": "scopes",
     "icon": "icon",
+    "task": "task",
 }
 # argc's own @meta keys, and toolexec's others: never reported as unknown.
 _ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
@@ -264,6 +265,8 @@ def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnos
         reader.set_output_schema(value, at)
     elif field == "icon":
         reader.set_icon(value, at)
+    elif field == "task":
+        reader.set_task(value, at)
     elif field is not None:
         reader.set_flag(field, value, at)
     elif key == "require-tools":

@@ -47,6 +47,7 @@ META_FIELDS = {
     "File size": "file_size",
     "Scope": "scopes",
     "Icon": "icon",
+    "Task": "task",
 }
 # Sections holding indented entries.
 LIST_FIELDS = {"Examples": "examples", "Example": "examples", "Errors": "errors"}

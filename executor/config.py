@@ -56,7 +56,19 @@ DEFAULTS: dict[str, Any] = {
     "artifacts": {},
 }
 MAX_PARALLEL = 1024
-MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size", "auth", "cwd", "state_key_env")
+MCP_KEYS = (
+    "token_env",
+    "allowed_hosts",
+    "allowed_origins",
+    "page_size",
+    "auth",
+    "cwd",
+    "state_key_env",
+    "task_store",
+    "task_ttl",
+)
+# How long a task's record (its status and result) is kept after it is created, besides its time limit; at most a week.
+TASK_TTL, MAX_TASK_TTL = 3600.0, 7 * 86400.0
 
 
 @record
@@ -74,6 +86,12 @@ class McpSettings:
     # An OAuth 2.1 resource server instead of the static token (docs/mcp.md#oauth); the folder tool calls start in.
     auth: McpAuth | None = None
     cwd: Path | None = None
+
+    # Where task state lives: dir:PATH (relative to the config file) or redis://HOST:PORT/DB; None: the state
+    # directory's cache/.tasks (shared by replicas that share the functions directory).
+    task_store: str | None = None
+    # Seconds a task's record is kept, counted from its creation, on top of the call's own time limit.
+    task_ttl: float = TASK_TTL
 
 
 ARTIFACT_KEYS = ("max_files", "max_bytes", "inline_bytes", "ttl")
@@ -557,7 +575,25 @@ def _mcp(value: Any, where: str, path: Path) -> McpSettings:
     page_size = value.get("page_size", 100)
     if token_env is not None and value.get("auth") is not None:
         raise ConfigError(where, "a static token and OAuth (mcp.auth) exclude each other: keep one", key="mcp.token_env")
+    task_store = value.get("task_store")
+    if task_store is not None and not (
+        isinstance(task_store, str)
+        and (
+            task_store.startswith(("redis://", "rediss://", "unix://"))
+            or (task_store[4:].strip() and task_store.startswith("dir:"))
+        )
+    ):
+        raise ConfigError(where, f"expected dir:PATH or redis://HOST:PORT/DB, got {brief(task_store)}", key="mcp.task_store")
+    task_ttl = value.get("task_ttl", TASK_TTL)
+    if not is_positive(task_ttl) or task_ttl > MAX_TASK_TTL:
+        raise ConfigError(
+            where,
+            f"expected a positive number of seconds up to {MAX_TASK_TTL:.0f} (a week), got {brief(task_ttl)}",
+            key="mcp.task_ttl",
+        )
     return McpSettings(
+        task_store=task_store,
+        task_ttl=float(task_ttl),
         token_env=token_env,
         state_key_env=state_key_env,
         allowed_hosts=_names(value.get("allowed_hosts", []), "mcp.allowed_hosts", where),

@@ -51,6 +51,7 @@ from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.mcp_auth import client_secret, granted_scopes
 from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
+from toolexec.mcp_tasks import McpTasks
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -121,6 +122,7 @@ def describe(tool: ToolDeclaration, name: str) -> dict[str, Any]:
         "tags": list(meta.tags),
         "examples": list(meta.examples),
         "errors": list(meta.errors),
+        **({"taskSupport": meta.task} if meta.task else {}),
     }
 
 
@@ -266,6 +268,8 @@ class ToolServer:
         self.owner = mcp_results.process_secret()  # stdio: who the files of results belong to
         self.server.middleware.append(self._remember_session)
         self.server.middleware.append(mcp_asking.state_boundary(config))  # seals a question's requestState
+        self.task_support = McpTasks(self)  # tools that declare `task` run as MCP tasks (toolexec.mcp_tasks)
+        self.task_support.install()
 
     @property
     def config(self) -> Config:
@@ -333,13 +337,21 @@ class ToolServer:
             )
         if result.reason in ("unknown_tool", "not_enabled"):
             raise MCPError(types.INVALID_PARAMS, self.scrub(result.error or f"unknown tool {params.name!r}"))
-        if not result.ok:
-            return _error(self.scrub(result.error or f"Tool call '{name}' failed"))
-        answer = self._success(listing, tool, replace(result, notes=tuple(self.scrub(note) for note in result.notes)), ctx)
-        if result.artifacts and not answer.is_error:
+        answer = self.shape(listing, result, ctx, tool)
+        if result.ok and result.artifacts and not answer.is_error:
             files = await anyio.to_thread.run_sync(mcp_results.content, result.artifacts, mcp_results.owner_of(ctx, self.owner))
             answer.content = [block for block in answer.content if not _empty_text(block)] + files
         return answer
+
+    def shape(
+        self, listing: Listing, result: ToolResult, ctx: ServerRequestContext[Any, Any], tool: ToolDeclaration | None = None
+    ) -> types.CallToolResult:
+        """The ``CallToolResult`` of a finished call (a task's result too): an error, or the output as declared; what
+        toolexec says in it carries no server path."""
+        if not result.ok:
+            return _error(self.scrub(result.error or f"Tool call '{result.tool_name}' failed"))
+        result = replace(result, notes=tuple(self.scrub(note) for note in result.notes))
+        return self._success(listing, tool or listing.by_name.get(result.tool_name), result, ctx)
 
     def scrub(self, text: str) -> str:
         """``text`` (what toolexec, not the tool, says to a client) without the server's paths (:func:`scrub`)."""
@@ -433,6 +445,7 @@ class ToolServer:
     async def cancel_all(self) -> None:
         """Cancel every call in flight and wait until their process trees are gone (bounded); later calls are refused."""
         with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.task_support.close, CANCEL_WAIT_SECONDS)  # their records say so
             await anyio.to_thread.run_sync(self.calls.close, CANCEL_WAIT_SECONDS)
 
     def _load(self) -> Config:

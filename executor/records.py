@@ -253,6 +253,8 @@ class Metadata:
     scopes: tuple[str, ...] = ()
     # The icon the script names, as a data: URI (the compiler reads the file: see toolexec.compilers.icon).
     icon: str | None = None
+    # Whether MCP clients may (optional) or must (required) run it as a task (docs/mcp.md); None: never.
+    task: Literal["optional", "required"] | None = None
 
 
 @record
@@ -302,7 +304,7 @@ class ToolDeclaration:
         del data["positions"]
         if data["function"] is None:
             del data["function"]
-        for key in ("sandbox", "icon"):  # kept out of records of tools that declare none
+        for key in ("sandbox", "icon", "task"):  # kept out of records of tools that declare none
             if data["metadata"][key] is None:
                 del data["metadata"][key]
         if not data["metadata"]["scopes"]:

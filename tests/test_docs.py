@@ -236,7 +236,9 @@ def test_the_documented_snippets_are_found() -> None:
         "mcp.md",  # cwd
         "mcp.md",  # OAuth with a JWKS
         "mcp.md",  # OAuth with introspection
+        "mcp.md",  # the task store
         "sandbox.md",
+        "scale-out.md",
         "scale-out.md",
     ]
 

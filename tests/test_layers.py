@@ -41,6 +41,8 @@ LAYERS = [
         "toolexec.mcp_asking",
         "toolexec.asking_terminal",
         "toolexec.mcp_results",
+        "toolexec.mcp_tasks",
+        "toolexec.tasks",
         "toolexec.watch",
         "toolexec.progress",
         "toolexec.authoring",
@@ -62,6 +64,9 @@ LAYERS = [
         "toolexec.results",
         "toolexec.validation",
         "toolexec.confine",
+        "toolexec.store",
+        "toolexec.store.dirstore",
+        "toolexec.store.redisstore",
     },
     {"toolexec.compilers", "toolexec.runtimes"},
     {

@@ -1,6 +1,6 @@
 """MCP: tools as an MCP server lists them (``tools/list``), and a call's result as ``tools/call`` returns it.
 
-Declarations: ``{name, title?, description, inputSchema, outputSchema?, annotations?}`` with
+Declarations: ``{name, title?, description, inputSchema, outputSchema?, annotations?, execution?}`` with
 the annotations (``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
 ``openWorldHint``) that the tool declares, and its output shape: when it is an object (what every
 protocol version can carry), or of any shape for a 2026-07-28 client (``any_shape``). Names follow MCP's ``[A-Za-z0-9_.-]{1,128}``.
@@ -38,6 +38,8 @@ def declare(tool: ToolDeclaration, name: str, *, any_shape: bool = False) -> Dec
         declaration["annotations"] = declared
     if meta.icon is not None:  # a data: URI made by the compiler from the file the script names
         declaration["icons"] = [{"src": meta.icon, "mimeType": meta.icon[5:].split(";", 1)[0]}]
+    if meta.task is not None:  # handshake era; the 2026-07-28 wire has no such field (a task is the server's choice)
+        declaration["execution"] = {"taskSupport": meta.task}
     if meta.sandbox is not None:
         declaration.setdefault("_meta", {})["toolexec/sandbox"] = describe_policy(meta.sandbox)
     if meta.scopes:  # the OAuth scopes a token needs to call it (docs/mcp.md#oauth)

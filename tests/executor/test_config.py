@@ -147,6 +147,15 @@ def test_defaults_and_enabled_forms(tmp_path: Path) -> None:
         ),
         ("sandbox_hide: [.ssh]\n", "key 'sandbox_hide': '.ssh' is not an absolute or ~/ path"),
         ("sandbox_hide: ~/.ssh\n", "key 'sandbox_hide': expected a list of absolute or ~/ paths, got '~/.ssh'"),
+        ("mcp: {task_store: /srv/tasks}\n", "key 'mcp.task_store': expected dir:PATH or redis://HOST:PORT/DB, got '/srv/tasks'"),
+        ("mcp: {task_store: 'dir:'}\n", "key 'mcp.task_store': expected dir:PATH or redis://HOST:PORT/DB, got 'dir:'"),
+        ("mcp: {task_store: [dir]}\n", "key 'mcp.task_store': expected dir:PATH or redis://HOST:PORT/DB, got ['dir']"),
+        ("mcp: {task_ttl: 0}\n", "key 'mcp.task_ttl': expected a positive number of seconds up to 604800 (a week), got 0"),
+        (
+            "mcp: {task_ttl: 1000000}\n",
+            "key 'mcp.task_ttl': expected a positive number of seconds up to 604800 (a week), got 1000000",
+        ),
+        ("mcp: {task_tl: 5}\n", "key 'mcp.task_tl': unknown setting; did you mean 'task_ttl'?"),
     ],
 )
 def test_errors_name_the_key_and_the_file(tmp_path: Path, text: str, message: str) -> None:
@@ -154,6 +163,13 @@ def test_errors_name_the_key_and_the_file(tmp_path: Path, text: str, message: st
     with pytest.raises(ConfigError) as error:
         load_config(path)
     assert str(error.value) == f"{path}: {message}"
+
+
+def test_the_task_store_settings_and_their_defaults(tmp_path: Path) -> None:
+    default = load_config(write(tmp_path / "config.yaml", "timeout: 5\n")).mcp
+    assert (default.task_store, default.task_ttl) == (None, 3600.0)
+    given = load_config(write(tmp_path / "config.yaml", "mcp: {task_store: 'redis://10.0.0.5:6379/2', task_ttl: 600}\n")).mcp
+    assert (given.task_store, given.task_ttl) == ("redis://10.0.0.5:6379/2", 600.0)
 
 
 def test_yaml_syntax_error_has_a_position(tmp_path: Path) -> None:

@@ -1,0 +1,6 @@
+def run() -> str:
+    """Work.
+
+    Task: later
+    """
+    return "x"
