@@ -23,6 +23,7 @@ import time
 from toolexec import results
 from toolexec.engine import Engine, refused
 from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ToolexecError
+from toolexec.observe import observe
 from toolexec.records import ToolCall, ToolResult, limit_problem
 from toolexec.recordtype import record
 from toolexec.sources import Snapshot, Source
@@ -30,11 +31,12 @@ from toolexec.state import call_id_for, check_call_id
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable
+    from collections.abc import Awaitable, Callable, Iterable, Mapping
     from concurrent.futures import Future, ThreadPoolExecutor
     from typing import Any, Literal, TypeGuard
 
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision
+    from toolexec.observe import Caller, Observation
     from toolexec.runtimes.process import CallControl
 
     # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
@@ -54,6 +56,7 @@ class Pending:
     arguments: dict[str, Any]  # validated against the snapshot's schema
     call_id: str
     started: float
+    observation: Observation | None = None  # its span and audit line, when either is wanted
 
     def approval_request(self) -> ApprovalRequest:
         """What the ``before_call`` hook is shown."""
@@ -65,9 +68,17 @@ class Pending:
 class Calls:
     """The path every call takes (see the module's picture), with the one limiter and in-flight registry."""
 
-    def __init__(self, source: Source, *, before_call: BeforeCall | None = None, max_parallel: int | None = None) -> None:
+    def __init__(
+        self,
+        source: Source,
+        *,
+        before_call: BeforeCall | None = None,
+        max_parallel: int | None = None,
+        caller: Caller | None = None,
+    ) -> None:
         self.source = source
         self.before_call = before_call
+        self.caller = caller  # who asks, for the audit log: the surface (None: the Python API)
         self.max_parallel = max_parallel or source.config.max_parallel
         self._registry = threading.Condition()  # guards _in_flight, _closed, _running and _threads
         self._in_flight: dict[object, CallControl] = {}
@@ -77,15 +88,26 @@ class Calls:
 
     # --- the steps ----------------------------------------------------------------------------
 
-    def prepare(self, call: ToolCall, *, admit: Admit | None = None) -> Pending | ToolResult:
+    def prepare(
+        self,
+        call: ToolCall,
+        *,
+        admit: Admit | None = None,
+        caller: Caller | None = None,
+        trace: Mapping[str, str] | None = None,
+    ) -> Pending | ToolResult:
         """Resolve, snapshot and validate ``call``; the refusal of a call that cannot run.
 
         ``admit`` is a filter (a toolkit's): it sees the resolved call and may refuse it with a ToolexecError.
+        ``caller`` (else the surface's) is who asks, for the audit log; ``trace`` a carrier whose span the call's
+        span continues (else the current span).
         """
         from toolexec.validation import parse_arguments
 
         started = time.monotonic()
         call_id = call_id_for(call.call_id)  # the one default for a missing call id
+        observation = observe(self.source.config, call.name, call_id, caller or self.caller, trace)
+        snapshot = None
         try:
             check_call_id(call_id)
             if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
@@ -100,12 +122,15 @@ class Calls:
                 admit(tool.name)
             arguments = snapshot.validator(tool.name, parse_arguments(call.arguments, tool.name))
         except ToolexecError as error:
-            return refused(call, error, started=started, call_id=call_id)
+            return _finished(observation, refused(call, error, started=started, call_id=call_id), snapshot, call.arguments)
         except Exception as error:  # a fault of toolexec's own: a result all the same, never an exception
-            return refused(call, InternalError(error), started=started, call_id=call_id)
+            result = refused(call, InternalError(error), started=started, call_id=call_id)
+            return _finished(observation, result, snapshot, call.arguments)
         if tool.name != call.name:
             call = ToolCall(name=tool.name, arguments=call.arguments, call_id=call.call_id, timeout=call.timeout)
-        return Pending(call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started)
+        return Pending(
+            call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started, observation=observation
+        )
 
     def ask(self, pending: Pending) -> Decision | Awaitable[Decision]:
         """The ``before_call`` hook's answer (an awaitable from an async hook); a hook that raises denies."""
@@ -139,7 +164,8 @@ class Calls:
                 )
             arguments = pending.snapshot.validator(tool.name, arguments)
         except ToolexecError as error:
-            return results.refusal(tool.name, pending.call_id, error, time.monotonic())
+            result = results.refusal(tool.name, pending.call_id, error, time.monotonic())
+            return _finished(pending.observation, result, pending.snapshot, pending.arguments)
         call = ToolCall(name=tool.name, arguments=arguments, call_id=pending.call.call_id, timeout=pending.call.timeout)
         return replace(pending, call=call, arguments=arguments)
 
@@ -158,19 +184,31 @@ class Calls:
         """Registered in flight, then a slot, then the engine; unregistered when it returns."""
         token = self._register(control)
         if token is None:
-            return not_run(pending.call, pending.call_id, "refused", CLOSED)
+            return _finished(pending.observation, not_run(pending.call, pending.call_id, "refused", CLOSED), pending.snapshot)
         return self._execute(token, pending, control)
 
     def _execute(self, token: object, pending: Pending, control: CallControl) -> ToolResult:
         holds = False
+        observation = pending.observation
         try:
+            waiting = time.monotonic()
             holds = self._take_slot(control)
             if not holds:  # closed (or cancelled) while waiting for a slot
-                return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
+                result = not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
+                return _finished(observation, result, pending.snapshot, pending.arguments)
+            if observation is not None:
+                observation.queued(time.monotonic() - waiting)
             engine = Engine(pending.snapshot.config)
-            return engine.execute(
-                pending.snapshot, pending.call, pending.arguments, control, call_id=pending.call_id, started=pending.started
+            result = engine.execute(
+                pending.snapshot,
+                pending.call,
+                pending.arguments,
+                control,
+                call_id=pending.call_id,
+                started=pending.started,
+                observation=observation,
             )
+            return _finished(observation, result, pending.snapshot, pending.arguments)
         finally:
             with self._registry:
                 self._running -= holds
@@ -179,9 +217,11 @@ class Calls:
 
     # --- whole calls ---------------------------------------------------------------------------
 
-    def run(self, call: ToolCall, control: CallControl | None = None, *, admit: Admit | None = None) -> ToolResult:
+    def run(
+        self, call: ToolCall, control: CallControl | None = None, *, admit: Admit | None = None, caller: Caller | None = None
+    ) -> ToolResult:
         """Every step on this thread; ``control`` (made and closed here when not given) cancels the call."""
-        pending = self.prepare(call, admit=admit)
+        pending = self.prepare(call, admit=admit, caller=caller, trace=control.trace if control is not None else None)
         if isinstance(pending, Pending):
             pending = self.approve(pending)
         if isinstance(pending, ToolResult):
@@ -211,7 +251,8 @@ class Calls:
                     self._threads = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="toolexec-call")
                 return self._threads.submit(self._execute, token, pending, control)
         closed: Future[ToolResult] = Future()
-        closed.set_result(not_run(pending.call, pending.call_id, "refused", CLOSED))
+        result = not_run(pending.call, pending.call_id, "refused", CLOSED)
+        closed.set_result(_finished(pending.observation, result, pending.snapshot, pending.arguments))
         return closed
 
     def run_many(self, calls: Iterable[ToolCall], control: CallControl, *, admit: Admit | None = None) -> list[ToolResult]:
@@ -224,7 +265,7 @@ class Calls:
 
         work = []
         for call in calls:
-            pending = self.prepare(call, admit=admit)
+            pending = self.prepare(call, admit=admit, trace=control.trace)
             work.append(self.submit(self.approve(pending) if isinstance(pending, Pending) else pending, control))
         try:
             wait(work)
@@ -275,6 +316,15 @@ class Calls:
                 return False
             self._running += 1
             return True
+
+
+def _finished(
+    observation: Observation | None, result: ToolResult, snapshot: Snapshot | None, arguments: Any = None
+) -> ToolResult:
+    """``result``, once its observation (span, audit line) has ended with it."""
+    if observation is not None:
+        observation.finish(result, snapshot, arguments)
+    return result
 
 
 def _awaitable(value: object) -> TypeGuard[Awaitable[Any]]:

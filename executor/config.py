@@ -52,6 +52,7 @@ DEFAULTS: dict[str, Any] = {
     "sandbox": "declared",
     "sandbox_policies": {},
     "sandbox_hide": list(DEFAULT_HIDE),
+    "audit_log": None,
 }
 MAX_PARALLEL = 1024
 MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
@@ -128,6 +129,10 @@ class Config:
     sandbox_policies: dict[str, Sandbox] = field(default_factory=dict)
     # The paths a confined tool does not see unless it declares it reads them (``~`` expanded at the call).
     sandbox_hide: tuple[str, ...] = DEFAULT_HIDE
+    # The audit log (docs/operations.md): one JSON line per call appended here; None: no audit log.
+    audit_log: Path | None = None
+    # Whether the audit lines hold the arguments themselves (else only their digest).
+    audit_arguments: bool = False
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
 
@@ -359,7 +364,31 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         agent_variables=_agent_variables(values["agent_variables"], where),
         foreign=foreign,
         enabled_given=enabled_given,
+        **_audit_log(values["audit_log"], path, where),
     )
+
+
+def _audit_log(value: Any, path: Path, where: str) -> dict[str, Any]:
+    """``audit_log``: a file path (relative to the config file), or ``{path: …, arguments: true|false}``."""
+    if value is None:
+        return {}
+    arguments: Any = False
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"path", "arguments"})
+        if unknown:
+            raise ConfigError(where, f"unknown setting {unknown[0]!r}; it has path and arguments", key="audit_log")
+        arguments = value.get("arguments", False)
+        if not isinstance(arguments, bool):
+            raise ConfigError(where, f"arguments: expected true or false, got {brief(arguments)}", key="audit_log")
+        value = value.get("path")
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(
+            where, f"expected a file path (or {{path: FILE, arguments: true}}), got {brief(value)}", key="audit_log"
+        )
+    found = path.parent / Path(value).expanduser()
+    if found.is_dir():
+        raise ConfigError(where, f"{found} is a directory; name the file the audit lines are appended to", key="audit_log")
+    return {"audit_log": found.absolute(), "audit_arguments": arguments}
 
 
 def _agents_dir(value: Any, path: Path, where: str) -> Path | None:

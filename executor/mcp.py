@@ -48,12 +48,14 @@ from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.mcp_stdio import json_safe, stdio_transport
+from toolexec.observe import Caller
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
+from toolexec.tracing import configure_from_environment
 from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
 from toolexec.version import __version__
 from toolexec.watch import watch_tools
@@ -236,12 +238,13 @@ class ToolServer:
         report = build(config)
         self._report_problems(report.problems)
         self.source = WatchedSource(config, report.catalog)
-        self.calls = Calls(self.source)  # the one call path: its limiter and in-flight registry
+        self.calls = Calls(self.source, caller=Caller(surface="mcp"))  # the one call path: its limiter and in-flight registry
         self.listing = Listing(config, report.catalog, summaries=options.catalog == "summaries")
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
         self._reported: set[str] = set(report.problems)
         self._stop_watching = anyio.Event()
+        self.authenticating = False  # whether HTTP requests carry a checked bearer token (for the audit log)
         self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
         self.server: Server[Any] = Server(
@@ -357,10 +360,11 @@ class ToolServer:
 
         control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
+        caller = _caller(ctx, self.authenticating)
 
         def work() -> ToolResult:
             try:
-                return self.calls.run(call, control)
+                return self.calls.run(call, control, caller=caller)
             finally:
                 done.set()
 
@@ -475,6 +479,8 @@ class ToolServer:
         A stop ends the calls in flight first (each is answered with an error saying so), then lets uvicorn
         finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
+
+        self.authenticating = token is not None
 
         from toolexec.mcp_http import Gate, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
@@ -599,11 +605,25 @@ def _exit_now() -> NoReturn:
         os._exit(0)
 
 
+def _caller(ctx: ServerRequestContext[Any, Any], authenticating: bool) -> Caller:
+    """Who asks, for the audit log: the client as its initialize named it, and the bearer token's subject when the
+    server checks one (an authorization layer that knows it sets ``request.state.token_subject``)."""
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    client = f"{info.name} {info.version}".strip() if info is not None else None
+    subject = None
+    headers = getattr(ctx.request, "headers", None)
+    if authenticating and headers is not None and headers.get("authorization"):
+        subject = getattr(getattr(ctx.request, "state", None), "token_subject", None) or "static token"
+    return Caller(surface="mcp", client=client, subject=subject)
+
+
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
     from toolexec.mcp_http import listen, parse_bind, resolve_token  # noqa: PLC0415 - imports uvicorn
 
     protect()  # the server's memory holds the token and every client's arguments: no tool may read it
+    configure_from_environment()  # OpenTelemetry from the OTEL_* variables, when any is set
     bind = parse_bind(http) if http is not None else None
     if bind is None and (no_token or token_env):
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")

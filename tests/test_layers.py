@@ -55,6 +55,9 @@ LAYERS = [
         "toolexec.results",
         "toolexec.validation",
         "toolexec.confine",
+        "toolexec.observe",
+        "toolexec.tracing",
+        "toolexec.audit",
     },
     {"toolexec.compilers", "toolexec.runtimes"},
     {

@@ -24,7 +24,17 @@ from toolexec.state import State
 
 NOOP_SH = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
 GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
-HEAVY = ("tree_sitter", "yaml", "jsonschema", "fastjsonschema", "pydantic", "mcp", "asyncio", "toolexec.compilers")
+HEAVY = (
+    "tree_sitter",
+    "yaml",
+    "jsonschema",
+    "fastjsonschema",
+    "pydantic",
+    "mcp",
+    "asyncio",
+    "toolexec.compilers",
+    "opentelemetry",
+)
 # Standard modules a one-shot run does without, each several milliseconds of it on a small machine: the records
 # are made without dataclasses (inspect, ast, dis), run is parsed without argparse, a call runs on the calling
 # thread (no concurrent.futures, logging), caches are named without hashing, private files are made without
