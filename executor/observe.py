@@ -129,6 +129,8 @@ class Observation:
             return
         self.finished = True
         seconds = time.monotonic() - self.started
+        if isinstance(arguments, (str, bytes)):  # refused before it was parsed: as parsed when it is JSON
+            arguments = _parsed(arguments)
         if self.span is not None and self.tracing is not None:
             self._end_span(result, seconds, arguments)
         if self.config.audit_log is not None:
@@ -193,3 +195,13 @@ class Observation:
             import sys
 
             sys.stderr.write(f"toolexec: cannot append to the audit log {config.audit_log}: {error.strerror or error}\n")
+
+
+def _parsed(text: str | bytes) -> Any:
+    """The JSON value of arguments sent as text, or the text itself when it is not JSON."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text if isinstance(text, str) else text.decode("utf-8", "replace")

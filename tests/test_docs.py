@@ -233,6 +233,7 @@ def test_the_documented_snippets_are_found() -> None:
         "coming-from-loki.md",
         "configuration.md",
         "mcp.md",
+        "operations.md",
         "sandbox.md",
         "scale-out.md",
     ]
