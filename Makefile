@@ -38,7 +38,12 @@ $(VENV)/.nginx: | $(BIN)/python
 	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; }
 	touch $@
 
-$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/inspector/node_modules/.bin/mcp-inspector $(VENV)/wheelhouse/.done $(VENV)/.nginx
+# redis-server (Debian's package) for the Celery workers' broker, started on loopback by the tests.
+$(VENV)/.redis: | $(BIN)/python
+	command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+	touch $@
+
+$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/inspector/node_modules/.bin/mcp-inspector $(VENV)/wheelhouse/.done $(VENV)/.nginx $(VENV)/.redis
 	$(BIN)/python -m pip install -q -e '.[node,test]'
 	touch $@ $(VENV)/.app
 

@@ -384,3 +384,10 @@ class ToolResult:
         data = asdict(self)
         data["notes"] = list(self.notes)
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolResult:
+        """The result :meth:`to_dict` made (as a task queue carries it back); fields it does not know are ignored."""
+        values = {name: data[name] for name in field_names(cls) if name in data}
+        values["notes"] = tuple(values.get("notes", ()))
+        return cls(**values)

@@ -40,6 +40,7 @@ LAYERS = [
         "toolexec.progress",
         "toolexec.authoring",
         "toolexec.check",
+        "toolexec.celery",
     },
     {"toolexec.calls"},
     {
