@@ -38,7 +38,8 @@ $(VENV)/.nginx: | $(BIN)/python
 	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; }
 	touch $@
 
-# redis-server (Debian's package) for the Celery workers' broker, started on loopback by the tests.
+# redis-server (Debian's package) for the Redis task store's tests and the Celery workers' broker, started on
+# loopback by the tests and stopped by them.
 $(VENV)/.redis: | $(BIN)/python
 	command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 	touch $@

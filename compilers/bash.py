@@ -236,6 +236,7 @@ _META_KEYS = {
     "example": "examples",
     "error": "errors",
     "output-schema": "output_schema",
+    "task": "task",
 }
 # argc's own @meta keys, and toolexec's others: never reported as unknown.
 _ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
@@ -258,6 +259,8 @@ def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnos
         reader.add_error(value, at)
     elif field == "output_schema":
         reader.set_output_schema(value, at)
+    elif field == "task":
+        reader.set_task(value, at)
     elif field is not None:
         reader.set_flag(field, value, at)
     elif key == "require-tools":

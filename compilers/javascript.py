@@ -25,7 +25,7 @@ from toolexec.records import Metadata, Module, ObjectArgument, ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
 # Metadata a module tool may export too (read by _module_metadata).
-_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema", "sandbox")
+_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema", "sandbox", "task")
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
@@ -245,7 +245,11 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
     for key, node in fields.items():
         if key in known and key not in _HINTS:
             continue
-        meant = near_miss(key, [*_MODULE_META, "annotations", "outputSchema", "sandbox"]) if key not in _HINTS else "annotations"
+        meant = (
+            near_miss(key, [*_MODULE_META, "annotations", "outputSchema", "sandbox", "task"])
+            if key not in _HINTS
+            else "annotations"
+        )
         if meant is not None:
             hint = f"write annotations: {{ {key}: true }}" if key in _HINTS else f"did you mean {meant!r}?"
             diag.warn(node, f"unknown field {key!r} in the module tool; it is ignored", hint)
@@ -290,6 +294,8 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
                     )
     if "sandbox" in fields:
         _module_sandbox(fields["sandbox"], reader, diag)
+    if "task" in fields and (value := _literal_or_error(fields["task"], "task", diag)) is not _MISSING:
+        reader.set_task(value, fields["task"])
     schema = fields.get("outputSchema")
     if schema is not None and (value := _literal_or_error(schema, "outputSchema", diag)) is not _MISSING:
         reader.set_output_schema(value, schema)

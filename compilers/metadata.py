@@ -27,6 +27,7 @@ from toolexec.records import Annotations, Metadata, Sandbox
 At = tree_sitter.Node | tuple[int, int] | None
 ANNOTATIONS = ("read_only", "destructive", "idempotent", "open_world")
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+-]*")
+TASK_SUPPORT = ("optional", "required")
 _TRUE, _FALSE = {"", "true", "yes"}, {"false", "no"}
 
 
@@ -48,6 +49,7 @@ class MetadataReader:
         self.output_schema: dict[str, Any] | None = None
         self.errors: list[str] = []
         self.sandbox: dict[str, Any] = {}
+        self.task: str | None = None
 
     def _name(self, field: str) -> str:
         return self.spell.get(field, field)
@@ -150,6 +152,19 @@ class MetadataReader:
         else:
             self.sandbox[field] = found[1]
 
+    def set_task(self, value: Any, at: At) -> None:
+        """``task``: ``optional`` or ``required`` (whether an MCP client may or must run the tool as a task)."""
+        word = value.strip().lower() if isinstance(value, str) else None
+        if word not in TASK_SUPPORT:
+            shown = value if isinstance(value, str) else json.dumps(value)
+            self.diag.error(
+                at, f"{self._name('task')} {shown!r} is not optional or required", f"write {self._name('task')} optional"
+            )
+        elif self.task is not None:
+            self.diag.error(at, f"{self._name('task')} is declared twice", "keep one")
+        else:
+            self.task = word
+
     def build(self, parameters: dict[str, Any], description: str) -> Metadata:
         """The checked record: examples validated against ``parameters``; the summary defaulted."""
         self._check_examples(parameters)
@@ -170,6 +185,7 @@ class MetadataReader:
             output_schema=self.output_schema,
             errors=tuple(self.errors),
             sandbox=Sandbox(**self.sandbox) if self.sandbox else None,
+            task=self.task,  # type: ignore[arg-type]  # checked by set_task
         )
 
     def _check_examples(self, parameters: dict[str, Any]) -> None:

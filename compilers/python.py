@@ -113,6 +113,8 @@ def _metadata(
             reader.set_flag(name, field.value, where)
         elif name in SANDBOX_FIELDS:
             reader.set_sandbox(name, field.value, where)
+        elif name == "task":
+            reader.set_task(field.value, where)
         elif name in ("timeout", "max_output_bytes"):
             limits[name], limit_at = field.value, where
         elif name == "examples":

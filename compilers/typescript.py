@@ -108,6 +108,7 @@ _META_TAGS = {
     "throws": "errors",
     "exception": "errors",
     "error": "errors",
+    "task": "task",
     **SANDBOX_TAGS,
 }
 # Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
@@ -169,6 +170,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
             reader.add_error(f"{kind}: {content}" if kind and content else (kind or content), at)
         elif field in SANDBOX_FIELDS:
             reader.set_sandbox(field, content, at)
+        elif field == "task":
+            reader.set_task(content, at)
         else:
             reader.set_flag(field, content, at)
     if output is not None:

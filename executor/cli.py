@@ -581,6 +581,13 @@ def describe_text(tool: Any) -> list[str]:
         ("Behaviour", ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in declared.items())),
         ("Limits", ", ".join(f"{k} {v:g}" for k, v in limits.items())),
         ("Sandbox", _policy_text(meta.sandbox)),
+        (
+            "Task",
+            {
+                "optional": "optional (an MCP client may run it as a task)",
+                "required": "required (MCP clients run it as a task)",
+            }.get(meta.task or ""),
+        ),
     ]
     lines += [f"{label}: {value}" for label, value in rows if value]
     if meta.examples:

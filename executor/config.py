@@ -55,7 +55,9 @@ DEFAULTS: dict[str, Any] = {
     "audit_log": None,
 }
 MAX_PARALLEL = 1024
-MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
+MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size", "task_store", "task_ttl")
+# How long a task's record (its status and result) is kept after it is created, besides its time limit; at most a week.
+TASK_TTL, MAX_TASK_TTL = 3600.0, 7 * 86400.0
 
 
 @record
@@ -68,6 +70,11 @@ class McpSettings:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     page_size: int = 100
+    # Where task state lives: dir:PATH (relative to the config file) or redis://HOST:PORT/DB; None: the state
+    # directory's cache/.tasks (shared by replicas that share the functions directory).
+    task_store: str | None = None
+    # Seconds a task's record is kept, counted from its creation, on top of the call's own time limit.
+    task_ttl: float = TASK_TTL
 
 
 # An llm-functions checkout lists its visible tools here, one file name a line.
@@ -555,7 +562,25 @@ def _mcp(value: Any, where: str) -> McpSettings:
     if token_env is not None and not (isinstance(token_env, str) and token_env.strip()):
         raise ConfigError(where, f"expected the name of an environment variable, got {token_env!r}", key="mcp.token_env")
     page_size = value.get("page_size", 100)
+    task_store = value.get("task_store")
+    if task_store is not None and not (
+        isinstance(task_store, str)
+        and (
+            task_store.startswith(("redis://", "rediss://", "unix://"))
+            or (task_store[4:].strip() and task_store.startswith("dir:"))
+        )
+    ):
+        raise ConfigError(where, f"expected dir:PATH or redis://HOST:PORT/DB, got {brief(task_store)}", key="mcp.task_store")
+    task_ttl = value.get("task_ttl", TASK_TTL)
+    if not is_positive(task_ttl) or task_ttl > MAX_TASK_TTL:
+        raise ConfigError(
+            where,
+            f"expected a positive number of seconds up to {MAX_TASK_TTL:.0f} (a week), got {brief(task_ttl)}",
+            key="mcp.task_ttl",
+        )
     return McpSettings(
+        task_store=task_store,
+        task_ttl=float(task_ttl),
         token_env=token_env,
         allowed_hosts=_names(value.get("allowed_hosts", []), "mcp.allowed_hosts", where),
         allowed_origins=_names(value.get("allowed_origins", []), "mcp.allowed_origins", where),

@@ -49,6 +49,7 @@ from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.observe import Caller
+from toolexec.mcp_tasks import McpTasks
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -119,6 +120,7 @@ def describe(tool: ToolDeclaration, name: str) -> dict[str, Any]:
         "tags": list(meta.tags),
         "examples": list(meta.examples),
         "errors": list(meta.errors),
+        **({"taskSupport": meta.task} if meta.task else {}),
     }
 
 
@@ -256,6 +258,8 @@ class ToolServer:
             on_subscriptions_listen=ListenHandler(self.bus),
         )
         self.server.middleware.append(self._remember_session)
+        self.task_support = McpTasks(self)  # tools that declare `task` run as MCP tasks (toolexec.mcp_tasks)
+        self.task_support.install()
 
     @property
     def config(self) -> Config:
@@ -306,9 +310,13 @@ class ToolServer:
             )
         if result.reason in ("unknown_tool", "not_enabled"):
             raise MCPError(types.INVALID_PARAMS, result.error or f"unknown tool {params.name!r}")
+        return self.shape(listing, result, tool)
+
+    def shape(self, listing: Listing, result: ToolResult, tool: ToolDeclaration | None = None) -> types.CallToolResult:
+        """The ``CallToolResult`` of a finished call (a task's result too): an error, or the output as declared."""
         if not result.ok:
-            return _error(result.error or f"Tool call '{name}' failed")
-        return self._success(listing, tool, result)
+            return _error(result.error or f"Tool call '{result.tool_name}' failed")
+        return self._success(listing, tool or listing.by_name.get(result.tool_name), result)
 
     def _describe(self, listing: Listing, arguments: dict[str, Any] | None) -> types.CallToolResult:
         name = (arguments or {}).get("name")
@@ -394,6 +402,7 @@ class ToolServer:
     async def cancel_all(self) -> None:
         """Cancel every call in flight and wait until their process trees are gone (bounded); later calls are refused."""
         with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.task_support.close, CANCEL_WAIT_SECONDS)  # their records say so
             await anyio.to_thread.run_sync(self.calls.close, CANCEL_WAIT_SECONDS)
 
     def _load(self) -> Config:

@@ -246,6 +246,8 @@ class Metadata:
     errors: tuple[str, ...] = ()
     # The isolation policy the script declares (None: it declares none).
     sandbox: Sandbox | None = None
+    # Whether MCP clients may (optional) or must (required) run it as a task (docs/mcp.md); None: never.
+    task: Literal["optional", "required"] | None = None
 
 
 @record
@@ -297,6 +299,8 @@ class ToolDeclaration:
             del data["function"]
         if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
             del data["metadata"]["sandbox"]
+        if data["metadata"]["task"] is None:
+            del data["metadata"]["task"]
         return data
 
     @classmethod

@@ -36,6 +36,8 @@ LAYERS = [
         "toolexec.mcp",
         "toolexec.mcp_http",
         "toolexec.mcp_stdio",
+        "toolexec.mcp_tasks",
+        "toolexec.tasks",
         "toolexec.watch",
         "toolexec.progress",
         "toolexec.authoring",
@@ -59,6 +61,9 @@ LAYERS = [
         "toolexec.observe",
         "toolexec.tracing",
         "toolexec.audit",
+        "toolexec.store",
+        "toolexec.store.dirstore",
+        "toolexec.store.redisstore",
     },
     {"toolexec.compilers", "toolexec.runtimes"},
     {

@@ -1,6 +1,6 @@
 """MCP: tools as an MCP server lists them (``tools/list``), and a call's result as ``tools/call`` returns it.
 
-Declarations: ``{name, title?, description, inputSchema, outputSchema?, annotations?}`` with
+Declarations: ``{name, title?, description, inputSchema, outputSchema?, annotations?, execution?}`` with
 the annotations (``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
 ``openWorldHint``) that the tool declares, and its output shape when it is an object
 (what every protocol version can carry). Names follow MCP's ``[A-Za-z0-9_.-]{1,128}``.
@@ -34,6 +34,8 @@ def declare(tool: ToolDeclaration, name: str) -> Declared:
     declared = hints(tool)
     if declared:
         declaration["annotations"] = declared
+    if meta.task is not None:  # handshake era; the 2026-07-28 wire has no such field (a task is the server's choice)
+        declaration["execution"] = {"taskSupport": meta.task}
     if meta.sandbox is not None:
         declaration["_meta"] = {"toolexec/sandbox": describe_policy(meta.sandbox)}
     return Declared(declaration)
