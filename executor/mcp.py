@@ -48,8 +48,8 @@ from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.mcp_stdio import json_safe, stdio_transport
-from toolexec.observe import Caller
 from toolexec.mcp_tasks import McpTasks
+from toolexec.observe import Caller
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
