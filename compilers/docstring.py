@@ -46,6 +46,8 @@ META_FIELDS = {
     "Processes": "processes",
     "File size": "file_size",
     "Task": "task",
+    "Max concurrency": "max_concurrency",
+    "Rate": "rate",
 }
 # Sections holding indented entries.
 LIST_FIELDS = {"Examples": "examples", "Example": "examples", "Errors": "errors"}

@@ -21,6 +21,9 @@ import threading
 import time
 
 from toolexec import results
+from toolexec.caps import Held
+from toolexec.caps import effective as effective_caps
+from toolexec.caps import enter as enter_caps
 from toolexec.engine import Engine, refused
 from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ToolexecError
 from toolexec.observe import observe
@@ -190,8 +193,20 @@ class Calls:
     def _execute(self, token: object, pending: Pending, control: CallControl) -> ToolResult:
         holds = False
         observation = pending.observation
+        held: Held | None = None
         try:
             waiting = time.monotonic()
+            snapshot, tool = pending.snapshot, pending.snapshot.declaration
+            if (caps := effective_caps(snapshot.config, tool)) is not None:  # the tool's own caps, before a slot
+                try:
+                    timeout = pending.call.timeout or tool.limits.timeout or snapshot.config.timeout
+                    held = enter_caps(snapshot.config, tool, caps, timeout, control)
+                except ToolexecError as error:
+                    result = refused(pending.call, error, started=pending.started, call_id=pending.call_id)
+                    return _finished(observation, result, snapshot, pending.arguments)
+                if held is None:
+                    result = not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
+                    return _finished(observation, result, snapshot, pending.arguments)
             holds = self._take_slot(control)
             if not holds:  # closed (or cancelled) while waiting for a slot
                 result = not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
@@ -210,6 +225,8 @@ class Calls:
             )
             return _finished(observation, result, pending.snapshot, pending.arguments)
         finally:
+            if held is not None:
+                held.release()
             with self._registry:
                 self._running -= holds
                 del self._in_flight[token]

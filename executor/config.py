@@ -53,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "sandbox_policies": {},
     "sandbox_hide": list(DEFAULT_HIDE),
     "audit_log": None,
+    "tool_limits": {},
 }
 MAX_PARALLEL = 1024
 MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size", "task_store", "task_ttl")
@@ -140,6 +141,8 @@ class Config:
     audit_log: Path | None = None
     # Whether the audit lines hold the arguments themselves (else only their digest).
     audit_arguments: bool = False
+    # Per-tool caps that replace the script's (tool name -> {"max_concurrency": N, "rate": "N/unit"}).
+    tool_limits: dict[str, dict[str, int | str]] = field(default_factory=dict)
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
 
@@ -372,7 +375,43 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         foreign=foreign,
         enabled_given=enabled_given,
         **_audit_log(values["audit_log"], path, where),
+        tool_limits=_tool_limits(values["tool_limits"], where),
     )
+
+
+def _tool_limits(value: Any, where: str) -> dict[str, dict[str, int | str]]:
+    """``tool_limits``: ``{TOOL: {max_concurrency: N, rate: N/unit}}``, each entry replacing that tool's own caps."""
+    from toolexec.capspec import parse_max_concurrency, parse_rate
+
+    if not isinstance(value, dict):
+        raise ConfigError(
+            where, f"expected a mapping of tool name to {{max_concurrency, rate}}, got {brief(value)}", key="tool_limits"
+        )
+    found: dict[str, dict[str, int | str]] = {}
+    for tool, caps in value.items():
+        key = f"tool_limits.{tool}"
+        if not isinstance(caps, dict) or not caps:
+            raise ConfigError(where, f"expected a mapping with max_concurrency and/or rate, got {brief(caps)}", key=key)
+        unknown = sorted(str(k) for k in caps if k not in ("max_concurrency", "rate"))
+        if unknown:
+            raise ConfigError(
+                where,
+                f"unknown setting {unknown[0]!r}{did_you_mean(unknown[0], ['max_concurrency', 'rate'])}; it has max_concurrency and rate",
+                key=key,
+            )
+        entry: dict[str, int | str] = {}
+        if "max_concurrency" in caps:
+            number = parse_max_concurrency(caps["max_concurrency"])
+            if isinstance(number, str):
+                raise ConfigError(where, number, key=f"{key}.max_concurrency")
+            entry["max_concurrency"] = number
+        if "rate" in caps:
+            rate = parse_rate(caps["rate"])
+            if isinstance(rate, tuple):
+                raise ConfigError(where, rate[0], key=f"{key}.rate")
+            entry["rate"] = rate
+        found[str(tool)] = entry
+    return found
 
 
 def _audit_log(value: Any, path: Path, where: str) -> dict[str, Any]:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         "cpu_limit",  # the tool used up its CPU seconds
         "process_limit",  # the tool could not start more processes than its limit
         "file_size_limit",  # the tool wrote a file larger than its limit
+        "rate_limited",  # the tool's rate cap (calls per unit of time) is used up: try again later
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
@@ -248,6 +249,9 @@ class Metadata:
     sandbox: Sandbox | None = None
     # Whether MCP clients may (optional) or must (required) run it as a task (docs/mcp.md); None: never.
     task: Literal["optional", "required"] | None = None
+    # Per-tool caps (docs/operations.md): calls in flight at once, and calls per unit of time ("30/minute").
+    max_concurrency: int | None = None
+    rate: str | None = None
 
 
 @record
@@ -299,8 +303,9 @@ class ToolDeclaration:
             del data["function"]
         if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
             del data["metadata"]["sandbox"]
-        if data["metadata"]["task"] is None:
-            del data["metadata"]["task"]
+        for key in ("task", "max_concurrency", "rate"):  # kept out of records of tools that declare none
+            if data["metadata"][key] is None:
+                del data["metadata"][key]
         return data
 
     @classmethod

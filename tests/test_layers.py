@@ -59,6 +59,7 @@ LAYERS = [
         "toolexec.validation",
         "toolexec.confine",
         "toolexec.observe",
+        "toolexec.caps",
         "toolexec.tracing",
         "toolexec.audit",
         "toolexec.store",
@@ -76,6 +77,7 @@ LAYERS = [
         "toolexec.schemarefs",
         "toolexec.foreign_config",
         "toolexec.policy",
+        "toolexec.capspec",
     },
 ]
 # Inside the leaf vocabulary: what each may import of the project.
