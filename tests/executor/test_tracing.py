@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tests.conftest import Project, cli, toolexec
+from tests.conftest import REPO, Project, cli, toolexec
 from tests.executor.otel_collector import Collector
 from toolexec import Executor, ToolCall
 from toolexec.runtimes.process import CallControl
@@ -58,6 +58,29 @@ def run() -> str:
 '''
 
 
+INSIDE_JS = """import { createRequire } from "node:module";
+
+/**
+ * Make a span of its own with OpenTelemetry's Node SDK, continuing the trace it was given.
+ */
+export function run() {
+  const require = createRequire(`${process.env.TEST_OTEL_NODE_MODULES}/`);
+  const api = require("@opentelemetry/api");
+  const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = require("@opentelemetry/sdk-trace-base");
+  const { W3CTraceContextPropagator } = require("@opentelemetry/core");
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const carrier = { traceparent: process.env.TRACEPARENT, tracestate: process.env.TRACESTATE ?? "" };
+  const parent = new W3CTraceContextPropagator().extract(api.ROOT_CONTEXT, carrier, api.defaultTextMapGetter);
+  provider.getTracer("inside-the-tool").startSpan("inside", {}, parent).end();
+  const span = exporter.getFinishedSpans()[0];
+  return JSON.stringify({ trace_id: span.spanContext().traceId, parent: span.parentSpanContext?.spanId });
+}
+"""
+# Installed by the test set-up (make .venv/.test): OpenTelemetry's Node SDK.
+OTEL_NODE = REPO / ".venv" / "otel-node" / "node_modules"
+
+
 @pytest.fixture(scope="module")
 def sdk() -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
     exporter = InMemorySpanExporter()
@@ -83,6 +106,7 @@ def traced(project: Project) -> Project:
     project.tool("fail.sh", FAIL)
     project.tool("nap.py", NAP)
     project.tool("inside.py", INSIDE)
+    project.tool("inside_js.js", INSIDE_JS)
     project.configure()
     return project
 
@@ -165,6 +189,19 @@ def test_the_trace_continues_inside_a_python_tool(traced: Project, spans: InMemo
         "parent": hex_id(span.context.span_id),
         "baggage": "tenant=acme",
     }
+
+
+def test_the_trace_continues_inside_a_javascript_tool(
+    traced: Project, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not (OTEL_NODE / "@opentelemetry" / "sdk-trace-base").is_dir():
+        pytest.skip("OpenTelemetry's Node SDK is not installed (make .venv/.test installs it)")
+    monkeypatch.setenv("TEST_OTEL_NODE_MODULES", str(OTEL_NODE))
+    with Executor(traced.config) as ex:
+        result = ex.call("inside_js", {})
+    assert result.ok, result
+    (span,) = tool_spans(spans)
+    assert json.loads(result.output) == {"trace_id": hex_id(span.context.trace_id, 32), "parent": hex_id(span.context.span_id)}
 
 
 def test_a_call_control_carrier_and_batches(traced: Project, spans: InMemorySpanExporter) -> None:
