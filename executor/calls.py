@@ -340,7 +340,12 @@ def _finished(
 ) -> ToolResult:
     """``result``, once its observation (span, audit line) has ended with it."""
     if observation is not None:
-        observation.finish(result, snapshot, arguments)
+        try:
+            observation.finish(result, snapshot, arguments)
+        except Exception as error:  # a fault in telling the outside never changes the call's result
+            import sys
+
+            sys.stderr.write(f"toolexec: the span or audit line of call {result.tool_call_id} failed: {error!r:.200}\n")
     return result
 
 

@@ -203,5 +203,5 @@ def _parsed(text: str | bytes) -> Any:
 
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what Python reads: the text as sent
         return text if isinstance(text, str) else text.decode("utf-8", "replace")

@@ -194,3 +194,18 @@ def test_bad_audit_settings_are_refused_by_key(audited: Project, value: Any, mes
     with pytest.raises(ConfigError) as refused:
         load_config(config)
     assert "audit_log" in str(refused.value) and message in str(refused.value)
+
+
+def test_hostile_arguments_are_audited_as_sent(audited: Project) -> None:
+    """Arguments nested past what Python's JSON reader can read, or not JSON at all: refused, and audited as the
+    text that was sent (the observation never fails the call)."""
+    log = audited.root / "audit.jsonl"
+    config = audited.configure(audit_log={"path": str(log), "arguments": True})
+    deep, broken = "[" * 100_000 + "]" * 100_000, '{"text": '
+    with Executor(config) as ex:
+        results = [ex.call("echo", deep), ex.call("echo", broken)]
+    assert [r.reason for r in results] == ["bad_request", "bad_request"]
+    assert [(line["arguments"], line["arguments_digest"], line["reason"]) for line in lines(log)] == [
+        (deep, digest(deep), "bad_request"),
+        (broken, digest(broken), "bad_request"),
+    ]
