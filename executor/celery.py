@@ -27,6 +27,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from celery.signals import worker_process_shutdown
+
 from toolexec.api import Executor
 from toolexec.records import ToolResult
 
@@ -75,8 +77,6 @@ def register(app: Celery, *, config: str | os.PathLike[str] | None = None, **opt
 
     app.task(name=CALL_IDEMPOTENT, bind=True, acks_late=True, reject_on_worker_lost=True, **options)(call)
     task: Task = app.task(name=CALL, bind=True, **options)(call)
-
-    from celery.signals import worker_process_shutdown
 
     worker_process_shutdown.connect(_close_all, weak=False)
     return task

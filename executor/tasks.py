@@ -240,7 +240,7 @@ class Tasks:
                     self.store.prune()
                     prune = now
             except Exception as error:  # the store is unreachable for a moment: try again next round
-                import sys
+                import sys  # noqa: PLC0415 - only a failing store writes here
 
                 print(f"toolexec mcp: the task store {self.store.where}: {type(error).__name__}: {error}", file=sys.stderr)
 

@@ -24,7 +24,7 @@ class RedisStore(Store):
 
     def __init__(self, url: str) -> None:
         try:
-            import redis
+            import redis  # noqa: PLC0415 - optional: only a redis:// store needs redis-py
         except ImportError:
             raise BadRequest("mcp.task_store names Redis but redis-py is not installed: pip install 'toolexec[redis]'") from None
         parts = urlsplit(url)
