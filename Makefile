@@ -26,6 +26,10 @@ $(VENV)/js-runtimes/node_modules/.bin/deno: | $(BIN)/python
 $(VENV)/inspector/node_modules/.bin/mcp-inspector: | $(BIN)/python
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/inspector @modelcontextprotocol/inspector@2
 
+# OpenTelemetry's Node SDK, for the test of a JavaScript tool continuing toolexec's trace (TRACEPARENT).
+$(VENV)/otel-node/node_modules/@opentelemetry/sdk-trace-base: | $(BIN)/python
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/otel-node @opentelemetry/api@1 @opentelemetry/sdk-trace-base@2 @opentelemetry/core@2
+
 # Wheels for the install tests, which build toolexec's wheel and install it offline into fresh
 # venvs beside PyPI's unrelated `executor` package.
 $(VENV)/wheelhouse/.done: pyproject.toml | $(BIN)/python
@@ -38,12 +42,13 @@ $(VENV)/.nginx: | $(BIN)/python
 	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; }
 	touch $@
 
-# redis-server (Debian's package) for the Redis task store's tests, which start it on loopback and stop it.
+# redis-server (Debian's package) for the Redis task store's tests and the Celery workers' broker, started on
+# loopback by the tests and stopped by them.
 $(VENV)/.redis: | $(BIN)/python
-	command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+	command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 	touch $@
 
-$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/inspector/node_modules/.bin/mcp-inspector $(VENV)/wheelhouse/.done $(VENV)/.nginx $(VENV)/.redis
+$(VENV)/.test: pyproject.toml setup.py | $(BIN)/python $(VENV)/node/node_modules/.bin/esbuild $(VENV)/js-runtimes/node_modules/.bin/deno $(VENV)/inspector/node_modules/.bin/mcp-inspector $(VENV)/otel-node/node_modules/@opentelemetry/sdk-trace-base $(VENV)/wheelhouse/.done $(VENV)/.nginx $(VENV)/.redis
 	$(BIN)/python -m pip install -q -e '.[node,test]'
 	touch $@ $(VENV)/.app
 

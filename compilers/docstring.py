@@ -48,6 +48,8 @@ META_FIELDS = {
     "Scope": "scopes",
     "Icon": "icon",
     "Task": "task",
+    "Max concurrency": "max_concurrency",
+    "Rate": "rate",
 }
 # Sections holding indented entries.
 LIST_FIELDS = {"Examples": "examples", "Example": "examples", "Errors": "errors"}

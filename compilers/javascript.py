@@ -37,6 +37,8 @@ _MODULE_META_KEYS = (
     "scope",
     "icon",
     "task",
+    "maxConcurrency",
+    "rate",
 )
 
 
@@ -266,7 +268,7 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
         if key in known and key not in _HINTS:
             continue
         meant = (
-            near_miss(key, [*_MODULE_META, "annotations", "outputSchema", "sandbox", "task"])
+            near_miss(key, [*_MODULE_META, "annotations", "outputSchema", "sandbox", "task", "maxConcurrency", "rate"])
             if key not in _HINTS
             else "annotations"
         )
@@ -320,6 +322,10 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
         _module_sandbox(fields["sandbox"], reader, diag)
     if "task" in fields and (value := _literal_or_error(fields["task"], "task", diag)) is not _MISSING:
         reader.set_task(value, fields["task"])
+    for key, field in (("maxConcurrency", "max_concurrency"), ("rate", "rate")):
+        if key in fields and (value := _literal_or_error(fields[key], key, diag)) is not _MISSING:
+            reader.spell.setdefault(field, key)
+            reader.set_cap(field, value, fields[key])
     schema = fields.get("outputSchema")
     if schema is not None and (value := _literal_or_error(schema, "outputSchema", diag)) is not _MISSING:
         reader.set_output_schema(value, schema)

@@ -22,6 +22,7 @@ from typing import Any
 import tree_sitter
 
 from toolexec import policy
+from toolexec.capspec import parse_max_concurrency, parse_rate
 from toolexec.compilers.common import Diagnostics
 from toolexec.compilers.icon import path_problem
 from toolexec.mcp_settings import valid_scope
@@ -56,6 +57,7 @@ class MetadataReader:
         self.scopes: list[str] = []
         self.icon: str | None = None
         self.task: str | None = None
+        self.caps: dict[str, Any] = {}
 
     def _name(self, field: str) -> str:
         return self.spell.get(field, field)
@@ -202,6 +204,24 @@ class MetadataReader:
         else:
             self.task = word
 
+    def set_cap(self, field: str, value: Any, at: At) -> None:
+        """``max_concurrency`` (a whole number) or ``rate`` (``30/minute``): a per-tool cap (docs/operations.md)."""
+        if field in self.caps:
+            self.diag.error(at, f"{self._name(field)} is declared twice", "keep one")
+            return
+        found: int | str | tuple[str]
+        if field == "max_concurrency":
+            found = parse_max_concurrency(value)
+            problem = found if isinstance(found, str) else None
+        else:
+            found = parse_rate(value)
+            problem = found[0] if isinstance(found, tuple) else None
+        if problem is not None:
+            example = "2" if field == "max_concurrency" else "30/minute"
+            self.diag.error(at, f"{self._name(field)}: {problem}", f"write {self._name(field)} {example}")
+            return
+        self.caps[field] = found
+
     def build(self, parameters: dict[str, Any], description: str) -> Metadata:
         """The checked record: examples validated against ``parameters``; the summary defaulted."""
         self._check_examples(parameters)
@@ -225,6 +245,8 @@ class MetadataReader:
             scopes=tuple(self.scopes),
             icon=self.icon,
             task=self.task,  # type: ignore[arg-type]  # checked by set_task
+            max_concurrency=self.caps.get("max_concurrency"),
+            rate=self.caps.get("rate"),
         )
 
     def _check_examples(self, parameters: dict[str, Any]) -> None:

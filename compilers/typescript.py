@@ -120,6 +120,8 @@ _META_TAGS = {
     "scope": "scopes",
     "icon": "icon",
     "task": "task",
+    "maxConcurrency": "max_concurrency",
+    "rate": "rate",
     **SANDBOX_TAGS,
 }
 # Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
@@ -187,6 +189,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
             reader.set_sandbox(field, content, at)
         elif field == "task":
             reader.set_task(content, at)
+        elif field in ("max_concurrency", "rate"):
+            reader.set_cap(field, content, at)
         else:
             reader.set_flag(field, content, at)
     if output is not None:

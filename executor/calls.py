@@ -24,8 +24,12 @@ import time
 
 from toolexec import results
 from toolexec.asking import MAX_ROUNDS
+from toolexec.caps import Held
+from toolexec.caps import effective as effective_caps
+from toolexec.caps import enter as enter_caps
 from toolexec.engine import Engine, refused
 from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ScopeMissing, ToolexecError
+from toolexec.observe import observe
 from toolexec.records import ToolCall, ToolResult, limit_problem
 from toolexec.recordtype import record, replace
 from toolexec.sources import Snapshot, Source
@@ -33,12 +37,13 @@ from toolexec.state import call_id_for, check_call_id
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable
+    from collections.abc import Awaitable, Callable, Iterable, Mapping
     from concurrent.futures import Future, ThreadPoolExecutor
     from typing import Any, Literal, TypeGuard
 
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision
     from toolexec.asking import Asker
+    from toolexec.observe import Caller, Observation
     from toolexec.records import InputRequest, InputResponse
     from toolexec.runtimes.process import CallControl
 
@@ -59,6 +64,7 @@ class Pending:
     arguments: dict[str, Any]  # validated against the snapshot's schema
     call_id: str
     started: float
+    observation: Observation | None = None  # its span and audit line, when either is wanted
 
     def approval_request(self) -> ApprovalRequest:
         """What the ``before_call`` hook is shown."""
@@ -70,9 +76,17 @@ class Pending:
 class Calls:
     """The path every call takes (see the module's picture), with the one limiter and in-flight registry."""
 
-    def __init__(self, source: Source, *, before_call: BeforeCall | None = None, max_parallel: int | None = None) -> None:
+    def __init__(
+        self,
+        source: Source,
+        *,
+        before_call: BeforeCall | None = None,
+        max_parallel: int | None = None,
+        caller: Caller | None = None,
+    ) -> None:
         self.source = source
         self.before_call = before_call
+        self.caller = caller  # who asks, for the audit log: the surface (None: the Python API)
         self.max_parallel = max_parallel or source.config.max_parallel
         self._registry = threading.Condition()  # guards _in_flight, _closed, _running and _threads
         self._in_flight: dict[object, CallControl] = {}
@@ -82,15 +96,26 @@ class Calls:
 
     # --- the steps ----------------------------------------------------------------------------
 
-    def prepare(self, call: ToolCall, *, admit: Admit | None = None) -> Pending | ToolResult:
+    def prepare(
+        self,
+        call: ToolCall,
+        *,
+        admit: Admit | None = None,
+        caller: Caller | None = None,
+        trace: Mapping[str, str] | None = None,
+    ) -> Pending | ToolResult:
         """Resolve, snapshot and validate ``call``; the refusal of a call that cannot run.
 
         ``admit`` is a filter (a toolkit's): it sees the resolved call and may refuse it with a ToolexecError.
+        ``caller`` (else the surface's) is who asks, for the audit log; ``trace`` a carrier whose span the call's
+        span continues (else the current span).
         """
         from toolexec.validation import parse_arguments
 
         started = time.monotonic()
         call_id = call_id_for(call.call_id)  # the one default for a missing call id
+        observation = observe(self.source.config, call.name, call_id, caller or self.caller, trace)
+        snapshot = None
         try:
             check_call_id(call_id)
             if call.timeout is not None and (problem := limit_problem("timeout", call.timeout)) is not None:
@@ -109,12 +134,15 @@ class Calls:
             if call.input_responses is not None:
                 call = replace(call, input_responses=_responses(call.input_responses))
         except ToolexecError as error:
-            return refused(call, error, started=started, call_id=call_id)
+            return _finished(observation, refused(call, error, started=started, call_id=call_id), snapshot, call.arguments)
         except Exception as error:  # a fault of toolexec's own: a result all the same, never an exception
-            return refused(call, InternalError(error), started=started, call_id=call_id)
+            result = refused(call, InternalError(error), started=started, call_id=call_id)
+            return _finished(observation, result, snapshot, call.arguments)
         if tool.name != call.name:
             call = replace(call, name=tool.name)
-        return Pending(call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started)
+        return Pending(
+            call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started, observation=observation
+        )
 
     def ask(self, pending: Pending) -> Decision | Awaitable[Decision]:
         """The ``before_call`` hook's answer (an awaitable from an async hook); a hook that raises denies."""
@@ -147,7 +175,8 @@ class Calls:
                 )
             arguments = pending.snapshot.validator(tool.name, arguments)
         except ToolexecError as error:
-            return results.refusal(tool.name, pending.call_id, error, time.monotonic())
+            result = results.refusal(tool.name, pending.call_id, error, time.monotonic())
+            return _finished(pending.observation, result, pending.snapshot, pending.arguments)
         call = replace(pending.call, name=tool.name, arguments=arguments)
         return replace(pending, call=call, arguments=arguments)
 
@@ -170,37 +199,55 @@ class Calls:
         ``input_required`` result). Without it the tool is told nobody can be asked."""
         token = self._register(control)
         if token is None:
-            return not_run(pending.call, pending.call_id, "refused", CLOSED)
+            return _finished(pending.observation, not_run(pending.call, pending.call_id, "refused", CLOSED), pending.snapshot)
         return self._execute(token, pending, control, ask)
 
     def _execute(self, token: object, pending: Pending, control: CallControl, ask: Asker | None = None) -> ToolResult:
         try:
-            while True:
-                result = self._run_once(pending, control, ask is not None)
-                request = result.input_request
-                if request is None or ask is None:
-                    return result
-                if len(_known(pending)) >= MAX_ROUNDS:  # answers given up front (a protocol's rounds) count too
-                    problem = BadRequest(f"tool {pending.call.name!r} asked more than {MAX_ROUNDS} questions in one call")
-                    return results.refusal(pending.call.name, pending.call_id, problem, pending.started)
-                answer = self._answer(pending, request, ask, control)
-                if answer is None:
-                    return result
-                if isinstance(answer, ToolResult):
-                    return answer
-                pending = replace(pending, call=replace(pending.call, input_responses={**_known(pending), request.key: answer}))
+            return _finished(pending.observation, self._rounds(pending, control, ask), pending.snapshot, pending.arguments)
         finally:
             with self._registry:
                 del self._in_flight[token]
                 self._registry.notify_all()
 
+    def _rounds(self, pending: Pending, control: CallControl, ask: Asker | None) -> ToolResult:
+        """The tool's runs: one, or one more per question ``ask`` answers."""
+        while True:
+            result = self._run_once(pending, control, ask is not None)
+            request = result.input_request
+            if request is None or ask is None:
+                return result
+            if len(_known(pending)) >= MAX_ROUNDS:  # answers given up front (a protocol's rounds) count too
+                problem = BadRequest(f"tool {pending.call.name!r} asked more than {MAX_ROUNDS} questions in one call")
+                return results.refusal(pending.call.name, pending.call_id, problem, pending.started)
+            answer = self._answer(pending, request, ask, control)
+            if answer is None:
+                return result
+            if isinstance(answer, ToolResult):
+                return answer
+            pending = replace(pending, call=replace(pending.call, input_responses={**_known(pending), request.key: answer}))
+
     def _run_once(self, pending: Pending, control: CallControl, can_ask: bool) -> ToolResult:
-        """One run of the tool in one of the ``max_parallel`` slots."""
+        """One run of the tool: under its own caps (max_concurrency, rate), in one of the ``max_parallel`` slots."""
         holds = False
+        observation = pending.observation
+        held: Held | None = None
         try:
+            waiting = time.monotonic()
+            snapshot, tool = pending.snapshot, pending.snapshot.declaration
+            if (caps := effective_caps(snapshot.config, tool)) is not None:  # the tool's own caps, before a slot
+                try:
+                    timeout = pending.call.timeout or tool.limits.timeout or snapshot.config.timeout
+                    held = enter_caps(snapshot.config, tool, caps, timeout, control)
+                except ToolexecError as error:
+                    return refused(pending.call, error, started=pending.started, call_id=pending.call_id)
+                if held is None:
+                    return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
             holds = self._take_slot(control)
             if not holds:  # closed (or cancelled) while waiting for a slot
                 return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
+            if observation is not None:
+                observation.queued(time.monotonic() - waiting)
             engine = Engine(pending.snapshot.config)
             return engine.execute(
                 pending.snapshot,
@@ -210,8 +257,11 @@ class Calls:
                 call_id=pending.call_id,
                 started=pending.started,
                 can_ask=can_ask,
+                observation=observation,
             )
         finally:
+            if held is not None:
+                held.release()
             with self._registry:
                 self._running -= holds
                 self._registry.notify_all()
@@ -238,11 +288,17 @@ class Calls:
     # --- whole calls ---------------------------------------------------------------------------
 
     def run(
-        self, call: ToolCall, control: CallControl | None = None, *, admit: Admit | None = None, ask: Asker | None = None
+        self,
+        call: ToolCall,
+        control: CallControl | None = None,
+        *,
+        admit: Admit | None = None,
+        ask: Asker | None = None,
+        caller: Caller | None = None,
     ) -> ToolResult:
         """Every step on this thread; ``control`` (made and closed here when not given) cancels the call; ``ask``
-        answers the tool's questions (see :meth:`execute`)."""
-        pending = self.prepare(call, admit=admit)
+        answers the tool's questions (see :meth:`execute`); ``caller`` is who asks (for the audit log)."""
+        pending = self.prepare(call, admit=admit, caller=caller, trace=control.trace if control is not None else None)
         if isinstance(pending, Pending):
             pending = self.approve(pending)
         if isinstance(pending, ToolResult):
@@ -272,7 +328,8 @@ class Calls:
                     self._threads = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="toolexec-call")
                 return self._threads.submit(self._execute, token, pending, control, ask)
         closed: Future[ToolResult] = Future()
-        closed.set_result(not_run(pending.call, pending.call_id, "refused", CLOSED))
+        result = not_run(pending.call, pending.call_id, "refused", CLOSED)
+        closed.set_result(_finished(pending.observation, result, pending.snapshot, pending.arguments))
         return closed
 
     def run_many(
@@ -287,7 +344,7 @@ class Calls:
 
         work = []
         for call in calls:
-            pending = self.prepare(call, admit=admit)
+            pending = self.prepare(call, admit=admit, trace=control.trace)
             work.append(self.submit(self.approve(pending) if isinstance(pending, Pending) else pending, control, ask))
         try:
             wait(work)
@@ -357,6 +414,20 @@ def _responses(given: Any) -> dict[str, InputResponse]:
     if not isinstance(given, dict):
         raise BadRequest(f"input_responses must be an object of answers keyed by question, got {type(given).__name__}")
     return {str(key): parse_response(value, f"input_responses[{key!r}]") for key, value in given.items()}
+
+
+def _finished(
+    observation: Observation | None, result: ToolResult, snapshot: Snapshot | None, arguments: Any = None
+) -> ToolResult:
+    """``result``, once its observation (span, audit line) has ended with it."""
+    if observation is not None:
+        try:
+            observation.finish(result, snapshot, arguments)
+        except Exception as error:  # a fault in telling the outside never changes the call's result
+            import sys
+
+            sys.stderr.write(f"toolexec: the span or audit line of call {result.tool_call_id} failed: {error!r:.200}\n")
+    return result
 
 
 def _awaitable(value: object) -> TypeGuard[Awaitable[Any]]:

@@ -361,6 +361,11 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
+    from toolexec.observe import Caller
+    from toolexec.tracing import configure_from_environment
+
+    executor.calls.caller = Caller(surface="cli")  # who asks, for the audit log (the OS user is added when it is written)
+    configure_from_environment()  # OpenTelemetry from the OTEL_* variables, when any is set
     return executor
 
 

@@ -54,6 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "sandbox_policies": {},
     "sandbox_hide": list(DEFAULT_HIDE),
     "artifacts": {},
+    "audit_log": None,
+    "tool_limits": {},
 }
 MAX_PARALLEL = 1024
 MCP_KEYS = (
@@ -168,6 +170,12 @@ class Config:
     sandbox_hide: tuple[str, ...] = DEFAULT_HIDE
     # What a call may return as files (LLM_ARTIFACTS_DIR): counts, sizes, how long linked ones are kept.
     artifacts: ArtifactSettings = field(default_factory=ArtifactSettings)
+    # The audit log (docs/operations.md): one JSON line per call appended here; None: no audit log.
+    audit_log: Path | None = None
+    # Whether the audit lines hold the arguments themselves (else only their digest).
+    audit_arguments: bool = False
+    # Per-tool caps that replace the script's (tool name -> {"max_concurrency": N, "rate": "N/unit"}).
+    tool_limits: dict[str, dict[str, int | str]] = field(default_factory=dict)
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
 
@@ -403,7 +411,67 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         agent_variables=_agent_variables(values["agent_variables"], where),
         foreign=foreign,
         enabled_given=enabled_given,
+        **_audit_log(values["audit_log"], path, where),
+        tool_limits=_tool_limits(values["tool_limits"], where),
     )
+
+
+def _tool_limits(value: Any, where: str) -> dict[str, dict[str, int | str]]:
+    """``tool_limits``: ``{TOOL: {max_concurrency: N, rate: N/unit}}``, each entry replacing that tool's own caps."""
+    from toolexec.capspec import parse_max_concurrency, parse_rate
+
+    if not isinstance(value, dict):
+        raise ConfigError(
+            where, f"expected a mapping of tool name to {{max_concurrency, rate}}, got {brief(value)}", key="tool_limits"
+        )
+    found: dict[str, dict[str, int | str]] = {}
+    for tool, caps in value.items():
+        key = f"tool_limits.{tool}"
+        if not isinstance(caps, dict) or not caps:
+            raise ConfigError(where, f"expected a mapping with max_concurrency and/or rate, got {brief(caps)}", key=key)
+        unknown = sorted(str(k) for k in caps if k not in ("max_concurrency", "rate"))
+        if unknown:
+            raise ConfigError(
+                where,
+                f"unknown setting {unknown[0]!r}{did_you_mean(unknown[0], ['max_concurrency', 'rate'])}; it has max_concurrency and rate",
+                key=key,
+            )
+        entry: dict[str, int | str] = {}
+        if "max_concurrency" in caps:
+            number = parse_max_concurrency(caps["max_concurrency"])
+            if isinstance(number, str):
+                raise ConfigError(where, number, key=f"{key}.max_concurrency")
+            entry["max_concurrency"] = number
+        if "rate" in caps:
+            rate = parse_rate(caps["rate"])
+            if isinstance(rate, tuple):
+                raise ConfigError(where, rate[0], key=f"{key}.rate")
+            entry["rate"] = rate
+        found[str(tool)] = entry
+    return found
+
+
+def _audit_log(value: Any, path: Path, where: str) -> dict[str, Any]:
+    """``audit_log``: a file path (relative to the config file), or ``{path: …, arguments: true|false}``."""
+    if value is None:
+        return {}
+    arguments: Any = False
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"path", "arguments"})
+        if unknown:
+            raise ConfigError(where, f"unknown setting {unknown[0]!r}; it has path and arguments", key="audit_log")
+        arguments = value.get("arguments", False)
+        if not isinstance(arguments, bool):
+            raise ConfigError(where, f"arguments: expected true or false, got {brief(arguments)}", key="audit_log")
+        value = value.get("path")
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(
+            where, f"expected a file path (or {{path: FILE, arguments: true}}), got {brief(value)}", key="audit_log"
+        )
+    found = path.parent / Path(value).expanduser()
+    if found.is_dir():
+        raise ConfigError(where, f"{found} is a directory; name the file the audit lines are appended to", key="audit_log")
+    return {"audit_log": found.absolute(), "audit_arguments": arguments}
 
 
 def _agents_dir(value: Any, path: Path, where: str) -> Path | None:

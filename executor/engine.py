@@ -31,6 +31,7 @@ from toolexec.validation import prepare_numbers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from toolexec.observe import Observation
     from toolexec.records import InputRequest
     from toolexec.runtimes.sandbox import Confinement
 
@@ -55,18 +56,20 @@ class Engine:
         call_id: str,
         started: float,
         can_ask: bool = False,
+        observation: Observation | None = None,
     ) -> ToolResult:
         """Run ``call`` with ``arguments`` (already validated against ``snapshot``) and return its result; never
         raises for a failed or unrunnable call.
 
         With ``can_ask``, the tool may ask a question (:mod:`toolexec.asking`): a run that does ends in an
-        ``input_required`` result carrying it; ``call.input_responses`` are the answers of earlier runs."""
+        ``input_required`` result carrying it; ``call.input_responses`` are the answers of earlier runs.
+        ``observation`` (tracing) gives the tool its trace carrier and learns the process's facts."""
         tool = snapshot.declaration
         try:
             javascript = tool.language in ("javascript", "typescript")
             arguments = prepare_numbers(arguments, tool.parameters, tool.name, javascript=javascript)
             runnable = _runnable(snapshot, self.config.state)
-            result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started, can_ask)
+            result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started, can_ask, observation)
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
         except Exception as error:  # a fault of toolexec's own: still a result, as documented, never an exception
@@ -85,6 +88,7 @@ class Engine:
         control: CallControl | None,
         started: float,
         can_ask: bool = False,
+        observation: Observation | None = None,
     ) -> ToolResult:
         state = self.config.state
         agent = self.config.agent
@@ -117,6 +121,8 @@ class Engine:
 
                 env.update(agent_environment(agent, tool, env, raw_json))
             env[FAILURE_VARIABLE] = failure_path
+            carrier = observation.environment() if observation is not None else {}
+            env.update(carrier)  # TRACEPARENT …: the tool's own spans continue the call's
             site = Site(
                 functions_dir=self.config.functions_dir,
                 cwd=Path.cwd(),
@@ -139,7 +145,7 @@ class Engine:
                 private = (output_path, failure_path, artifacts_dir, *([request_path] if request_path else []))
                 confined = confinement(config, tool.name, policy, private)
                 argc_env = [variable.name for variable in getattr(tool.invocation, "env", ())]  # Bash's @env lines
-                own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions}
+                own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions, *carrier}
                 launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE])
             launch = Launch(
                 argv=prepared.argv,
@@ -162,6 +168,8 @@ class Engine:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
+            if observation is not None:
+                observation.launched(prepared.argv, finished)
             smaller = confined is not None and (confined.file_size or self.config.max_kept_bytes) < self.config.max_kept_bytes
             if (
                 finished.limit is None

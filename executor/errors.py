@@ -200,6 +200,33 @@ class CacheFull(CallRefused):
         )
 
 
+class RateLimited(CallRefused):
+    """The tool's ``rate`` cap is used up for now; ``retry_after`` says in how many seconds a call may start."""
+
+    reason: Reason = "rate_limited"
+
+    def __init__(self, tool: str, rate: str, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(
+            f"tool {tool!r} is limited to {rate.replace('/', ' calls per ')}; that many have started in the last "
+            f"{rate.split('/')[1]}: try again in {max(retry_after, 0.1):.1f} s"
+        )
+
+
+class BusyTooLong(ToolexecError):
+    """The call waited its whole timeout for one of the tool's ``max_concurrency`` slots and never got one."""
+
+    status: Status = "timeout"
+    exit_code = EXIT_TIMEOUT
+    reason: Reason = "timeout"
+
+    def __init__(self, tool: str, slots: int, waited: float) -> None:
+        super().__init__(
+            f"tool {tool!r} was not started: it runs at most {slots} call(s) at once (max_concurrency) and none of "
+            f"them ended in the {waited:g} s this call could wait (its timeout)"
+        )
+
+
 class InvalidArguments(CallRefused):
     """Arguments that break the tool's schema, with every problem."""
 

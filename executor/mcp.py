@@ -32,6 +32,7 @@ import anyio
 import anyio.abc
 import jsonschema
 import mcp_types as types
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
@@ -52,6 +53,7 @@ from toolexec.mcp_auth import client_secret, granted_scopes
 from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.mcp_tasks import McpTasks
+from toolexec.observe import Caller
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -59,6 +61,7 @@ from toolexec.recordtype import replace
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
+from toolexec.tracing import configure_from_environment
 from toolexec.validation import MAX_DEPTH
 from toolexec.version import __version__
 from toolexec.watch import watch_tools
@@ -245,7 +248,7 @@ class ToolServer:
         report = build(config)
         self._report_problems(report.problems)
         self.source = WatchedSource(config, report.catalog)
-        self.calls = Calls(self.source)  # the one call path: its limiter and in-flight registry
+        self.calls = Calls(self.source, caller=Caller(surface="mcp"))  # the one call path: its limiter and in-flight registry
         self.listing = Listing(config, report.catalog, summaries=options.catalog == "summaries")
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
@@ -253,6 +256,7 @@ class ToolServer:
         self.stale: str | None = None  # why the tools served are not those on disk (a reload failed); None: fresh
         self.built = time.time()  # when the catalog served was built
         self._stop_watching = anyio.Event()
+        self.authenticating = False  # whether HTTP requests carry a checked bearer token (for the audit log)
         self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
         self.server: Server[Any] = Server(
@@ -412,10 +416,11 @@ class ToolServer:
 
         control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
+        caller = _caller(ctx, self.authenticating)
 
         def work() -> ToolResult:
             try:
-                return self.calls.run(call, control, ask=mcp_asking.with_answerer(ask, control))
+                return self.calls.run(call, control, ask=mcp_asking.with_answerer(ask, control), caller=caller)
             finally:
                 done.set()
 
@@ -534,6 +539,8 @@ class ToolServer:
         finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
 
+        self.authenticating = token is not None or self.config.mcp.auth is not None
+
         from toolexec.mcp_http import Gate, guard_and_routes, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
         guard, routes = guard_and_routes(self, token, client_secret)
@@ -637,11 +644,27 @@ def _exit_now() -> NoReturn:
         os._exit(0)
 
 
+def _caller(ctx: ServerRequestContext[Any, Any], authenticating: bool) -> Caller:
+    """Who asks, for the audit log: the client as it named itself, and the bearer token's subject when the server
+    checks one (the OAuth access token's subject or client, or ``static token`` for ``mcp.token_env``'s)."""
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    client = f"{info.name} {info.version}".strip() if info is not None else None
+    subject = None
+    oauth = get_access_token()
+    if oauth is not None:
+        subject = getattr(oauth, "subject", None) or oauth.client_id
+    elif authenticating and (headers := getattr(ctx.request, "headers", None)) is not None and headers.get("authorization"):
+        subject = "static token"
+    return Caller(surface="mcp", client=client, subject=subject)
+
+
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:
     """Run the server until its input ends or it is told to stop; 0 on a clean stop."""
     from toolexec.mcp_http import listen, parse_bind, resolve_token  # noqa: PLC0415 - imports uvicorn
 
     protect()  # the server's memory holds the token and every client's arguments: no tool may read it
+    configure_from_environment()  # OpenTelemetry from the OTEL_* variables, when any is set
     bind = parse_bind(http) if http is not None else None
     if bind is None and (no_token or token_env):
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         "process_limit",  # the tool could not start more processes than its limit
         "file_size_limit",  # the tool wrote a file larger than its limit
         "input_required",  # the tool asked a question (input_request) the caller has not answered yet
+        "rate_limited",  # the tool's rate cap (calls per unit of time) is used up: try again later
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
@@ -255,6 +256,9 @@ class Metadata:
     icon: str | None = None
     # Whether MCP clients may (optional) or must (required) run it as a task (docs/mcp.md); None: never.
     task: Literal["optional", "required"] | None = None
+    # Per-tool caps (docs/operations.md): calls in flight at once, and calls per unit of time ("30/minute").
+    max_concurrency: int | None = None
+    rate: str | None = None
 
 
 @record
@@ -304,7 +308,7 @@ class ToolDeclaration:
         del data["positions"]
         if data["function"] is None:
             del data["function"]
-        for key in ("sandbox", "icon", "task"):  # kept out of records of tools that declare none
+        for key in ("sandbox", "icon", "task", "max_concurrency", "rate"):  # kept out of records of tools that declare none
             if data["metadata"][key] is None:
                 del data["metadata"][key]
         if not data["metadata"]["scopes"]:
@@ -484,3 +488,10 @@ class ToolResult:
         else:
             del data["artifacts"]
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolResult:
+        """The result :meth:`to_dict` made (as a task queue carries it back); fields it does not know are ignored."""
+        values = {name: data[name] for name in field_names(cls) if name in data}
+        values["notes"] = tuple(values.get("notes", ()))
+        return cls(**values)

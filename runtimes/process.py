@@ -85,7 +85,13 @@ class CallControl:
     thread running the call.
     """
 
-    def __init__(self, *, deadline: float | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        deadline: float | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        trace: Mapping[str, str] | None = None,
+    ) -> None:
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
         # Re-entrant: cancel() runs in signal handlers on the thread that may be running the call (and inside
@@ -94,6 +100,9 @@ class CallControl:
         self.cancelled = False
         self.deadline = deadline
         self.on_event = on_event
+        # A trace carrier ({"traceparent": …, "tracestate": …}) the call's execute_tool span continues, when
+        # OpenTelemetry is in use (docs/operations.md); None: the caller's current span.
+        self.trace = trace
 
     def cancel(self) -> None:
         """End the call: its whole process tree goes, and its result says cancelled."""
@@ -270,6 +279,7 @@ class Finished:
     escaped: int = 0  # processes that had left the group and were killed afterwards
     # Set when a bound stopped the tool: ("file", file_limit) or ("cache", watch_limit).
     limit: tuple[str, int] | None = None
+    pid: int | None = None  # the tool's main process
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -540,6 +550,7 @@ class _Supervisor:
             cancelled=self.cancelled,
             duration=time.monotonic() - self.start,
             limit=self.limit,
+            pid=self.proc.pid,
         )
 
     def _over(self, sel: selectors.BaseSelector) -> bool:

@@ -237,6 +237,7 @@ def test_the_documented_snippets_are_found() -> None:
         "mcp.md",  # OAuth with a JWKS
         "mcp.md",  # OAuth with introspection
         "mcp.md",  # the task store
+        "operations.md",
         "sandbox.md",
         "scale-out.md",
         "scale-out.md",

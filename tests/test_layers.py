@@ -47,6 +47,7 @@ LAYERS = [
         "toolexec.progress",
         "toolexec.authoring",
         "toolexec.check",
+        "toolexec.celery",
     },
     {"toolexec.calls"},
     {
@@ -64,6 +65,10 @@ LAYERS = [
         "toolexec.results",
         "toolexec.validation",
         "toolexec.confine",
+        "toolexec.observe",
+        "toolexec.caps",
+        "toolexec.tracing",
+        "toolexec.audit",
         "toolexec.store",
         "toolexec.store.dirstore",
         "toolexec.store.redisstore",
@@ -81,6 +86,7 @@ LAYERS = [
         "toolexec.policy",
         "toolexec.mcp_settings",
         "toolexec.mediatype",
+        "toolexec.capspec",
         "toolexec.strictjson",
     },
 ]
