@@ -249,17 +249,18 @@ class Proxy:
         return listener
 
     def _wait(self, sockets: Iterable[socket.socket], timeout: float | None, *, write: bool = False) -> list[socket.socket]:
-        """The sockets ready (to read, or to write), or _Closing when the proxy closes; [] when ``timeout`` passed."""
-        watched = list(sockets)
-        if write:
-            readable, writable, _ = select.select([self._wake_read], watched, [], timeout)
-            ready = writable
-        else:
-            readable, _, _ = select.select([self._wake_read, *watched], [], [], timeout)
-            ready = [sock for sock in readable if sock is not self._wake_read]
-        if self._wake_read in readable:
+        """The sockets ready (to read, or to write), or _Closing when the proxy closes; [] when ``timeout`` passed.
+        (``poll``, not ``select``: toolexec may hold more than 1024 descriptors.)"""
+        poller = select.poll()
+        poller.register(self._wake_read, select.POLLIN)
+        watched = {}
+        for sock in sockets:
+            watched[sock.fileno()] = sock
+            poller.register(sock, select.POLLOUT if write else select.POLLIN)
+        events = poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
+        if any(fd == self._wake_read for fd, _ in events):
             raise _Closing
-        return ready
+        return [watched[fd] for fd, _ in events]
 
     def _handle(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None
@@ -321,7 +322,7 @@ class Proxy:
         except OSError as exc:
             raise _Refused("502 Bad Gateway", f"cannot resolve {host}: {exc.strerror or exc}") from None
         if not names_local:
-            local = [address[4][0] for address in addresses if _local(address[4][0])]
+            local = [str(address[4][0]) for address in addresses if _local(str(address[4][0]))]
             if local:
                 raise _Refused(
                     "403 Forbidden",
