@@ -83,17 +83,17 @@ def split_authority(text: str) -> tuple[str, int | None]:
         host, _, rest = text[1:].partition("]")
         if rest and not rest.startswith(":"):
             raise ValueError(text)
-        port_text = rest[1:] if rest else ""
+        port_text = rest[1:] if rest else None
     elif text.count(":") == 1:
         host, port_text = text.split(":")
     elif ":" in text:
         raise ValueError(text)
     else:
-        host, port_text = text, ""
+        host, port_text = text, None
     host = host.lower().rstrip(".")
-    if not host or (port_text and not port_text.isdigit()):
+    if not host or (port_text is not None and not (port_text.isascii() and port_text.isdigit())):
         raise ValueError(text)
-    port = int(port_text) if port_text else None
+    port = int(port_text) if port_text is not None else None
     if port is not None and not 0 < port < 65536:
         raise ValueError(text)
     return host, port
