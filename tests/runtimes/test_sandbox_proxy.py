@@ -95,6 +95,7 @@ eval "$(argc --argc-eval "$0" "$@")"
 """
 
 JAVASCRIPT = """
+import http from "node:http";
 import net from "node:net";
 
 /**
@@ -106,7 +107,15 @@ import net from "node:net";
 export async function run(action, urls = "") {
   const lines = [];
   for (const url of urls.split(" ").filter(Boolean)) {
-    if (action === "get") {
+    if (action === "http-get") {  // node:http, not fetch
+      lines.push(await new Promise((done) => {
+        http.get(url, (response) => {
+          let body = "";
+          response.on("data", (chunk) => { body += chunk; });
+          response.on("end", () => done(`${response.statusCode} ${body.trim()}`));
+        }).on("error", (error) => done(`error ${error.code}`));
+      }));
+    } else if (action === "get") {
       try {
         const response = await fetch(url, { signal: AbortSignal.timeout(10000) });
         lines.push(`${response.status} ${(await response.text()).trim()}`);
@@ -132,7 +141,8 @@ TYPESCRIPT = TYPESCRIPT.replace("@param {string} action", "@param action").repla
 TYPESCRIPT = TYPESCRIPT.replace("await new Promise((done)", "await new Promise<string>((done)").replace(
     "(error) => done(", "(error: any) => done("
 )
-TYPESCRIPT = TYPESCRIPT.replace("} catch (error) {", "} catch (error: any) {")
+TYPESCRIPT = TYPESCRIPT.replace("} catch (error) {", "} catch (error: any) {").replace("(response) =>", "(response: any) =>")
+TYPESCRIPT = TYPESCRIPT.replace("(chunk) =>", "(chunk: any) =>")
 
 TOOLS = {"python": ".py", "bash": ".sh", "javascript": ".js", "typescript": ".ts"}
 SOURCES = {"python": PYTHON, "bash": BASH, "javascript": JAVASCRIPT, "typescript": TYPESCRIPT}
@@ -392,6 +402,21 @@ def test_python_requests_honours_the_proxy(project: Project, servers: Servers) -
         result = executor.call("reach", {"action": "get", "urls": f"http://localhost:{allowed}/ http://localhost:{other}/"})
     assert _lines(result) == [
         f"200 hello from {allowed} / localhost:{allowed}",
+        f"403 {_refusal(f'localhost:{allowed}', f'localhost:{other}')}",
+    ]
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript"])
+def test_nodes_http_module_honours_the_proxy_too(project: Project, language: str, servers: Servers) -> None:
+    from toolexec.runtimes.interpreter import default_node, which
+
+    if which(default_node()[0]) is None:
+        pytest.skip("node is not installed")
+    allowed, other = servers.start(), servers.start()
+    with Reach(project, language).executor({"reach": {"network": [f"localhost:{allowed}"]}}) as executor:
+        result = executor.call("reach", {"action": "http-get", "urls": f"http://localhost:{allowed}/n http://localhost:{other}/"})
+    assert _lines(result) == [
+        f"200 hello from {allowed} /n localhost:{allowed}",
         f"403 {_refusal(f'localhost:{allowed}', f'localhost:{other}')}",
     ]
 
