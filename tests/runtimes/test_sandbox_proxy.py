@@ -504,3 +504,21 @@ def _children() -> set[int]:
 def _files(root: Path) -> set[str]:
     places = [root, Path(os.environ.get("TMPDIR", "/tmp"))]
     return {str(path) for place in places for path in place.rglob("*") if not path.is_dir() and "functions" not in path.parts}
+
+
+def test_a_call_without_an_allow_list_pays_nothing_for_the_proxy(project: Project, servers: Servers) -> None:
+    import json
+    import subprocess
+    import sys
+
+    port = servers.start()
+    project.tool("reach.py", PYTHON)
+    imported = {}
+    for network in ("none", [f"localhost:{port}"]):
+        config = project.configure(["reach.py"], sandbox_policies={"reach": {"network": network}})
+        arguments = json.dumps({"action": "get", "urls": f"http://localhost:{port}/"})
+        command = [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", "reach", arguments]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        found = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+        imported[str(network)] = ("toolexec.runtimes.netproxy" in found, done.stdout.split(" ")[0])
+    assert imported == {"none": (False, "error"), f"['localhost:{port}']": (True, "200")}
