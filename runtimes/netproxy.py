@@ -186,8 +186,11 @@ class Proxy:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked send
         self._serving.join()
+        import time
+
+        deadline = time.monotonic() + CONNECT_TIMEOUT  # only a name lookup (getaddrinfo cannot be interrupted) takes longer
         for thread in list(self._threads):
-            thread.join(CONNECT_TIMEOUT)  # only a name lookup (getaddrinfo cannot be interrupted) takes longer
+            thread.join(max(0.0, deadline - time.monotonic()))
         self.launched()
         for handle in (self._outside, self._listener):
             if handle is not None:
@@ -220,16 +223,18 @@ class Proxy:
                         client.close()
                         return
                     busy = len(self._threads) >= MAX_CONNECTIONS
-                    if not busy:
+                    if not busy:  # started under the lock: close() joins only started threads
                         self._sockets.add(client)
                         self._threads.add(thread)
+                        thread.start()
                 if busy:
                     with contextlib.suppress(OSError):
                         client.setblocking(False)
                         client.send(_response("503 Service Unavailable", f"more than {MAX_CONNECTIONS} connections at once"))
+                        client.shutdown(socket.SHUT_WR)
+                        while client.recv(_CHUNK):  # what it sent already: closing on unread bytes would reset it
+                            pass
                     client.close()
-                else:
-                    thread.start()
         except _Closing:
             return
 
@@ -243,9 +248,20 @@ class Proxy:
             for fd in fds:
                 os.close(fd)
             return None
-        listener = socket.socket(fileno=fds[0])
+        try:
+            listener = socket.socket(fileno=fds[0])
+        except OSError:  # not a socket
+            os.close(fds[0])
+            return None
+        self._listener = listener  # closed by close(), whatever it is
+        try:  # only a listening TCP socket on loopback is served
+            listening = listener.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            good = listening and listener.family == socket.AF_INET and listener.getsockname()[0] == "127.0.0.1"
+        except OSError:
+            good = False
+        if not good:
+            return None
         listener.setblocking(False)
-        self._listener = listener
         return listener
 
     def _wait(self, sockets: Iterable[socket.socket], timeout: float | None, *, write: bool = False) -> list[socket.socket]:

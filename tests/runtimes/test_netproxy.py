@@ -334,3 +334,26 @@ def test_a_command_the_forwarder_cannot_run_is_an_exit_127_naming_it() -> None:
             text=True,
         )
     assert (done.returncode, done.stderr) == (127, "toolexec: cannot run /nonexistent/tool: No such file or directory\n")
+
+
+@pytest.mark.parametrize("kind", ["udp", "unlistened", "pipe"])
+def test_a_proxy_handed_anything_but_a_loopback_listener_serves_nothing(kind: str) -> None:
+    before = _state()
+    proxy = Proxy(["localhost:1"])
+    channel = socket.socket(fileno=os.dup(proxy.inside))
+    proxy.launched()
+    read, write = os.pipe()
+    kinds = {"udp": socket.SOCK_DGRAM, "unlistened": socket.SOCK_STREAM}
+    handed = socket.socket(socket.AF_INET, kinds[kind]) if kind in kinds else None
+    try:
+        socket.send_fds(channel, [b"L"], [handed.fileno() if handed is not None else read])
+        proxy._serving.join(5)
+        assert not proxy._serving.is_alive()  # it ended without serving
+    finally:
+        proxy.close()
+        channel.close()
+        os.close(read)
+        os.close(write)
+        if handed is not None:
+            handed.close()
+    assert _state() == before
