@@ -232,8 +232,9 @@ class Proxy:
                         client.setblocking(False)
                         client.send(_response("503 Service Unavailable", f"more than {MAX_CONNECTIONS} connections at once"))
                         client.shutdown(socket.SHUT_WR)
-                        while client.recv(_CHUNK):  # what it sent already: closing on unread bytes would reset it
-                            pass
+                        for _ in range(16):  # what it sent already (closing on unread bytes resets), bounded
+                            if not client.recv(_CHUNK):
+                                break
                     client.close()
         except _Closing:
             return
@@ -289,7 +290,8 @@ class Proxy:
                 if refused.policy:
                     with self._lock:
                         self.refusals.append(refused.message)
-                _send_all(client, _response(refused.status, refused.message))
+                client.sendall(_response(refused.status, refused.message))
+                self._drain(client)
                 return
             client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n" if method == "CONNECT" else b"")
             if forward or rest:
@@ -309,6 +311,14 @@ class Proxy:
                 upstream.close()
             if last:
                 self._close_wake()
+
+    def _drain(self, client: socket.socket) -> None:
+        """After an answer: read what the client still sends (a request body) for a moment, so that closing
+        does not reset the connection before the client has read the answer."""
+        client.shutdown(socket.SHUT_WR)
+        for _ in range(64):
+            if not self._wait([client], 1.0) or not client.recv(_CHUNK):
+                return
 
     def _read_head(self, client: socket.socket) -> tuple[bytes, bytes]:
         import time
@@ -427,11 +437,6 @@ def _response(status: str, message: str) -> bytes:
     body = (message + "\n").encode()
     head = f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     return head.encode() + body
-
-
-def _send_all(sock: socket.socket, data: bytes) -> None:
-    with contextlib.suppress(OSError):
-        sock.sendall(data)
 
 
 def refusal_notes(refusals: Sequence[str], limit: int = 5) -> tuple[str, ...]:

@@ -357,3 +357,18 @@ def test_a_proxy_handed_anything_but_a_loopback_listener_serves_nothing(kind: st
         if handed is not None:
             handed.close()
     assert _state() == before
+
+
+def test_a_refused_request_with_a_body_still_gets_its_403_not_a_reset() -> None:
+    proxy, address = _started(["localhost:1"])
+    body = b"x" * (1 << 20)
+    try:
+        with socket.create_connection(address, timeout=10) as client:
+            client.sendall(b"POST http://elsewhere.example/upload HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            answer = b""
+            while chunk := client.recv(65536):
+                answer += chunk
+    finally:
+        proxy.close()
+    assert answer.split(b"\r\n")[0] == b"HTTP/1.1 403 Forbidden"
+    assert answer.endswith(b"\r\n\r\nnetwork: localhost:1 does not allow elsewhere.example:80\n")
