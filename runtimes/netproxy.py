@@ -36,6 +36,7 @@ import select
 import socket
 import sys
 import threading
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -186,8 +187,6 @@ class Proxy:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked send
         self._serving.join()
-        import time
-
         deadline = time.monotonic() + CONNECT_TIMEOUT  # only a name lookup (getaddrinfo cannot be interrupted) takes longer
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -321,8 +320,6 @@ class Proxy:
                 return
 
     def _read_head(self, client: socket.socket) -> tuple[bytes, bytes]:
-        import time
-
         data, deadline = b"", time.monotonic() + HEAD_TIMEOUT
         while b"\r\n\r\n" not in data:
             left = deadline - time.monotonic()
