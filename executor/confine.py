@@ -21,12 +21,6 @@ from toolexec.runtimes.sandbox import Confinement, problem
 
 def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ...]) -> Confinement:
     """What a call of ``tool`` under ``policy`` may do, or :class:`SandboxUnavailable` when this host cannot enforce it."""
-    if isinstance(policy.network, tuple):
-        raise SandboxUnavailable(
-            tool,
-            f"network allow-lists ({', '.join(policy.network)}) are not supported yet; "
-            f"declare network: all or none, or set sandbox_policies.{tool} in {config.path}",
-        )
     state = config.state
     cache = str(state.tool_cache(tool))
     writes = policy.writes if policy.writes is not None else ("cache",)
@@ -41,6 +35,7 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     protected = [str(path) for path in (config.path, config.functions_dir, state.root, user_cache_dir())]
     found = Confinement(
         network="all" if policy.network == "all" else "none",
+        allowed=policy.network if isinstance(policy.network, tuple) else (),
         visible=tuple(visible),
         writable=tuple(dict.fromkeys(writable)),
         files=files,

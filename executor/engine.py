@@ -203,7 +203,7 @@ class Engine:
                 timeout=timeout,
                 failure=failure,
                 started=started,
-                notes=prepared.notes,
+                notes=prepared.notes + _refusal_notes(finished),
             )
             if result.status in ("ok", "error") and not _empty(artifacts_dir):  # a timed-out or cancelled call's are not
                 from toolexec.artifacts import collect
@@ -252,6 +252,15 @@ def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult
         return result
     reason, message = found
     return replace(result, reason=reason, error=f"{message} ({result.error})" if result.error else message)
+
+
+def _refusal_notes(finished: Finished) -> tuple[str, ...]:
+    """A note per connection the call's network proxy refused, naming the policy line (none without a proxy)."""
+    if not finished.refused:
+        return ()
+    from toolexec.runtimes.netproxy import refusal_notes
+
+    return refusal_notes(finished.refused)
 
 
 def last_good_note(snapshot: Snapshot) -> str:

@@ -280,6 +280,8 @@ class Finished:
     # Set when a bound stopped the tool: ("file", file_limit) or ("cache", watch_limit).
     limit: tuple[str, int] | None = None
     pid: int | None = None  # the tool's main process
+    # What the call's network proxy refused (its 403 bodies, naming the policy line), in order.
+    refused: tuple[str, ...] = ()
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -303,7 +305,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
-    confinement, cgroup = launch.confinement, None
+    confinement, cgroup, proxy = launch.confinement, None, None
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     argv = list(launch.argv)
@@ -327,7 +329,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         try:
             stdin = _stdin_file(launch.stdin)
             if confinement is not None:
-                argv, cgroup = sandbox.wrap(confinement, argv)
+                if confinement.allowed:  # the call's own proxy (nothing of it for a call without an allow-list)
+                    from toolexec.runtimes.netproxy import Proxy
+
+                    proxy = Proxy(confinement.allowed)
+                argv, cgroup = sandbox.wrap(confinement, argv, proxy.prefix(sys.executable) if proxy else ())
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -337,7 +343,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 cwd=launch.cwd,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(progress_write,) if launch.progress else (),
+                pass_fds=((progress_write,) if launch.progress else ()) + ((proxy.inside,) if proxy else ()),
             )
         except BaseException:
             _close(progress_read)
@@ -345,6 +351,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finally:
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
+            if proxy is not None:
+                proxy.launched()
         system.register(proc.pid, mark, tuple(launch.private_files))
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
@@ -352,6 +360,10 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     finally:
         system.leave(proc.pid if proc is not None else None)
         sandbox.release(cgroup)
+        if proxy is not None:
+            proxy.close()
+    if proxy is not None and proxy.refusals:
+        finished = replace(finished, refused=tuple(proxy.refusals))
     control.emit("exited", returncode=proc.returncode)
     xfsz = finished.signal == signal.SIGXFSZ or finished.returncode == 128 + signal.SIGXFSZ  # the tool, or a shell's child
     declared = launch.confinement.file_size if launch.confinement is not None else None

