@@ -29,7 +29,7 @@ import time
 
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
-from toolexec.runtimes import process_linux, sandbox
+from toolexec.runtimes import baseline, process_linux, sandbox
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -285,6 +285,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
     confinement, cgroup = launch.confinement, None
+    namespaced = False  # whether the tool runs in a PID namespace of its own (the kernel ends what it leaves)
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     system.enter()
@@ -297,8 +298,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             if launch.file_limit is not None and confinement is None:
                 argv = _with_file_limit(argv, launch.file_limit)
             limited = len(argv) != len(launch.argv) or confinement is not None  # started under prlimit(1)
-            if confinement is not None:
+            if confinement is not None and confinement.baseline:
+                argv, cgroup, namespaced = baseline.wrap(confinement, argv)
+            elif confinement is not None:
                 argv, cgroup = sandbox.wrap(confinement, argv)
+                namespaced = True
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -319,10 +323,14 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         system.register(proc.pid, mark, tuple(launch.private_files))
         if launch.file_limit is not None and not limited:
             limit_file_size(proc.pid, launch.file_limit)
-        finished = _supervise(proc, system, launch, control, start, mark, progress_read)
+        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced)
     finally:
         system.leave(proc.pid if proc is not None else None)
         sandbox.release(cgroup)
+    code = finished.returncode
+    if namespaced and finished.signal is None and code is not None and 128 < code <= 128 + 64:
+        # bwrap reports a tool killed by a signal as 128 + the signal (as a shell does): reported as the signal again
+        finished = replace(finished, returncode=None, signal=code - 128)
     control.emit("exited", returncode=proc.returncode)
     xfsz = finished.signal == signal.SIGXFSZ or finished.returncode == 128 + signal.SIGXFSZ  # the tool, or a shell's child
     declared = launch.confinement.file_size if launch.confinement is not None else None
@@ -428,18 +436,24 @@ def _supervise(
     start: float,
     mark: str,
     progress_read: int,
+    namespaced: bool = False,
 ) -> Finished:
     """Supervise the started tool, then kill whatever of the call is left and release every descriptor."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
+    supervisor: _Supervisor | None = None
+    # SIGKILL goes to the whole tree at once, found while it is whole: a process that left the group is the call's
+    # by its descent, which a parent killed first would cut.
+    kill_tree = lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)  # noqa: E731
     try:
         exited = system.ExitWaiter(proc)
-        finished = _Supervisor(proc, exited, launch, control, start, progress_read).run()
+        supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)
+        finished = supervisor.run()
     finally:
         _close(progress_read)
+        escaped = kill_tree() + (supervisor.escaped if supervisor is not None else 0)
         _kill_group(proc.pid, signal.SIGKILL)
-        escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
-        if launch.confinement is not None:  # its own PID namespace: the kernel ends what is left (bwrap's own, too)
+        if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
             escaped = 0
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
@@ -470,9 +484,12 @@ class _Supervisor:
         control: CallControl,
         start: float,
         progress_fd: int = -1,
+        kill_tree: Callable[[], int] | None = None,
     ):
         assert proc.stdout and proc.stderr
         self.proc, self.launch, self.control = proc, launch, control
+        self.kill_tree = kill_tree
+        self.escaped = 0  # processes outside the group killed with the tree
         self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
@@ -533,6 +550,8 @@ class _Supervisor:
         now = time.monotonic()
         ending = self.kill_at is not None or self.give_up_at is not None
         if self.kill_at is not None and now >= self.kill_at:
+            if self.kill_tree is not None:
+                self.escaped += self.kill_tree()
             _kill_group(self.proc.pid, signal.SIGKILL)
             self.kill_at, self.give_up_at = None, now + 1.0
         if not ending and self.deadline is not None and now >= self.deadline:
