@@ -166,12 +166,22 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
 
 
 def release(cgroup: str | None) -> None:
-    """Remove a call's pids cgroup (its processes are gone with its PID namespace)."""
-    if cgroup is not None:
-        import contextlib
+    """Remove a call's pids cgroup. Its processes are gone with its PID namespace, but the kernel may still be
+    finishing their exit (the cgroup is busy until then): it is tried again for a while, never left behind."""
+    if cgroup is None:
+        return
+    import errno
+    import time
 
-        with contextlib.suppress(OSError):
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
             os.rmdir(cgroup)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return
+        time.sleep(0.001)
 
 
 def limit_reason(

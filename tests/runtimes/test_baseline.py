@@ -209,3 +209,17 @@ def test_sandbox_off_gives_no_namespace_and_no_cpu_limit(project: Project) -> No
     assert result.status == "ok", result.error
     assert result.output.strip().endswith(os.readlink("/proc/self/ns/pid"))
     assert _limits(result.output)["Max cpu time"] == "unlimited"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root toolexec caps processes through a pids cgroup per call")
+def test_a_root_call_leaves_no_pids_cgroup_behind(hostile: Project) -> None:
+    from toolexec.runtimes import sandbox
+
+    root = sandbox._pids_root()
+    if root is None:
+        pytest.skip("no writable pids cgroup")
+    mine = f"toolexec-{os.getpid()}-"
+    with hostile.executor(sandbox="declared") as executor:
+        for action in ("limits", "escape"):
+            assert executor.call("hostile", {"action": action}).status == "ok"
+    assert [name for name in os.listdir(root) if name.startswith(mine)] == []
