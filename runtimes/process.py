@@ -286,6 +286,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
     confinement, cgroup = launch.confinement, None
     namespaced = False  # whether the tool runs in a PID namespace of its own (the kernel ends what it leaves)
+    gate: baseline.Gate | None = None
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     system.enter()
@@ -299,9 +300,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 argv = _with_file_limit(argv, launch.file_limit)
             limited = len(argv) != len(launch.argv) or confinement is not None  # started under prlimit(1)
             if confinement is not None and confinement.baseline:
-                argv, cgroup, namespaced = baseline.wrap(confinement, argv)
+                gate = baseline.Gate() if baseline.usable() else None
+                argv, cgroup, namespaced = baseline.wrap(confinement, argv, gate)
             elif confinement is not None:
-                argv, cgroup = sandbox.wrap(confinement, argv)
+                gate = baseline.Gate(block=False)  # only to learn its init, reaped here should it outlive bwrap
+                argv, cgroup = sandbox.wrap(confinement, argv, gate.args())
                 namespaced = True
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
@@ -312,18 +315,30 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 cwd=launch.cwd,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(progress_write,) if launch.progress else (),
+                pass_fds=((progress_write,) if launch.progress else ()) + (gate.child_fds() if gate is not None else ()),
             )
+            if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
+                assert confinement is not None
+                try:
+                    gate.open(confinement, cgroup)
+                except BaseException:
+                    proc.kill()
+                    proc.wait()
+                    raise
         except BaseException:
             _close(progress_read)
             raise
         finally:
+            if gate is not None:
+                gate.close()
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
         system.register(proc.pid, mark, tuple(launch.private_files))
         if launch.file_limit is not None and not limited:
             limit_file_size(proc.pid, launch.file_limit)
         finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced)
+        if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
+            system.reap_orphan(gate.child, gate.child_start)
     finally:
         system.leave(proc.pid if proc is not None else None)
         sandbox.release(cgroup)

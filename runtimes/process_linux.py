@@ -512,6 +512,28 @@ def _carries(needle: bytes, info: _Proc, call_start: int | None) -> bool:
     return (call_start is None or info.start >= call_start) and needle in _read(f"/proc/{info.pid}/environ")
 
 
+def start_of(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None once it is gone."""
+    info = _stat(pid)
+    return info.start if info.state else None
+
+
+def reap_orphan(pid: int, start: int | None) -> None:
+    """Wait for a confined call's namespace init (bwrap does not wait for it) and reap it when it was re-parented
+    here: it ends at once, its tool gone. ``start`` tells it from a later process that took its pid."""
+    me = os.getpid()
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        info = _stat(pid)
+        if not info.state or info.start != start or info.ppid != me:
+            return  # gone, another process now, or reaped by bwrap (or init) instead
+        if info.state in ("Z", "X"):
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            return
+        time.sleep(0.001)
+
+
 def _reap(victims: dict[int, bool], me: int) -> None:
     """Collect the orphans that were re-parented here (a subreaper must, or they stay zombies)."""
     for pid in victims:

@@ -92,11 +92,12 @@ def environment(env: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str
     return {k: v for k, v in env.items() if k in keep or k.startswith(BASE_PREFIXES)}
 
 
-def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str | None]:
-    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`)."""
+def wrap(confinement: Confinement, argv: Sequence[str], info: Sequence[str] = ()) -> tuple[list[str], str | None]:
+    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`);
+    ``info``: bwrap's options that say which process is the namespace's init (:class:`~toolexec.runtimes.baseline.Gate`)."""
     binary = bwrap()
     assert binary is not None, "problem() is checked before a confined launch"
-    args = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    args = [binary, *info, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if confinement.network != "all":
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
