@@ -14,7 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from toolexec.compilers import SUFFIXES, compile_source
+from toolexec.compilers.agent import compile_functions, dialect_of
 from toolexec.errors import CompileError, Problem
+from toolexec.policy import unconfined
 from toolexec.records import ToolDeclaration
 
 if TYPE_CHECKING:
@@ -81,8 +84,6 @@ _META_LINE = re.compile(r"^\s*#\s*@(?:describe|option|flag|arg|env|meta)\b|argc 
 
 def check_file(path: str | Path, config: Config | None = None) -> list[Finding]:
     """Every finding for one tool file (with ``config``: a warning when it would run unconfined under it)."""
-    from toolexec.compilers import compile_source
-
     file = str(path)
     try:
         source = Path(path).read_text(encoding="utf-8")
@@ -90,8 +91,6 @@ def check_file(path: str | Path, config: Config | None = None) -> list[Finding]:
         return [Finding(file, 1, 1, "error", f"the file is not UTF-8 text ({exc.reason} at byte {exc.start})")]
     except OSError as exc:
         return [Finding(file, 1, 1, "error", f"cannot read the file: {exc.strerror or exc}")]
-    from toolexec.compilers.agent import compile_functions, dialect_of
-
     dialect = dialect_of(path)
     try:
         if dialect is not None:  # an agent's tools file: what its build reports (authoring advice is for tools)
@@ -114,8 +113,6 @@ def check_paths(paths: Iterable[str | Path], config: Config | None = None) -> tu
     A directory stands for the tool files directly in it (a name starting with ``_`` is a helper module the
     tools share, such as the file built-ins' ``_fsguard.py``, not a tool).
     """
-    from toolexec.compilers import SUFFIXES
-
     findings: list[Finding] = []
     checked = 0
     for path in paths:
@@ -135,8 +132,6 @@ def check_paths(paths: Iterable[str | Path], config: Config | None = None) -> tu
 
 def _unconfined(declaration: ToolDeclaration, config: Config) -> Iterator[Finding]:
     """A warning when the tool would run unconfined under ``config``, saying why and how to confine it."""
-    from toolexec.policy import unconfined
-
     why = unconfined(config.sandbox, config.sandbox_policies, declaration.name, declaration.metadata.sandbox)
     if why is not None:
         hint = (
@@ -170,7 +165,7 @@ def _advice(declaration: ToolDeclaration, source: str) -> Iterator[Finding]:
 
 
 def _stale_examples(declaration: ToolDeclaration) -> Iterator[Finding]:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator  # noqa: PLC0415 - slow (~20 ms): only for a tool that gives examples
 
     at = declaration.positions.get("", (1, 1))
     validator = Draft202012Validator(declaration.parameters)

@@ -56,7 +56,7 @@ def test_mcp_declarations_carry_the_policy(project: Project) -> None:
     project.tool("fetch.py", FETCH)
     project.tool("plain.py", PLAIN)
     with project.executor() as executor:
-        declared = {d["name"]: d for d in executor.definitions(format="mcp")}
+        declared = {d["name"]: d for d in executor.declarations(format="mcp")}
     assert declared["fetch"]["annotations"] == {"openWorldHint": False}
     assert declared["fetch"]["_meta"] == {
         "toolexec/sandbox": {
@@ -99,7 +99,7 @@ def test_describe_and_mcp_show_the_policy_config_puts_in_place_of_the_scripts(
     code, out, _ = cli(capsys, "--config", str(config), "describe", "fetch")
     assert code == 0 and "Sandbox: network none; writes cwd; cpu 5" in out.splitlines()
     with project.executor(sandbox_policies={"fetch": {"network": "none", "writes": ["cwd"], "cpu": 5}}) as executor:
-        (declared,) = executor.definitions(format="mcp")
+        (declared,) = executor.declarations(format="mcp")
         described = executor.describe("fetch").metadata.sandbox
     assert declared["_meta"] == {"toolexec/sandbox": {"network": "none", "writes": ["cwd"], "cpu": 5}}
     assert declared["annotations"] == {"openWorldHint": False}  # the script says open world; config took its network
@@ -109,7 +109,7 @@ def test_describe_and_mcp_show_the_policy_config_puts_in_place_of_the_scripts(
 def test_under_strict_a_tool_that_declares_nothing_shows_the_baseline_policy(project: Project) -> None:
     project.tool("plain.py", PLAIN)
     with project.executor(sandbox="strict") as executor:
-        (declared,) = executor.definitions(format="mcp")
+        (declared,) = executor.declarations(format="mcp")
     assert declared["_meta"] == {"toolexec/sandbox": {"network": "none", "writes": ["cache"]}}
     assert declared["annotations"] == {"openWorldHint": False}
 
@@ -117,7 +117,7 @@ def test_under_strict_a_tool_that_declares_nothing_shows_the_baseline_policy(pro
 def test_under_off_no_policy_is_shown_not_even_the_scripts(project: Project) -> None:
     project.tool("fetch.py", FETCH)
     with project.executor(sandbox="off") as executor:
-        (declared,) = executor.definitions(format="mcp")
+        (declared,) = executor.declarations(format="mcp")
     assert "_meta" not in declared and "annotations" not in declared
 
 
