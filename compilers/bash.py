@@ -236,6 +236,7 @@ _META_KEYS = {
     "example": "examples",
     "error": "errors",
     "output-schema": "output_schema",
+    "scope": "scopes",
 }
 # argc's own @meta keys, and toolexec's others: never reported as unknown.
 _ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
@@ -252,6 +253,8 @@ def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnos
         reader.set_text(field, value, at)
     elif field == "tags":
         reader.add_tags(value, at)
+    elif field == "scopes":
+        reader.add_scopes(value, at)
     elif field == "examples":
         reader.add_example_text(value, at)
     elif field == "errors":

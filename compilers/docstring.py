@@ -45,6 +45,7 @@ META_FIELDS = {
     "CPU": "cpu",
     "Processes": "processes",
     "File size": "file_size",
+    "Scope": "scopes",
 }
 # Sections holding indented entries.
 LIST_FIELDS = {"Examples": "examples", "Example": "examples", "Errors": "errors"}

@@ -25,7 +25,7 @@ from toolexec.records import Metadata, Module, ObjectArgument, ToolDeclaration
 
 _MODULE_KEYS = ("name", "description", "inputSchema", "args", "run")
 # Metadata a module tool may export too (read by _module_metadata).
-_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema", "sandbox")
+_MODULE_META_KEYS = ("title", "summary", "tags", "examples", "errors", "annotations", "outputSchema", "sandbox", "scope")
 
 
 def compile_source(source: str, path: str) -> ToolDeclaration:
@@ -221,7 +221,14 @@ def _compile_module(source: str, path: str, root: Node, form: str, fields: dict[
 
 
 # Module fields -> metadata fields; annotations are MCP's hint names inside `annotations`.
-_MODULE_META = {"title": "title", "summary": "summary", "tags": "tags", "examples": "examples", "errors": "errors"}
+_MODULE_META = {
+    "title": "title",
+    "summary": "summary",
+    "tags": "tags",
+    "examples": "examples",
+    "errors": "errors",
+    "scope": "scopes",
+}
 _HINTS = {
     "readOnlyHint": "read_only",
     "destructiveHint": "destructive",
@@ -261,6 +268,8 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
             reader.set_text(field, value, node)
         elif field == "tags":
             reader.add_tags(value if isinstance(value, list) else None, node)
+        elif field == "scopes":
+            reader.add_scopes(value, node)
         else:
             items = node.named_children if node.type == "array" else []
             if not isinstance(value, list):

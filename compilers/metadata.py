@@ -23,6 +23,7 @@ import tree_sitter
 
 from toolexec import policy
 from toolexec.compilers.common import Diagnostics
+from toolexec.mcp_settings import valid_scope
 from toolexec.records import Annotations, Metadata, Sandbox
 from toolexec.schemarefs import describe, nonlocal_references
 
@@ -50,6 +51,7 @@ class MetadataReader:
         self.output_schema: dict[str, Any] | None = None
         self.errors: list[str] = []
         self.sandbox: dict[str, Any] = {}
+        self.scopes: list[str] = []
 
     def _name(self, field: str) -> str:
         return self.spell.get(field, field)
@@ -142,6 +144,18 @@ class MetadataReader:
             return
         self.errors.append(" ".join(value.split()))
 
+    def add_scopes(self, value: Any, at: At) -> None:
+        """OAuth scopes a caller's token must grant: ``"repo:read repo:write"`` (spaces or commas) or a list of strings."""
+        words = value if isinstance(value, list) else value.replace(",", " ").split() if isinstance(value, str) else None
+        if not words or not all(isinstance(w, str) and valid_scope(w) for w in words):
+            self.diag.error(
+                at,
+                f"{self._name('scopes')} needs OAuth scopes (printable words without quotes or backslashes)",
+                f"write {self._name('scopes')} repo:write",
+            )
+            return
+        self.scopes.extend(w for w in words if w not in self.scopes)
+
     def set_sandbox(self, field: str, value: Any, at: At) -> None:
         """One isolation-policy field (``network``, ``writes``, ``memory`` …, see :mod:`toolexec.policy`)."""
         found = policy.read_field(field, value)
@@ -172,6 +186,7 @@ class MetadataReader:
             output_schema=self.output_schema,
             errors=tuple(self.errors),
             sandbox=Sandbox(**self.sandbox) if self.sandbox else None,
+            scopes=tuple(self.scopes),
         )
 
     def _check_examples(self, parameters: dict[str, Any]) -> None:

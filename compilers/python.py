@@ -109,6 +109,8 @@ def _metadata(
             reader.set_text(name, field.value, where)
         elif name == "tags":
             reader.add_tags(field.value, where)
+        elif name == "scopes":
+            reader.add_scopes(field.value, where)
         elif name in ANNOTATIONS:
             reader.set_flag(name, field.value, where)
         elif name in SANDBOX_FIELDS:

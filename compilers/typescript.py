@@ -108,6 +108,7 @@ _META_TAGS = {
     "throws": "errors",
     "exception": "errors",
     "error": "errors",
+    "scope": "scopes",
     **SANDBOX_TAGS,
 }
 # Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
@@ -155,6 +156,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
             reader.set_text(field, content, at)
         elif field == "tags":
             reader.add_tags(content, at)
+        elif field == "scopes":
+            reader.add_scopes(content, at)
         elif field == "examples":
             if content.startswith("{"):
                 reader.add_example_text(content, at)

@@ -22,6 +22,9 @@ _EXPORTS = {
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
     "ToolCall": "toolexec.records",
+    "InputRequest": "toolexec.records",
+    "InputResponse": "toolexec.records",
+    "OnInput": "toolexec.approval",
     "ToolDeclaration": "toolexec.records",
     "ToolResult": "toolexec.records",
     "Annotations": "toolexec.records",
@@ -81,8 +84,11 @@ __all__ = [
     "DiscoveryReport",
     "Entry",
     "Executor",
+    "InputRequest",
+    "InputResponse",
     "InvalidArguments",
     "Names",
+    "OnInput",
     "PreparationFailed",
     "Problem",
     "Rewrite",
@@ -102,7 +108,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from toolexec.api import Executor
-    from toolexec.approval import ApprovalRequest, BeforeCall, Decision, Deny, Rewrite
+    from toolexec.approval import ApprovalRequest, BeforeCall, Decision, Deny, OnInput, Rewrite
     from toolexec.build import BuildReport
     from toolexec.catalog import Catalog, Diff, Entry
     from toolexec.config import Config, load_config
@@ -121,7 +127,7 @@ if TYPE_CHECKING:
         UnknownTool,
     )
     from toolexec.providers import Batch, Declarations, Names, Sent, format_tool_result, format_tool_result_as_text
-    from toolexec.records import Annotations, ToolCall, ToolDeclaration, ToolResult
+    from toolexec.records import Annotations, InputRequest, InputResponse, ToolCall, ToolDeclaration, ToolResult
     from toolexec.runtimes.process import CallControl
     from toolexec.toolkit import DiscoveryError, DiscoveryReport, Toolkit
 

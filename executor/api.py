@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any
 
-    from toolexec.approval import BeforeCall
+    from toolexec.approval import BeforeCall, OnInput
+    from toolexec.asking import Asker
     from toolexec.build import BuildReport
     from toolexec.calls import Admit
     from toolexec.providers import Batch, Declarations, Names
@@ -59,11 +60,18 @@ class Executor:
         agent: str | None = None,
         variables: dict[str, str] | None = None,
         agent_tools_only: bool = False,
+        on_input: OnInput | None = None,
     ) -> None:
         """Load ``config`` (a path, a :class:`Config`, or None for the usual lookup).
 
         ``before_call`` is the approval hook (:mod:`toolexec.approval`): it sees every call
         with its tool and validated arguments before it runs, and may allow, deny or rewrite it.
+
+        ``on_input`` answers the questions tools ask mid-call (:mod:`toolexec.asking`): given an
+        :class:`~toolexec.records.InputRequest`, it returns an :class:`~toolexec.records.InputResponse` (or its
+        JSON form), or None to hand the question back as an ``input_required`` result. It may be async (awaited on
+        the caller's loop by :meth:`acall`). Without it, tools are told nobody can be asked. A call's own
+        ``on_input`` overrides it.
 
         With ``agent``, the executor serves that agent of the config (:mod:`toolexec.agents`): its own
         functions, then its shared tools (only its own with ``agent_tools_only``); ``variables``
@@ -80,6 +88,7 @@ class Executor:
         self.source = PolledSource(self.config)
         # The one call path: its limiter (max_parallel slots) and in-flight registry, which close() ends.
         self.calls = Calls(self.source, before_call=before_call)
+        self.on_input = on_input
 
     @property
     def before_call(self) -> BeforeCall | None:
@@ -293,6 +302,8 @@ class Executor:
         call_id: str | None = None,
         timeout: float | None = None,
         cancel: CallControl | None = None,
+        on_input: OnInput | None = None,
+        input_responses: dict[str, Any] | None = None,
     ) -> ToolResult:
         """Run one tool and return its result; never raises for a failed or refused call.
 
@@ -300,41 +311,72 @@ class Executor:
         ``cancel`` (from any thread) ends the tool's whole process tree; so does
         :meth:`close`, which sets it, and so does interrupting the waiting thread
         (``KeyboardInterrupt``), which re-raises once the tool has ended.
-        """
-        return self.calls.run(ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout), cancel)
 
-    def call_many(self, calls: Iterable[ToolCall], *, cancel: CallControl | None = None) -> list[ToolResult]:
+        ``on_input`` (else the executor's) answers the tool's questions; ``input_responses`` are answers given
+        up front, by question key (what an ``input_required`` result asked, answered out of band).
+        """
+        call = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout, input_responses=input_responses)
+        return self.calls.run(call, cancel, ask=self._asker(on_input))
+
+    def call_many(
+        self, calls: Iterable[ToolCall], *, cancel: CallControl | None = None, on_input: OnInput | None = None
+    ) -> list[ToolResult]:
         """Run ``calls`` concurrently, at most ``max_parallel`` at once; results in input order.
 
         Each result is as :meth:`call` returns it (a refusal or failure is a result).
         Setting ``cancel`` cancels every call of the batch; if the waiting thread is
         interrupted (``KeyboardInterrupt``), the calls are cancelled before it re-raises.
+        ``on_input`` (else the executor's) answers the tools' questions, from the calls' threads.
         """
-        return self._call_many(calls, cancel)
+        return self._call_many(calls, cancel, on_input=on_input)
 
-    def _call_many(self, calls: Iterable[ToolCall], cancel: CallControl | None, admit: Admit | None = None) -> list[ToolResult]:
+    def _call_many(
+        self,
+        calls: Iterable[ToolCall],
+        cancel: CallControl | None,
+        admit: Admit | None = None,
+        on_input: OnInput | None = None,
+    ) -> list[ToolResult]:
         requests = list(calls)
         if not requests:
             return []
         shared = cancel if cancel is not None else CallControl()
         try:
-            return self.calls.run_many(requests, shared, admit=admit)
+            return self.calls.run_many(requests, shared, admit=admit, ask=self._asker(on_input))
         finally:
             if cancel is None:
                 shared.close()
 
+    def _asker(self, on_input: OnInput | None) -> Asker | None:
+        """The call path's ``ask`` for a call on a thread: ``on_input`` (else the executor's); an async one is run
+        to completion on that thread."""
+        chosen = on_input if on_input is not None else self.on_input
+        if chosen is None:
+            return None
+        from toolexec.asking import on_thread
+
+        return on_thread(chosen)
+
     async def acall(
-        self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        call_id: str | None = None,
+        timeout: float | None = None,
+        on_input: OnInput | None = None,
+        input_responses: dict[str, Any] | None = None,
     ) -> ToolResult:
         """As :meth:`call`; cancelling the awaiting task ends the tool's whole process tree.
 
-        An async ``before_call`` hook is awaited on the caller's event loop. The call runs on the
-        executor's own threads (not asyncio's default pool, which is smaller than ``max_parallel``
+        An async ``before_call`` hook (and an async ``on_input``) is awaited on the caller's event loop. The call
+        runs on the executor's own threads (not asyncio's default pool, which is smaller than ``max_parallel``
         on a small machine), so ``max_parallel`` calls really run at once.
         """
-        return await self._acall(ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout))
+        call = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout, input_responses=input_responses)
+        return await self._acall(call, on_input=on_input)
 
-    async def _acall(self, call: ToolCall, admit: Admit | None = None) -> ToolResult:
+    async def _acall(self, call: ToolCall, admit: Admit | None = None, on_input: OnInput | None = None) -> ToolResult:
         import asyncio  # not at module level: it costs a one-shot `toolexec run` ~50 ms
 
         pending = self.calls.prepare(call, admit=admit)
@@ -346,7 +388,13 @@ class Executor:
         if isinstance(pending, ToolResult):
             return pending
         control = CallControl()
-        future = self.calls.submit(pending, control)
+        chosen = on_input if on_input is not None else self.on_input
+        ask = None
+        if chosen is not None:
+            from toolexec.asking import on_loop
+
+            ask = on_loop(chosen, asyncio.get_running_loop(), control)
+        future = self.calls.submit(pending, control, ask)
         _close_when_done(control, future)  # not before: a task cancelled twice stops waiting
         work = asyncio.wrap_future(future)
         try:

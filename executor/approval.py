@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, NamedTuple, Protocol
 
-from toolexec.records import Annotations, ToolDeclaration
+from toolexec.records import Annotations, InputRequest, InputResponse, ToolDeclaration
 
 __all__ = ["ApprovalRequest", "BeforeCall", "Decision", "Deny", "Rewrite", "confirm_on_terminal", "needs_confirmation"]
 
@@ -68,6 +68,10 @@ class Rewrite(NamedTuple):
 
 Decision = Deny | Rewrite | bool | None
 BeforeCall = Callable[[ApprovalRequest], "Decision | Awaitable[Decision]"]
+# What answers a tool's question mid-call (toolexec.asking; Executor(on_input=...)): an InputResponse or its JSON
+# form ({"action": "accept", "content": {...}}), or None to hand the question back as an input_required result;
+# or a coroutine function giving the same.
+OnInput = Callable[[InputRequest], "InputResponse | dict[str, Any] | Awaitable[InputResponse | dict[str, Any] | None] | None"]
 
 ConfirmMode = Literal["destructive", "all"]
 

@@ -6,7 +6,9 @@
                resolve the name (provider-safe too)  before_call hook    registered in flight (close() ends it)
                one snapshot: declaration + source    (sync or async;     a slot of max_parallel
                (one freshness check)                 a failure denies)   Engine: runtime.prepare → process → result
-               call id, timeout, arguments validated  Rewrite re-validated
+               call id, timeout, arguments validated  Rewrite re-validated  ↺ a question asked: the slot given up,
+                                                                            ``ask`` answers it, the tool runs again
+               the token's OAuth scopes (ToolCall.scopes) cover the tool's Scope:
 
 :class:`Calls` holds the one limiter and the one in-flight registry. :class:`~toolexec.api.Executor`
 (``call``, ``acall``, ``call_many``), :class:`~toolexec.toolkit.Toolkit` (a filter over it) and the MCP
@@ -21,10 +23,11 @@ import threading
 import time
 
 from toolexec import results
+from toolexec.asking import MAX_ROUNDS
 from toolexec.engine import Engine, refused
-from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ToolexecError
+from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ScopeMissing, ToolexecError
 from toolexec.records import ToolCall, ToolResult, limit_problem
-from toolexec.recordtype import record
+from toolexec.recordtype import record, replace
 from toolexec.sources import Snapshot, Source
 from toolexec.state import call_id_for, check_call_id
 
@@ -35,12 +38,14 @@ if TYPE_CHECKING:
     from typing import Any, Literal, TypeGuard
 
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision
+    from toolexec.asking import Asker
+    from toolexec.records import InputRequest, InputResponse
     from toolexec.runtimes.process import CallControl
 
     # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
     Admit = Callable[[str], None]
 
-__all__ = ["CLOSED", "Calls", "Pending"]
+__all__ = ["CLOSED", "Calls", "Pending", "missing_scopes"]
 
 CLOSED = "the executor is closed; create a new Executor to call tools"
 
@@ -98,13 +103,17 @@ class Calls:
             tool = snapshot.declaration
             if admit is not None:
                 admit(tool.name)
+            if call.scopes is not None and (missing := missing_scopes(tool.metadata.scopes, call.scopes)):
+                raise ScopeMissing(tool.name, missing)
             arguments = snapshot.validator(tool.name, parse_arguments(call.arguments, tool.name))
+            if call.input_responses is not None:
+                call = replace(call, input_responses=_responses(call.input_responses))
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
         except Exception as error:  # a fault of toolexec's own: a result all the same, never an exception
             return refused(call, InternalError(error), started=started, call_id=call_id)
         if tool.name != call.name:
-            call = ToolCall(name=tool.name, arguments=call.arguments, call_id=call.call_id, timeout=call.timeout)
+            call = replace(call, name=tool.name)
         return Pending(call=call, snapshot=snapshot, arguments=arguments, call_id=call_id, started=started)
 
     def ask(self, pending: Pending) -> Decision | Awaitable[Decision]:
@@ -122,7 +131,6 @@ class Calls:
         if decision is None or decision is True:
             return pending
         from toolexec.approval import Deny, Rewrite  # only a hook's answer needs them
-        from toolexec.recordtype import replace
 
         tool = pending.snapshot.declaration
         try:
@@ -140,7 +148,7 @@ class Calls:
             arguments = pending.snapshot.validator(tool.name, arguments)
         except ToolexecError as error:
             return results.refusal(tool.name, pending.call_id, error, time.monotonic())
-        call = ToolCall(name=tool.name, arguments=arguments, call_id=pending.call.call_id, timeout=pending.call.timeout)
+        call = replace(pending.call, name=tool.name, arguments=arguments)
         return replace(pending, call=call, arguments=arguments)
 
     def approve(self, pending: Pending) -> Pending | ToolResult:
@@ -154,14 +162,40 @@ class Calls:
             decision = asyncio.run(_awaited(decision))
         return self.decide(pending, decision)
 
-    def execute(self, pending: Pending, control: CallControl) -> ToolResult:
-        """Registered in flight, then a slot, then the engine; unregistered when it returns."""
+    def execute(self, pending: Pending, control: CallControl, ask: Asker | None = None) -> ToolResult:
+        """Registered in flight, then a slot, then the engine; unregistered when it returns.
+
+        With ``ask``, the tool may ask questions (:mod:`toolexec.asking`): each is put to ``ask`` with the slot given
+        up, and the tool runs again with the answers so far; ``ask`` returning None hands the question back (the
+        ``input_required`` result). Without it the tool is told nobody can be asked."""
         token = self._register(control)
         if token is None:
             return not_run(pending.call, pending.call_id, "refused", CLOSED)
-        return self._execute(token, pending, control)
+        return self._execute(token, pending, control, ask)
 
-    def _execute(self, token: object, pending: Pending, control: CallControl) -> ToolResult:
+    def _execute(self, token: object, pending: Pending, control: CallControl, ask: Asker | None = None) -> ToolResult:
+        try:
+            while True:
+                result = self._run_once(pending, control, ask is not None)
+                request = result.input_request
+                if request is None or ask is None:
+                    return result
+                if len(_known(pending)) >= MAX_ROUNDS:  # answers given up front (a protocol's rounds) count too
+                    problem = BadRequest(f"tool {pending.call.name!r} asked more than {MAX_ROUNDS} questions in one call")
+                    return results.refusal(pending.call.name, pending.call_id, problem, pending.started)
+                answer = self._answer(pending, request, ask, control)
+                if answer is None:
+                    return result
+                if isinstance(answer, ToolResult):
+                    return answer
+                pending = replace(pending, call=replace(pending.call, input_responses={**_known(pending), request.key: answer}))
+        finally:
+            with self._registry:
+                del self._in_flight[token]
+                self._registry.notify_all()
+
+    def _run_once(self, pending: Pending, control: CallControl, can_ask: bool) -> ToolResult:
+        """One run of the tool in one of the ``max_parallel`` slots."""
         holds = False
         try:
             holds = self._take_slot(control)
@@ -169,34 +203,61 @@ class Calls:
                 return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
             engine = Engine(pending.snapshot.config)
             return engine.execute(
-                pending.snapshot, pending.call, pending.arguments, control, call_id=pending.call_id, started=pending.started
+                pending.snapshot,
+                pending.call,
+                pending.arguments,
+                control,
+                call_id=pending.call_id,
+                started=pending.started,
+                can_ask=can_ask,
             )
         finally:
             with self._registry:
                 self._running -= holds
-                del self._in_flight[token]
                 self._registry.notify_all()
+
+    def _answer(
+        self, pending: Pending, request: InputRequest, ask: Asker, control: CallControl
+    ) -> InputResponse | ToolResult | None:
+        """``ask``'s answer to ``request``, checked against its schema; the result ending the call when there is none
+        to be had (cancelled meanwhile, a failing or wrong answer)."""
+        from toolexec.asking import check_response
+
+        name = pending.call.name
+        try:
+            answer = ask(request)
+            if control.cancelled:
+                return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled while it waited for an answer")
+            return None if answer is None else check_response(request, answer)
+        except ToolexecError as error:
+            return results.refusal(name, pending.call_id, error, pending.started)
+        except Exception as error:  # the one answering failed: the call ends, the caller's program goes on
+            failed = CallDenied(name, f"its question {request.key!r} was not answered: {type(error).__name__}: {error}")
+            return results.refusal(name, pending.call_id, failed, pending.started)
 
     # --- whole calls ---------------------------------------------------------------------------
 
-    def run(self, call: ToolCall, control: CallControl | None = None, *, admit: Admit | None = None) -> ToolResult:
-        """Every step on this thread; ``control`` (made and closed here when not given) cancels the call."""
+    def run(
+        self, call: ToolCall, control: CallControl | None = None, *, admit: Admit | None = None, ask: Asker | None = None
+    ) -> ToolResult:
+        """Every step on this thread; ``control`` (made and closed here when not given) cancels the call; ``ask``
+        answers the tool's questions (see :meth:`execute`)."""
         pending = self.prepare(call, admit=admit)
         if isinstance(pending, Pending):
             pending = self.approve(pending)
         if isinstance(pending, ToolResult):
             return pending
         if control is not None:
-            return self.execute(pending, control)
+            return self.execute(pending, control, ask)
         from toolexec.runtimes.process import CallControl
 
         own = CallControl()
         try:
-            return self.execute(pending, own)
+            return self.execute(pending, own, ask)
         finally:
             own.close()
 
-    def submit(self, pending: Pending | ToolResult, control: CallControl) -> Future[ToolResult]:
+    def submit(self, pending: Pending | ToolResult, control: CallControl, ask: Asker | None = None) -> Future[ToolResult]:
         """:meth:`execute` on the calls' own threads (``max_parallel`` of them); a result is returned as done."""
         from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -209,12 +270,14 @@ class Calls:
             if token is not None:
                 if self._threads is None:
                     self._threads = ThreadPoolExecutor(self.max_parallel, thread_name_prefix="toolexec-call")
-                return self._threads.submit(self._execute, token, pending, control)
+                return self._threads.submit(self._execute, token, pending, control, ask)
         closed: Future[ToolResult] = Future()
         closed.set_result(not_run(pending.call, pending.call_id, "refused", CLOSED))
         return closed
 
-    def run_many(self, calls: Iterable[ToolCall], control: CallControl, *, admit: Admit | None = None) -> list[ToolResult]:
+    def run_many(
+        self, calls: Iterable[ToolCall], control: CallControl, *, admit: Admit | None = None, ask: Asker | None = None
+    ) -> list[ToolResult]:
         """``calls`` prepared and approved in order, run concurrently; results in input order.
 
         If the waiting thread is interrupted (``KeyboardInterrupt``), ``control`` is cancelled and
@@ -225,7 +288,7 @@ class Calls:
         work = []
         for call in calls:
             pending = self.prepare(call, admit=admit)
-            work.append(self.submit(self.approve(pending) if isinstance(pending, Pending) else pending, control))
+            work.append(self.submit(self.approve(pending) if isinstance(pending, Pending) else pending, control, ask))
         try:
             wait(work)
         except BaseException:  # the waiting thread was interrupted: end the calls, then re-raise
@@ -275,6 +338,25 @@ class Calls:
                 return False
             self._running += 1
             return True
+
+
+def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:
+    """The scopes of ``needed`` (a tool's ``Scope:``) that ``granted`` (an access token's) lacks, in order."""
+    have = set(granted)
+    return tuple(scope for scope in needed if scope not in have)
+
+
+def _known(pending: Pending) -> dict[str, InputResponse]:
+    return dict(pending.call.input_responses or {})
+
+
+def _responses(given: Any) -> dict[str, InputResponse]:
+    """Answers given with a call (``input_responses``), each read as :func:`toolexec.asking.parse_response` reads it."""
+    from toolexec.asking import parse_response
+
+    if not isinstance(given, dict):
+        raise BadRequest(f"input_responses must be an object of answers keyed by question, got {type(given).__name__}")
+    return {str(key): parse_response(value, f"input_responses[{key!r}]") for key, value in given.items()}
 
 
 def _awaitable(value: object) -> TypeGuard[Awaitable[Any]]:

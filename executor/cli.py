@@ -128,7 +128,11 @@ def _quick_run(argv: list[str]) -> Any:
     """
     from types import SimpleNamespace
 
-    values: dict[str, Any] = dict.fromkeys(("config", "timeout", "call_id", "confirm")) | {"verbose": False, "json": False}
+    values: dict[str, Any] = dict.fromkeys(("config", "timeout", "call_id", "confirm")) | {
+        "verbose": False,
+        "json": False,
+        "ask": False,
+    }
     positionals: list[str] = []
     words = iter(argv)
     seen_run = False
@@ -137,6 +141,8 @@ def _quick_run(argv: list[str]) -> Any:
             values["verbose"] = True
         elif word == "--json" and seen_run:
             values["json"] = True
+        elif word == "--ask" and seen_run:
+            values["ask"] = True
         elif word.startswith("--") and word.split("=", 1)[0] in _RUN_VALUES:
             option, given, value = word.partition("=")
             if not given:
@@ -331,13 +337,20 @@ def _confirm_option(command: argparse.ArgumentParser) -> None:
         choices=_CONFIRM_CHOICES,
         help="ask on the terminal before running a tool that may modify something (destructive) or any tool (all)",
     )
+    command.add_argument(
+        "--ask", action="store_true", help="answer the questions tools ask mid-call on the terminal (without it, none are asked)"
+    )
 
 
 def _executor(args: argparse.Namespace, control: CallControl | None = None, *, tools_only: bool = False) -> Any:
     """The executor for the command; with ``--confirm``, its questions end when ``control`` is cancelled."""
     from toolexec.api import Executor
 
-    agent = {"agent": args.agent, "variables": agent_variables(args.variables), "agent_tools_only": tools_only}
+    agent: dict[str, Any] = {"agent": args.agent, "variables": agent_variables(args.variables), "agent_tools_only": tools_only}
+    if getattr(args, "ask", False):
+        from toolexec.asking_terminal import answer_on_terminal
+
+        agent["on_input"] = answer_on_terminal(wake=control)
     confirm = getattr(args, "confirm", None)
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from toolexec.errors import ConfigError, brief, did_you_mean
+from toolexec.mcp_settings import McpAuth, read_auth, read_cwd
 from toolexec.paths import package_defaults, user_cache_dir, user_config_dir
 from toolexec.policy import DEFAULT_HIDE, SANDBOX_MODES, words
 from toolexec.policy import from_mapping as read_policy
@@ -54,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "sandbox_hide": list(DEFAULT_HIDE),
 }
 MAX_PARALLEL = 1024
-MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size")
+MCP_KEYS = ("token_env", "allowed_hosts", "allowed_origins", "page_size", "auth", "cwd", "state_key_env")
 
 
 @record
@@ -63,10 +64,15 @@ class McpSettings:
 
     # The environment variable holding the bearer token HTTP clients must send.
     token_env: str | None = None
+    # The environment variable holding the key that seals a question's requestState (replicas share it).
+    state_key_env: str | None = None
     # Extra Host / Origin header values the HTTP server accepts (behind a proxy), besides loopback ones.
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     page_size: int = 100
+    # An OAuth 2.1 resource server instead of the static token (docs/mcp.md#oauth); the folder tool calls start in.
+    auth: McpAuth | None = None
+    cwd: Path | None = None
 
 
 # An llm-functions checkout lists its visible tools here, one file name a line.
@@ -169,7 +175,10 @@ class Config:
     def secret_names(self) -> tuple[str, ...]:
         """What no tool receives from toolexec's environment: ``secret_env`` and the MCP token's variable."""
         token = (self.mcp.token_env,) if self.mcp.token_env else ()
-        return (*self.secret_env, *token)
+        introspection = self.mcp.auth.introspection if self.mcp.auth is not None else None
+        secret = (introspection.client_secret_env,) if introspection is not None and introspection.client_secret_env else ()
+        key = (self.mcp.state_key_env,) if self.mcp.state_key_env else ()
+        return (*self.secret_env, *token, *secret, *key)
 
     def enabling(self, name: str) -> tuple[bool, str]:
         """Whether the visible tool ``name`` is enabled, and why (``toolexec list --verbose``, refusals)."""
@@ -347,7 +356,7 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         timeout=float(_limit(values["timeout"], "timeout", where)),
         max_output_bytes=int(_limit(values["max_output_bytes"], "max_output_bytes", where, whole=True)),
         max_parallel=int(_positive(values["max_parallel"], "max_parallel", where, int)),
-        mcp=_mcp(values["mcp"], where),
+        mcp=_mcp(values["mcp"], where, path),
         max_kept_bytes=int(_limit(values["max_kept_bytes"], "max_kept_bytes", where, whole=True)),
         max_cache_bytes=int(_limit(values["max_cache_bytes"], "max_cache_bytes", where, whole=True)),
         secret_env=_secret_env(values["secret_env"], where),
@@ -516,7 +525,7 @@ def _sandbox_hide(value: Any, where: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _mcp(value: Any, where: str) -> McpSettings:
+def _mcp(value: Any, where: str, path: Path) -> McpSettings:
     if not isinstance(value, dict):
         raise ConfigError(where, f"expected a mapping such as token_env: MY_TOKEN, got {value!r}", key="mcp")
     for key in value:
@@ -525,12 +534,20 @@ def _mcp(value: Any, where: str) -> McpSettings:
     token_env = value.get("token_env")
     if token_env is not None and not (isinstance(token_env, str) and token_env.strip()):
         raise ConfigError(where, f"expected the name of an environment variable, got {token_env!r}", key="mcp.token_env")
+    state_key_env = value.get("state_key_env")
+    if state_key_env is not None and not (isinstance(state_key_env, str) and state_key_env.strip()):
+        raise ConfigError(where, f"expected the name of an environment variable, got {state_key_env!r}", key="mcp.state_key_env")
     page_size = value.get("page_size", 100)
+    if token_env is not None and value.get("auth") is not None:
+        raise ConfigError(where, "a static token and OAuth (mcp.auth) exclude each other: keep one", key="mcp.token_env")
     return McpSettings(
         token_env=token_env,
+        state_key_env=state_key_env,
         allowed_hosts=_names(value.get("allowed_hosts", []), "mcp.allowed_hosts", where),
         allowed_origins=_names(value.get("allowed_origins", []), "mcp.allowed_origins", where),
         page_size=int(_positive(page_size, "mcp.page_size", where, int)),
+        auth=read_auth(value.get("auth"), where),
+        cwd=read_cwd(value.get("cwd"), path, where),
     )
 
 

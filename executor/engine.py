@@ -21,7 +21,7 @@ from toolexec.errors import BadRequest, CacheFull, InternalError, RuntimeUnavail
 from toolexec.policy import effective as effective_policy
 from toolexec.records import Sandbox, ToolCall, ToolDeclaration, ToolResult
 from toolexec.recordtype import replace
-from toolexec.results import outcome, refusal
+from toolexec.results import asking_result, outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
 from toolexec.runtimes.environment import (
     TRUSTED_IDS_VARIABLE,
@@ -37,6 +37,7 @@ from toolexec.validation import prepare_numbers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from toolexec.records import InputRequest
     from toolexec.runtimes.sandbox import Confinement
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
@@ -59,15 +60,19 @@ class Engine:
         *,
         call_id: str,
         started: float,
+        can_ask: bool = False,
     ) -> ToolResult:
         """Run ``call`` with ``arguments`` (already validated against ``snapshot``) and return its result; never
-        raises for a failed or unrunnable call."""
+        raises for a failed or unrunnable call.
+
+        With ``can_ask``, the tool may ask a question (:mod:`toolexec.asking`): a run that does ends in an
+        ``input_required`` result carrying it; ``call.input_responses`` are the answers of earlier runs."""
         tool = snapshot.declaration
         try:
             javascript = tool.language in ("javascript", "typescript")
             arguments = prepare_numbers(arguments, tool.parameters, tool.name, javascript=javascript)
             runnable = _runnable(snapshot, self.config.state)
-            result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started)
+            result = self._run(runnable, snapshot.code, arguments, call, call_id, control, started, can_ask)
         except ToolexecError as error:
             return refused(call, error, started=started, call_id=call_id)
         except Exception as error:  # a fault of toolexec's own: still a result, as documented, never an exception
@@ -85,6 +90,7 @@ class Engine:
         call_id: str,
         control: CallControl | None,
         started: float,
+        can_ask: bool = False,
     ) -> ToolResult:
         state = self.config.state
         agent = self.config.agent
@@ -92,7 +98,7 @@ class Engine:
         cache_limit = self.config.max_cache_bytes
         if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
             raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
-        with _call_files(tool.name) as (output_path, failure_path):
+        with _call_files(tool.name, can_ask) as (output_path, failure_path, request_path):
             raw_json = _raw_json(call.arguments, arguments)
             # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
             base = without_secrets(os.environ, self.config.secret_names())
@@ -108,6 +114,8 @@ class Engine:
                 raw_json=raw_json,
                 trusted=self.config.trusted_paths,
                 secrets=self.config.secret_names(),
+                input_request=request_path,
+                answers=_answers(call) if request_path is not None else None,
             )
             if agent is not None:  # one of an agent's functions or shared tools: as its runner sets it
                 from toolexec.agents import agent_environment
@@ -133,7 +141,8 @@ class Engine:
                 from toolexec.confine import confinement
                 from toolexec.runtimes.sandbox import environment
 
-                confined = confinement(config, tool.name, policy, (output_path, failure_path), timeout)
+                private = (output_path, failure_path, *([request_path] if request_path else []))
+                confined = confinement(config, tool.name, policy, private, timeout)
                 argc_env = [variable.name for variable in getattr(tool.invocation, "env", ())]  # Bash's @env lines
                 own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions}
                 launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE, TRUSTED_IDS_VARIABLE])
@@ -151,7 +160,7 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
-                private_files=(output_path, failure_path),
+                private_files=(output_path, failure_path, *([request_path] if request_path else [])),
                 file_limit=self.config.max_kept_bytes,
                 sets_file_limit=prepared.sets_file_limit,
                 awaits_file_limit=prepared.awaits_file_limit,
@@ -183,6 +192,9 @@ class Engine:
                     started=started,
                     broken_output=True,
                 )
+            if request_path is not None and (asked := _asked(request_path, tool.name, finished)) is not None:
+                _discard(finished.stdout.spilled)
+                return asking_result(tool.name, call_id, asked, started)
             failure = _reported_failure(failure_path)
             result = outcome(
                 tool.name,
@@ -326,13 +338,33 @@ def _printable(call_id: str) -> bool:
     return True
 
 
+def _answers(call: ToolCall) -> dict[str, str]:
+    """The variables carrying ``call``'s answers so far (``LLM_INPUT_RESPONSES``, ``LLM_ANSWER_*``)."""
+    from toolexec.asking import answer_environment
+
+    return answer_environment(call.input_responses or {})
+
+
+def _asked(path: str, tool: str, finished: Finished) -> InputRequest | BadRequest | None:
+    """The question the tool wrote to its request file (an :class:`~toolexec.records.InputRequest`), None when it
+    asked nothing (or was stopped by a limit, which its result says), a BadRequest when the request is malformed."""
+    if finished.limit is not None or finished.timed_out or finished.cancelled:
+        return None
+    from toolexec.asking import read_request
+
+    try:
+        return read_request(path, tool)
+    except BadRequest as error:
+        return error
+
+
 @contextlib.contextmanager
-def _call_files(tool: str) -> Iterator[tuple[str, str]]:
-    """LLM_OUTPUT and the failure channel of one call: fresh private (0600) files, removed afterwards;
-    StateUnavailable when no temporary directory takes them."""
+def _call_files(tool: str, asking: bool = False) -> Iterator[tuple[str, str, str | None]]:
+    """LLM_OUTPUT, the failure channel and (when the call can ask) the request file of one call: fresh private (0600)
+    files, removed afterwards; StateUnavailable when no temporary directory takes them."""
     paths: list[str] = []
     try:
-        for suffix in (".out", ".failure"):
+        for suffix in (".out", ".failure", *([".ask"] if asking else [])):
             try:
                 paths.append(_private_file(f"toolexec-{tool}-", suffix))
             except OSError as exc:
@@ -340,7 +372,7 @@ def _call_files(tool: str) -> Iterator[tuple[str, str]]:
                 raise StateUnavailable(
                     os.path.dirname(where) or where, f"cannot create the call's files there: {exc.strerror or exc}"
                 ) from None
-        yield paths[0], paths[1]
+        yield paths[0], paths[1], paths[2] if asking else None
     finally:
         for path in paths:
             try:

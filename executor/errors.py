@@ -16,7 +16,8 @@
     │   ├── InvalidArguments      arguments that break the tool's schema (every problem)
     │   ├── PreconditionFailed    what the tool declares it needs is missing (@env, require-tools)
     │   ├── CallDenied            the approval hook (before_call, --confirm) said no, with its reason
-    │   └── CacheFull             the tool's LLM_TOOL_CACHE_DIR already holds more than max_cache_bytes
+    │   ├── CacheFull             the tool's LLM_TOOL_CACHE_DIR already holds more than max_cache_bytes
+    │   └── ScopeMissing          the caller's OAuth access token lacks a scope the tool declares
     ├── InstructionsFailed        an agent's dynamic instructions (_instructions) failed      error 1
     ├── RuntimeUnavailable        the interpreter a tool needs is not installed              unavailable 127
     │   └── PreparationFailed     it is, but readying the tool failed (esbuild could not transpile)
@@ -171,6 +172,20 @@ class CallDenied(CallRefused):
         self.name = name
         self.why = why
         super().__init__(f"the call of tool {name!r} was denied: {why}")
+
+
+class ScopeMissing(CallRefused):
+    """The caller's OAuth access token does not grant every scope the tool declares (``Scope:``)."""
+
+    reason: Reason = "insufficient_scope"
+
+    def __init__(self, name: str, missing: Sequence[str]) -> None:
+        self.name = name
+        self.missing = tuple(missing)
+        super().__init__(
+            f"tool {name!r} needs the OAuth scope {' '.join(self.missing)}, which your access token does not grant; "
+            "ask the authorization server for a token with it"
+        )
 
 
 class CacheFull(CallRefused):

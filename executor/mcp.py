@@ -23,6 +23,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
@@ -40,18 +41,21 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from referencing import Registry
 
-from toolexec import strictjson
+from toolexec import mcp_asking, strictjson
 from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
 from toolexec.catalog import Catalog
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
+from toolexec.mcp_auth import client_secret, granted_scopes
+from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.policy import enforced_tool
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.recordtype import replace
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
@@ -243,6 +247,8 @@ class ToolServer:
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
         self._reported: set[str] = set(report.problems)
+        self.stale: str | None = None  # why the tools served are not those on disk (a reload failed); None: fresh
+        self.built = time.time()  # when the catalog served was built
         self._stop_watching = anyio.Event()
         self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
@@ -255,6 +261,7 @@ class ToolServer:
             on_subscriptions_listen=ListenHandler(self.bus),
         )
         self.server.middleware.append(self._remember_session)
+        self.server.middleware.append(mcp_asking.state_boundary(config))  # seals a question's requestState
 
     @property
     def config(self) -> Config:
@@ -288,15 +295,21 @@ class ToolServer:
         end = start + self.page_size
         return types.ListToolsResult(tools=entries[start:end], next_cursor=_cursor(end) if end < len(entries) else None)
 
-    async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602."""
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602;
+        a tool's question goes to the client (:mod:`toolexec.mcp_asking`)."""
         listing = self.listing
         if params.name == DESCRIBE_TOOL and self.options.catalog == "summaries" and DESCRIBE_TOOL not in listing.by_mcp_name:
             return self._describe(listing, params.arguments)
         name = listing.map.original(params.name)
         tool = listing.by_name.get(name)
-        call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {})
-        result = await self._invoke(ctx, call)
+        call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {}, scopes=granted_scopes())
+        call = mcp_asking.resumed(ctx, call, params)
+        result = await self._invoke(ctx, call, mcp_asking.answerer(ctx))
+        if result.input_request is not None:
+            return mcp_asking.input_required(result, call)
         if self.stopping and result.status == "cancelled":
             raise MCPError(
                 types.INTERNAL_ERROR,
@@ -304,10 +317,14 @@ class ToolServer:
                 "send it again once the server is back",
             )
         if result.reason in ("unknown_tool", "not_enabled"):
-            raise MCPError(types.INVALID_PARAMS, result.error or f"unknown tool {params.name!r}")
+            raise MCPError(types.INVALID_PARAMS, self.scrub(result.error or f"unknown tool {params.name!r}"))
         if not result.ok:
-            return _error(result.error or f"Tool call '{name}' failed")
-        return self._success(listing, tool, result)
+            return _error(self.scrub(result.error or f"Tool call '{name}' failed"))
+        return self._success(listing, tool, replace(result, notes=tuple(self.scrub(note) for note in result.notes)))
+
+    def scrub(self, text: str) -> str:
+        """``text`` (what toolexec, not the tool, says to a client) without the server's paths (:func:`scrub`)."""
+        return scrub(text, self.config)
 
     def _describe(self, listing: Listing, arguments: dict[str, Any] | None) -> types.CallToolResult:
         name = (arguments or {}).get("name")
@@ -343,7 +360,9 @@ class ToolServer:
             content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))], structured_content=value
         )
 
-    async def _invoke(self, ctx: ServerRequestContext[Any, Any], call: ToolCall) -> ToolResult:
+    async def _invoke(
+        self, ctx: ServerRequestContext[Any, Any], call: ToolCall, ask: mcp_asking.Answerer | None = None
+    ) -> ToolResult:
         """Run one call down the call path in a worker thread; progress events become notifications; cancelling
         the request ends the call's tree.
 
@@ -362,7 +381,7 @@ class ToolServer:
 
         def work() -> ToolResult:
             try:
-                return self.calls.run(call, control)
+                return self.calls.run(call, control, ask=mcp_asking.with_answerer(ask, control))
             finally:
                 done.set()
 
@@ -424,7 +443,9 @@ class ToolServer:
             config, report = await anyio.to_thread.run_sync(rebuild)
         except ToolexecError as error:
             log(f"{error} (still serving the previous tools)")
+            self.stale = "the config or the tools could not be reloaded: serving the previous tools (see the server's log)"
             return False
+        self.stale, self.built = None, time.time()
         fresh = [p for p in report.problems if p not in self._reported]
         self._reported = set(report.problems)
         self._report_problems(fresh)
@@ -471,19 +492,21 @@ class ToolServer:
                 await self.cancel_all()
                 group.cancel_scope.cancel()
 
-    async def serve_http(self, sock: Any, host: str, token: str | None) -> None:
+    async def serve_http(self, sock: Any, host: str, token: str | None, client_secret: str | None = None) -> None:
         """Serve Streamable HTTP (stateless: no per-client state) on ``sock`` until SIGTERM/SIGINT.
 
         A stop ends the calls in flight first (each is answered with an error saying so), then lets uvicorn
         finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
 
-        from toolexec.mcp_http import Gate, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
+        from toolexec.mcp_http import Gate, guard_and_routes, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
+        guard, routes = guard_and_routes(self, token, client_secret)
         app = self.server.streamable_http_app(
             stateless_http=True,
             transport_security=self._transport_security(host),
             host=host,
+            custom_starlette_routes=routes,
         )
         shown = f"[{host}]" if ":" in host else host
 
@@ -492,7 +515,7 @@ class ToolServer:
             def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
                 yield
 
-        server = Uvicorn(uvicorn_config(Gate(app, token)))
+        server = Uvicorn(uvicorn_config(Gate(app, guard)))
 
         async def stop() -> None:
             await self.cancel_all()
@@ -584,9 +607,26 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
     server = ToolServer(config_source, options)
     try:
+        settings = server.config.mcp
+        if settings.cwd is not None:  # a GUI client starts its servers in /: tool calls start where the config says
+            server.config_source = server.config_source if server.config.embedded else server.config.path
+            os.chdir(settings.cwd)
         if bind is None:
+            if sys.stdin.isatty():  # a person typed it: say what it waits for
+                log(
+                    "serving MCP over stdin/stdout: it waits for a client's JSON-RPC messages (Ctrl-D or Ctrl-C ends it; "
+                    "--http PORT serves HTTP; see docs/mcp.md)"
+                )
             anyio.run(server.serve_stdio)
             _exit_now()
+        if settings.auth is not None:
+            if no_token or token_env:
+                raise BadRequest(f"{'--no-token' if no_token else '--token-env'} does not apply under mcp.auth (OAuth): drop it")
+            secret = client_secret(settings.auth)
+            sock = listen(*bind)
+            log(f"OAuth: tokens from {settings.auth.issuer} for {settings.auth.audience} (mcp.auth)")
+            anyio.run(server.serve_http, sock, bind[0], None, secret)
+            return 0
         token = resolve_token(server.config, token_env, no_token=no_token, host=bind[0])
         if token_env:  # read once; no tool inherits it (mcp.token_env is kept from tools by Config.secret_names)
             os.environ.pop(token_env, None)

@@ -30,18 +30,23 @@ import secrets
 import socket
 import stat
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import h11
 import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolexec.config import Config
 from toolexec.errors import BadRequest
+from toolexec.mcp_auth import OAuthGuard, metadata_routes, scopes_supported, tool_scopes, verifier
 from toolexec.mcp_stdio import Refusal, decode, encode
 
 HEADER_SECONDS = 10.0  # from a connection's first byte (or its previous reply) to a request's last header
@@ -160,13 +165,58 @@ def _read_or_make(path: Path) -> tuple[str, bool]:
 # --- the ASGI gate -----------------------------------------------------------------------------
 
 
-class Gate:
-    """ASGI middleware in front of the MCP app: body size by its declared length, then the token (compared in
-    constant time), then the body itself, read with a size and time bound before the app sees it."""
+class StaticToken:
+    """The gate's authentication step with one bearer token (compared in constant time)."""
 
-    def __init__(self, app: Any, token: str | None, *, max_body: int = MAX_BODY_BYTES) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode() if token is not None else None
+    def __init__(self, token: str) -> None:
+        self.expected = f"Bearer {token}".encode()
+
+    def wrap(self, app: Any) -> Any:
+        return app
+
+    async def admit(self, scope: dict[str, Any], send: Send) -> bool:
+        """True when the request carries the token; otherwise it is refused with RFC 6750's challenge."""
+        given = [value for name, value in scope.get("headers") or [] if name == b"authorization"]
+        if len(given) == 1 and hmac.compare_digest(given[0], self.expected):
+            return True
+        challenge = b'Bearer realm="toolexec"' + (b', error="invalid_token"' if given else b"")
+        await _refuse(send, 401, "unauthorized: send Authorization: Bearer <token>", [(b"www-authenticate", challenge)])
+        return False
+
+    async def admit_body(self, scope: dict[str, Any], body: bytes, send: Send) -> bool:
+        return True  # the one token grants every tool
+
+
+class Guard(Protocol):
+    """Who may call: :class:`StaticToken`, or :class:`toolexec.mcp_auth.OAuthGuard` under ``mcp.auth``."""
+
+    def wrap(self, app: Any) -> Any: ...
+    async def admit(self, scope: dict[str, Any], send: Send) -> bool: ...
+    async def admit_body(self, scope: dict[str, Any], body: bytes, send: Send) -> bool: ...
+
+
+# Answered without a token, for GET (and HEAD) only: liveness and readiness, and the OAuth metadata (RFC 9728; also
+# under the resource's path, /.well-known/oauth-protected-resource/mcp).
+HEALTH_PATH = "/healthz"
+METADATA_PREFIX = "/.well-known/oauth-protected-resource"
+
+
+def _public(scope: dict[str, Any]) -> bool:
+    path = scope.get("path", "")
+    if scope.get("method") not in ("GET", "HEAD"):
+        return False
+    under = path.startswith(METADATA_PREFIX + "/") and "/." not in path[len(METADATA_PREFIX) :] and "//" not in path
+    return path in (HEALTH_PATH, METADATA_PREFIX) or under
+
+
+class Gate:
+    """ASGI middleware in front of the MCP app: body size by its declared length, then the caller (a token, see
+    :class:`Guard`), then the body itself, read with a size and time bound before the app sees it."""
+
+    def __init__(self, app: Any, guard: Guard | None, *, max_body: int = MAX_BODY_BYTES) -> None:
+        self.guard = guard
+        self.app = guard.wrap(app) if guard is not None else app
+        self.public = app  # what needs no token (see _public)
         self.max_body = max_body
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -181,22 +231,19 @@ class Gate:
         if lengths and int(lengths[0]) > self.max_body:
             await _refuse(send, 413, f"request body over {self.max_body} bytes")
             return
-        if self.expected is not None:
-            given = [value for name, value in headers if name == b"authorization"]
-            if len(given) != 1 or not hmac.compare_digest(given[0], self.expected):
-                await _refuse(
-                    send,
-                    401,
-                    "unauthorized: send Authorization: Bearer <token>",
-                    [(b"www-authenticate", b'Bearer realm="toolexec"')],
-                )
-                return
+        if _public(scope):
+            await self.public(scope, receive, send)
+            return
+        if self.guard is not None and not await self.guard.admit(scope, send):
+            return
         body = await self._body(receive, send)
         if body is None:
             return
         refused = decode(body) if scope.get("method") == "POST" else None
         if isinstance(refused, Refusal):  # answered as over stdio: the SDK takes some of these for notifications
             await _refuse(send, 400, "", body=encode(refused.reply))
+            return
+        if self.guard is not None and not await self.guard.admit_body(scope, body, send):
             return
         replayed = False
 
@@ -229,6 +276,38 @@ class Gate:
         if waited.cancelled_caught:
             await _refuse(send, 408, f"the request body did not arrive within {BODY_SECONDS:g} s")
         return None
+
+
+def guard_and_routes(server: Any, token: str | None, client_secret: str | None) -> tuple[Guard | None, list[Any]]:
+    """Who may call ``server`` (a :class:`~toolexec.mcp.ToolServer`), and the routes that answer without a token."""
+
+    async def healthz(request: Request) -> Response:
+        status, body = health(server)
+        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+    routes = [Route("/healthz", endpoint=healthz, methods=["GET"])]
+    auth = server.config.mcp.auth
+    if auth is None:
+        return (StaticToken(token) if token is not None else None), routes
+    guard = OAuthGuard(auth, verifier(auth, client_secret), lambda name: tool_scopes(server.listing, name))
+    return guard, [*routes, *metadata_routes(auth, lambda: scopes_supported(auth, server.listing))]
+
+
+def health(server: Any) -> tuple[int, dict[str, Any]]:
+    """``GET /healthz`` of a :class:`~toolexec.mcp.ToolServer`: 200 while serving (503 once stopping), and whether its
+    catalog is fresh; nothing a client without a token should not see (no tool names, no paths)."""
+    body = {
+        "status": "stopping" if server.stopping else "ok",
+        "ready": not server.stopping,
+        "tools": len(server.listing.tools),
+        "catalog": {
+            "fresh": server.stale is None,
+            "watching": server.options.reload,
+            "built_seconds_ago": round(time.time() - server.built, 1),
+            **({"problem": server.stale} if server.stale else {}),
+        },
+    }
+    return (503 if server.stopping else 200), body
 
 
 async def _refuse(

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from typing import Any, Literal, TypeAlias
 
     Language: TypeAlias = Literal["python", "bash", "typescript", "javascript"]
-    Status: TypeAlias = Literal["ok", "error", "refused", "timeout", "cancelled", "unavailable"]
+    Status: TypeAlias = Literal["ok", "error", "refused", "timeout", "cancelled", "unavailable", "input_required"]
+    Action: TypeAlias = Literal["accept", "decline", "cancel"]
     Convention: TypeAlias = Literal["kwargs", "positional", "object", "module", "argc"]
     # Why a call did not succeed, for callers that act on it (MCP maps unknown_tool to a protocol error).
     Reason: TypeAlias = Literal[
@@ -41,11 +42,13 @@ if TYPE_CHECKING:
         "denied",  # the before_call approval hook (or the person asked by --confirm) said no
         "file_limit",  # the tool wrote a file past max_kept_bytes (LLM_OUTPUT or any other): it was stopped
         "cache_limit",  # the tool's LLM_TOOL_CACHE_DIR holds more than max_cache_bytes: refused, or stopped
+        "insufficient_scope",  # the caller's OAuth access token lacks a scope the tool declares
         "internal",  # a fault of toolexec's own (a bug): the call still ends in a result
         "memory_limit",  # the tool passed its sandbox memory limit
         "cpu_limit",  # the tool used up its CPU seconds
         "process_limit",  # the tool could not start more processes than its limit
         "file_size_limit",  # the tool wrote a file larger than its limit
+        "input_required",  # the tool asked a question (input_request) the caller has not answered yet
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
@@ -246,6 +249,8 @@ class Metadata:
     errors: tuple[str, ...] = ()
     # The isolation policy the script declares (None: it declares none).
     sandbox: Sandbox | None = None
+    # OAuth scopes a caller's access token must grant (``Scope: repo:write``); checked only where there is a token.
+    scopes: tuple[str, ...] = ()
 
 
 @record
@@ -297,6 +302,8 @@ class ToolDeclaration:
             del data["function"]
         if data["metadata"]["sandbox"] is None:  # kept out of records of tools that declare none
             del data["metadata"]["sandbox"]
+        if not data["metadata"]["scopes"]:
+            del data["metadata"]["scopes"]
         return data
 
     @classmethod
@@ -318,6 +325,7 @@ class ToolDeclaration:
                     "tags": tuple(metadata.get("tags", ())),
                     "examples": tuple(metadata.get("examples", ())),
                     "errors": tuple(metadata.get("errors", ())),
+                    "scopes": tuple(metadata.get("scopes", ())),
                     "annotations": Annotations(**metadata.get("annotations", {})),
                     "sandbox": Sandbox.from_dict(metadata["sandbox"]) if metadata.get("sandbox") else None,
                 }
@@ -347,13 +355,48 @@ def _invocation(data: dict[str, Any]) -> Invocation:
 
 
 @record
+class InputRequest:
+    """A question a tool asks mid-call (see :mod:`toolexec.asking`): a message and a flat JSON Schema of the answer.
+
+    ``key`` names the question: its answer reaches the tool's next run under that key.
+    """
+
+    key: str
+    message: str
+    schema: dict[str, Any]  # {"type": "object", "properties": {...}, "required": [...]}: MCP elicitation's flat form
+
+    def to_dict(self) -> dict[str, Any]:
+        """The question as JSON-ready data."""
+        return {"key": self.key, "message": self.message, "schema": self.schema}
+
+
+@record
+class InputResponse:
+    """The answer to an :class:`InputRequest`: accepted with ``content`` (the schema's fields), declined or cancelled."""
+
+    action: Action
+    content: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The answer as the tool reads it in ``LLM_INPUT_RESPONSES``."""
+        return {"action": self.action} if self.content is None else {"action": self.action, "content": self.content}
+
+
+@record
 class ToolCall:
-    """A request to run one tool with JSON arguments."""
+    """A request to run one tool with JSON arguments.
+
+    ``input_responses`` are the answers to questions the tool asked in earlier runs of this call (by key):
+    the tool sees them in ``LLM_INPUT_RESPONSES`` (see :mod:`toolexec.asking`).
+    """
 
     name: str
     arguments: Any
     call_id: str | None = None
     timeout: float | None = None
+    # The OAuth scopes the caller's access token grants; None: no token to check (stdio, the CLI, the API).
+    scopes: frozenset[str] | None = None
+    input_responses: dict[str, InputResponse] | None = None
 
 
 @record
@@ -378,9 +421,13 @@ class ToolResult:
     stderr_file: str | None = None
     # Why the call failed, as a closed vocabulary (None when it succeeded).
     reason: Reason | None = None
+    # The question the tool asked (status "input_required"): answer it and call again with input_responses.
+    input_request: InputRequest | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON-ready data (``toolexec run --json`` prints this)."""
+        """The result as JSON-ready data (``toolexec run --json`` prints this); ``input_request`` only when set."""
         data = asdict(self)
         data["notes"] = list(self.notes)
+        if self.input_request is None:  # only a call that asked carries it
+            del data["input_request"]
         return data

@@ -13,7 +13,7 @@ from toolexec.records import ToolResult
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from toolexec.records import Reason, Status
+    from toolexec.records import InputRequest, Reason, Status
     from toolexec.runtimes.process import Capture, Finished
 
 
@@ -37,6 +37,30 @@ def refusal(name: str, call_id: str, error: ToolexecError, started: float) -> To
         tool_name=name,
         tool_call_error=f"Tool call '{name}' failed: {message.splitlines()[0] if message else type(error).__name__}",
         reason=error.reason,
+    )
+
+
+def asking_result(name: str, call_id: str, asked: InputRequest | ToolexecError, started: float) -> ToolResult:
+    """The result of a run that asked ``asked`` (status ``input_required``), or whose request was malformed (the
+    tool's failure, ``asked`` the error saying what is wrong with it)."""
+    if isinstance(asked, ToolexecError):
+        message, status, reason, request = str(asked), "error", "tool_failed", None
+    else:
+        message = f"Tool call '{name}' asks for input ({asked.key}): {asked.message}"
+        status, reason, request = "input_required", "input_required", asked
+    return ToolResult(
+        ok=False,
+        status=status,  # type: ignore[arg-type]
+        output="",
+        error=message,
+        exit_code=None,
+        stderr="",
+        duration_ms=elapsed_ms(started),
+        tool_call_id=call_id,
+        tool_name=name,
+        tool_call_error=message,
+        reason=reason,  # type: ignore[arg-type]
+        input_request=request,
     )
 
 

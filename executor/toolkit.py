@@ -18,6 +18,7 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 
 if TYPE_CHECKING:
     from toolexec.api import Executor
+    from toolexec.approval import OnInput
     from toolexec.catalog import Catalog
     from toolexec.config import Config
     from toolexec.providers import Declarations
@@ -67,21 +68,30 @@ class Toolkit:
         call_id: str | None = None,
         timeout: float | None = None,
         cancel: CallControl | None = None,
+        on_input: OnInput | None = None,
     ) -> ToolResult:
         """As :meth:`Executor.call`, for the toolkit's tools only."""
         call = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)
-        return self.executor.calls.run(call, cancel, admit=self._check)
+        return self.executor.calls.run(call, cancel, admit=self._check, ask=self.executor._asker(on_input))
 
-    def call_many(self, calls: Iterable[ToolCall], *, cancel: CallControl | None = None) -> list[ToolResult]:
+    def call_many(
+        self, calls: Iterable[ToolCall], *, cancel: CallControl | None = None, on_input: OnInput | None = None
+    ) -> list[ToolResult]:
         """As :meth:`Executor.call_many`; a call outside the toolkit is refused in its place."""
-        return self.executor._call_many(calls, cancel, admit=self._check)
+        return self.executor._call_many(calls, cancel, admit=self._check, on_input=on_input)
 
     async def acall(
-        self, name: str, arguments: Any = None, *, call_id: str | None = None, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        call_id: str | None = None,
+        timeout: float | None = None,
+        on_input: OnInput | None = None,
     ) -> ToolResult:
         """As :meth:`Executor.acall`, for the toolkit's tools only."""
         call = ToolCall(name=name, arguments=arguments, call_id=call_id, timeout=timeout)
-        return await self.executor._acall(call, admit=self._check)
+        return await self.executor._acall(call, admit=self._check, on_input=on_input)
 
     def _check(self, name: str) -> None:
         """The toolkit's filter on the call path: a tool outside it is refused (reason ``unknown_tool``)."""

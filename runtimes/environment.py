@@ -8,6 +8,12 @@ from pathlib import Path
 
 # Loki's prompt helpers for Bash tools; <functions_dir>/utils/prompt-utils.sh (Loki's own) wins.
 PROMPT_UTILS = Path(__file__).with_name("prompt-utils.sh")
+# What a call that can ask sources instead: the helpers above (the user's over toolexec's), their questions
+# asked through LLM_INPUT_REQUEST (toolexec.asking).
+PROMPT_ASK = Path(__file__).with_name("prompt-ask.sh")
+# The variables of the asking convention (toolexec.asking): set by toolexec alone, never taken from elsewhere.
+ASKING_VARIABLES = ("LLM_INPUT_REQUEST", "LLM_INPUT_RESPONSES")
+ANSWER_PREFIX = "LLM_ANSWER_"
 
 # The terminal type a tool gets when toolexec has none (an MCP client starts its servers without one): "dumb",
 # found first in toolexec's own terminfo entry, whose colours and attributes print nothing, so `tput setaf 1`
@@ -108,6 +114,8 @@ def tool_environment(
     raw_json: str | None = None,
     trusted: Sequence[Path] = (),
     secrets: tuple[str, ...] = (),
+    input_request: str | None = None,
+    answers: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``.env`` values under the caller's environment (which wins), then the LLM_* variables, and ``TERM=dumb``
     (with :data:`TERMINFO` first on ``TERMINFO_DIRS``) when neither gives a terminal type.
@@ -116,16 +124,25 @@ def tool_environment(
     set when it is at most :data:`RAW_JSON_LIMIT` bytes; ``trusted`` becomes :data:`TRUSTED_PATHS_VARIABLE`.
     No variable of toolexec's own environment named by ``secrets`` (names, or patterns such as ``AWS_*``: see
     :func:`without_secrets`) is passed on.
+
+    ``input_request`` (the call can ask: :mod:`toolexec.asking`) becomes ``LLM_INPUT_REQUEST``, ``answers`` the
+    answer variables, and the prompt helpers the asking ones (:data:`PROMPT_ASK`); a value of those variables
+    from anywhere else (the caller's environment, a ``.env`` file) is dropped.
     """
     env = {**dotenv, **without_secrets(base, secrets)}
+    for name in [name for name in env if name in ASKING_VARIABLES or name.startswith(ANSWER_PREFIX)]:
+        del env[name]
     env.update(
         LLM_OUTPUT=output_path,
         LLM_ROOT_DIR=str(functions_dir),
         LLM_TOOL_NAME=tool,
         LLM_TOOL_CACHE_DIR=str(cache_dir),
         LLM_TOOL_CALL_ID=call_id,
-        LLM_PROMPT_UTILS_FILE=str(prompt_utils(functions_dir)),
+        LLM_PROMPT_UTILS_FILE=str(PROMPT_ASK if input_request is not None else prompt_utils(functions_dir)),
     )
+    if input_request is not None:
+        env["LLM_INPUT_REQUEST"] = input_request
+        env.update(answers or {"LLM_INPUT_RESPONSES": "{}"})
     env[TRUSTED_PATHS_VARIABLE] = os.pathsep.join(str(path) for path in trusted)
     env[TRUSTED_IDS_VARIABLE] = ",".join(_identities(trusted))
     if not env.get("TERM"):

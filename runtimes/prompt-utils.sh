@@ -9,7 +9,9 @@
 # Prompts are asked on the controlling terminal (/dev/tty). Where there is none (an agent, a CI
 # job, toolexec's own calls, which run in a session of their own), or when AUTO_CONFIRM (or
 # LLM_AGENT_VAR_AUTO_CONFIRM) is set, confirmations proceed without asking; prompts for a value
-# print nothing and fail.
+# print nothing and fail. When the caller can answer questions (an MCP client with elicitation,
+# `toolexec run --ask`, Executor(on_input=...)), LLM_PROMPT_UTILS_FILE names prompt-ask.sh instead,
+# which asks them through toolexec.
 # shellcheck shell=bash
 
 _toolexec_pu_colour() { # CODE TEXT: TEXT in colour CODE when stdout is a terminal
@@ -178,23 +180,19 @@ open_link() {
 }
 
 # Ask before an operation; a "no" ends the tool with status 1.
-guard_operation() {
+guard_operation() { _toolexec_pu_guard_operation "$@"; }
+_toolexec_pu_guard_operation() {
   if [[ $(confirm "${1:-Are you sure you want to continue?}") == 0 ]]; then
     error "Operation aborted!"
     exit 1
   fi
 }
 
-# guard_path PATH PROMPT: ask before touching PATH when it lies outside the working directory.
-guard_path() {
-  if (($# != 2)); then
-    echo "Usage: guard_path <path> <confirmation_prompt>" >&2
-    exit 1
-  fi
-  local path=$1 part parts=() normal=""
+# _toolexec_pu_outside PATH: whether PATH (made absolute, . and .. resolved) lies outside the working directory.
+_toolexec_pu_outside() {
+  local path=$1 part parts=() kept=() normal=""
   [[ $path == /* ]] || path=$PWD/$path
   IFS=/ read -ra parts <<<"$path"
-  local kept=()
   for part in "${parts[@]}"; do
     case $part in
     "" | .) ;;
@@ -204,9 +202,17 @@ guard_path() {
   done
   for part in "${kept[@]}"; do normal+="/$part"; done
   normal=${normal:-/}
-  if [[ $normal == "$PWD" || $normal == "$PWD"/* ]]; then
-    return 0
+  [[ $normal != "$PWD" && $normal != "$PWD"/* ]]
+}
+
+# guard_path PATH PROMPT: ask before touching PATH when it lies outside the working directory.
+guard_path() { _toolexec_pu_guard_path "$@"; }
+_toolexec_pu_guard_path() {
+  if (($# != 2)); then
+    echo "Usage: guard_path <path> <confirmation_prompt>" >&2
+    exit 1
   fi
+  _toolexec_pu_outside "$1" || return 0
   if [[ $(confirm "$2") == 0 ]]; then
     error "Operation aborted!"
     exit 1

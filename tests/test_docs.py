@@ -232,7 +232,10 @@ def test_the_documented_snippets_are_found() -> None:
     assert [where.split(":")[0] for where, _ in _config_snippets()] == [
         "coming-from-loki.md",
         "configuration.md",
-        "mcp.md",
+        "mcp.md",  # token_env and allowed hosts
+        "mcp.md",  # cwd
+        "mcp.md",  # OAuth with a JWKS
+        "mcp.md",  # OAuth with introspection
         "sandbox.md",
         "scale-out.md",
     ]

@@ -2,7 +2,7 @@
 
 ::
 
-    toolexec (the package), __main__, cli, api, toolkit, mcp(_http,_stdio), watch   the surfaces
+    toolexec (the package), __main__, cli, api, toolkit, mcp(_http,_auth,_stdio), watch   the surfaces
     calls                                                             the one call path
     engine, sources, build, catalog, config, providers, results, …   what a call and a build use
     toolexec.compilers, toolexec.runtimes                             (neither imports the other)
@@ -35,7 +35,11 @@ LAYERS = [
         "toolexec.toolkit",
         "toolexec.mcp",
         "toolexec.mcp_http",
+        "toolexec.mcp_auth",
+        "toolexec.mcp_paths",
         "toolexec.mcp_stdio",
+        "toolexec.mcp_asking",
+        "toolexec.asking_terminal",
         "toolexec.watch",
         "toolexec.progress",
         "toolexec.authoring",
@@ -47,6 +51,7 @@ LAYERS = [
         "toolexec.agents",
         "toolexec.sources",
         "toolexec.approval",
+        "toolexec.asking",
         "toolexec.build",
         "toolexec.catalog",
         "toolexec.catalog_store",
@@ -67,6 +72,7 @@ LAYERS = [
         "toolexec.schemarefs",
         "toolexec.foreign_config",
         "toolexec.policy",
+        "toolexec.mcp_settings",
         "toolexec.strictjson",
     },
 ]
@@ -81,6 +87,7 @@ LEAVES = {
     "toolexec.schemarefs": set(),
     "toolexec.foreign_config": set(),
     "toolexec.policy": {"toolexec.records", "toolexec.recordtype"},
+    "toolexec.mcp_settings": {"toolexec.errors", "toolexec.recordtype"},  # mcp.auth's record and OAuth scope syntax
     "toolexec.strictjson": set(),
 }
 # (importer, imported) -> why an upward import is right there. None today.

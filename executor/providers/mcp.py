@@ -35,7 +35,9 @@ def declare(tool: ToolDeclaration, name: str) -> Declared:
     if declared:
         declaration["annotations"] = declared
     if meta.sandbox is not None:
-        declaration["_meta"] = {"toolexec/sandbox": describe_policy(meta.sandbox)}
+        declaration.setdefault("_meta", {})["toolexec/sandbox"] = describe_policy(meta.sandbox)
+    if meta.scopes:  # the OAuth scopes a token needs to call it (docs/mcp.md#oauth)
+        declaration.setdefault("_meta", {})["toolexec/scopes"] = list(meta.scopes)
     return Declared(declaration)
 
 

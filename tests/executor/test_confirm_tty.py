@@ -55,8 +55,9 @@ def _read_until(master: int, wanted: bytes | None, deadline: float) -> bytes:
     return seen
 
 
-def ask(config: Path, answers: list[bytes], *argv: str, stdin: str = "") -> Asked:
-    """Run ``toolexec --config CONFIG ARGV`` with a pty as its controlling terminal, typing each answer when asked."""
+def ask(config: Path, answers: list[bytes] | list[tuple[bytes, bytes]], *argv: str, stdin: str = "") -> Asked:
+    """Run ``toolexec --config CONFIG ARGV`` with a pty as its controlling terminal, typing each answer when asked
+    (an answer given as ``(prompt, answer)`` waits for that prompt rather than ``[y/N] ``)."""
     master, slave = os.openpty()  # the slave stays open here until the child has ended: reads never see EIO early
     try:
         with tempfile.TemporaryFile() as given:
@@ -76,8 +77,9 @@ def ask(config: Path, answers: list[bytes], *argv: str, stdin: str = "") -> Aske
     deadline = time.monotonic() + 60
     terminal = b""
     try:
-        for answer in answers:
-            terminal += _read_until(master, QUESTION, deadline)
+        for turn in answers:
+            prompt, answer = turn if isinstance(turn, tuple) else (QUESTION, turn)
+            terminal += _read_until(master, prompt, deadline)
             os.write(master, answer)
         stdout, stderr = child.communicate(timeout=60)
         os.close(slave)

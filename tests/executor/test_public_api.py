@@ -35,8 +35,11 @@ PUBLIC = [
     "DiscoveryReport",
     "Entry",
     "Executor",
+    "InputRequest",
+    "InputResponse",
     "InvalidArguments",
     "Names",
+    "OnInput",
     "PreparationFailed",
     "Problem",
     "Rewrite",
@@ -56,7 +59,7 @@ PUBLIC = [
 # What signatures may name without toolexec exporting it: the standard library's and the language's ...
 STANDARD = {"Any", "Iterable", "Sequence", "Callable", "TracebackType", "None", "PathLike", "Literal", "Path", "Mapping"}
 # ... and the closed vocabularies: Literal aliases of str that exist for type checkers only (records import no typing).
-VOCABULARIES = {"Language", "Status", "Convention", "Reason"}
+VOCABULARIES = {"Language", "Status", "Convention", "Reason", "Action"}
 # Made by toolexec (Executor.catalog, BuildReport.catalog and their entries), never by a caller: not public.
 MADE_BY_TOOLEXEC = {"Catalog.__init__", "Entry.__init__", "Entry.from_index"}
 

@@ -169,7 +169,9 @@ def test_a_record_shows_its_fields_to_inspect_and_help() -> None:
     from toolexec.recordtype import field, record
 
     assert str(inspect.signature(ToolCall)) == (
-        "(*, name: 'str', arguments: 'Any', call_id: 'str | None' = None, timeout: 'float | None' = None) -> None"
+        "(*, name: 'str', arguments: 'Any', call_id: 'str | None' = None, timeout: 'float | None' = None, "
+        "scopes: 'frozenset[str] | None' = None, "
+        "input_responses: 'dict[str, InputResponse] | None' = None) -> None"
     )
     assert "ToolResult(*, ok: 'bool', status: 'Status', output: 'str'," in pydoc.render_doc(ToolResult, renderer=pydoc.plaintext)
 

@@ -178,6 +178,19 @@ def test_the_kubernetes_manifest_starts_and_serves_clients_by_the_service_name(p
     mount = container["volumeMounts"][0]["mountPath"]
     port = container["ports"][0]["containerPort"]
     assert service["spec"]["ports"][0]["targetPort"] == port
+    # The command line as toolexec's own parser reads it, and the config as its own loader does.
+    from toolexec.cli import _parser
+    from toolexec.config import from_mapping
+
+    assert container["command"] == ["toolexec"]
+    parsed = _parser().parse_args(container["args"])
+    assert (parsed.command, parsed.http, parsed.token_env, parsed.no_token) == ("mcp", f"0.0.0.0:{port}", None, False)
+    assert Path(parsed.config).parent == Path(mount)
+    read = from_mapping(yaml.safe_load(config_text), Path(parsed.config))
+    assert read.mcp.token_env == env["name"]  # the token the Secret holds is the one the server requires
+    assert {"toolexec", service["metadata"]["name"]} <= set(read.mcp.allowed_hosts)
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": port}
 
     project.tool("whoami.sh", NOOP_SH)
     (project.root / "config.yaml").write_text(config_text, encoding="utf-8")
@@ -201,6 +214,8 @@ def test_the_kubernetes_manifest_starts_and_serves_clients_by_the_service_name(p
         listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
         url = f"http://127.0.0.1:{listen}/mcp"
         with httpx2.Client(timeout=30) as client:
+            probe = client.get(f"http://127.0.0.1:{listen}/healthz", headers={"Host": f"10.1.2.3:{port}"})  # the kubelet's
+            assert (probe.status_code, probe.json()["ready"]) == (200, True)
             assert client.post(url, json=initialize, headers=host).status_code == 401
             authorized = {**host, "Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2025-11-25"}
             assert client.post(url, json=initialize, headers=authorized).status_code == 200

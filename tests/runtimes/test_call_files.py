@@ -16,13 +16,24 @@ from toolexec.engine import _call_files
 
 
 def test_the_files_are_new_private_and_removed_afterwards(private_tmpdir: Path) -> None:
-    with _call_files("echo") as (output, failure):
+    with _call_files("echo") as (output, failure, request):
         made = [Path(output), Path(failure)]
+        assert request is None  # a call that cannot ask has no request file
         assert [(p.parent, p.name.startswith("toolexec-echo-"), p.suffix) for p in made] == [
             (private_tmpdir, True, ".out"),
             (private_tmpdir, True, ".failure"),
         ]
         assert [(stat.S_IMODE(p.stat().st_mode), p.stat().st_size) for p in made] == [(0o600, 0), (0o600, 0)]
+    assert os.listdir(private_tmpdir) == []
+    with _call_files("echo", asking=True) as (_, _, request):  # LLM_INPUT_REQUEST: made and removed the same way
+        assert request is not None
+        asked = Path(request)
+        assert (asked.parent, asked.suffix, stat.S_IMODE(asked.stat().st_mode), asked.stat().st_size) == (
+            private_tmpdir,
+            ".ask",
+            0o600,
+            0,
+        )
     assert os.listdir(private_tmpdir) == []
 
 
@@ -31,7 +42,7 @@ def test_an_unusable_tmpdir_is_passed_over_as_tempfile_does(tmp_path: Path, monk
     monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
     monkeypatch.setenv("TEMP", str(tmp_path / "also-missing"))
     monkeypatch.setenv("TMP", str(tmp_path))
-    with _call_files("echo") as (output, _):
+    with _call_files("echo") as (output, _, _):
         assert os.path.dirname(output) == tempfile.gettempdir() == str(tmp_path)
     assert os.listdir(tmp_path) == []
 
@@ -39,7 +50,7 @@ def test_an_unusable_tmpdir_is_passed_over_as_tempfile_does(tmp_path: Path, monk
 def test_a_directory_a_program_set_in_tempfile_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("TMPDIR", "/nonexistent")
-    with _call_files("echo") as (output, _):
+    with _call_files("echo") as (output, _, _):
         assert os.path.dirname(output) == str(tmp_path)
 
 
