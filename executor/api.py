@@ -121,7 +121,14 @@ class Executor:
         except DamagedCatalog:  # a record was lost (a cleared cache): rebuild once
             self.source.build()
             found = listing()
-        return [tool for tool in found if all(tag in tool.metadata.tags for tag in tags)]
+        return [self._enforced(tool) for tool in found if all(tag in tool.metadata.tags for tag in tags)]
+
+    def _enforced(self, tool: ToolDeclaration) -> ToolDeclaration:
+        """``tool`` showing the sandbox policy its calls run under (config's ``sandbox_policies`` and ``sandbox`` mode
+        applied), not only the one its script declares: what describe, declarations and MCP show."""
+        from toolexec.policy import enforced_tool
+
+        return enforced_tool(self.config.sandbox, self.config.sandbox_policies, tool)
 
     # --- the registry --------------------------------------------------------------------
 
@@ -284,8 +291,8 @@ class Executor:
         return instructions(self.config, self.tools())
 
     def describe(self, name: str) -> ToolDeclaration:
-        """The declaration and metadata of one visible tool (``toolexec describe``)."""
-        return self.source.catalog(name).get(name, self.config)
+        """The declaration and metadata of one visible tool (``toolexec describe``), its sandbox policy the enforced one."""
+        return self._enforced(self.source.catalog(name).get(name, self.config))
 
     def call(
         self,

@@ -457,6 +457,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
+    from toolexec.policy import unconfined
 
     tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
     if args.tags is not None and not tags:
@@ -482,8 +483,15 @@ def _list(args: argparse.Namespace) -> int:
             for broken in executor.broken(enabled_only=not args.all)
         ]
     config = executor.config
+    sources = {t.name: t.metadata.sandbox for t in executor.catalog.tools.values()}  # as the scripts declare them
     for row in rows:
         row["enabled"], row["enabled_why"] = config.enabling(row["name"])
+        # why its calls run unconfined (None: confined, or it does not build)
+        row["unconfined"] = (
+            unconfined(config.sandbox, config.sandbox_policies, row["name"], sources.get(row["name"]))
+            if row["error"] is None
+            else None
+        )
     if args.verbose:
         for entry in executor.catalog.entries:
             print(f"toolexec: {entry.name}: {config.enabling(entry.name)[1]}", file=sys.stderr)
@@ -506,6 +514,8 @@ def _list(args: argparse.Namespace) -> int:
         else:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
         summary = summary if row["enabled"] else f"(not enabled) {summary}"
+        summary += "  (unconfined: sandbox: off)" if config.sandbox == "off" and row.get("unconfined") else ""
+        summary += "  (unconfined: declares no sandbox policy)" if config.sandbox != "off" and row.get("unconfined") else ""
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
 
@@ -637,12 +647,13 @@ def _new(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from toolexec.check import check_paths, summary
 
+    config = None  # given paths are checked as files alone; the config's tools also as that config runs them
     if args.paths:
         paths = list(args.paths)
     else:
         config = _executor(args).config
         paths = [config.tools_dir / file for file in config.visible_tools]
-    findings, files = check_paths(paths)
+    findings, files = check_paths(paths, config)
     if args.json:
         print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
     else:

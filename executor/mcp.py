@@ -54,6 +54,7 @@ from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.mcp_tasks import McpTasks
 from toolexec.observe import Caller
+from toolexec.policy import enforced_tool
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -152,7 +153,8 @@ class Listing:
     """
 
     def __init__(self, config: Config, catalog: Catalog, *, summaries: bool) -> None:
-        self.tools = catalog.enabled(config)
+        # each showing the sandbox policy its calls run under (config's sandbox_policies and mode applied)
+        self.tools = [enforced_tool(config.sandbox, config.sandbox_policies, tool) for tool in catalog.enabled(config)]
         self.map = NameMap(catalog.tools, MCP_NAMES)
         self.names = {t.name: self.map.safe(t.name) for t in self.tools}  # enabled tool → its MCP name
         self.by_name = {t.name: t for t in self.tools}

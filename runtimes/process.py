@@ -30,7 +30,7 @@ import time
 
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
-from toolexec.runtimes import process_linux, sandbox
+from toolexec.runtimes import baseline, process_linux, sandbox
 from toolexec.runtimes.interpreter import which
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -306,6 +306,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
     confinement, cgroup, proxy = launch.confinement, None, None
+    namespaced = False  # whether the tool runs in a PID namespace of its own (the kernel ends what it leaves)
+    gate: baseline.Gate | None = None
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     argv = list(launch.argv)
@@ -328,12 +330,17 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         stdin = -1
         try:
             stdin = _stdin_file(launch.stdin)
-            if confinement is not None:
+            if confinement is not None and confinement.baseline:
+                gate = baseline.Gate() if baseline.usable() else None
+                argv, cgroup, namespaced = baseline.wrap(confinement, argv, gate)
+            elif confinement is not None:
                 if confinement.allowed:  # the call's own proxy (nothing of it for a call without an allow-list)
                     from toolexec.runtimes.netproxy import Proxy
 
                     proxy = Proxy(confinement.allowed)
-                argv, cgroup = sandbox.wrap(confinement, argv, proxy.prefix(sys.executable) if proxy else ())
+                gate = baseline.Gate(block=False)  # only to learn its init, reaped here should it outlive bwrap
+                argv, cgroup = sandbox.wrap(confinement, argv, gate.args(), proxy.prefix(sys.executable) if proxy else ())
+                namespaced = True
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -343,12 +350,24 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 cwd=launch.cwd,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=((progress_write,) if launch.progress else ()) + ((proxy.inside,) if proxy else ()),
+                pass_fds=((progress_write,) if launch.progress else ())
+                + ((proxy.inside,) if proxy else ())
+                + (gate.child_fds() if gate is not None else ()),
             )
+            if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
+                assert confinement is not None
+                try:
+                    gate.open(confinement, cgroup)
+                except BaseException:
+                    proc.kill()
+                    proc.wait()
+                    raise
         except BaseException:
             _close(progress_read)
             raise
         finally:
+            if gate is not None:
+                gate.close()
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
             if proxy is not None:
@@ -356,7 +375,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         system.register(proc.pid, mark, tuple(launch.private_files))
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
-        finished = _supervise(proc, system, launch, control, start, mark, progress_read)
+        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced)
+        if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
+            system.reap_orphan(gate.child, gate.child_start)
     finally:
         system.leave(proc.pid if proc is not None else None)
         sandbox.release(cgroup)
@@ -364,6 +385,10 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             proxy.close()
     if proxy is not None and proxy.refusals:
         finished = replace(finished, refused=tuple(proxy.refusals))
+    code = finished.returncode
+    if namespaced and finished.signal is None and code is not None and 128 < code <= 128 + 64:
+        # bwrap reports a tool killed by a signal as 128 + the signal (as a shell does): reported as the signal again
+        finished = replace(finished, returncode=None, signal=code - 128)
     control.emit("exited", returncode=proc.returncode)
     xfsz = finished.signal == signal.SIGXFSZ or finished.returncode == 128 + signal.SIGXFSZ  # the tool, or a shell's child
     declared = launch.confinement.file_size if launch.confinement is not None else None
@@ -471,18 +496,24 @@ def _supervise(
     start: float,
     mark: str,
     progress_read: int,
+    namespaced: bool = False,
 ) -> Finished:
     """Supervise the started tool, then kill whatever of the call is left and release every descriptor."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
+    supervisor: _Supervisor | None = None
+    # SIGKILL goes to the whole tree at once, found while it is whole: a process that left the group is the call's
+    # by its descent, which a parent killed first would cut.
+    kill_tree = lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)  # noqa: E731
     try:
         exited = system.ExitWaiter(proc)
-        finished = _Supervisor(proc, exited, launch, control, start, progress_read).run()
+        supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)
+        finished = supervisor.run()
     finally:
         _close(progress_read)
+        escaped = kill_tree() + (supervisor.escaped if supervisor is not None else 0)
         _kill_group(proc.pid, signal.SIGKILL)
-        escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
-        if launch.confinement is not None:  # its own PID namespace: the kernel ends what is left (bwrap's own, too)
+        if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
             escaped = 0
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
@@ -513,9 +544,12 @@ class _Supervisor:
         control: CallControl,
         start: float,
         progress_fd: int = -1,
+        kill_tree: Callable[[], int] | None = None,
     ):
         assert proc.stdout and proc.stderr
         self.proc, self.launch, self.control = proc, launch, control
+        self.kill_tree = kill_tree
+        self.escaped = 0  # processes outside the group killed with the tree
         self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
@@ -577,6 +611,8 @@ class _Supervisor:
         now = time.monotonic()
         ending = self.kill_at is not None or self.give_up_at is not None
         if self.kill_at is not None and now >= self.kill_at:
+            if self.kill_tree is not None:
+                self.escaped += self.kill_tree()
             _kill_group(self.proc.pid, signal.SIGKILL)
             self.kill_at, self.give_up_at = None, now + 1.0
         if not ending and self.deadline is not None and now >= self.deadline:

@@ -35,6 +35,7 @@ _bwrap: str | None = None
 class Confinement:
     """What one call may do, as the launch enforces it (paths absolute, limits in bytes and seconds)."""
 
+    baseline: bool = False  # the baseline only (runtimes.baseline): its own PID namespace and limits, nothing else
     network: str = "none"  # "none" or "all"
     # The network allow-list (host[:port] entries): network "none" and the call's proxy (runtimes/netproxy.py).
     allowed: tuple[str, ...] = ()
@@ -95,35 +96,20 @@ def environment(env: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str
     return {k: v for k, v in env.items() if k in keep or k.startswith(BASE_PREFIXES)}
 
 
-def wrap(confinement: Confinement, argv: Sequence[str], forwarder: Sequence[str] = ()) -> tuple[list[str], str | None]:
+def wrap(
+    confinement: Confinement, argv: Sequence[str], info: Sequence[str] = (), forwarder: Sequence[str] = ()
+) -> tuple[list[str], str | None]:
     """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`);
+    ``info``: bwrap's options that say which process is the namespace's init (:class:`~toolexec.runtimes.baseline.Gate`);
     ``forwarder`` (the call's proxy's, :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside."""
     binary = bwrap()
     assert binary is not None, "problem() is checked before a confined launch"
-    args = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    args = [binary, *info, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if confinement.network != "all":
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
-    for path in (*_installed_under_tmp(argv), *confinement.visible):
-        args += ["--ro-bind-try", path, path]
-    for path in confinement.writable:
-        args += ["--bind-try", path, path]
-    for path in confinement.protected:
-        args += ["--ro-bind-try", path, path]
-    for path in confinement.hidden:
-        if path in confinement.revealed:
-            continue
-        if os.path.isdir(path):
-            args += ["--tmpfs", path]
-        elif os.path.lexists(path):
-            args += ["--ro-bind", "/dev/null", path]
-    for path in confinement.revealed:
-        args += ["--ro-bind-try", path, path]
-    covered = (*confinement.protected, *confinement.hidden)
-    for path in confinement.writable:  # a declared place inside a protected or hidden one (its cache) is bound again
-        if any(path == top or path.startswith(top.rstrip("/") + "/") for top in covered):
-            args += ["--bind-try", path, path]
+    args += _view(confinement, argv)
     for path in confinement.files:
         args += ["--bind", path, path]
     args += ["--", *forwarder]
@@ -135,6 +121,46 @@ def wrap(confinement: Confinement, argv: Sequence[str], forwarder: Sequence[str]
     if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
         args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
     return args, cgroup
+
+
+# At one path, the later kind wins: a declared place under toolexec's own (its cache under the state) stays writable,
+# a protected path under a writable one (the functions directory under cwd) stays read-only, a hidden one stays
+# covered unless the tool declares it reads it.
+_KINDS = ("visible", "writable", "protected", "hidden", "revealed")
+
+
+def _view(confinement: Confinement, argv: Sequence[str]) -> list[str]:
+    """The binds over the read-only root and the private /tmp: each path as its most specific rule says (a bind
+    deeper in the tree is made later, so it covers what a shallower one said of it): seen read-only, writable,
+    read-only, covered by an empty directory or file, or seen again when the tool declares it reads it."""
+    rules: list[tuple[str, str]] = [("visible", path) for path in (*_installed_under_tmp(argv), *confinement.visible)]
+    rules += [("writable", path) for path in confinement.writable]
+    # What the read-only root already says needs no bind (each costs the launch a mount or two): a protected path
+    # matters under a writable place or the private /tmp, a revealed one under a hidden path or the private /tmp.
+    writable = (*confinement.writable, "/tmp")
+    covered = (*confinement.hidden, "/tmp")
+    rules += [("protected", path) for path in confinement.protected if any(_under(path, top) for top in writable)]
+    rules += [("hidden", path) for path in confinement.hidden if path not in confinement.revealed]
+    rules += [
+        ("revealed", path)
+        for path in confinement.revealed
+        if path not in confinement.writable and any(_under(path, top) for top in covered)
+    ]
+    args: list[str] = []
+    for kind, path in sorted(dict.fromkeys(rules), key=lambda rule: (rule[1].rstrip("/").count("/"), _KINDS.index(rule[0]))):
+        if kind == "writable":
+            args += ["--bind-try", path, path]
+        elif kind != "hidden":
+            args += ["--ro-bind-try", path, path]
+        elif os.path.isdir(path):
+            args += ["--tmpfs", path]
+        elif os.path.lexists(path):
+            args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
@@ -149,22 +175,36 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
 
 
 def release(cgroup: str | None) -> None:
-    """Remove a call's pids cgroup (its processes are gone with its PID namespace)."""
-    if cgroup is not None:
-        import contextlib
+    """Remove a call's pids cgroup. Its processes are gone with its PID namespace, but the kernel may still be
+    finishing their exit (the cgroup is busy until then): it is tried again for a while, never left behind."""
+    if cgroup is None:
+        return
+    import errno
+    import time
 
-        with contextlib.suppress(OSError):
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
             os.rmdir(cgroup)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return
+        time.sleep(0.001)
 
 
-def limit_reason(confinement: Confinement, returncode: int | None, signal: int | None, stderr: str) -> tuple[str, str] | None:
-    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells."""
+def limit_reason(
+    confinement: Confinement, returncode: int | None, signal: int | None, stderr: str, duration: float | None = None
+) -> tuple[str, str] | None:
+    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells. SIGKILL is the
+    CPU limit's only when the call ran long enough (``duration`` seconds, on every CPU) to use it up."""
     import signal as signals
 
     # bwrap reports a tool killed by a signal as 128 + the signal
     sig = signal if signal is not None else (returncode - 128 if returncode is not None and 128 < returncode < 160 else None)
     text = stderr.lower()
-    if confinement.cpu is not None and sig in (signals.SIGXCPU, signals.SIGKILL):
+    long_enough = duration is None or confinement.cpu is None or duration * (os.cpu_count() or 1) >= confinement.cpu
+    if confinement.cpu is not None and (sig == signals.SIGXCPU or (sig == signals.SIGKILL and long_enough)):
         return "cpu_limit", f"the tool used up its {confinement.cpu} CPU seconds (its sandbox cpu limit); do less work per call"
     if confinement.file_size is not None and (sig == signals.SIGXFSZ or "file too large" in text):
         return "file_size_limit", f"the tool wrote a file larger than its sandbox file_size limit ({confinement.file_size} bytes)"
@@ -173,7 +213,7 @@ def limit_reason(confinement: Confinement, returncode: int | None, signal: int |
             "memory_limit",
             f"the tool needed more than its sandbox memory limit ({confinement.memory} bytes); ask for less at once",
         )
-    if confinement.processes is not None and any(word in text for word in _PROCESS_WORDS):
+    if confinement.processes is not None and any(w in text for w in _PROCESS_WORDS) and any(w in text for w in _STARTS):
         return "process_limit", f"the tool could not start more than its sandbox limit of {confinement.processes} processes"
     return None
 
@@ -188,6 +228,8 @@ _MEMORY_WORDS = (
     "xmalloc",
 )
 _PROCESS_WORDS = ("resource temporarily unavailable", "blockingioerror", "fork: retry", "eagain", "cannot fork")
+# ... said of starting a process or thread (a non-blocking read says EAGAIN too)
+_STARTS = ("fork", "spawn", "thread", "subprocess", "popen", "clone")
 
 
 def _limits(confinement: Confinement) -> list[str]:

@@ -157,3 +157,16 @@ def check_case(case: Case, executor: Any, private_tmpdir: Path) -> None:
     assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
+
+
+def in_pid_namespace(namespace: str) -> list[int]:
+    """Live processes of the PID namespace ``namespace`` (as ``readlink /proc/self/ns/pid`` names it: ``pid:[N]``)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.readlink(f"/proc/{name}/ns/pid") == namespace and alive(int(name)):
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found

@@ -425,6 +425,7 @@ def read_pids(path: Path) -> list[int]:
     return [int(p) for p in wait_until(lambda: path.exists() and path.read_text()).split()]
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS)
 def test_a_client_timeout_kills_the_tools_tree(tools: Project, era: str, tmp_path: Path) -> None:
@@ -521,6 +522,7 @@ def raw_server(project: Project) -> subprocess.Popen[bytes]:
     return proc
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
 def test_stdin_eof_or_sigterm_cancels_calls_in_flight_and_exits_0(tools: Project, how: str, tmp_path: Path) -> None:
@@ -546,6 +548,7 @@ def test_stdin_eof_or_sigterm_cancels_calls_in_flight_and_exits_0(tools: Project
     proc.stdout.close()
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.slow
 def test_no_process_is_left_after_the_client_disconnects(tools: Project, tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
@@ -716,6 +719,7 @@ def test_a_one_shot_run_imports_no_mcp_machinery(tools: Project) -> None:
     assert done.stdout == "hello x[]\n", done.stderr
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
 def test_with_hot_reload_on_the_server_exits_promptly(tools: Project, how: str) -> None:
     """The file watcher stops with the server: the SDK client's close (stdin EOF) or a SIGTERM ends it within 0.5 s,
