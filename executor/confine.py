@@ -39,6 +39,8 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     writable = [cache if place == "cache" else os.getcwd() if place == "cwd" else _expand(place) for place in writes]
     hidden = [_expand(path) for path in config.sandbox_hide]
     hidden += [str(config.path), str(config.functions_dir / ".env"), str(state.root / "cache"), str(user_config_dir())]
+    if config.audit_log is not None:  # every call's arguments (when configured) and who made it
+        hidden.append(str(config.audit_log))
     revealed = [_expand(path) for path in policy.reads] + [str(state.transpile_dir)]
     # The private /tmp would cover a working directory or HOME there: they are seen (read-only) as elsewhere.
     visible = [path for path in (os.getcwd(), os.path.expanduser("~")) if path.startswith("/tmp/")]

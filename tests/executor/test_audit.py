@@ -209,3 +209,17 @@ def test_hostile_arguments_are_audited_as_sent(audited: Project) -> None:
         (deep, digest(deep), "bad_request"),
         (broken, digest(broken), "bad_request"),
     ]
+
+
+def test_a_confined_tool_cannot_read_the_audit_log(audited: Project) -> None:
+    log = Path.home() / "audit.jsonl"  # HOME stays visible to a confined tool (its /tmp is a private one)
+    audited.tool(
+        "peek.sh",
+        '#!/usr/bin/env bash\n# @describe Peek.\n# @meta network none\n# @option --path! A file.\nmain() {\n    cat "$argc_path" >>"$LLM_OUTPUT" 2>&1 || echo "refused" >>"$LLM_OUTPUT"\n}\n',
+    )
+    config = audited.configure(audit_log={"path": str(log), "arguments": True})
+    with Executor(config) as ex:
+        assert ex.call("echo", {"text": "a secret argument"}).ok
+        peeked = ex.call("peek", {"path": str(log)})
+    assert "a secret argument" in log.read_text()
+    assert peeked.ok and "a secret argument" not in peeked.output, peeked

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
+from tests.executor.tasks_client import redis_server
 from toolexec import Executor, ToolCall
 from toolexec.compilers import compile_source
 from toolexec.config import load_config
@@ -152,32 +151,10 @@ WORKER = textwrap.dedent(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
-    server_path = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not os.path.exists(server_path):
-        pytest.skip("needs redis-server (make .venv/.test installs it)")
-    port = free_port()
-    server = subprocess.Popen(
-        [server_path, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait(timeout=10)
+    with redis_server(tmp_path) as url:
+        yield url
 
 
 @pytest.mark.parametrize("backend", ["dir", "redis"])

@@ -4,12 +4,9 @@ two real workers; results as local calls return them, and no tool process outliv
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,14 +14,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
+from tests.executor.tasks_client import redis_server
+from tests.helpers import alive, wait_until
 from toolexec import Executor
 
 celery = pytest.importorskip("celery")
-REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
-pytestmark = [
-    pytest.mark.skipif(not os.path.exists(REDIS), reason="needs redis-server (Debian's package; make .venv/.test installs it)"),
-    pytest.mark.slow,
-]
+pytestmark = pytest.mark.slow
 WAIT = 60.0
 
 ECHO = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text! The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
@@ -55,46 +50,10 @@ register(app, config=os.environ["TEST_TOOLEXEC_CONFIG"])
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until(check: Any, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.fixture
 def redis(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    server = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    def listening() -> bool:
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    assert wait_until(listening, 10)
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait(timeout=10)
+    with redis_server(tmp_path) as url:
+        yield url
 
 
 class Workers:
@@ -135,7 +94,7 @@ class Workers:
         import tools_app
 
         self.app = tools_app.app
-        assert wait_until(lambda: len(self.app.control.ping(timeout=0.5) or []) == 2), "the workers did not start"
+        wait_until(lambda: len(self.app.control.ping(timeout=0.5) or []) == 2, "both workers to answer a ping", WAIT)
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -186,12 +145,12 @@ def test_a_killed_worker_leaves_no_tool_process(project: Project, workers: Worke
 
     pids = project.root / "pids"
     submit(workers.app, "nap", {"pids": str(pids)}, idempotent=False)
-    assert wait_until(pids.exists), "the tool did not start"
+    wait_until(pids.exists, "the tool to start", WAIT)
     tool, child = (int(p) for p in pids.read_text().split())
     worker_child = int(Path(f"/proc/{tool}/stat").read_text().rsplit(")", 1)[1].split()[1])  # the tool's parent
     assert worker_child in {c for p in workers.procs for c in _children(p.pid)}
     os.kill(worker_child, signal.SIGKILL)
-    assert wait_until(lambda: not alive(tool) and not alive(child), 15), "a tool process outlived its worker"
+    wait_until(lambda: not alive(tool) and not alive(child), "the tool's processes to end with their worker", 15)
 
 
 def _children(pid: int) -> set[int]:

@@ -47,7 +47,7 @@ def test_whatever_a_tool_makes_of_its_files_they_are_removed_and_no_link_is_foll
     target = tmp_path / "target"
     target.mkdir()
     (target / "keep.txt").write_text("kept")
-    with _call_files("echo") as (output, failure, artifacts):
+    with _call_files("echo") as (output, failure, artifacts, _):
         os.unlink(output)
         os.mkdir(output)  # a directory in the file's place
         (Path(output) / "x").write_text("x")
@@ -64,7 +64,7 @@ def test_an_unusable_tmpdir_is_passed_over_as_tempfile_does(tmp_path: Path, monk
     monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
     monkeypatch.setenv("TEMP", str(tmp_path / "also-missing"))
     monkeypatch.setenv("TMP", str(tmp_path))
-    with _call_files("echo") as (output, _, _):
+    with _call_files("echo") as (output, _, _, _):
         assert os.path.dirname(output) == tempfile.gettempdir() == str(tmp_path)
     assert os.listdir(tmp_path) == []
 
@@ -72,7 +72,7 @@ def test_an_unusable_tmpdir_is_passed_over_as_tempfile_does(tmp_path: Path, monk
 def test_a_directory_a_program_set_in_tempfile_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("TMPDIR", "/nonexistent")
-    with _call_files("echo") as (output, _, _):
+    with _call_files("echo") as (output, _, _, _):
         assert os.path.dirname(output) == str(tmp_path)
 
 
