@@ -266,11 +266,44 @@ def _cgroup(processes: int) -> str | None:
     root = _pids_root()
     if root is None:
         return None
+    if root not in _swept:
+        _swept.add(root)
+        sweep(root)
     path = os.path.join(root, f"toolexec-{os.getpid()}-{os.urandom(6).hex()}")
     os.mkdir(path, 0o755)
     with open(os.path.join(path, "pids.max"), "w") as handle:
         handle.write(str(processes))
     return path
+
+
+_swept: set[str] = set()  # where this process has removed what dead toolexec processes left
+_LEFT_FOR = 60.0  # seconds: a cgroup younger than this may be another toolexec's (in another PID namespace) not yet joined
+
+
+def sweep(parent: str) -> list[str]:
+    """Remove the empty call cgroups under ``parent`` that a toolexec process which is gone left behind (one killed by
+    SIGKILL mid-call never removes its own): ``toolexec-PID-…`` whose PID runs no process, made a while ago. A cgroup
+    with processes in it is not removed (the kernel refuses). The paths removed."""
+    import time
+
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        owner = name.split("-")[1] if name.startswith("toolexec-") and name.count("-") == 2 else ""
+        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
+        path = os.path.join(parent, name)
+        try:
+            if now - os.stat(path).st_mtime >= _LEFT_FOR:
+                os.rmdir(path)
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
 
 
 def _read(path: str) -> str:

@@ -374,3 +374,31 @@ def test_a_bash_tools_declared_env_reaches_it(project: Project, monkeypatch: pyt
     with project.executor(["hostile.sh"]) as executor:
         assert executor.call("hostile", {"action": "env", "arg": "REGION"}).output.strip() == "eu-west-1"
         assert executor.call("hostile", {"action": "env", "arg": "SECRET_TOKEN"}).output.strip() == "<unset>"
+
+
+def test_the_cgroups_a_killed_toolexec_left_are_removed_by_the_next_one(tmp_path: Path) -> None:
+    """A toolexec killed mid-call (SIGKILL) never removes its call's cgroup: the next process to make one removes
+    every empty ``toolexec-PID-…`` of a PID that runs nothing, made a while ago, and nothing else."""
+    import subprocess
+
+    from toolexec.runtimes import sandbox
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    old = time.time() - 3600
+    names = {
+        "dead": f"toolexec-{gone.pid}-0123456789ab",
+        "alive": f"toolexec-{os.getpid()}-0123456789ab",  # a running toolexec's own
+        "young": f"toolexec-{gone.pid}-ba9876543210",  # perhaps another PID namespace's, about to be joined
+        "busy": f"toolexec-{gone.pid}-aaaaaaaaaaaa",  # processes still in it: the kernel refuses (here: a file)
+        "other": "somebody-else",
+    }
+    for key, name in names.items():
+        (tmp_path / name).mkdir()
+        if key == "busy":
+            (tmp_path / name / "cgroup.procs").write_text("1")
+        if key != "young":
+            os.utime(tmp_path / name, (old, old))
+    removed = sandbox.sweep(str(tmp_path))
+    assert removed == [str(tmp_path / names["dead"])]
+    assert sorted(os.listdir(tmp_path)) == sorted(name for key, name in names.items() if key != "dead")
