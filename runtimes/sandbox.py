@@ -286,7 +286,7 @@ def sweep(parent: str) -> list[str]:
     with processes in it is not removed (the kernel refuses). The paths removed."""
     import time
 
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(parent)
     except OSError:
