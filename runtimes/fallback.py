@@ -7,8 +7,9 @@ enforces"):
   rest of ``/tmp`` and ``/dev`` (but ``null``, ``zero``, ``full``, ``random``, ``urandom``); writable only in the
   declared places (but toolexec's own files inside them), the call's files and a private ``TMPDIR`` made for the
   call and removed after it (:mod:`~toolexec.runtimes.landlock`);
-- ``network: none``: no socket but a Unix one (seccomp), no TCP bind or connect (Landlock ABI 4), no abstract
-  Unix socket outside (ABI 6); allow-lists are refused (nothing here can tell one host from another);
+- ``network: none``: no socket (seccomp), no TCP bind or connect (Landlock ABI 4), no abstract Unix socket outside
+  (ABI 6); allow-lists are refused (nothing here can tell one host from another); in every mode no Unix socket
+  (seccomp): Landlock does not govern connecting to one, and one may be the user's D-Bus;
 - no signal to toolexec (Landlock ABI 6 scopes signals; seccomp refuses them by pid before), no ``ptrace`` out;
 - every capability dropped (a tool run by root), no privilege gained by ``exec``;
 - the rlimits, set in the launcher; a process limit is a pids cgroup where one can be made, else

@@ -10,8 +10,10 @@ a dozen comparisons need no library) refuses, with ``EPERM``:
   ``rt_tgsigqueueinfo``, ``pidfd_open`` naming it, ``kill(-1)`` and its process group; ``tkill`` always; and
   ``pidfd_send_signal`` before Landlock ABI 6, which scopes signals);
 - ``truncate`` by path where Landlock cannot govern it (before ABI 3);
-- under ``network: none``, every socket but a Unix one (``EACCES``): UDP, raw and packet sockets too, which
-  Landlock's TCP rules do not cover;
+- under ``network: none``, every ``socket`` (``EACCES``): UDP, raw and packet sockets too, which Landlock's TCP
+  rules do not cover; and in every case a Unix one, the way to services outside the sandbox that Landlock does not
+  govern (the user's D-Bus, which can start programs through systemd; ``docker.sock``; an SSH agent; X11).
+  ``socketpair`` stays: a tool's pipes to its own children (Node's, for one) are made with it;
 - any other architecture's system calls (an x86_64 process's i386 and x32 calls): the process is killed.
 
 Standard library and ctypes only, no other toolexec module: the launcher imports this file as a top-level module.
@@ -150,8 +152,11 @@ def program(*, network: str, protect: tuple[int, int], landlock_abi: int, machin
             block += [(_JEQ, 0, 1, value), (_RET, 0, 0, eperm)]
         block.append((_RET, 0, 0, _ALLOW))
         code += [(_JEQ, 0, len(block), numbers[name]), *block]
+    eacces = _ERRNO | errno.EACCES
     if network == "none":
-        block = [(_LD_ABS_W, 0, 0, _ARG0), (_JEQ, 0, 1, AF_UNIX), (_RET, 0, 0, _ALLOW), (_RET, 0, 0, _ERRNO | errno.EACCES)]
+        code += [(_JEQ, 0, 1, numbers["socket"]), (_RET, 0, 0, eacces)]
+    else:  # a Unix socket could reach the user's D-Bus (and through it start a program outside), docker.sock, an agent
+        block = [(_LD_ABS_W, 0, 0, _ARG0), (_JEQ, 0, 1, AF_UNIX), (_RET, 0, 0, eacces), (_RET, 0, 0, _ALLOW)]
         code += [(_JEQ, 0, len(block), numbers["socket"]), *block]
     code.append((_RET, 0, 0, _ALLOW))
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)

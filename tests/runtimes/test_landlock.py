@@ -184,3 +184,84 @@ def test_a_bwrap_that_cannot_start_gives_way_to_landlock(
     assert sandbox.mechanism() == ("landlock", "")
     assert _denied(_call(project, "python", "write", str(Path.home() / "planted")))
     assert (_call(project, "python", "env", "LLM_TOOL_NAME").output.strip()) == "hostile"
+
+
+UNIX_PY = '''
+import socket, subprocess
+
+def run(path: str = "") -> str:
+    """Talk to a child of its own through a pipe, then to a Unix socket.
+
+    Args:
+        path: the socket (none: no socket)
+
+    Network: all
+    """
+    child = subprocess.run(["echo", "piped"], capture_output=True, text=True, check=True).stdout.strip()
+    a, b = socket.socketpair()
+    a.sendall(b"paired")
+    paired = b.recv(6).decode()
+    if not path:
+        return f"{child} {paired}"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+        return f"{child} {paired} {s.recv(5).decode()}"
+'''
+UNIX_JS = """
+import net from "node:net";
+import { execFileSync } from "node:child_process";
+
+/**
+ * Talk to a child of its own through a pipe, then to a Unix socket.
+ * @param {string} [path] - the socket (none: no socket)
+ * @network all
+ * @memory 4GiB
+ */
+export async function run(path = "") {
+  const child = execFileSync("echo", ["piped"], { encoding: "utf8" }).trim();
+  if (!path) return `${child} paired`;
+  return await new Promise((ok, fail) => {
+    const s = net.connect(path, () => {});
+    s.on("data", (data) => { s.end(); ok(`${child} paired ${data}`); });
+    s.on("error", fail);
+  });
+}
+"""
+
+
+@pytest.mark.parametrize("file", ["unix.py", "unix.js"])
+def test_no_unix_socket_but_its_own_pipes(project: Project, file: str, tmp_path: Path) -> None:
+    """A named Unix socket may be the user's D-Bus, which can start programs outside the sandbox: refused in every
+    network mode; the tool's own pipes and socket pairs (Node's child processes use them) still work."""
+    import socket
+
+    if file.endswith(".js"):
+        from toolexec.runtimes.interpreter import which
+
+        if which("node") is None:
+            pytest.skip("node is not installed")
+    project.tool(file, UNIX_PY if file.endswith(".py") else UNIX_JS)
+    path = str(tmp_path / "service.sock")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+        server.settimeout(0.1)
+        with project.executor([file]) as executor:
+            assert (executor.call("unix", {}).output) == "piped paired"
+            result = executor.call("unix", {"path": path})
+            assert _denied(result), result
+            with contextlib.suppress(TimeoutError):
+                assert server.accept() is None  # nobody connected
+            plain = project.executor([file], sandbox="off")
+            with plain:
+                thread_result: list[Any] = []
+                import threading
+
+                caller = threading.Thread(target=lambda: thread_result.append(plain.call("unix", {"path": path})))
+                caller.start()
+                server.settimeout(30)
+                connection, _ = server.accept()
+                connection.sendall(b"hello")
+                connection.close()
+                caller.join()
+            assert (thread_result[0].status, thread_result[0].output) == ("ok", "piped paired hello"), thread_result[0]
