@@ -1,14 +1,15 @@
 """An agent's tools file: several functions, one declaration each, as the agents' own generators write them.
 
 An agent (``agents/<name>/`` of llm-functions, Loki or Coyote) keeps its functions in one
-``tools.sh`` (a ``# @cmd`` per function), ``tools.py`` (its public functions) or ``tools.js``
-(its exported functions). :func:`compile_functions` reads such a file statically and returns one
+``tools.sh`` (a ``# @cmd`` per function), ``tools.py`` (its public functions), ``tools.js`` or
+``tools.ts`` (its exported functions). :func:`compile_functions` reads such a file statically and returns one
 :class:`~toolexec.records.ToolDeclaration` per function, each naming the function it calls
 (``ToolDeclaration.function``), with the name, description and parameters byte for byte as the
 project's generator writes them:
 
 * ``"llm-functions"``: ``scripts/build-declarations.{sh,py,js}`` (``argc generate-declarations@agent``);
-* ``"loki"``: Loki's and Coyote's built-in parsers (``src/parsers/{bash,python}.rs``).
+* ``"loki"``: Loki's and Coyote's built-in parsers (``src/parsers/{bash,python}.rs``);
+* ``tools.ts`` in either layout: Coyote's ``src/parsers/typescript.rs`` (the one project with TypeScript agents).
 
 Deliberate differences, each documented in ``docs/coming-from-loki.md``: functions that are not
 declared (``_``-prefixed, no description) are named in a warning instead of dropped silently;
@@ -38,6 +39,7 @@ _MODULES = {
     ".js": "agent_javascript",
     ".mjs": "agent_javascript",
     ".cjs": "agent_javascript",
+    ".ts": "agent_typescript",
 }
 
 __all__ = [
@@ -63,13 +65,8 @@ def compile_functions(source: str, path: str, dialect: Dialect, *, private: bool
     suffix = PurePath(path).suffix
     module_name = _MODULES.get(suffix)
     if module_name is None:
-        hint = "write the agent's functions in tools.sh, tools.py or tools.js"
-        what = (
-            "TypeScript agent tools files are not supported yet"
-            if suffix == ".ts"
-            else f"{suffix or 'this file'} is not an agent tools file"
-        )
-        raise CompileError(path, [Problem(path, 1, 1, what, hint)])
+        hint = "write the agent's functions in tools.sh, tools.py, tools.js or tools.ts"
+        raise CompileError(path, [Problem(path, 1, 1, f"{suffix or 'this file'} is not an agent tools file", hint)])
     module = import_module(f"toolexec.compilers.{module_name}")
     try:
         declarations: list[ToolDeclaration] = module.compile_functions(source, path, dialect)
@@ -94,6 +91,7 @@ _NOTHING_HINTS = {
     ".sh": "give each function a '# @cmd Description' line right above it (names starting with '_' are private)",
     ".py": "give each public function (a name not starting with '_') a docstring",
     ".js": "give each exported function a /** Description */ JSDoc block right above it",
+    ".ts": "export each function as 'export function NAME(...)' with a /** Description */ block right above it",
 }
 
 

@@ -204,7 +204,7 @@ def _loki(node: Function, diag: Diagnostics, at: tuple[int, int]) -> tuple[str, 
             optional = True
         schema: dict[str, Any] = {}
         kind = hint or doc_type or "str"
-        _loki_apply(kind, schema, text)
+        loki_apply(kind, schema, text)
         key = arg.arg.replace("-", "_")
         properties[key] = schema
         if no_default and not optional:
@@ -212,7 +212,7 @@ def _loki(node: Function, diag: Diagnostics, at: tuple[int, int]) -> tuple[str, 
     parameters: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         parameters["required"] = required
-    return _loki_name(node.name), description, parameters
+    return loki_name(node.name), description, parameters
 
 
 def _raw_docstring(node: Function) -> str:
@@ -283,12 +283,12 @@ def _literal_text(node: ast.expr) -> str:
     return "any"
 
 
-def _loki_apply(kind: str, schema: dict[str, Any], description: str) -> None:
+def loki_apply(kind: str, schema: dict[str, Any], description: str) -> None:
     """``apply_type_to_schema``, with the description in serde's field order (type, description, items, enum)."""
     kind = kind.rstrip("?")
     if kind.startswith("list["):
         item: dict[str, Any] = {}
-        _loki_apply(kind[len("list[") :].rstrip("]"), item, "")
+        loki_apply(kind[len("list[") :].rstrip("]"), item, "")
         schema.update({"type": "array", **({"description": description} if description else {}), "items": item})
         return
     if kind.startswith("literal:"):
@@ -300,7 +300,7 @@ def _loki_apply(kind: str, schema: dict[str, Any], description: str) -> None:
         schema["description"] = description
 
 
-def _loki_name(name: str) -> str:
+def loki_name(name: str) -> str:
     """``underscore``: lower-case ASCII letters and digits, every other run of characters one '_'."""
     mapped = "".join(c.lower() if c.isascii() and c.isalnum() else "_" for c in name)
     return "_".join(part for part in mapped.split("_") if part)

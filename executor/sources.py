@@ -20,7 +20,7 @@ import threading
 
 from toolexec.catalog import Catalog, DamagedCatalog, Entry
 from toolexec.config import Config
-from toolexec.errors import BadRequest
+from toolexec.errors import BadRequest, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
 from toolexec.recordtype import record
 
@@ -78,9 +78,20 @@ class Source:
 
             original = Names(catalog.tools).original(name)
             entry = catalog.entry(original) if original != name else None
-        tool = catalog.get_enabled(entry.name if entry is not None else name, config)
+        try:
+            tool = catalog.get_enabled(entry.name if entry is not None else name, config)
+        except UnknownTool:
+            routed = self.agent_snapshot(name) if ":" in name and self.config.agent is None else None
+            if routed is None:
+                raise
+            return routed
         assert entry is not None  # get_enabled raised otherwise
         return _snapshot(entry, tool, catalog, config)
+
+    def agent_snapshot(self, name: str) -> Snapshot | None:
+        """``AGENT:FUNCTION`` (the name ``toolexec list`` shows) when no tool has that name: that function of that
+        agent, as ``--agent AGENT`` runs it; None where this source serves no agents or there is no such agent."""
+        return None
 
 
 def _snapshot(entry: Entry, tool: ToolDeclaration, catalog: Catalog, config: Config) -> Snapshot:
@@ -102,6 +113,7 @@ class PolledSource(Source):
         self._registered: dict[str, ToolDeclaration] = {}
         self._generation = 0
         self._merged: tuple[Catalog, int, Config, Catalog, Names] | None = None
+        self._agents: dict[str, PolledSource] = {}  # the sources of agents whose functions were called as AGENT:FUNCTION
         self._lock = threading.RLock()
 
     def catalog(self, tool: str | None = None) -> Catalog:
@@ -130,6 +142,28 @@ class PolledSource(Source):
         with self._lock:
             self._catalog = report.catalog
         return report
+
+    def agent_snapshot(self, name: str) -> Snapshot | None:
+        """The function of an agent of this config, from that agent's own source (kept for the next call)."""
+        from toolexec.agents import agent_config, agent_names
+
+        agent, _, function = name.partition(":")
+        if agent not in agent_names(self.config):
+            return None
+        with self._lock:
+            source = self._agents.get(agent)
+            if source is None:
+                source = self._agents[agent] = PolledSource(agent_config(self.config, agent))
+        try:
+            return source.snapshot(function)
+        except UnknownTool:
+            functions = source.catalog().tools
+            raise UnknownTool(
+                name,
+                (),
+                because=f"agent {agent!r} has no function {function!r}{did_you_mean(function, functions)}; "
+                f"it has {', '.join(functions) or 'none that builds'}",
+            ) from None
 
     def current(self, name: str) -> tuple[Config, Catalog]:
         """Without registered tools, the catalog checked for ``name`` only; else with the registered ones merged."""

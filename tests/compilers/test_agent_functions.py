@@ -121,13 +121,65 @@ def test_javascript_property_it_cannot_read() -> None:
     )
 
 
-def test_a_typescript_tools_file_is_refused_by_name() -> None:
-    with pytest.raises(CompileError) as refused:
-        compile_functions("export function f() {}\n", "agents/a/tools.ts", "loki")
-    assert str(refused.value) == (
-        "agents/a/tools.ts:1:1: TypeScript agent tools files are not supported yet\n"
-        "  hint: write the agent's functions in tools.sh, tools.py or tools.js"
+def test_typescript_functions_as_coyote_reads_them() -> None:
+    source = (
+        "/**\n * Tag things.\n *\n * @param {string} what - What to tag\n * @param limit? The most to tag\n */\n"
+        "export async function tagThings(what: string, limit?: number, mode: 'a' | \"b\" = 'a', on: boolean | null,\n"
+        "  ids: Array<number>, seen: string[], extra: Record<string, string>, bare): Promise<void> {}\n"
+        "export const arrow = () => 1;\n"
+        "function helper() {}\n/** Private. */\nexport function _hidden() {}\n"
     )
+    declared = compile_functions(source, "agents/a/tools.ts", "loki")
+    assert [d.to_function() for d in declared] == [
+        {
+            "name": "tagthings",
+            "description": "Tag things.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "what": {"type": "string", "description": "What to tag"},
+                    "limit": {"type": "number", "description": "The most to tag"},
+                    "mode": {"type": "string", "enum": ["a", "b"]},
+                    "on": {"type": "boolean"},
+                    "ids": {"type": "array", "items": {"type": "number"}},
+                    "seen": {"type": "array", "items": {"type": "string"}},
+                    "extra": {"type": "string"},
+                    "bare": {"type": "string"},
+                },
+                "required": ["what", "ids", "seen", "extra", "bare"],
+            },
+        }
+    ]
+    assert (declared[0].function, declared[0].invocation.order) == (  # type: ignore[union-attr]
+        "tagThings",
+        ("what", "limit", "mode", "on", "ids", "seen", "extra", "bare"),
+    )
+    assert declared[0].warnings == (
+        "agents/a/tools.ts:9:14: warning: 'arrow' is exported as a value, not as 'export function': not declared (as Coyote)\n"
+        "  hint: write it as: export function arrow(...)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("export function f(): void {}\n", "function 'f' has no description (Coyote refuses it too)"),
+        (
+            "/** F. */\nexport function f(...xs: string[]) {}\n",
+            "rest parameters (...) are not supported in agent functions (Coyote refuses them too)",
+        ),
+        (
+            "/** F. */\nexport function f({ a }: { a: string }) {}\n",
+            "destructured parameters are not supported in agent functions (Coyote refuses them too)",
+        ),
+        ("/** F. */\nexport function f(a: string {}\n", "syntax error"),
+        ("function f() {}\n", "this agent tools file declares no function a model can call"),
+    ],
+)
+def test_typescript_functions_coyote_refuses(source: str, message: str) -> None:
+    with pytest.raises(CompileError) as refused:
+        compile_functions(source, "agents/a/tools.ts", "loki")
+    assert refused.value.problems[0].message.startswith(message), refused.value
 
 
 SEVERAL = {

@@ -8,6 +8,7 @@ order counts), with the goldens the projects' own generators wrote (``agent_gold
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -18,18 +19,18 @@ from typing import Any
 import pytest
 
 from tests.conftest import cli, toolexec
-from toolexec import Executor
+from toolexec import Executor, ToolCall
 from toolexec.errors import BadRequest, ConfigError, InstructionsFailed, UnknownAgent
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "agent_fixtures"
 GOLDENS = HERE / "agent_goldens"
 LLM_FUNCTIONS = ["ledger_sh", "ledger_py", "ledger_js"]
-LOKI = ["tally_sh", "tally_py"]
+LOKI = ["tally_sh", "tally_py", "tally_ts"]
 # The variable without a default, per layout (the other one defaults).
 NEEDED = {"llm-functions": ("owner", "Ann"), "loki": ("team", "Blue")}
 LAYOUT = {**dict.fromkeys(LLM_FUNCTIONS, "llm-functions"), **dict.fromkeys(LOKI, "loki")}
-LANGUAGE = {"sh": "bash", "py": "python", "js": "javascript"}
+LANGUAGE = {"sh": "bash", "py": "python", "js": "javascript", "ts": "typescript"}
 
 
 @pytest.fixture
@@ -81,6 +82,7 @@ def test_own_functions_come_first_then_the_shared_tools(trees: dict[str, Path], 
         "ledger_js": ["add_entry", "show_env", "total"],
         "tally_sh": ["count_batch", "show_env"],
         "tally_py": ["count_batch", "show_env", "countby"],
+        "tally_ts": ["count_batch", "show_env", "countby"],
     }[agent]
     shared = [] if agent == "ledger_js" else ["greet"]  # ledger_js has no tools.txt
     assert names == own + shared
@@ -160,7 +162,7 @@ def test_a_loki_function_gets_its_arguments(trees: dict[str, Path], agent: str) 
         assert json.loads(result.output) == {**arguments, "notes": ["x"]}
 
 
-@pytest.mark.parametrize("agent", ["ledger_sh", "ledger_py", "tally_sh", "tally_py"])
+@pytest.mark.parametrize("agent", ["ledger_sh", "ledger_py", "tally_sh", "tally_py", "tally_ts"])
 def test_shared_tools_run_with_the_agents_variables(trees: dict[str, Path], agent: str) -> None:
     with executor(trees, agent) as ex:
         result = ex.call("greet", {"who": "Eve"})
@@ -215,6 +217,9 @@ INSTRUCTIONS = {
     "ledger_js": "You keep the ledger of Ann in EUR.",
     "tally_sh": "You count items for team Blue.\n",
     "tally_py": "You count items for team Blue.\nTools:\n1. count_batch: Count a batch of things.\n"
+    "2. show_env: Report what the tally's functions see of their environment.\n3. countby: Count by keys.\n"
+    "4. greet: Greet someone by name.\n",
+    "tally_ts": "You count items for team Blue.\nTools:\n1. count_batch: Count a batch of things.\n"
     "2. show_env: Report what the tally's functions see of their environment.\n3. countby: Count by keys.\n"
     "4. greet: Greet someone by name.\n",
 }
@@ -436,6 +441,9 @@ def test_cli_list_without_agent_names_agent_functions(trees: dict[str, Path], ca
         "tally_py:countby      python      Count by keys.",
         "tally_sh:count_batch  bash        Count a batch of things.",
         "tally_sh:show_env     bash        Report what the tally's functions see of their environment.",
+        "tally_ts:count_batch  typescript  Count a batch of things.",
+        "tally_ts:show_env     typescript  Report what the tally's functions see of their environment.",
+        "tally_ts:countby      typescript  Count by keys.",
     ]
     definition = trees["loki"] / "agents" / "tally_py" / "config.yaml"
     definition.write_text("variables: 3\n")
@@ -512,3 +520,44 @@ def test_the_tools_file_each_project_would_run(trees: dict[str, Path]) -> None:
     shutil.copy(trees["llm-functions"] / "agents" / "ledger_py" / "tools.py", agent / "tools.py")
     with executor(trees, "ledger_js") as ex:
         assert {t.source for t in ex.tools()} == {str(agent / "tools.js")}
+
+
+def test_the_api_runs_agent_function_names_as_list_shows_them(trees: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Executor.call("AGENT:FUNCTION")`` (and ``acall``, ``call_many``, a toolkit) without ``agent=``: as ``--agent`` runs it."""
+    monkeypatch.setenv("LLM_AGENT_VAR_TEAM", "Blue")
+    loki = trees["loki"]
+    with Executor(config_of(trees, "tally_ts")) as ex:
+        direct = ex.call("tally_ts:count_batch", {"label": "x", "size": 2})
+        awaited = asyncio.run(ex.acall("tally_py:show_env", {}))
+        many = ex.call_many(
+            [
+                ToolCall(name="tally_sh:count_batch", arguments={"label": "b", "size": 1}),
+                ToolCall(name="greet", arguments={"who": "Eve"}),
+            ]
+        )
+        unknown_function = ex.call("tally_py:count", {})
+        unknown_agent = ex.call("tally_zz:count_batch", {})
+        invalid = ex.call("tally_py:count_batch", {"size": "x"})
+    assert (direct.ok, json.loads(direct.output)) == (True, {"label": "x", "size": 2, "kind": "new", "notes": [], "rush": False})
+    seen = dict(line.split("=", 1) for line in awaited.output.splitlines())
+    assert (seen["LLM_AGENT_NAME"], seen["LLM_AGENT_FUNC"], seen["LLM_AGENT_VAR_TEAM"]) == ("tally_py", "show_env", "Blue")
+    assert seen["LLM_AGENT_ROOT_DIR"] == str(loki / "agents" / "tally_py")
+    assert [(r.ok, r.output) for r in many] == [
+        (True, "label=b\nsize=1\nweight=\nkind=\nnotes=\nrush=0\n"),
+        (
+            True,
+            f"hello Eve (owner Blue)\nroot {loki / 'functions'}\ncache {loki / 'functions' / 'cache' / 'greet'}\nagent none\n",
+        ),
+    ]
+    assert (unknown_function.status, unknown_function.reason, unknown_function.error) == (
+        "refused",
+        "unknown_tool",
+        "unknown tool 'tally_py:count': agent 'tally_py' has no function 'count'; did you mean 'countby'?; "
+        "it has count_batch, show_env, countby, greet",
+    )
+    assert (unknown_agent.reason, unknown_agent.error) == ("unknown_tool", "unknown tool 'tally_zz:count_batch'")
+    assert (invalid.reason, invalid.error) == (
+        "invalid_arguments",
+        "invalid arguments for tool 'count_batch':\n- missing required parameter 'label' (a string)\n"
+        "- parameter 'size': expected an integer, got a string \"x\"",
+    )

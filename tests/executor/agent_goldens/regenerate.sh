@@ -12,6 +12,8 @@
 #   the real `argc --argc-export` of the fixture.
 # loki/tally_py.json is not generated: it is src/parsers/python.rs read by hand (the whole
 #   docstring as the description, `underscore` names, *args as an array, **kwargs as a string).
+# loki/tally_ts.json is not generated either: it is Coyote's src/parsers/typescript.rs read by hand
+#   (JSDoc text before the first @tag, types from the signature, `Record<…>` a string, defaults optional).
 set -euo pipefail
 checkout=$(cd "$1" && pwd)
 argc=${2:-$(command -v argc)}
