@@ -58,6 +58,8 @@ def unavailable() -> str | None:
 
     if not abi():
         return "the kernel has no Landlock (Linux 5.13 or later, with landlock in its list of security modules)"
+    if not sys.executable:
+        return "the launcher needs the path of the Python that runs toolexec (sys.executable is empty)"
     if not seccomp.supported():
         return f"the seccomp filter knows no system calls of {os.uname().machine} (x86_64 and aarch64 only)"
     return None
@@ -113,7 +115,7 @@ def wrap(confinement: Confinement, argv: Sequence[str], env_tmpdir: str | None =
     except BaseException:
         release(held)
         raise
-    return [sys.executable, "-S", "-I", str(LAUNCHER), "\n".join(lines), *argv], held
+    return [sys.executable, "-S", "-I", "-B", str(LAUNCHER), "\n".join(lines), *argv], held
 
 
 def _tasks_of(uid: int) -> int:

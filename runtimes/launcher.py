@@ -1,4 +1,4 @@
-"""The launcher of a tool confined by Landlock and seccomp: ``python -S -I launcher.py SPEC PROGRAM [ARG…]``.
+"""The launcher of a tool confined by Landlock and seccomp: ``python -S -I -B launcher.py SPEC PROGRAM [ARG…]``.
 
 Run in the tool's own process (as the first program of the call, started by the process helper), it joins the
 call's cgroups, sets the rlimits, drops every capability (for a tool run by root), applies the Landlock rules and
