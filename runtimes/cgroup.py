@@ -25,7 +25,7 @@ _found: list[tuple[str, int] | None] = []  # (where calls' cgroups are made, cgr
 def memory_parent() -> tuple[str, int] | None:
     """Where a call's memory cgroup is made, and the cgroup version (1 or 2); None where none can be made."""
     if not _found:
-        _found.append(_look())
+        _found.append(look(_read("/proc/self/cgroup"), _read("/proc/self/mountinfo")))
     return _found[0]
 
 
@@ -79,9 +79,10 @@ def remove(path: str) -> None:
             time.sleep(0.005)
 
 
-def _look() -> tuple[str, int] | None:
-    mounts = _mounts()
-    for line in _read("/proc/self/cgroup").splitlines():
+def look(own: str, mountinfo: str) -> tuple[str, int] | None:
+    """Where a call's memory cgroup can be made, from this process's ``/proc/self/cgroup`` and ``mountinfo`` texts."""
+    mounts = _mounts(mountinfo)
+    for line in own.splitlines():
         number, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
         if "memory" in controllers.split(",") and "memory" in mounts:  # cgroup v1's memory hierarchy
             own = os.path.join(mounts["memory"], path.lstrip("/"))
@@ -98,10 +99,10 @@ def _look() -> tuple[str, int] | None:
     return None
 
 
-def _mounts() -> dict[str, str]:
+def _mounts(mountinfo: str) -> dict[str, str]:
     """Where each cgroup hierarchy is mounted: "memory" (v1's), "" (v2's)."""
     found: dict[str, str] = {}
-    for line in _read("/proc/self/mountinfo").splitlines():
+    for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
         fields, kind = left.split(), right.split()
         if len(fields) < 5 or len(kind) < 3:

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import Project
 from toolexec.runtimes import cgroup, fallback
 
-pytestmark = pytest.mark.skipif(cgroup.memory_parent() is None, reason="no memory cgroup can be made here")
+needs_cgroup = pytest.mark.skipif(cgroup.memory_parent() is None, reason="no memory cgroup can be made here")
 
 SPREAD = '''
 import os, time
@@ -54,11 +54,16 @@ def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 
 def _ours() -> list[str]:
+    """This process's calls' cgroups still there: memory ones, and pids ones (made for a tool run by root)."""
+    from toolexec.runtimes.sandbox import _pids_root
+
     parent = cgroup.memory_parent()
     assert parent is not None
-    return [name for name in os.listdir(parent[0]) if name.startswith(f"toolexec-{os.getpid()}-")]
+    places = [parent[0], *([_pids_root()] if _pids_root() else [])]
+    return [name for place in places for name in os.listdir(place) if name.startswith(f"toolexec-{os.getpid()}-")]
 
 
+@needs_cgroup
 def test_the_memory_limit_holds_for_the_calls_processes_together(project: Project, mechanism: str) -> None:
     project.tool("spread.py", SPREAD)
     with project.executor(["spread.py"], timeout=30) as executor:
@@ -72,14 +77,20 @@ def test_the_memory_limit_holds_for_the_calls_processes_together(project: Projec
         assert not _ours()
 
 
-def test_a_call_that_cannot_start_leaves_no_cgroup(project: Project, mechanism: str, tmp_path: Path) -> None:
-    project.tool("spread.py", SPREAD)
-    with project.executor(["spread.py"], runtimes={"python": str(tmp_path / "missing-python")}) as executor:
-        result = executor.call("spread", {"count": 1, "each": 1})
-        assert result.status != "ok"
-        assert not _ours()
+@needs_cgroup
+def test_a_launch_that_fails_leaves_nothing_behind(mechanism: str, tmp_path: Path) -> None:
+    from toolexec.runtimes.process import Launch, run_process
+    from toolexec.runtimes.sandbox import Confinement
+
+    confinement = Confinement(memory=64 << 20, processes=8)
+    launch = Launch(argv=["/bin/true"], env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp_path / "gone"), confinement=confinement)
+    with pytest.raises(FileNotFoundError):  # the cgroups (and the fallback's TMPDIR) were made; the start fails
+        run_process(launch)
+    assert not _ours()
+    assert not list(Path(os.environ["TMPDIR"]).iterdir())
 
 
+@needs_cgroup
 def test_a_cgroup_is_made_with_its_limit_and_removed() -> None:
     path = cgroup.make_memory(64 << 20)
     assert path is not None
@@ -92,3 +103,32 @@ def test_a_cgroup_is_made_with_its_limit_and_removed() -> None:
     finally:
         cgroup.remove(path)
     assert not os.path.exists(path)
+
+
+V2_MOUNT = "30 25 0:26 / {root} rw,nosuid shared:9 - cgroup2 cgroup2 rw\n"
+V1_MOUNT = "31 25 0:27 / {root} rw,nosuid shared:10 - cgroup cgroup rw,memory\n"
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_cgroup_v2_uses_the_nearest_cgroup_that_hands_memory_down(tmp_path: Path) -> None:
+    root = tmp_path / "unified"
+    # toolexec runs in /user/app (processes: it cannot hand controllers down); /user does, and may be written
+    _tree(root, {"user/cgroup.subtree_control": "cpu memory pids\n", "user/app/cgroup.subtree_control": ""})
+    assert cgroup.look("0::/user/app\n", V2_MOUNT.format(root=root)) == (str(root / "user"), 2)
+    _tree(root, {"user/app/cgroup.subtree_control": "memory\n"})  # its own, when it hands memory down
+    assert cgroup.look("0::/user/app\n", V2_MOUNT.format(root=root)) == (str(root / "user" / "app"), 2)
+    _tree(root, {"user/app/cgroup.subtree_control": "", "user/cgroup.subtree_control": "cpu pids\n"})
+    assert cgroup.look("0::/user/app\n", V2_MOUNT.format(root=root)) is None  # memory not delegated: none
+
+
+def test_cgroup_v1_uses_toolexecs_own_memory_cgroup(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    _tree(root, {"jobs/mine/memory.limit_in_bytes": "9223372036854771712\n"})
+    own = "4:memory:/jobs/mine\n8:pids:/\n0::/\n"
+    assert cgroup.look(own, V1_MOUNT.format(root=root)) == (str(root / "jobs" / "mine"), 1)
+    assert cgroup.look(own, "") is None  # no memory hierarchy mounted
