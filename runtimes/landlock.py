@@ -168,6 +168,8 @@ def _grant(ruleset: int, fd: int, path: str, rights: int, inside: dict[str, int]
         for name in names:
             child = os.path.join(path, name)
             below = {place: value for place, value in inside.items() if _within(place, child)}
+            if not below and not rights & withheld:
+                continue  # the rule on this directory covers it
             try:
                 if stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode):
                     continue  # a link is followed to its target, which its own rules cover

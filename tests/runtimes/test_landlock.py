@@ -265,3 +265,69 @@ def test_no_unix_socket_but_its_own_pipes(project: Project, file: str, tmp_path:
                 connection.close()
                 caller.join()
             assert (thread_result[0].status, thread_result[0].output) == ("ok", "piped paired hello"), thread_result[0]
+
+
+def test_the_rules_grant_around_what_they_withhold(tmp_path: Path) -> None:
+    """The launcher alone, on a tree: a writable place with a protected and a hidden directory inside it."""
+    from toolexec.runtimes import landlock
+
+    top = tmp_path / "top"
+    for directory in ("protected", "hidden", "sub"):
+        (top / directory).mkdir(parents=True)
+    (top / "protected" / "p.txt").write_text("p")
+    (top / "hidden" / "secret").write_text("s")
+    (top / "f.txt").write_text("f")
+    rules = [("grant", landlock.READ, "/"), ("grant", landlock.READ | landlock.WRITE, str(top))]
+    rules += [("grant", landlock.WRITE_FILE, "/dev/null")]
+    rules += [
+        ("except", landlock.WRITE, str(top / "protected")),
+        ("except", landlock.ALL & ~landlock.READ_DIR, str(top / "hidden")),
+    ]
+    spec = "\n".join(f"{word} {rights} {os.fsencode(path).hex()}" for word, rights, path in rules)
+    steps = {
+        "write in a subdirectory": "echo x > sub/new",
+        "write an existing file": "echo x >> f.txt",
+        "write a protected file": "echo x > protected/p.txt",
+        "make a file beside the protected directory": "echo x > new",  # the documented limit of granting around
+        "read a hidden file": "cat hidden/secret",
+        "list a hidden directory": "ls hidden",
+        "read a protected file": "cat protected/p.txt",
+    }
+    script = "; ".join(
+        f'if {{ {step}; }} >/dev/null 2>&1; then echo "{name}: yes"; else echo "{name}: no"; fi' for name, step in steps.items()
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-I", "-B", str(fallback.LAUNCHER), spec, "/bin/sh", "-c", script],
+        cwd=top,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "write in a subdirectory: yes",
+        "write an existing file: yes",
+        "write a protected file: no",
+        "make a file beside the protected directory: no",
+        "read a hidden file: no",
+        "list a hidden directory: yes",
+        "read a protected file: yes",
+    ]
+    assert (top / "protected" / "p.txt").read_text() == "p" and not (top / "new").exists()
+
+
+def test_a_launcher_that_cannot_confine_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    done = subprocess.run(
+        [sys.executable, "-S", "-I", "-B", str(fallback.LAUNCHER), "grant x 00", "/bin/touch", str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "toolexec-sandbox: cannot confine /bin/touch: invalid literal for int() with base 10: 'x'\n",
+    )
+    assert not marker.exists()
