@@ -331,3 +331,72 @@ def test_a_launcher_that_cannot_confine_runs_nothing(tmp_path: Path) -> None:
         "toolexec-sandbox: cannot confine /bin/touch: invalid literal for int() with base 10: 'x'\n",
     )
     assert not marker.exists()
+
+
+BOMB = '''
+import os, time
+
+def run(count: int) -> str:
+    """Fork many.
+
+    Args:
+        count: how many
+
+    Processes: 16
+    """
+    for _ in range(count):
+        if os.fork() == 0:
+            time.sleep(2)
+            os._exit(0)
+    return f"forked {count}"
+'''
+
+
+def _as_nobody(python: str) -> list[str]:
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python]
+
+
+def test_as_an_ordinary_user_the_process_limit_counts_from_the_users_tasks() -> None:
+    """Not root, no cgroup to write: ``RLIMIT_NPROC`` is set to the user's tasks at the start plus the limit."""
+    import shutil
+    import site
+    import sysconfig
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root (to become nobody) and util-linux's setpriv")
+    packages = sysconfig.get_paths()["purelib"]
+    probe = (
+        f"import subprocess, sys; assert sys.version_info[:2] == {sys.version_info[:2]}; open({packages!r} + '/yaml/__init__.py');"
+        "subprocess.run([sys.executable, '-c', ''], check=True)"  # it can start itself again (the launcher), as nobody
+    )
+    candidates = ("/usr/bin/python3", sys.executable)
+    ok = [
+        c for c in candidates if subprocess.run([*_as_nobody(c), "-c", probe], capture_output=True, check=False).returncode == 0
+    ]
+    python = ok[0] if ok else None
+    if python is None:
+        pytest.skip("no Python of this version that nobody may run, with toolexec's packages readable")
+    root = Path("/tmp") / f"toolexec-nobody-{os.urandom(6).hex()}"  # pytest's own directory is root's only
+    try:
+        (root / "functions" / "tools").mkdir(parents=True)
+        (root / "home").mkdir()
+        (root / "functions" / "tools" / "bomb.py").write_text(BOMB)
+        (root / "config.yaml").write_text("visible_tools: [bomb.py]\n")
+        (root / "run.py").write_text(
+            f"import site, sys\nsite.addsitedir({packages!r})\nfor path in {site.getsitepackages()!r}: site.addsitedir(path)\n"
+            "from toolexec.cli import program\nsys.exit(program())\n"
+        )
+        shutil.chown(root, 65534, 65534)
+        for path in root.rglob("*"):
+            shutil.chown(path, 65534, 65534)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(root / "home"), "TOOLEXEC_BWRAP": "/nonexistent/bwrap"}
+        argv = [*_as_nobody(python), str(root / "run.py"), "--config", str(root / "config.yaml"), "run", "bomb"]
+        few = subprocess.run([*argv, '{"count": 5}'], env=env, cwd=root, capture_output=True, text=True, timeout=60, check=False)
+        assert (few.returncode, few.stdout) == (0, "forked 5"), few.stderr
+        many = subprocess.run(
+            [*argv, '{"count": 200}'], env=env, cwd=root, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert many.returncode == 1
+        assert "the tool could not start more than its sandbox limit of 16 processes" in many.stderr
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
