@@ -83,7 +83,8 @@ def wrap(confinement: Confinement, argv: Sequence[str], env_tmpdir: str | None =
         held.tmpdir = os.path.join(base, f"toolexec-sandbox-{os.urandom(8).hex()}")
         os.mkdir(held.tmpdir, 0o700)
         lines = [f"abi {abi()}", f"env TMPDIR {_hex(held.tmpdir)}", f"network {confinement.network}"]
-        lines.append(f"protect {os.getpid()} {os.getpgrp()}")
+        threads = [name for name in os.listdir("/proc/self/task") if name != str(os.getpid())]
+        lines.append(" ".join(["protect", str(os.getpid()), str(os.getpgrp()), *threads]))
         grants: list[tuple[str, int]] = [("/", landlock.READ)]
         grants += [(path, landlock.READ) for path in (*_installed_under_tmp(argv), *confinement.visible, *confinement.revealed)]
         grants += [(path, landlock.READ | landlock.WRITE) for path in (*confinement.writable, held.tmpdir)]

@@ -33,6 +33,7 @@ def main(argv: list[str]) -> None:
     grants: list[tuple[str, int]] = []
     exclusions: dict[str, int] = {}
     network, protect, version = "none", (os.getppid(), os.getpgid(os.getppid())), landlock.abi()
+    threads: tuple[int, ...] = ()
     for line in spec.splitlines():
         word, *values = line.split(" ")
         if word == "grant":
@@ -45,6 +46,7 @@ def main(argv: list[str]) -> None:
             network = values[0]
         elif word == "protect":
             protect = (int(values[0]), int(values[1]))
+            threads = tuple(int(value) for value in values[2:])
         elif word == "cgroup":  # before Landlock, which would refuse the write
             with open(os.path.join(_path(values[0]), "cgroup.procs"), "w") as handle:
                 handle.write("0")
@@ -63,7 +65,7 @@ def main(argv: list[str]) -> None:
     if os.geteuid() == 0 or os.getuid() == 0:
         _drop_capabilities(libc)
     landlock.restrict(grants, exclusions, network=network, version=version)
-    seccomp.install(seccomp.program(network=network, protect=protect, landlock_abi=version), libc)
+    seccomp.install(seccomp.program(network=network, protect=protect, threads=threads, landlock_abi=version), libc)
     try:
         os.execvp(program[0], program)
     except OSError as exc:

@@ -7,7 +7,7 @@ a dozen comparisons need no library) refuses, with ``EPERM``:
   (``keyctl``, ``add_key``, ``request_key``: shared with toolexec), ``perf_event_open``, ``bpf``, ``userfaultfd``,
   ``io_uring`` (its own socket and connect would pass this filter), kernel modules and ``kexec``;
 - a signal to the toolexec process that started it (``kill``, ``tgkill``, ``rt_sigqueueinfo``,
-  ``rt_tgsigqueueinfo``, ``pidfd_open`` naming it, ``kill(-1)`` and its process group; ``tkill`` always; and
+  ``rt_tgsigqueueinfo``, ``pidfd_open`` naming it or one of its threads at the call's start, ``kill(-1)`` and its process group; ``tkill`` always; and
   ``pidfd_send_signal`` before Landlock ABI 6, which scopes signals);
 - ``truncate`` by path where Landlock cannot govern it (before ABI 3);
 - under ``network: none``, every ``socket`` (``EACCES``): UDP, raw and packet sockets too, which Landlock's TCP
@@ -113,6 +113,7 @@ DENIED = (
 # whose first argument names a process: refused when it names the protected one
 BY_PROCESS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open")
 AF_UNIX = 1
+_MAX_THREADS = 512  # a filter holds at most 4096 instructions
 
 _LD_ABS_W = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
@@ -130,9 +131,12 @@ def supported() -> bool:
     return os.uname().machine in ARCHES
 
 
-def program(*, network: str, protect: tuple[int, int], landlock_abi: int, machine: str | None = None) -> bytes:
+def program(
+    *, network: str, protect: tuple[int, int], threads: tuple[int, ...] = (), landlock_abi: int, machine: str | None = None
+) -> bytes:
     """The filter, as ``struct sock_filter`` entries: ``protect`` is (pid, process group) of the process no signal
-    may reach; ``landlock_abi`` says what Landlock already covers."""
+    may reach, ``threads`` its other threads' ids (``kill`` of any of them reaches it too); ``landlock_abi`` says what
+    Landlock already covers."""
     arch, numbers = ARCHES[machine or os.uname().machine]
     denied = tuple(numbers[name] for name in DENIED) + ((numbers["truncate"],) if landlock_abi < 3 else ())
     if landlock_abi < 6:  # a descriptor of /proc/PID is a pidfd too: without Landlock's signal scope, none is used
@@ -146,7 +150,11 @@ def program(*, network: str, protect: tuple[int, int], landlock_abi: int, machin
     for number in denied:
         code += [(_JEQ, 0, 1, number), (_RET, 0, 0, eperm)]
     for name in BY_PROCESS:
-        named = [pid] if name != "kill" else [pid, -1 & 0xFFFFFFFF, -group & 0xFFFFFFFF]
+        named = [pid]
+        if name in ("kill", "rt_sigqueueinfo"):  # a thread's id reaches its whole process
+            named += threads[:_MAX_THREADS]
+        if name == "kill":
+            named += [-1 & 0xFFFFFFFF, -group & 0xFFFFFFFF]
         block = [(_LD_ABS_W, 0, 0, _ARG0)]
         for value in named:
             block += [(_JEQ, 0, 1, value), (_RET, 0, 0, eperm)]

@@ -400,3 +400,48 @@ def test_as_an_ordinary_user_the_process_limit_counts_from_the_users_tasks() -> 
         assert "the tool could not start more than its sandbox limit of 16 processes" in many.stderr
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+SIGNAL_PY = '''
+import os, signal
+
+def run(pid: int) -> str:
+    """Signal a process.
+
+    Args:
+        pid: which
+
+    Network: none
+    """
+    os.kill(pid, signal.SIGUSR1)
+    return "sent"
+'''
+
+
+@pytest.mark.parametrize("version", ["", "4"])
+def test_no_thread_of_toolexec_can_be_signalled(project: Project, version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill() of any thread's id reaches its whole process: each of toolexec's threads is protected, not only its main one
+    (SIGUSR1, caught here: were it delivered, the test would see it rather than stop)."""
+    import threading
+
+    if version:
+        monkeypatch.setenv("TOOLEXEC_LANDLOCK_ABI", version)
+    received: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda number, frame: received.append(number))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        project.tool("signaller.py", SIGNAL_PY)
+        with project.executor(["signaller.py"]) as executor:
+            for target in (os.getpid(), other.native_id):
+                result = executor.call("signaller", {"pid": target})
+                assert _denied(result), (target, result)
+        unconfined = project.executor(["signaller.py"], sandbox="off")
+        with unconfined:  # the same tool, unconfined, does reach it
+            assert unconfined.call("signaller", {"pid": other.native_id}).output == "sent"
+    finally:
+        stop.set()
+        other.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert received == [signal.SIGUSR1]
