@@ -113,7 +113,10 @@ def problem(confinement: Confinement) -> str | None:
     import sys
 
     if not sys.platform.startswith("linux"):
-        return f"confinement is supported on Linux only (bubblewrap); this is {sys.platform}: set sandbox: off to run tools unconfined"
+        return (
+            f"confinement is supported on Linux only (bubblewrap, or Landlock and seccomp); this is {sys.platform}: "
+            "set sandbox: off to run tools unconfined"
+        )
     chosen, why = mechanism()
     if chosen is None:
         return why

@@ -445,3 +445,17 @@ def test_no_thread_of_toolexec_can_be_signalled(project: Project, version: str, 
         other.join()
         signal.signal(signal.SIGUSR1, previous)
     assert received == [signal.SIGUSR1]
+
+
+def test_elsewhere_than_linux_a_policy_is_refused(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS and the rest: no mechanism is used (Seatbelt is not), the call is refused, naming the way out."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    marker = project.root / "out" / "ran"
+    marker.parent.mkdir(parents=True)
+    result = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)]})
+    assert (result.status, result.exit_code) == ("unavailable", 127)
+    assert result.error == (
+        "hostile: its sandbox policy cannot be enforced here, so it is not run: confinement is supported on Linux only "
+        "(bubblewrap, or Landlock and seccomp); this is darwin: set sandbox: off to run tools unconfined"
+    )
+    assert not marker.exists()
