@@ -459,3 +459,18 @@ def test_elsewhere_than_linux_a_policy_is_refused(project: Project, monkeypatch:
         "(bubblewrap, or Landlock and seccomp); this is darwin: set sandbox: off to run tools unconfined"
     )
     assert not marker.exists()
+
+
+def test_a_launcher_that_cannot_confine_is_a_refusal(project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should the kernel refuse a rule at the call (the launcher says so and exits 1), the call is refused, not failed."""
+    failing = tmp_path / "launcher.py"
+    failing.write_text(
+        "import sys\nsys.stderr.write('toolexec-sandbox: cannot confine x: Operation not permitted\\n')\nsys.exit(1)\n"
+    )
+    monkeypatch.setattr(fallback, "LAUNCHER", failing)
+    result = _call(project, "python", "env", "HOME")
+    assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
+    assert result.error == (
+        "hostile: its sandbox policy cannot be enforced here, so it is not run: "
+        "toolexec-sandbox: cannot confine x: Operation not permitted"
+    )
