@@ -68,7 +68,8 @@ def unavailable() -> str | None:
 def problem(confinement: Confinement) -> str | None:
     """Why ``confinement`` cannot be enforced this way, or None when it can."""
     # an allow-list (``allowed``, where the proxy branch has it) needs a network namespace of the call's own
-    if confinement.network not in ("none", "all") or getattr(confinement, "allowed", ()):
+    allowed: tuple[str, ...] = getattr(confinement, "allowed", ())
+    if confinement.network not in ("none", "all") or allowed:
         return "network allow-lists need bubblewrap (a network namespace of the call's own): install bubblewrap"
     return None
 
