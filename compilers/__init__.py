@@ -13,6 +13,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolexec.compilers.agent import several_functions
 from toolexec.errors import CompileError, Problem
 from toolexec.records import ToolDeclaration
 
@@ -45,7 +46,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         raise CompileError(path, [Problem(path, 1, 1, "not a tool script", f"use one of the extensions {known}")])
     try:
         module = import_module(f"{__name__}.{language}")
-        several = _several_functions(source, path, language)
+        several = _several_functions(source, path)
         if several is not None and language == "bash":  # it would build, as a tool that runs none of its functions
             raise CompileError(path, [several])
         declaration: ToolDeclaration = module.compile_source(source, path)
@@ -83,10 +84,8 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
     return declaration
 
 
-def _several_functions(source: str, path: str, language: str) -> Problem | None:
+def _several_functions(source: str, path: str) -> Problem | None:
     """The problem of an agent's multi-function tools file compiled as one tool (see :mod:`toolexec.compilers.agent`)."""
-    from toolexec.compilers.agent import several_functions
-
     return several_functions(source, path)
 
 

@@ -13,6 +13,7 @@ import tree_sitter
 from toolexec.compilers.shebang import read_shebang
 from toolexec.errors import CompileError, Problem
 from toolexec.records import Invocation, Limits, Metadata, ToolDeclaration, limit_problem, name_problem
+from toolexec.recordtype import replace
 
 if TYPE_CHECKING:
     from toolexec.records import Language
@@ -237,8 +238,6 @@ def finish(
 
 def with_warnings(declarations: list[ToolDeclaration], diag: Diagnostics) -> list[ToolDeclaration]:
     """The declarations of one multi-function file, its warnings carried by the first (reported once per file)."""
-    from toolexec.recordtype import replace
-
     if not declarations and diag.warnings:  # what was skipped is why nothing is declared: said as errors
         found = [Problem(w.path, w.line, w.col, w.message, w.hint) for w in diag.warnings]
         nothing = Problem(diag.path, 1, 1, "this agent tools file declares no function a model can call")

@@ -14,6 +14,7 @@ so every tool has a one-line summary for short listings.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from typing import Any
@@ -23,6 +24,7 @@ import tree_sitter
 from toolexec import policy
 from toolexec.compilers.common import Diagnostics
 from toolexec.records import Annotations, Metadata, Sandbox
+from toolexec.schemarefs import describe, nonlocal_references
 
 At = tree_sitter.Node | tuple[int, int] | None
 ANNOTATIONS = ("read_only", "destructive", "idempotent", "open_world")
@@ -175,7 +177,7 @@ class MetadataReader:
     def _check_examples(self, parameters: dict[str, Any]) -> None:
         if not self.examples:
             return
-        import jsonschema  # compile time only
+        import jsonschema  # noqa: PLC0415 - slow (~20 ms): only for a tool that gives examples
 
         validator = jsonschema.Draft202012Validator(parameters)
         known = set(parameters.get("properties", {}))
@@ -201,9 +203,7 @@ def _schema_problem(value: Any) -> str | None:
         return "must be a JSON Schema object"
     if value.get("type") != "object":
         return f'must describe an object (type "object"), not {value.get("type", "anything")!r}'
-    import jsonschema  # compile time only
-
-    from toolexec.schemarefs import describe, nonlocal_references
+    import jsonschema  # noqa: PLC0415 - slow (~20 ms): only for a tool that declares a schema of its own
 
     for path, _, ref in nonlocal_references(value):
         return f"refers to {ref!r} outside itself ({describe(path)}); toolexec never fetches a schema"
@@ -223,6 +223,12 @@ def did_you_mean(word: str, candidates: Any) -> str:
 
 def near_miss(word: str, candidates: Any) -> str | None:
     """The candidate ``word`` was probably meant to be (case and separators ignored), or None."""
+    return _near_miss(word, tuple(candidates))
+
+
+@functools.lru_cache(maxsize=1024)
+def _near_miss(word: str, candidates: tuple[str, ...]) -> str | None:
+    # Once per word and vocabulary in a build: every tool's @param (or Args:) is looked up against the same tags.
     folded = {_fold(c): c for c in candidates}
     match = difflib.get_close_matches(_fold(word), list(folded), n=1, cutoff=0.75)
     return folded[match[0]] if match else None

@@ -62,7 +62,7 @@ def compile_source(source: str, path: str) -> ToolDeclaration:
         diag.warn(run, f"docstring documents {documented!r}, which is not a parameter of run")
     parameters = object_schema(properties, required)
     metadata, limits = _metadata(doc, literal or run, source, diag, parameters)
-    output = _output_schema(run, types, diag)
+    output = _output_schema(run, types)
     if output is not None:
         metadata = replace(metadata, output_schema=output)
     return finish(
@@ -140,7 +140,7 @@ def _metadata(
     return reader.build(parameters, doc.description), read_limits(limits, diag, limit_at, "{name}: {value}", spelling)
 
 
-def _output_schema(run: Node, types: TypedDicts, diag: Diagnostics) -> dict[str, Any] | None:
+def _output_schema(run: Node, types: TypedDicts) -> dict[str, Any] | None:
     """The output shape: run's return annotation when it names a TypedDict declared in the file."""
     annotation = run.child_by_field_name("return_type")
     if annotation is None:

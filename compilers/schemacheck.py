@@ -55,8 +55,9 @@ def check_input_schema(value: dict[str, Any], node: Node, diag: Diagnostics) -> 
 
 
 def _meta_schema(value: dict[str, Any], node: Node, diag: Diagnostics) -> None:
-    from jsonschema import Draft202012Validator  # compile time only
-    from jsonschema.exceptions import best_match
+    # slow (~20 ms): only for a tool that writes a schema literal of its own
+    from jsonschema import Draft202012Validator  # noqa: PLC0415
+    from jsonschema.exceptions import best_match  # noqa: PLC0415
 
     # What Draft202012Validator.check_schema does, keeping the error's place in the literal.
     checker = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)

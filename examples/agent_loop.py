@@ -2,7 +2,7 @@
 
 For every provider it shows the three steps an agent takes with toolexec:
 
-1. declarations out: ``Executor.definitions(format=…)`` goes into the request's ``tools``;
+1. declarations out: ``Executor.declarations(format=…)`` goes into the request's ``tools``;
 2. calls in: the model's response goes to ``Executor.answer`` as it is (names mapped back,
    ``null`` for an optional parameter treated as absent, calls run concurrently);
 3. results back: the answer is appended to the conversation in the provider's own shape.
@@ -87,9 +87,9 @@ def agent(executor: Executor, provider: str) -> str:
     """Run one conversation to its final text, printing what goes out and comes back."""
     question = "What's the weather in Lisbon?"
     if provider == "gemini":
-        tools = [{"functionDeclarations": executor.definitions(format="gemini")}]
+        tools = [{"functionDeclarations": executor.declarations(format="gemini")}]
     else:
-        tools = executor.definitions(format="openai" if provider == "openai" else provider)
+        tools = executor.declarations(format="openai" if provider == "openai" else provider)
     history: list[Any]
     if provider == "gemini":
         history, key = [{"role": "user", "parts": [{"text": question}]}], "contents"

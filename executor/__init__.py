@@ -17,11 +17,14 @@ _EXPORTS = {
     "CallControl": "toolexec.runtimes.process",
     "BuildReport": "toolexec.build",
     "Catalog": "toolexec.catalog",
+    "Entry": "toolexec.catalog",
+    "Diff": "toolexec.catalog",
     "Config": "toolexec.config",
     "load_config": "toolexec.config",
     "ToolCall": "toolexec.records",
     "ToolDeclaration": "toolexec.records",
     "ToolResult": "toolexec.records",
+    "Annotations": "toolexec.records",
     "format_tool_result": "toolexec.providers",
     "format_tool_result_as_text": "toolexec.providers",
     "Toolkit": "toolexec.toolkit",
@@ -29,7 +32,10 @@ _EXPORTS = {
     "BeforeCall": "toolexec.approval",
     "Decision": "toolexec.approval",
     "Batch": "toolexec.providers",
-    "Definitions": "toolexec.providers",
+    "Declarations": "toolexec.providers",
+    "Names": "toolexec.providers",
+    "Sent": "toolexec.providers",
+    "DiscoveryError": "toolexec.toolkit",
     "DiscoveryReport": "toolexec.toolkit",
     "Deny": "toolexec.approval",
     "Rewrite": "toolexec.approval",
@@ -53,6 +59,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Annotations",
     "ApprovalRequest",
     "BadRequest",
     "Batch",
@@ -67,15 +74,20 @@ __all__ = [
     "Config",
     "ConfigError",
     "Decision",
-    "Definitions",
+    "Declarations",
     "Deny",
+    "Diff",
+    "DiscoveryError",
     "DiscoveryReport",
+    "Entry",
     "Executor",
     "InvalidArguments",
+    "Names",
     "PreparationFailed",
     "Problem",
     "Rewrite",
     "RuntimeUnavailable",
+    "Sent",
     "ToolCall",
     "ToolDeclaration",
     "ToolResult",
@@ -92,7 +104,7 @@ if TYPE_CHECKING:
     from toolexec.api import Executor
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision, Deny, Rewrite
     from toolexec.build import BuildReport
-    from toolexec.catalog import Catalog
+    from toolexec.catalog import Catalog, Diff, Entry
     from toolexec.config import Config, load_config
     from toolexec.errors import (
         BadRequest,
@@ -108,10 +120,10 @@ if TYPE_CHECKING:
         ToolexecError,
         UnknownTool,
     )
-    from toolexec.providers import Batch, Definitions, format_tool_result, format_tool_result_as_text
-    from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+    from toolexec.providers import Batch, Declarations, Names, Sent, format_tool_result, format_tool_result_as_text
+    from toolexec.records import Annotations, ToolCall, ToolDeclaration, ToolResult
     from toolexec.runtimes.process import CallControl
-    from toolexec.toolkit import DiscoveryReport, Toolkit
+    from toolexec.toolkit import DiscoveryError, DiscoveryReport, Toolkit
 
 
 def __getattr__(name: str) -> object:

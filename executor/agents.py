@@ -16,13 +16,21 @@ call of it, as the projects' runners (``run-agent.sh`` and kin) set it.
 from __future__ import annotations
 
 import contextlib
+import locale
 import os
+import platform
 import re
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolexec.config import Config
+from toolexec.build import build
+from toolexec.catalog import Catalog, Entry
+from toolexec.compilers import CompileError
+from toolexec.compilers.agent import INSTRUCTIONS, compile_functions
+from toolexec.config import Config, _parse_yaml, _tools_txt
+from toolexec.engine import Engine
 from toolexec.errors import (
     BadRequest,
     ConfigError,
@@ -32,7 +40,10 @@ from toolexec.errors import (
     brief,
     did_you_mean,
 )
+from toolexec.records import ToolCall
 from toolexec.recordtype import field, record, replace
+from toolexec.sources import Snapshot
+from toolexec.state import new_call_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -164,8 +175,6 @@ def agent_names(config: Config) -> list[str]:
 def agent_functions(config: Config) -> list[tuple[str, ToolDeclaration | None, str | None]]:
     """Every agent's own functions, as (``agent:function``, its declaration, None), or (agent, None, why) for an
     agent whose definition or tools file is broken: what ``toolexec list`` shows besides the tools."""
-    from toolexec.build import build
-
     found: list[tuple[str, ToolDeclaration | None, str | None]] = []
     for name in agent_names(config):
         try:
@@ -195,14 +204,10 @@ def find_agent(config: Config, name: str, *, given: Mapping[str, str] | None = N
         raise UnknownAgent(f"unknown agent {brief(name)}{did_you_mean(str(name), names)}{listed}")
     directory = found / name
     definition, layout = next((directory / f, lay) for f, lay in DEFINITIONS.items() if (directory / f).is_file())
-    from toolexec.config import _parse_yaml
-
     data = _parse_yaml(definition)
     where = str(definition)
     tools_file = next((directory / f for f in TOOLS_ORDER[layout] if (directory / f).is_file()), None)
     if layout == "llm-functions":
-        from toolexec.config import _tools_txt
-
         shared = tuple(_tools_txt(directory / "tools.txt", []))
     else:
         shared = _strings(data.get("global_tools"), "global_tools", where)
@@ -315,14 +320,6 @@ def instructions(config: Config, tools: list[ToolDeclaration]) -> str:
 
 def _dynamic(config: Config, agent: Agent) -> str:
     """What the agent's ``_instructions`` function writes, run with ``{}`` as its runner does."""
-    from toolexec.catalog import Catalog, Entry
-    from toolexec.compilers import CompileError
-    from toolexec.compilers.agent import INSTRUCTIONS, compile_functions
-    from toolexec.engine import Engine
-    from toolexec.records import ToolCall
-    from toolexec.sources import Snapshot
-    from toolexec.state import new_call_id
-
     where = f"agent {agent.name!r} has dynamic_instructions: true in {agent.definition}"
     if agent.tools_file is None:
         raise InstructionsFailed(f"{where}, but no tools file to hold its {INSTRUCTIONS} function")
@@ -368,10 +365,6 @@ def interpolate(text: str, values: Mapping[str, str], tools: list[ToolDeclaratio
 
 
 def _special() -> dict[str, str]:
-    import locale
-    import platform
-    from datetime import datetime
-
     system = platform.system().lower()
     shell = os.path.basename(os.environ.get("SHELL", "") or "sh")
     return {

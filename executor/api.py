@@ -9,7 +9,7 @@ waits for a free one), registered with its cancellation while waiting or running
 
 Besides calls, the executor is a registry (:meth:`~Executor.get`, :meth:`~Executor.has`,
 :meth:`~Executor.names`, :meth:`~Executor.manifest`, :meth:`~Executor.register`),
-declares its tools in every provider's format (:meth:`~Executor.definitions`), answers a
+declares its tools in every provider's format (:meth:`~Executor.declarations`), answers a
 model's calls in the shape they came in (:meth:`~Executor.answer`), hands out
 :class:`~toolexec.toolkit.Toolkit` subsets, and asks a ``before_call`` hook
 (:mod:`toolexec.approval`) before each call runs.
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from toolexec.approval import BeforeCall
     from toolexec.build import BuildReport
     from toolexec.calls import Admit
-    from toolexec.providers import Batch, Definitions, Names
+    from toolexec.providers import Batch, Declarations, Names
     from toolexec.toolkit import DiscoveryReport, Toolkit
 
 
@@ -186,22 +186,20 @@ class Executor:
 
     # --- providers' formats --------------------------------------------------------------
 
-    def definitions(self, format: str = "openai", *, json_schema: bool = False) -> list[dict[str, Any]]:
-        """The callable tools declared in ``format``: ``openai``, ``openai-strict``, ``responses``,
-        ``anthropic``, ``gemini`` (``json_schema=True``: ``parametersJsonSchema``) or ``mcp``."""
-        return self.declarations(format, json_schema=json_schema).declarations
-
     def declarations(
         self, format: str = "openai", *, json_schema: bool = False, only: Iterable[str] | None = None
-    ) -> Definitions:
-        """As :meth:`definitions`, with a note per tool whose declaration had to give way (renamed, not strict)."""
-        from toolexec.providers import definitions
+    ) -> Declarations:
+        """The callable tools (those named in ``only``, when given) declared in ``format``: ``openai``,
+        ``openai-strict``, ``responses``, ``anthropic``, ``gemini`` (``json_schema=True``: ``parametersJsonSchema``)
+        or ``mcp``. A list, ready for a request's ``tools``; its ``notes`` say which declarations had to give way
+        (renamed, not strict)."""
+        from toolexec.providers import declarations
 
         tools = self.tools()
         if only is not None:
             wanted = set(only)
             tools = [tool for tool in tools if tool.name in wanted]
-        return definitions(tools, format, names=self._serving()[2], json_schema=json_schema)
+        return declarations(tools, format, names=self._serving()[2], json_schema=json_schema)
 
     def original_name(self, name: str) -> str:
         """The tool a provider-safe name stands for (any provider's), or ``name`` itself."""

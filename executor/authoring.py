@@ -191,11 +191,11 @@ def add_to_config(text: str, file: str, name: str, where: str = "config.yaml", *
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    lines = _append_item(lines, "visible_tools", file, where)
+    lines = _append_item(lines, "visible_tools", file)
     enabled = before.get("enabled_tools")
     change_enabled = enabled is not None and not (isinstance(enabled, str) and enabled.strip() == "all")
     if change_enabled:
-        lines = _append_item(lines, "enabled_tools", name, where)
+        lines = _append_item(lines, "enabled_tools", name)
     elif enabled is None and enables_none:
         lines = [line for line in lines if not ((m := _KEY.match(line)) and m["key"] == "enabled_tools")]
         lines.append(f"enabled_tools: {name}\n")
@@ -233,7 +233,7 @@ def _with_name(value: Any, name: str) -> Any:
 _KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:(?P<rest>.*)$")
 
 
-def _append_item(lines: list[str], key: str, item: str, where: str) -> list[str]:
+def _append_item(lines: list[str], key: str, item: str) -> list[str]:
     """Add ``item`` to the top-level ``key``: a block list, a flow list, a comma scalar, or a new key."""
     start = next((i for i, line in enumerate(lines) if (m := _KEY.match(line)) and m["key"] == key), None)
     if start is None:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 from toolexec.catalog import Catalog, DamagedCatalog, Entry, catalog_fingerprint, file_stat
 from toolexec.catalog_store import load_catalog, save_catalog
+from toolexec.compilers import compile_source, file_kind
+from toolexec.compilers.agent import compile_functions
+from toolexec.compilers.common import stem_name
 from toolexec.config import Config
 from toolexec.errors import CompileError, did_you_mean
 from toolexec.records import ToolDeclaration
@@ -84,8 +87,6 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
 
 def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, records: bool) -> tuple[Entry, bool]:
     """The entry of one visible file: reused when its content is unchanged, else compiled."""
-    from toolexec.compilers.common import stem_name
-
     stat = file_stat(os.path.join(config.tools_dir, file))  # strings, not Paths: this runs per file per build
     if reuse and previous is not None and stat is not None and stat == previous.stat and _readable(previous, records):
         return previous, False  # the same file as last time: not even read
@@ -103,8 +104,6 @@ def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, re
     sha = hashlib.sha256(data).hexdigest()
     if reuse and previous is not None and previous.sha256 == sha and _readable(previous, records):
         return previous.replace(stat=stat), False
-    from toolexec.compilers import compile_source  # only here: a fresh catalog never loads tree-sitter
-
     try:
         declaration = compile_source(data.decode("utf-8"), str(path))
     except UnicodeDecodeError as exc:
@@ -141,8 +140,6 @@ def _agent_file(config: Config) -> str | None:
 
 def _agent_entries(config: Config, file: str, previous: list[Entry], *, reuse: bool, records: bool) -> tuple[list[Entry], bool]:
     """The entries of an agent's tools file: one per function, reused while the file is unchanged."""
-    from toolexec.compilers.agent import compile_functions
-
     assert config.agent is not None
     path = config.agent.tools_file  # as named in messages (tools_dir / file holds a '..')
     assert path is not None
@@ -202,8 +199,6 @@ def _serving(entry: Entry | None) -> tuple[ToolDeclaration | None, str | None]:
 
 def _missing(config: Config, file: str) -> str:
     """Why a visible file cannot be compiled: a link loop, a FIFO or other non-file, or really not there."""
-    from toolexec.compilers import file_kind
-
     path = config.tools_dir / file
     try:
         mode = os.stat(path).st_mode

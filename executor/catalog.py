@@ -289,6 +289,7 @@ class Catalog:
         self._parsed: dict[int, Entry] = {}
         self._entries: tuple[Entry, ...] | None = None if rows is not None else tuple(entries)
         self._serving_map: dict[str, Entry] | None = None
+        self._entry_of: dict[str, Entry | None] = {}
         self.tools: Mapping[str, ToolDeclaration] = Tools(self)
         self._validators: dict[str, Validator] = {}
 
@@ -338,7 +339,9 @@ class Catalog:
         """The entry serving ``name``, if any."""
         if self._serving_map is not None:
             return self._serving_map.get(name)
-        return next((e for e in reversed(self.named(name)) if e.serves), None)
+        if name not in self._entry_of:  # once per name: a call looks its tool up at each step
+            self._entry_of[name] = next((e for e in reversed(self.named(name)) if e.serves), None)
+        return self._entry_of[name]
 
     def get(self, name: str, config: Config | None = None) -> ToolDeclaration:
         """The declaration a call of ``name`` runs; with ``config``, an unknown name is explained."""
@@ -371,7 +374,7 @@ class Catalog:
             )
         return declaration
 
-    def validator(self, name: str) -> Validator:
+    def validator(self, name: str) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
         """The compiled argument validator of a tool, made once per catalog.
 
         Its code was generated when the tool's record was written and is kept in the record, so a later

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from toolexec.compilers import SUFFIXES, compile_source
+from toolexec.compilers.agent import compile_functions, dialect_of
 from toolexec.errors import CompileError, Problem
 from toolexec.records import ToolDeclaration
 
@@ -80,8 +82,6 @@ _META_LINE = re.compile(r"^\s*#\s*@(?:describe|option|flag|arg|env|meta)\b|argc 
 
 def check_file(path: str | Path) -> list[Finding]:
     """Every finding for one tool file."""
-    from toolexec.compilers import compile_source
-
     file = str(path)
     try:
         source = Path(path).read_text(encoding="utf-8")
@@ -89,8 +89,6 @@ def check_file(path: str | Path) -> list[Finding]:
         return [Finding(file, 1, 1, "error", f"the file is not UTF-8 text ({exc.reason} at byte {exc.start})")]
     except OSError as exc:
         return [Finding(file, 1, 1, "error", f"cannot read the file: {exc.strerror or exc}")]
-    from toolexec.compilers.agent import compile_functions, dialect_of
-
     dialect = dialect_of(path)
     try:
         if dialect is not None:  # an agent's tools file: what its build reports (authoring advice is for tools)
@@ -110,8 +108,6 @@ def check_paths(paths: Iterable[str | Path]) -> tuple[list[Finding], int]:
     A directory stands for the tool files directly in it (a name starting with ``_`` is a helper module the
     tools share, such as the file built-ins' ``_fsguard.py``, not a tool).
     """
-    from toolexec.compilers import SUFFIXES
-
     findings: list[Finding] = []
     checked = 0
     for path in paths:
@@ -151,7 +147,7 @@ def _advice(declaration: ToolDeclaration, source: str) -> Iterator[Finding]:
 
 
 def _stale_examples(declaration: ToolDeclaration) -> Iterator[Finding]:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator  # noqa: PLC0415 - slow (~20 ms): only for a tool that gives examples
 
     at = declaration.positions.get("", (1, 1))
     validator = Draft202012Validator(declaration.parameters)

@@ -697,7 +697,7 @@ def _declarations(args: argparse.Namespace) -> int:
     if args.verbose:
         for note in declared.notes:
             print(f"toolexec: {note}", file=sys.stderr)
-    print(_json(declared.declarations, indent=2))
+    print(_json(declared, indent=2))
     return EXIT_OK
 
 

@@ -143,6 +143,8 @@ class Engine:
                 keep_limit=self.config.max_kept_bytes,
                 private_files=(output_path, failure_path),
                 file_limit=self.config.max_kept_bytes,
+                sets_file_limit=prepared.sets_file_limit,
+                awaits_file_limit=prepared.awaits_file_limit,
                 watch_dir=str(cache_dir),
                 watch_limit=cache_limit,
             )

@@ -19,7 +19,6 @@ import binascii
 import collections
 import contextlib
 import json
-import math
 import os
 import signal
 import sys
@@ -41,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from referencing import Registry
 
+from toolexec import strictjson
 from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
@@ -54,7 +54,7 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
 from toolexec.sources import WatchedSource
-from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
+from toolexec.validation import MAX_DEPTH
 from toolexec.version import __version__
 from toolexec.watch import watch_tools
 
@@ -549,37 +549,10 @@ class ToolServer:
             await outcome
 
 
-class _NotJSON(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotJSON(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJSON(f"{text[:40]} is too large for a JSON number")
-    return value
-
-
 def _output_json(output: str) -> Any:
-    """A tool's output read as the JSON its output schema promises, in a form any client can be sent: at most
-    ``MAX_DEPTH`` levels, finite numbers, lone surrogates replaced; ValueError saying what it is not."""
-    if too_deep_text(output, MAX_DEPTH):
-        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
-    try:
-        value = json.loads(output, parse_constant=_refuse_constant, parse_float=_finite)
-    except json.JSONDecodeError as exc:
-        raise ValueError(exc.msg) from None
-    except _NotJSON:
-        raise
-    except RecursionError:
-        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
-    except ValueError:  # an integer of more digits than Python converts
-        raise ValueError(f"an integer of more than {MAX_DIGITS} digits") from None
-    return json_safe(value)
+    """A tool's output read as the JSON its output schema promises (:mod:`toolexec.strictjson`), in a form any
+    client can be sent (lone surrogates replaced); ValueError saying what it is not."""
+    return json_safe(strictjson.loads(output, MAX_DEPTH))
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -21,8 +21,9 @@ def build_progress(total: int, stream: TextIO | None = None) -> Iterator[Callabl
     if total < MANY_FILES or not stream.isatty():
         yield None
         return
-    from rich.console import Console  # only here: importing rich costs a one-shot command time
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    # slow (rich: ~30 ms): only a build of many files on a terminal shows a bar
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
 
     columns = (TextColumn("building"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"))
     with Progress(*columns, console=Console(file=stream), transient=True) as progress:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     ]
 
 LANGUAGES: tuple[Language, ...] = ("python", "bash", "typescript", "javascript")
-# Every declaration format: `toolexec declarations --format …` and `Executor.definitions(format=…)` (here, not in
+# Every declaration format: `toolexec declarations --format …` and `Executor.declarations(format=…)` (here, not in
 # toolexec.providers, so the CLI's parser names them without importing the providers).
 DECLARATION_FORMATS = ("openai", "openai-strict", "responses", "anthropic", "gemini", "mcp")
 

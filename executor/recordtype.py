@@ -241,9 +241,19 @@ def asdict(item: Any) -> dict[str, Any]:
     return _plain(item)  # type: ignore[no-any-return]
 
 
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
 def _plain(value: Any) -> Any:
-    if hasattr(type(value), _FIELDS):
-        return {name: _plain(value.__dict__[name]) for name in field_names(value)}
+    kind = type(value)
+    if kind in _ATOMS:  # most of a declaration (a schema's leaves): first, and without a call
+        return value
+    if kind is dict:  # a schema: plain keys, values made plain as they come
+        return {k if type(k) is str else _plain(k): v if type(v) in _ATOMS else _plain(v) for k, v in value.items()}
+    fields = getattr(kind, _FIELDS, None)
+    if fields is not None:
+        values = value.__dict__
+        return {one.name: _plain(values[one.name]) for one in fields}
     if isinstance(value, tuple | list):
         return type(value)(_plain(one) for one in value)
     if isinstance(value, dict):

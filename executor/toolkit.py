@@ -3,7 +3,7 @@
 >>> fs = Executor().toolkit("fs")             # doctest: +SKIP   (a mapping_tools alias)
 >>> fs.names()                                 # doctest: +SKIP
 ['fs_cat', 'fs_ls']
->>> fs.definitions(format="anthropic")         # doctest: +SKIP
+>>> fs.declarations(format="anthropic")         # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from toolexec.api import Executor
     from toolexec.catalog import Catalog
     from toolexec.config import Config
+    from toolexec.providers import Declarations
     from toolexec.runtimes.process import CallControl
 
 __all__ = ["DiscoveryError", "DiscoveryReport", "Toolkit"]
@@ -54,9 +55,9 @@ class Toolkit:
         """Name, description and input schema of each tool, sorted by name."""
         return [entry for entry in self.executor.manifest() if entry["name"] in self.tools]
 
-    def definitions(self, format: str = "openai", *, json_schema: bool = False) -> list[dict[str, Any]]:
+    def declarations(self, format: str = "openai", *, json_schema: bool = False) -> Declarations:
         """The toolkit's tools declared in ``format`` (names as the whole executor maps them)."""
-        return self.executor.declarations(format, json_schema=json_schema, only=self.tools).declarations
+        return self.executor.declarations(format, json_schema=json_schema, only=self.tools)
 
     def call(
         self,

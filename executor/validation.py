@@ -9,10 +9,13 @@ declaration shown to models does not say ``additionalProperties: false``.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 
+from toolexec import strictjson
 from toolexec.errors import BadRequest, InvalidArguments, ToolBroken, brief, did_you_mean
+from toolexec.strictjson import MAX_DIGITS
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -33,78 +36,28 @@ _TYPE_NAMES = {
 
 
 MAX_DEPTH = 100  # nesting of arguments; deeper would exhaust the recursion of the validators and encoders
-MAX_DIGITS = 4300  # Python's own bound on converting an integer to and from text
-
-
-class _NotJSON(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotJSON(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJSON(f"{text[:40]} is too large for a JSON number (it would be infinite)")
-    return value
 
 
 def parse_arguments(raw: Any, tool: str) -> dict[str, Any]:
     """Arguments given as a JSON string (as OpenAI sends them) or already as an object.
 
-    Only JSON is accepted: no NaN or Infinity, no number that overflows, no lone surrogate,
-    at most :data:`MAX_DEPTH` levels deep (:func:`check_values`).
+    Only JSON is accepted (:mod:`toolexec.strictjson`: no NaN or Infinity, no number that overflows, no key
+    twice), without a lone surrogate, at most :data:`MAX_DEPTH` levels deep (:func:`check_values`).
     """
     if isinstance(raw, (str, bytes)):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if not text.strip():
             return {}
-        if too_deep_text(text):
-            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply")
         try:
-            raw = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-        except json.JSONDecodeError as exc:
-            raise BadRequest(
-                f"arguments for tool {tool!r} are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from None
-        except _NotJSON as exc:
+            raw = strictjson.loads(text, MAX_DEPTH)
+        except strictjson.NotJSON as exc:
             raise BadRequest(f"arguments for tool {tool!r} are not valid JSON: {exc}") from None
-        except ValueError:  # an integer of more digits than Python converts
-            raise BadRequest(f"arguments for tool {tool!r} hold an integer of more than {MAX_DIGITS} digits") from None
-        except RecursionError:
-            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise BadRequest(f"arguments for tool {tool!r} must be a JSON object of parameter names to values, got {_kind(raw)}")
     check_values(raw, tool)
     return raw
-
-
-def too_deep_text(text: str, limit: int = MAX_DEPTH) -> bool:
-    """Whether JSON text opens more than ``limit`` brackets at once (strings skipped), without parsing it."""
-    depth, in_string, escaped = 0, False, False
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
 
 
 def check_values(arguments: dict[str, Any], tool: str) -> None:
@@ -114,7 +67,7 @@ def check_values(arguments: dict[str, Any], tool: str) -> None:
     while stack:
         value, where, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise BadRequest(f"arguments for tool {tool!r} are nested too deeply")
+            raise BadRequest(f"arguments for tool {tool!r} are nested more than {MAX_DEPTH} levels deep")
         problem = _value_problem(value)
         if problem is not None:
             raise BadRequest(f"parameter {where or '(arguments)'!r} of tool {tool!r} {problem}")
@@ -198,19 +151,79 @@ def compile_validator(schema: dict[str, Any]) -> Validator:
 
 
 def validator_code(schema: dict[str, Any]) -> str:
-    """Python source of the fast validator of ``schema`` (made once per declaration, kept with the catalog)."""
+    """Python source of the fast validator of ``schema`` (made once per declaration, kept with the catalog).
+
+    Made from what validation reads of the schema (no descriptions, titles or examples), once per such shape in a
+    process: tools of one shape (``{"path": string}``…) share it, so a build generates code once per shape."""
+    checked = _checked_part(schema)  # a new dict at every schema level: _strict's deep copy is not needed
+    strict = {"type": "object", "properties": {}, **checked, "additionalProperties": False}
+    return _code_for(json.dumps(strict, ensure_ascii=False))
+
+
+@functools.lru_cache(maxsize=512)
+def _code_for(strict_json: str) -> str:
     import fastjsonschema
 
     from toolexec.schemarefs import nonlocal_references
 
-    strict = _strict(schema)
+    strict = json.loads(strict_json)
     if nonlocal_references(strict):  # generating code resolves references: it would fetch them
         return ""
     try:
         # use_default=False: never write schema defaults into (the caller's) arguments
-        return fastjsonschema.compile_to_code(strict, use_default=False)
+        code = fastjsonschema.compile_to_code(strict, use_default=False)
     except Exception:  # a schema it cannot turn into code: jsonschema alone checks it (see validator_from_code)
         return ""
+    return _compact(code)
+
+
+_RAISED = frozenset({"JsonSchemaValueException", "JsonSchemaValuesException", "JsonSchemaDefinitionException"})
+
+
+def _compact(code: str) -> str:
+    """``code`` whose raises carry nothing: a rejection is only a signal (:func:`explain` says what is wrong), and the
+    message, value and sub-schema each raise builds are most of the text kept in every record and compiled per call."""
+    import ast  # only a build generates validators
+
+    try:
+        tree = ast.parse(code)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                call = node.exc
+                if isinstance(call.func, ast.Name) and call.func.id in _RAISED:
+                    call.args, call.keywords = [], []
+        return ast.unparse(tree)
+    except (SyntaxError, RecursionError, ValueError):  # too deep to walk: kept as generated
+        return code
+
+
+# Keywords that only annotate (validation never reads them, nor does fastjsonschema with use_default=False) ...
+_ANNOTATIONS = frozenset({"description", "title", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"})
+# ... and where a schema holds schemas: one, a list of them, or a map of names to them.
+_SCHEMA = frozenset(
+    {"items", "additionalItems", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else"}
+    | {"unevaluatedItems", "unevaluatedProperties"}
+)
+_SCHEMAS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _checked_part(schema: Any) -> Any:
+    """``schema`` without its annotations (values such as ``enum`` and ``const`` are kept as they are)."""
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key in _SCHEMAS and isinstance(value, list):
+            value = [_checked_part(item) for item in value]
+        elif key in _SCHEMA:
+            value = _checked_part(value)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            value = {name: _checked_part(item) for name, item in value.items()}
+        kept[key] = value
+    return kept
 
 
 class _Rejected(ValueError):

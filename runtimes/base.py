@@ -41,6 +41,12 @@ class Prepared:
     env_additions: dict[str, str] = field(default_factory=dict)
     # What the result should tell about how the call was prepared (e.g. a fallback interpreter).
     notes: tuple[str, ...] = ()
+    # How the launch takes the call's file size bound (RLIMIT_FSIZE) from ``TOOLEXEC_FILE_LIMIT`` before the tool's
+    # first line, so that no extra program starts it: its bootstrap sets it itself, in multiples of this many bytes
+    # (0: it cannot; see :data:`toolexec.runtimes.process.FILE_LIMIT_VARIABLE`) ...
+    sets_file_limit: int = 0
+    # ... or its bootstrap waits until toolexec has set it on the started process (Linux).
+    awaits_file_limit: bool = False
 
 
 class Runtime(Protocol):

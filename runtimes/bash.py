@@ -39,7 +39,8 @@ class BashRuntime:
             argv = [*interpreter_for(tool, site), tool.source, *command, *built_argv(tool, invocation, arguments)]
             return Prepared(argv=argv, stdin=b"", env_additions=additions)
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source, *command]
-        return Prepared(argv=argv, stdin=_records(tool, invocation, arguments), env_additions=additions)
+        # `ulimit -f` counts in 1024-byte blocks (512 in POSIX mode, which the bootstrap doubles for)
+        return Prepared(argv=argv, stdin=_records(tool, invocation, arguments), env_additions=additions, sets_file_limit=1024)
 
 
 def _records(tool: ToolDeclaration, invocation: Argc, arguments: dict[str, Any]) -> bytes:

@@ -9,6 +9,17 @@
 #   c NAME FUNCTION     check argc_NAME's values against FUNCTION's output lines
 #   p COUNT V...        the positional @arg values passed to main
 # Values are only ever assigned (printf -v, array slices): never parsed or eval'd.
+# The call's file size bound (RLIMIT_FSIZE, bytes; a multiple of 1024), soft and hard so that the tool cannot raise
+# it, before any line of the tool runs: `ulimit -f` counts 1024-byte blocks, 512-byte ones in POSIX mode.
+if [[ -n ${TOOLEXEC_FILE_LIMIT-} ]]; then
+  if [[ -o posix ]]; then __toolexec_block=512; else __toolexec_block=1024; fi
+  ulimit -f $((TOOLEXEC_FILE_LIMIT / __toolexec_block)) || {
+    echo "toolexec: cannot bound the size of the files the tool writes" >&2
+    exit 70
+  }
+  unset __toolexec_block
+fi
+unset TOOLEXEC_FILE_LIMIT
 BASH_ARGV0=$1
 __toolexec_call=${2:-main}
 shift $#

@@ -22,7 +22,14 @@ class JavaScriptRuntime:
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen runtime (node, bun, deno…)."""
         argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
-        return Prepared(argv=argv, stdin=request(tool, arguments))
+        return Prepared(argv=argv, stdin=request(tool, arguments), awaits_file_limit=awaits_file_limit(argv))
+
+
+def awaits_file_limit(argv: list[str]) -> bool:
+    """Whether the bootstrap can wait for its file size bound (node has no setrlimit; the bootstrap reads
+    ``/proc/self/limits`` until toolexec has set it): under node itself, not bun or deno (whose permissions may
+    refuse the read), which start under prlimit(1)."""
+    return Path(argv[0]).name == "node"
 
 
 def request(tool: ToolDeclaration, arguments: dict[str, Any]) -> bytes:

@@ -10,6 +10,26 @@ import { pathToFileURL } from "node:url";
 const failureFile = process.env.TOOLEXEC_FAILURE_FILE;
 delete process.env.TOOLEXEC_FAILURE_FILE;
 
+// The call's file size bound (RLIMIT_FSIZE): node cannot set it, so toolexec sets it on this process once it has
+// started, and no line of the tool runs before it holds, soft and hard (read back from /proc/self/limits).
+const fileLimit = process.env.TOOLEXEC_FILE_LIMIT;
+delete process.env.TOOLEXEC_FILE_LIMIT;
+if (fileLimit !== undefined) awaitFileLimit(fileLimit);
+
+function awaitFileLimit(limit) {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const until = Date.now() + 5000;
+  for (;;) {
+    const line = readFileSync("/proc/self/limits", "utf8").match(/^Max file size\s+(\S+)\s+(\S+)/m);
+    if (line && line[1] === limit && line[2] === limit) return;
+    if (Date.now() > until) {
+      process.stderr.write("toolexec: cannot bound the size of the files the tool writes\n");
+      process.exit(70);
+    }
+    Atomics.wait(pause, 0, 0, 1);
+  }
+}
+
 function report(type, message, stack = "") {
   if (failureFile) writeFileSync(failureFile, JSON.stringify({ type, message, stack }));
 }

@@ -24,12 +24,14 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
 
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
 from toolexec.runtimes import process_linux, sandbox
+from toolexec.runtimes.interpreter import which
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ CHUNK = 1 << 16
 MARKER = "TOOLEXEC_CALL_MARK"
 # Names the write end of a call's progress pipe (``/dev/fd/N``) when the caller listens for events.
 PROGRESS_VARIABLE = "LLM_PROGRESS"
+# Names the call's file size bound (bytes) for a bootstrap that sets or awaits RLIMIT_FSIZE itself; it removes it.
+FILE_LIMIT_VARIABLE = "TOOLEXEC_FILE_LIMIT"
 PROGRESS_LINE_LIMIT = 1 << 16  # runtimes.progress.LINE_LIMIT: a longer line is dropped unread
 BACKEND_VARIABLE = "TOOLEXEC_PROCESS_BACKEND"
 BACKENDS = ("auto", "linux", "portable")
@@ -239,8 +243,12 @@ class Launch:
     keep_limit: int | None = None
     # Files of this call only (LLM_OUTPUT, ...): removed by the parent-death guard should this process die mid-call.
     private_files: Sequence[str] = ()
-    # The largest file the tool's processes may write (RLIMIT_FSIZE, Linux): past it the kernel stops the writer.
+    # The largest file the tool's processes may write (RLIMIT_FSIZE): past it the kernel stops the writer.
     file_limit: int | None = None
+    # How the started program takes file_limit (see Prepared): its bootstrap sets it in multiples of this many bytes
+    # (0: it cannot), or waits until this process has set it. Else prlimit(1) starts it.
+    sets_file_limit: int = 0
+    awaits_file_limit: bool = False
     # A directory whose disk usage is measured while the call runs; past watch_limit bytes the tool is stopped.
     watch_dir: str | None = None
     watch_limit: int | None = None
@@ -281,6 +289,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     # nothing is left on disk whatever happens to either process.
     env = {**launch.env, MARKER: mark}
     env.pop(PROGRESS_VARIABLE, None)  # a caller's own channel is not this call's (its descriptor is not passed on)
+    env.pop(FILE_LIMIT_VARIABLE, None)  # only this call sets its bound
     progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
@@ -288,16 +297,26 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     confinement, held = launch.confinement, None
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
+    argv = list(launch.argv)
+    # Who bounds the files (a confined call's launcher does it for itself): the bootstrap (its first line), this
+    # process once the bootstrap has started (which waits for it), or prlimit(1) around the program.
+    bound = None if launch.file_limit is None or confinement is not None else file_bound(launch.file_limit)
+    set_here = False
+    if bound is not None:
+        if launch.sets_file_limit and bound % launch.sets_file_limit == 0:
+            env[FILE_LIMIT_VARIABLE] = str(bound)
+        elif launch.awaits_file_limit and _PRLIMIT_CALL:
+            env[FILE_LIMIT_VARIABLE] = str(bound)
+            set_here = True
+        else:
+            argv = _with_file_limit(argv, bound)
+            set_here = len(argv) == len(launch.argv)  # no prlimit(1): set after the start (see limit_file_size)
     system.enter()
     proc: subprocess.Popen[bytes] | None = None
     try:
         stdin = -1
         try:
             stdin = _stdin_file(launch.stdin)
-            argv = list(launch.argv)
-            if launch.file_limit is not None and confinement is None:
-                argv = _with_file_limit(argv, launch.file_limit)
-            limited = len(argv) != len(launch.argv) or confinement is not None  # started under prlimit(1)
             if confinement is not None:
                 argv, held = sandbox.wrap(confinement, argv)
             proc = subprocess.Popen(
@@ -318,8 +337,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
         system.register(proc.pid, mark, tuple(launch.private_files))
-        if launch.file_limit is not None and not limited:
-            limit_file_size(proc.pid, launch.file_limit)
+        if set_here and bound is not None:
+            limit_file_size(proc.pid, bound)
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
         if held is not None and held.pid_namespace:  # its own PID namespace: the kernel ended what was left (bwrap's own too)
             finished = replace(finished, escaped=0)
@@ -337,41 +356,43 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
 
 
 _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for
+_PRLIMIT_CALL = sys.platform == "linux"  # resource.prlimit: setting another process's limits
+
+
+def file_bound(limit: int) -> int:
+    """``limit``, or the lower hard RLIMIT_FSIZE this process already has (which no child may raise)."""
+    try:
+        import resource  # (a C module of the standard library: ~0.1 ms, on the calls that bound files only)
+
+        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (ImportError, OSError, ValueError):
+        return limit
+    return limit if hard == resource.RLIM_INFINITY else min(limit, hard)
 
 
 def _with_file_limit(argv: list[str], limit: int) -> list[str]:
     """``argv`` started under ``prlimit --fsize`` (util-linux): the tool's processes can write no file past ``limit``
-    bytes (``RLIMIT_FSIZE``, soft and hard, so the tool cannot raise it) from their first instruction on. One exec
-    more per call (~1 ms); a limit set in the child by ``preexec_fn`` costs every spawn a fork instead of a vfork
-    (~6 ms). Unchanged where prlimit is not installed, or ``argv[0]`` cannot be found (so that the error names it)."""
-    from toolexec.runtimes.interpreter import which
-
+    bytes (``RLIMIT_FSIZE``, soft and hard, so the tool cannot raise it) from their first instruction on. For a
+    program whose bootstrap cannot bound itself (a Bash tool with its own parser, node's alternatives): one exec more
+    per call (~1 ms); a limit set in the child by ``preexec_fn`` costs every spawn a fork instead of a vfork (~6 ms).
+    Unchanged where prlimit is not installed, or ``argv[0]`` cannot be found (so that the error names it)."""
     if not _prlimit:
         _prlimit.append(which("prlimit"))
     program = _prlimit[0]
     if program is None or not argv or which(argv[0]) is None:
         return argv
-    try:
-        import resource
-
-        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-    except (ImportError, OSError, ValueError):
-        pass
     return [program, f"--fsize={limit}:{limit}", "--", *argv]
 
 
 def limit_file_size(pid: int, limit: int) -> bool:
-    """Where prlimit(1) is not installed: set ``RLIMIT_FSIZE`` of the started tool ``pid`` from here (see
-    :func:`_with_file_limit`). An interpreter runs no tool code that soon, but a process the tool starts before the
-    limit is set keeps none. False where the system has no ``prlimit`` call (macOS)."""
+    """Set ``RLIMIT_FSIZE`` (soft and hard) of the started tool ``pid`` from here: for a bootstrap that waits for it
+    before the tool's first line (node's), and where prlimit(1) is not installed (then an interpreter runs no tool
+    code that soon, but a process the tool starts before the limit is set keeps none). False where the system has no
+    ``prlimit`` call (macOS)."""
     try:
         import resource
 
-        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-        bound = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
-        resource.prlimit(pid, resource.RLIMIT_FSIZE, (bound, bound))
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, limit))
     except (ImportError, AttributeError, OSError, ValueError):
         return False
     return True

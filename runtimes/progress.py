@@ -4,8 +4,9 @@ A tool appends lines such as ``{"progress": 3, "total": 10, "message": "3 of 10 
 pipe named by ``LLM_PROGRESS``. Each line becomes at most one event, and only one that any JSON
 writer downstream (the MCP server's protocol stream, a Python caller's callback) can send as is:
 
-* a line is at most :data:`LINE_LIMIT` bytes and :data:`MAX_DEPTH` brackets deep, checked before
-  parsing (a line of 30,000 ``[`` never reaches the recursive parser);
+* a line is at most :data:`LINE_LIMIT` bytes, and strict JSON (:mod:`toolexec.strictjson`) at most
+  :data:`MAX_DEPTH` brackets deep, checked before parsing (a line of 30,000 ``[`` never reaches the recursive
+  parser); a key given twice makes it no report;
 * bytes that are not UTF-8 become U+FFFD, as do lone surrogates written as ``\\ud800`` escapes;
 * ``progress`` and ``total`` are finite numbers (no ``NaN``, ``Infinity`` or ``1e400``; an integer
   too long for Python to read is no number);
@@ -16,9 +17,10 @@ Anything else is skipped: a tool's progress can never fail a call.
 
 from __future__ import annotations
 
-import json
 import math
 import re
+
+from toolexec import strictjson
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -30,28 +32,13 @@ MESSAGE_LIMIT = 1000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class _NotProgress(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotProgress(name)
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotProgress(text)
-    return value
-
-
 def parse_progress(line: bytes) -> dict[str, Any] | None:
     """The event data of one progress line (``progress``, and ``total``/``message`` when given), or None."""
-    if len(line) > LINE_LIMIT or _too_deep(line):
+    if len(line) > LINE_LIMIT:
         return None
     try:
-        report = json.loads(line.decode("utf-8", "replace"), parse_constant=_refuse_constant, parse_float=_finite)
-    except (ValueError, RecursionError):  # not JSON, NaN/Infinity, an integer past Python's digit limit
+        report = strictjson.loads(line.decode("utf-8", "replace"), MAX_DEPTH)
+    except strictjson.NotJSON:
         return None
     if not isinstance(report, dict):
         return None
@@ -76,27 +63,3 @@ def _number(value: Any) -> int | float | None:
         return value if math.isfinite(float(value)) else None
     except OverflowError:
         return None
-
-
-def _too_deep(line: bytes) -> bool:
-    """Whether the line opens more than MAX_DEPTH brackets at once outside strings, without parsing it."""
-    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
-        return False
-    depth, in_string, escaped = 0, False, False
-    for byte in line:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return False

@@ -26,7 +26,7 @@ MARSHALLED = b"\0"
 
 
 class PythonRuntime:
-    """``python -B python_bootstrap.py TOOL [FUNCTION]`` with ``{"arguments": …, "source": …}`` on stdin."""
+    """``python python_bootstrap.py TOOL [FUNCTION]`` with ``{"arguments": …, "source": …}`` on stdin."""
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments and source text as :func:`request` makes them."""
@@ -39,7 +39,7 @@ class PythonRuntime:
             left_out = {name: value for name, value in call.defaults if name not in arguments}
             arguments = {**arguments, **left_out} if left_out else arguments
             enums = [list(each) for each in call.enums if arguments.get(each[0]) is not None]
-        return Prepared(argv=argv, stdin=request(arguments, site.code, enums))
+        return Prepared(argv=argv, stdin=request(arguments, site.code, enums), sets_file_limit=1)
 
 
 def request(arguments: dict[str, Any], source: str | None = None, enums: list[list[Any]] | None = None) -> bytes:

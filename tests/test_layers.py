@@ -6,7 +6,7 @@
     calls                                                             the one call path
     engine, sources, build, catalog, config, providers, results, …   what a call and a build use
     toolexec.compilers, toolexec.runtimes                             (neither imports the other)
-    records, recordtype, errors, state, paths, version, foreign_config   the leaf vocabulary
+    records, recordtype, errors, state, paths, version, strictjson, …    the leaf vocabulary
 
 Every module is listed: a new one must be placed (the package's own name covers only its
 ``__init__``, not everything under it).
@@ -67,6 +67,7 @@ LAYERS = [
         "toolexec.schemarefs",
         "toolexec.foreign_config",
         "toolexec.policy",
+        "toolexec.strictjson",
     },
 ]
 # Inside the leaf vocabulary: what each may import of the project.
@@ -80,6 +81,7 @@ LEAVES = {
     "toolexec.schemarefs": set(),
     "toolexec.foreign_config": set(),
     "toolexec.policy": {"toolexec.records", "toolexec.recordtype"},
+    "toolexec.strictjson": set(),
 }
 # (importer, imported) -> why an upward import is right there. None today.
 JUSTIFIED: dict[tuple[str, str], str] = {}

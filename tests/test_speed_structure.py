@@ -9,27 +9,52 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import REPO, Project
 from toolexec.build import build
 from toolexec.config import load_config
 from toolexec.state import State
 
 NOOP_SH = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
 GOOD = 'def run(x: int) -> int:\n    """Double x."""\n    return 2 * x\n'
-HEAVY = ("tree_sitter", "yaml", "jsonschema", "fastjsonschema", "pydantic", "mcp", "asyncio", "toolexec.compilers")
-# Standard modules a one-shot run does without, each several milliseconds of it on a small machine: the records
-# are made without dataclasses (inspect, ast, dis), run is parsed without argparse, a call runs on the calling
-# thread (no concurrent.futures, logging), caches are named without hashing, private files are made without
-# tempfile, programs are found without shutil.
-AVOIDED = ("typing", "dataclasses", "inspect", "argparse", "concurrent", "logging", "hashlib", "tempfile", "random", "shutil")
+# The lean rules as ruff reads them (pyproject.toml, where each says why): what the modules of a one-shot run may
+# not import at their top, and which modules those are.
+_LINT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+BANNED = tuple(_LINT["flake8-tidy-imports"]["banned-module-level-imports"])
+_LEAN_GLOB = next(key[1:] for key, rules in _LINT["per-file-ignores"].items() if key.startswith("!") and "TID253" in rules)
+
+
+def _expand(glob: str) -> list[str]:
+    """The paths a ruff glob of ``{a,b}`` alternatives names."""
+    start = glob.find("{")
+    if start < 0:
+        return [glob]
+    depth, end, parts, last = 0, start, [], start + 1
+    for end in range(start, len(glob)):
+        depth += {"{": 1, "}": -1}.get(glob[end], 0)
+        if depth == 1 and glob[end] == ",":
+            parts.append(glob[last:end])
+            last = end + 1
+        if depth == 0:
+            break
+    parts.append(glob[last:end])
+    return [path for part in parts for path in _expand(glob[:start] + part + glob[end + 1 :])]
+
+
+FOLDERS = {"executor": "toolexec", "runtimes": "toolexec.runtimes"}
+LEAN = {
+    ".".join([FOLDERS[folder], *([] if stem == "__init__" else [stem])])
+    for folder, stem in (path.removesuffix(".py").split("/") for path in _expand(_LEAN_GLOB))
+}
 
 
 def read_index(project: Project) -> dict[str, Any]:
@@ -39,14 +64,15 @@ def read_index(project: Project) -> dict[str, Any]:
 
 
 def imported_by_run(config: Path, *argv: str) -> tuple[str, set[str]]:
-    """The output of a one-shot ``toolexec run`` and every module it imported (from ``-X importtime``)."""
+    """The output of a one-shot ``toolexec run`` and every module it imported (from ``-v``: ``-X importtime`` misses
+    what is imported once the call has started)."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", str(config), "run", *argv],
+        [sys.executable, "-v", "-m", "toolexec", "--config", str(config), "run", *argv],
         capture_output=True,
         text=True,
         check=True,
     )
-    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    modules = {found[1] for line in done.stderr.splitlines() if (found := re.match(r"import '([\w.]+)' ", line))}
     return done.stdout, modules
 
 
@@ -58,8 +84,32 @@ def test_one_shot_run_on_a_fresh_catalog_imports_nothing_heavy(project: Project)
     assert {"toolexec.compilers", "tree_sitter", "yaml"} <= first  # the first run builds the catalog
     output, modules = imported_by_run(config, "echo", '{"text": "two"}')
     assert output == "two"
-    assert sorted(m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY) == []
-    assert sorted(m for m in modules if m.split(".")[0] in AVOIDED) == []
+    assert sorted(m for m in modules if m.split(".")[0] in BANNED or m.startswith("toolexec.compilers")) == []
+
+
+NOOP_JS = "/** Echo.\n * @param {string} text - The text.\n */\nexport function run(text) {\n  return text;\n}\n"
+
+
+def test_the_lean_rules_cover_every_module_a_one_shot_run_loads(project: Project) -> None:
+    """ruff's lean rules (pyproject.toml) are scoped to the modules a one-shot run of a tool of each kind loads."""
+    assert {"toolexec.cli", "toolexec.calls", "toolexec.engine", "toolexec.runtimes.process"} <= LEAN
+    assert {"typing", "dataclasses", "argparse", "tree_sitter", "yaml"} <= set(BANNED)
+    project.tool("echo.sh", NOOP_SH)
+    project.tool("double.py", GOOD)
+    project.tool("echo_js.js", NOOP_JS)
+    config = project.configure()
+    build(load_config(config))
+    loaded: set[str] = set()
+    for name, arguments, output in [
+        ("echo", '{"text": "a"}', "a"),
+        ("double", '{"x": 2}', "4"),
+        ("echo_js", '{"text": "b"}', "b"),
+    ]:
+        printed, modules = imported_by_run(config, name, arguments)
+        assert printed == output
+        loaded |= {m for m in modules if m.startswith("toolexec")}
+    assert sorted(loaded - LEAN - {"toolexec.__main__"}) == []
+    assert {"toolexec.runtimes.bash", "toolexec.runtimes.python", "toolexec.runtimes.javascript"} <= loaded
 
 
 def test_python_bootstrap_imports_asyncio_only_for_a_coroutine_run(project: Project) -> None:

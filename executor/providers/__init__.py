@@ -8,7 +8,7 @@ A call-shape module satisfies :class:`ProviderFormat`: it recognises its input
 records, and renders the result messages in input order. A call that is malformed
 becomes a refused result in its place; the others still run.
 
-Every module also declares tools (:func:`definitions`) from the one canonical schema,
+Every module also declares tools (:func:`declarations`) from the one canonical schema,
 under provider-safe names (:mod:`toolexec.providers.names`) that are mapped back when
 a model's call comes in (:func:`parse_batch` with ``names``).
 
@@ -24,21 +24,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
-from toolexec import results
+from toolexec import results, strictjson
 from toolexec.errors import BadRequest
-from toolexec.providers.names import NameMap, NameRule
+from toolexec.providers.names import GEMINI_NAMES, MCP_NAMES, OPENAI_NAMES, NameMap, NameRule
+from toolexec.providers.sdk import plain
 from toolexec.records import DECLARATION_FORMATS, ToolCall, ToolDeclaration, ToolResult
+from toolexec.validation import MAX_DEPTH
 
 __all__ = [
     "DECLARATION_FORMATS",
     "Batch",
+    "Declarations",
     "Declared",
-    "Definitions",
     "Names",
     "ProviderFormat",
     "Sent",
     "content",
-    "definitions",
+    "declarations",
     "format_named",
     "format_tool_result",
     "format_tool_result_as_text",
@@ -140,7 +142,7 @@ class Names:
         self.tools = tuple(sorted(set(tools)))
         self._maps: dict[str, NameMap] = {}
 
-    def map(self, rule: NameRule) -> NameMap:
+    def _map(self, rule: NameRule) -> NameMap:
         """The map under ``rule``."""
         if rule.label not in self._maps:
             self._maps[rule.label] = NameMap(self.tools, rule)
@@ -150,16 +152,14 @@ class Names:
         """The tool a provider-safe name stands for under any provider's rule (the name itself when none maps it)."""
         if sent in self.tools:
             return sent
-        from toolexec.providers.names import GEMINI_NAMES, MCP_NAMES, OPENAI_NAMES
-
-        found = {self.map(rule).original(sent) for rule in (OPENAI_NAMES, GEMINI_NAMES, MCP_NAMES)} - {sent}
+        found = {self._map(rule).original(sent) for rule in (OPENAI_NAMES, GEMINI_NAMES, MCP_NAMES)} - {sent}
         return found.pop() if len(found) == 1 else sent
 
 
 def formats() -> tuple[ProviderFormat, ...]:
     """Every call-shape provider format, in the order they are tried on unlabelled input."""
-    # Imported here: the provider modules import this module's shared pieces.
-    from toolexec.providers import anthropic, gemini, openai, responses
+    # A cycle: the provider modules import this module's shared pieces.
+    from toolexec.providers import anthropic, gemini, openai, responses  # noqa: PLC0415
 
     # By what marks each shape: Anthropic's typed blocks, Responses' function_call items,
     # Gemini's parts; OpenAI last, as the fallback shape of a bare list.
@@ -193,8 +193,6 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
     ``null`` and ``[]`` (what the SDKs' ``function_calls`` and ``tool_calls`` hold when there
     are none) are a batch of no calls.
     """
-    from toolexec.providers.sdk import plain
-
     data = plain(data)
     if data is None or data == []:
         return Batch(format_named(provider).NAME if provider is not None else "openai", ())
@@ -215,7 +213,7 @@ def parse_batch(data: Any, provider: str | None = None, *, names: Names | None =
         return batch
     rule = format_named(batch.provider).NAMES
     mapped = tuple(
-        replace(entry, name=names.map(rule).original(entry.name)) if isinstance(entry, ToolCall) else entry
+        replace(entry, name=names._map(rule).original(entry.name)) if isinstance(entry, ToolCall) else entry
         for entry in batch.entries
     )
     return replace(batch, entries=mapped)
@@ -277,19 +275,13 @@ def mixed_shapes(data: Any) -> str | None:
 def parse_batch_text(text: str, where: str = "on stdin") -> Any:
     """JSON text of a batch as data, refused with :class:`BadRequest` (never a traceback) when it is not JSON, is
     nested deeper than any batch of valid arguments can be, or holds an integer Python cannot read."""
-    import json
-
-    from toolexec.validation import MAX_DEPTH, MAX_DIGITS, too_deep_text
-
     limit = MAX_DEPTH + BATCH_ENVELOPE_DEPTH
-    if too_deep_text(text, limit):
+    if strictjson.too_deep(text, limit):
         raise BadRequest(f"the batch {where} is nested more than {limit} levels deep: no tool call's arguments can be")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"the batch {where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except ValueError:  # an integer of more digits than Python converts
-        raise BadRequest(f"the batch {where} holds an integer of more than {MAX_DIGITS} digits") from None
+        return strictjson.loads(text, limit)
+    except strictjson.NotJSON as exc:
+        raise BadRequest(f"the batch {where} is not valid JSON: {exc}") from None
 
 
 # Levels a batch adds around a call's arguments: a response's choices, message, tool_calls, a call, its function.
@@ -322,62 +314,67 @@ def format_tool_result(result: ToolResult, format: str = "openai", *, names: Nam
     (the name coerced on its own without them).
     """
     if format == "mcp":
-        from toolexec.providers import mcp
+        from toolexec.providers import mcp  # noqa: PLC0415 - a cycle: it imports this module's shared pieces
 
         return mcp.message(result)
     provider = format_named(format)
-    known = names.map(provider.NAMES) if names is not None else NameMap([result.tool_name], provider.NAMES)
+    known = names._map(provider.NAMES) if names is not None else NameMap([result.tool_name], provider.NAMES)
     return provider.message(result, Sent(known.safe(result.tool_name), result.tool_call_id))
 
 
-@dataclass(frozen=True)
-class Definitions:
-    """Declarations in one format, with a note per tool whose declaration had to give way."""
+class Declarations(list[dict[str, Any]]):
+    """Tools declared in one format: a list, ready for a request's ``tools`` (or JSON), which also says its
+    ``format`` and has a note per tool whose declaration had to give way (renamed, not strict) in ``notes``."""
 
-    format: str
-    declarations: list[dict[str, Any]]
-    notes: list[str]
+    def __init__(self, format: str, declarations: Iterable[dict[str, Any]] = (), notes: Iterable[str] = ()) -> None:
+        super().__init__(declarations)
+        self.format = format
+        self.notes = list(notes)
+
+    def __repr__(self) -> str:
+        return f"Declarations({self.format!r}, {list.__repr__(self)}, notes={self.notes!r})"
 
 
-def definitions(
+def declarations(
     tools: Sequence[ToolDeclaration], format: str = "openai", *, names: Names | None = None, json_schema: bool = False
-) -> Definitions:
+) -> Declarations:
     """Declare ``tools`` in ``format`` (one of :data:`DECLARATION_FORMATS`) from their canonical schemas.
 
     Names are made provider-safe with ``names`` (built over ``tools`` without it).
     ``json_schema`` asks Gemini for ``parametersJsonSchema`` instead of its OpenAPI subset.
     """
-    from toolexec.providers import anthropic, gemini, mcp, openai, responses
+    from toolexec.providers import anthropic, gemini, mcp, openai, responses  # noqa: PLC0415 - a cycle (see formats)
 
     if format not in DECLARATION_FORMATS:
         raise BadRequest(f"unknown declaration format {format!r}; known formats: {', '.join(DECLARATION_FORMATS)}")
     if json_schema and format != "gemini":
         raise BadRequest("json_schema applies to the gemini format only (parametersJsonSchema)")
     names = names if names is not None else Names(t.name for t in tools)
-    declarations, notes = [], []
+    declared_tools: list[dict[str, Any]] = []
+    notes: list[str] = []
     for tool in tools:
         if format in ("openai", "openai-strict"):
             rule = openai.NAMES
-            safe = names.map(rule).safe(tool.name)
+            safe = names._map(rule).safe(tool.name)
             declared = openai.declare(tool, safe, strict=format == "openai-strict")
         elif format == "responses":
-            safe = names.map(responses.NAMES).safe(tool.name)
+            safe = names._map(responses.NAMES).safe(tool.name)
             declared = responses.declare(tool, safe)
         elif format == "anthropic":
-            safe = names.map(anthropic.NAMES).safe(tool.name)
+            safe = names._map(anthropic.NAMES).safe(tool.name)
             declared = anthropic.declare(tool, safe)
         elif format == "gemini":
-            safe = names.map(gemini.NAMES).safe(tool.name)
+            safe = names._map(gemini.NAMES).safe(tool.name)
             declared = gemini.declare(tool, safe, json_schema=json_schema)
         else:
-            safe = names.map(mcp.NAMES).safe(tool.name)
+            safe = names._map(mcp.NAMES).safe(tool.name)
             declared = mcp.declare(tool, safe)
-        declarations.append(declared.declaration)
+        declared_tools.append(declared.declaration)
         if safe != tool.name:
             notes.append(f"{tool.name}: declared as {safe!r} ({format} does not accept the name as it is)")
         if declared.note:
             notes.append(f"{tool.name}: {declared.note}")
-    return Definitions(format, declarations, notes)
+    return Declarations(format, declared_tools, notes)
 
 
 def sent_of(entries: Iterable[ToolCall | ToolResult]) -> tuple[Sent, ...]:

@@ -73,7 +73,7 @@ EXPECTED = {
 def test_round_trip(project: Project, provider: str) -> None:
     project.tool("notes:search.py", SEARCH)
     with project.executor() as ex:
-        declarations = ex.definitions(format=provider)
+        declarations = ex.declarations(format=provider)
         assert declared_names(declarations) == ["notes_search"]  # 'notes:search' had to be mapped
         reply = fake_model(provider, "notes_search", {"query": "milk", "limit": None})  # null: "not given"
         batch = ex.parse_calls(reply)
@@ -208,7 +208,7 @@ def test_toolkits(project: Project) -> None:
     with project.executor(mapping_tools={"notes": "notes:search,remove"}) as ex:
         notes = ex.toolkit("notes")
         assert notes.names() == ["notes:search", "remove"]
-        assert declared_names(notes.definitions(format="anthropic")) == ["notes_search", "remove"]
+        assert declared_names(notes.declarations(format="anthropic")) == ["notes_search", "remove"]
         assert notes.call("notes_search", {"query": "milk"}).output == ECHO
         outside = notes.call("clock", {}, call_id="c1")
         assert (outside.status, outside.reason, outside.error) == (

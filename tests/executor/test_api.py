@@ -14,7 +14,7 @@ from tests.conftest import Project, toolexec
 from tests.helpers import ESCAPES, RECORDER, alive, max_overlap, read_pid, wait_until
 from toolexec import Executor
 from toolexec.records import ToolCall, ToolResult
-from toolexec.runtimes.process import CallControl as Cancellation
+from toolexec.runtimes.process import CallControl
 
 CLOSED = "the executor is closed; create a new Executor to call tools"
 
@@ -24,7 +24,7 @@ def test_cancel_a_sync_call_from_another_thread(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
     executor = project.executor()
     pid_file = project.root / "functions" / "cache" / "escapes" / "escaped.pid"
-    cancel = Cancellation()
+    cancel = CallControl()
 
     def cancel_when_ready() -> None:
         wait_until(pid_file.with_suffix(".pid.ready").exists, "the tool to be ready")

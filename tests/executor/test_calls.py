@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import Project, toolexec
 from toolexec import ToolCall
+from toolexec import catalog as catalog_module
 
 # (file, good source, broken edit that would print "v2" if it ran, what the broken edit's error says)
 LANGUAGES = {
@@ -132,6 +133,31 @@ def test_a_call_checks_freshness_once(project: Project, monkeypatch: pytest.Monk
         stats.clear()
         assert surface().output == "v1"
         assert stats == ["which.py"]
+
+
+def test_a_warm_call_looks_its_tool_up_in_the_catalog_once(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog work of a call: its entry is found once (the freshness check's lookup), then remembered by the
+    catalog for every later step (the snapshot, the declaration, the validator)."""
+    from toolexec.catalog import Catalog
+
+    project.tool("which.py", LANGUAGES["python"][1])
+    for n in range(3):
+        project.tool(f"other{n}.py", LANGUAGES["python"][1].replace("v1", f"other{n}"))
+    assert project.executor().call("which").output == "v1"  # builds
+    ex = project.executor()  # reads the stored catalog, as every one-shot run does
+    assert ex.call("which").output == "v1"
+    lookups: list[str] = []
+    real = Catalog.named
+
+    def counted(self: Catalog, name: str) -> list[catalog_module.Entry]:
+        lookups.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(Catalog, "named", counted)
+    for _ in range(3):
+        lookups.clear()
+        assert ex.call("which").output == "v1"
+        assert lookups == ["which"]
 
 
 def test_a_hook_sees_the_snapshot_that_runs(project: Project) -> None:

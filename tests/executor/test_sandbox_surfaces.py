@@ -56,7 +56,7 @@ def test_mcp_declarations_carry_the_policy(project: Project) -> None:
     project.tool("fetch.py", FETCH)
     project.tool("plain.py", PLAIN)
     with project.executor() as executor:
-        declared = {d["name"]: d for d in executor.definitions(format="mcp")}
+        declared = {d["name"]: d for d in executor.declarations(format="mcp")}
     assert declared["fetch"]["annotations"] == {"openWorldHint": False}
     assert declared["fetch"]["_meta"] == {
         "toolexec/sandbox": {

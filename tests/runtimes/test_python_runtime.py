@@ -159,7 +159,8 @@ def test_traceback_starts_at_the_tools_own_code(
     result = project.executor().call("tb", {"a": 2} if "strict" in source else {})
     assert result.ok is False
     assert _frames(result.stderr) == frames
-    assert "python_bootstrap" not in result.stderr and "<frozen importlib" not in result.stderr
+    assert "python_bootstrap" not in result.stderr and "_python_runner" not in result.stderr
+    assert "<frozen importlib" not in result.stderr
     assert result.stderr.rstrip("\n").rsplit("\n", 1)[-1] == last
     assert result.stderr.startswith("Traceback (most recent call last):\n" if frames else last)
 
@@ -257,3 +258,37 @@ def test_arguments_are_never_mutated(project: Project) -> None:
     arguments: dict = {}
     assert project.executor().call("d", arguments).output == "3"
     assert arguments == {}
+
+
+RUNNER_SEEN = '''import os
+import sys
+
+
+def run() -> list:
+    """Report how the runner was loaded and the tool's import path."""
+    runner = sys.modules["_python_runner"]
+    return [type(runner.__loader__).__name__, os.path.isfile(runner.__cached__), sys.path[:2]]
+'''
+
+
+@pytest.mark.parametrize("safe_path", ["", "1"])
+def test_the_runner_loads_from_bytecode_and_leaves_the_tools_import_path_as_a_scripts(
+    project: Project, monkeypatch: pytest.MonkeyPatch, safe_path: str
+) -> None:
+    """The bootstrap script imports the runner (a script would be compiled from source at every call), under
+    ``PYTHONSAFEPATH`` too; the tool finds its own folder first, then the bootstrap's as a script's (none under
+    ``PYTHONSAFEPATH``), as before."""
+    from toolexec.runtimes.python import BOOTSTRAP
+
+    monkeypatch.setenv("PYTHONSAFEPATH", safe_path)
+    tool = project.tool("seen.py", RUNNER_SEEN)
+    executor = project.executor()
+    executor.call("seen", {})  # the first call may write the runner's bytecode (as pip does at install)
+    result = executor.call("seen", {})
+    loader, cached, path = json.loads(result.output)
+    assert (loader, cached, path[0], path[1] == str(BOOTSTRAP.parent)) == (
+        "SourceFileLoader",
+        True,
+        str(tool.parent),
+        not safe_path,
+    )

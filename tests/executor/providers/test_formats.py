@@ -17,7 +17,7 @@ from toolexec.errors import BadRequest
 from toolexec.providers import (
     DECLARATION_FORMATS,
     Names,
-    definitions,
+    declarations,
     format_tool_result,
     format_tool_result_as_text,
     parse_batch,
@@ -113,13 +113,13 @@ def golden(name: str, actual: Any, update: bool) -> None:
 
 @pytest.mark.parametrize("format", DECLARATION_FORMATS)
 def test_declarations_golden(format: str, update_goldens: bool) -> None:
-    declared = definitions(TOOLS, format)
-    golden(f"declarations-{format}.json", {"declarations": declared.declarations, "notes": declared.notes}, update_goldens)
+    declared = declarations(TOOLS, format)
+    golden(f"declarations-{format}.json", {"declarations": list(declared), "notes": declared.notes}, update_goldens)
 
 
 def test_gemini_parameters_json_schema_when_asked(update_goldens: bool) -> None:
-    declared = definitions(TOOLS, "gemini", json_schema=True)
-    assert declared.declarations[1] == {
+    declared = declarations(TOOLS, "gemini", json_schema=True)
+    assert declared[1] == {
         "name": "notes_search",
         "description": "The notes.search tool.",
         "parametersJsonSchema": TOOLS[1].parameters,
@@ -129,9 +129,9 @@ def test_gemini_parameters_json_schema_when_asked(update_goldens: bool) -> None:
         for t, n in [(TOOLS[1], "notes_search"), (TOOLS[2], "shop_order"), (TOOLS[3], LONG[:55] + "_" + _digest(LONG))]
     ]
     with pytest.raises(BadRequest, match="json_schema applies to the gemini format only"):
-        definitions(TOOLS, "openai", json_schema=True)
+        declarations(TOOLS, "openai", json_schema=True)
     with pytest.raises(BadRequest, match="unknown declaration format 'claude'; known formats: openai, openai-strict"):
-        definitions(TOOLS, "claude")
+        declarations(TOOLS, "claude")
 
 
 def _digest(name: str) -> str:
@@ -147,7 +147,7 @@ def _digest(name: str) -> str:
 )
 def test_declarations_follow_the_published_rules(format: str, json_schema: bool) -> None:
     rules = RULES[format]
-    declared = definitions(TOOLS, format, json_schema=json_schema).declarations
+    declared = declarations(TOOLS, format, json_schema=json_schema)
     names = []
     for item in declared:
         if rules["wrapper"]:
@@ -202,14 +202,14 @@ def _check_openapi(node: dict[str, Any], subset: dict[str, Any]) -> None:
 
 
 def test_strict_falls_back_rather_than_rewrite() -> None:
-    declared = definitions(TOOLS, "openai-strict")
-    assert [d["function"]["strict"] for d in declared.declarations] == [True, True, True, False]
-    assert declared.declarations[3]["function"]["parameters"] == TOOLS[3].parameters  # sent as it is
+    declared = declarations(TOOLS, "openai-strict")
+    assert [d["function"]["strict"] for d in declared] == [True, True, True, False]
+    assert declared[3]["function"]["parameters"] == TOOLS[3].parameters  # sent as it is
     assert declared.notes[-1] == (
         f"{LONG}: strict: false (parameters.extra: an object with additionalProperties (free-form keys) cannot be strict)"
     )
-    plain = definitions(TOOLS, "openai")
-    assert [d["function"]["strict"] for d in plain.declarations] == [False] * 4
+    plain = declarations(TOOLS, "openai")
+    assert [d["function"]["strict"] for d in plain] == [False] * 4
 
 
 # --- names ---------------------------------------------------------------------------

@@ -233,7 +233,7 @@ def test_calls_of_several_providers_in_one_input_are_refused_not_dropped(
             '{"tool_calls": [{"function": {"name": "ok", "arguments": ' + "{" * 150 + "}" * 150 + "}}]}",
             "the batch on stdin is nested more than 108 levels deep: no tool call's arguments can be",
         ),
-        ('[{"id": ' + "7" * 4400 + "}]", "the batch on stdin holds an integer of more than 4300 digits"),
+        ('[{"id": ' + "7" * 4400 + "}]", "the batch on stdin is not valid JSON: an integer of more than 4300 digits"),
         ('[{"id": "a"}', "the batch on stdin is not valid JSON: Expecting ',' delimiter at line 1 column 13"),
     ],
     ids=["deep-list", "deep-arguments", "long-integer", "truncated"],
