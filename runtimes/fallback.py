@@ -26,7 +26,8 @@ import os
 import sys
 from pathlib import Path
 
-from toolexec.runtimes.sandbox import Held, cgroups
+from toolexec.runtimes import landlock, seccomp
+from toolexec.runtimes.sandbox import Held, _cgroup, _installed_under_tmp, _limits, _pids_root, cgroups, release
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ def abi() -> int:
     """This kernel's Landlock ABI (0 without Landlock), asked once; ``$TOOLEXEC_LANDLOCK_ABI`` lowers it (``0``: as if
     the kernel had none; the tests use it to make the fallback look missing, or older)."""
     if not _abi:
-        from toolexec.runtimes import landlock
-
         _abi.append(landlock.abi() if sys.platform.startswith("linux") else 0)
     given = os.environ.get(ABI_VARIABLE, "")
     return min(_abi[0], int(given)) if given.isdigit() else _abi[0]
@@ -54,8 +53,6 @@ def abi() -> int:
 
 def unavailable() -> str | None:
     """Why this host cannot confine this way (naming what it lacks), or None when it can."""
-    from toolexec.runtimes import seccomp
-
     if not abi():
         return "the kernel has no Landlock (Linux 5.13 or later, with landlock in its list of security modules)"
     if not sys.executable:
@@ -76,9 +73,6 @@ def problem(confinement: Confinement) -> str | None:
 
 def wrap(confinement: Confinement, argv: Sequence[str], env_tmpdir: str | None = None) -> tuple[list[str], Held]:
     """The argv that runs ``argv`` confined by the launcher, and what the call holds (release it with :func:`release`)."""
-    from toolexec.runtimes import landlock
-    from toolexec.runtimes.sandbox import _cgroup, _installed_under_tmp, _limits, _pids_root, release
-
     held = Held(pid_namespace=False)
     try:
         base = os.path.realpath(env_tmpdir or os.environ.get("TMPDIR") or "/tmp")

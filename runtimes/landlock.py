@@ -13,6 +13,7 @@ imports this file as a top-level module under ``python -S -I`` in the tool's pro
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat
 import struct
@@ -60,16 +61,12 @@ def libc() -> Any:
     """The C library (ctypes), loaded once."""
     global _libc
     if _libc is None:
-        import ctypes
-
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
     return _libc
 
 
 def _syscall(*args: Any) -> int:
-    import ctypes
-
     result = libc().syscall(*args)
     if result < 0:
         error = ctypes.get_errno()
@@ -95,8 +92,6 @@ def restrict(grants: list[tuple[str, int]], exclusions: dict[str, int], *, netwo
     """Confine this process (and what it execs) to ``grants``, each (path, rights), withholding from a grant the
     rights ``exclusions`` maps a path inside it to; under ``network`` ``none`` no TCP bind or connect (ABI 4);
     and (ABI 6) no signal to, and no abstract Unix socket of, a process outside. OSError when the kernel refuses."""
-    import ctypes
-
     handled = fs_rights(version)
     net = NET_BIND_TCP | NET_CONNECT_TCP if network == "none" and version >= 4 else 0
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0
@@ -120,8 +115,6 @@ def restrict(grants: list[tuple[str, int]], exclusions: dict[str, int], *, netwo
 def no_new_privileges() -> None:
     """``PR_SET_NO_NEW_PRIVS``: nothing this process execs gains privileges (set-user-ID, file capabilities); Landlock
     and seccomp need it of an unprivileged process."""
-    import ctypes
-
     if libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(error)}")
@@ -132,8 +125,6 @@ def _within(place: str, top: str) -> bool:
 
 
 def _add_rule(ruleset: int, fd: int, rights: int) -> None:
-    import ctypes
-
     rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)  # struct landlock_path_beneath_attr (packed)
     _syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0)
 

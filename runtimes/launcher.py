@@ -15,7 +15,10 @@ into an ``unavailable`` result.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import resource
+import struct
 import sys
 
 PREFIX = "toolexec-sandbox: "
@@ -27,8 +30,8 @@ def main(argv: list[str]) -> None:
     """Confine this process as ``argv[1]`` says, then become ``argv[2:]``."""
     spec, program = argv[1], argv[2:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import landlock
-    import seccomp
+    import landlock  # noqa: PLC0415 - its sibling, found once its directory is on sys.path (-I leaves it off)
+    import seccomp  # noqa: PLC0415 - the same
 
     grants: list[tuple[str, int]] = []
     exclusions: dict[str, int] = {}
@@ -51,8 +54,6 @@ def main(argv: list[str]) -> None:
             with open(os.path.join(_path(values[0]), "cgroup.procs"), "w") as handle:
                 handle.write("0")
         elif word == "rlimit":
-            import resource
-
             resource.setrlimit(RLIMITS[values[0]], (int(values[1]), int(values[2])))
         elif word == "env":
             os.environ[values[0]] = _path(values[1])
@@ -80,9 +81,6 @@ def _path(text: str) -> str:
 def _drop_capabilities(libc: object) -> None:
     """Every capability gone, for good: the bounding set emptied (so an ``exec`` gives root none back), the ambient and
     inheritable sets cleared, then the effective and permitted sets."""
-    import ctypes
-    import struct
-
     try:
         with open("/proc/sys/kernel/cap_last_cap") as handle:
             last = int(handle.read())

@@ -21,6 +21,7 @@ Standard library and ctypes only, no other toolexec module: the launcher imports
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import struct
@@ -172,8 +173,6 @@ def program(
 
 def install(filter_code: bytes, libc: object) -> None:
     """Load ``filter_code`` for this process and all it starts (no_new_privs must be set already)."""
-    import ctypes
-
     buffer = ctypes.create_string_buffer(filter_code, len(filter_code))
     prog = struct.pack("=HxxxxxxQ", len(filter_code) // 8, ctypes.addressof(buffer))  # struct sock_fprog
     prog_buffer = ctypes.create_string_buffer(prog, len(prog))
