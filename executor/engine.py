@@ -224,7 +224,9 @@ class Engine:
                 return result
             if policy is not None:  # what the tool's own error says the sandbox denied, named by its policy line
                 result = _denied(result, confined, policy, f"{failure or ''}\n{result.stderr}", self._source(tool, policy))
-            return _limited(result, confined, f"{failure or ''}\n{result.stderr}") if not result.ok else result
+            if result.ok:
+                return result
+            return _limited(result, confined, f"{failure or ''}\n{result.stderr}", oom_killed=finished.oom_killed)
 
     def _source(self, tool: ToolDeclaration, policy: Sandbox) -> str:
         """Where the policy a call runs under comes from, as a denial note names it."""
@@ -265,19 +267,20 @@ def _denied(result: ToolResult, confined: Confinement, policy: Sandbox, text: st
     return replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
-def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult:
+def _limited(result: ToolResult, confined: Confinement, text: str, *, oom_killed: bool = False) -> ToolResult:
     """``result`` with the reason and a message a model can act on when one of the sandbox's limits stopped the tool."""
     from toolexec.errors import SandboxUnavailable
     from toolexec.recordtype import replace
+    from toolexec.runtimes.launcher import PREFIX
     from toolexec.runtimes.sandbox import limit_reason
 
     if result.reason != "tool_failed":  # a timeout, or a limit of toolexec's own (max_kept_bytes, max_cache_bytes)
         return result
-    if result.exit_code == 1 and result.stderr.startswith("bwrap: ") and not result.output:
-        # bwrap could not set the sandbox up (user namespaces disabled, a mount refused): the tool never ran
+    if result.exit_code == 1 and result.stderr.startswith(("bwrap: ", PREFIX)) and not result.output:
+        # bwrap or the fallback's launcher could not set the sandbox up (a mount or a rule refused): the tool never ran
         error = SandboxUnavailable(result.tool_name, result.stderr.strip().splitlines()[0])
         return replace(result, status=error.status, reason=error.reason, exit_code=error.exit_code, error=str(error), ok=False)
-    found = limit_reason(confined, result.exit_code, result.signal, text, result.duration_ms / 1000)
+    found = limit_reason(confined, result.exit_code, result.signal, text, result.duration_ms / 1000, oom_killed=oom_killed)
     if found is None:
         return result
     reason, message = found

@@ -21,6 +21,7 @@ import os
 
 from toolexec.recordtype import replace
 from toolexec.runtimes import sandbox
+from toolexec.runtimes.sandbox import Held
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,20 +119,21 @@ def _try(binary: str) -> bool:
     return done.returncode == 0
 
 
-def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None) -> tuple[list[str], str | None, bool]:
-    """The argv that runs ``argv`` under the baseline, the pids cgroup made for it (remove it with
-    :func:`toolexec.runtimes.sandbox.release`), and whether it runs in a PID namespace of its own. With ``gate``
-    the limits are set from here (:meth:`Gate.open`) rather than by prlimit(1) inside: one exec less per call."""
+def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None) -> tuple[list[str], Held]:
+    """The argv that runs ``argv`` under the baseline, and what the call holds (its pids cgroup: give it back with
+    :func:`toolexec.runtimes.sandbox.release`; ``pid_namespace``: whether it runs in a PID namespace of its own). With
+    ``gate`` the limits are set from here (:meth:`Gate.open`) rather than by prlimit(1) inside: one exec less per call."""
     if not usable():  # the limits alone; RLIMIT_NPROC would count every process of the user here, so none is set
         limits = sandbox._limits(replace(confinement, processes=None))
         program = sandbox._prlimit()
-        return ([program, *limits, "--", *argv] if limits and program else list(argv)), None, False
+        return ([program, *limits, "--", *argv] if limits and program else list(argv)), Held(pid_namespace=False)
     binary = sandbox.bwrap()
     assert binary is not None
     args = _namespaces(binary)
     cgroup = sandbox._cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
+    held = Held(cgroups=[cgroup] if cgroup is not None else [])
     if gate is not None:
-        return [*args, *gate.args(), "--", *argv], cgroup, True
+        return [*args, *gate.args(), "--", *argv], held
     limits = sandbox._limits(confinement)
     program = sandbox._prlimit()
     if limits and program:
@@ -139,7 +141,7 @@ def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None
     args += ["--", *argv]
     if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
         args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
-    return args, cgroup, True
+    return args, held
 
 
 class Gate:
@@ -162,7 +164,7 @@ class Gate:
         """The descriptors bwrap must inherit."""
         return tuple(fd for fd in (self._info_write, self._block_read) if fd >= 0)
 
-    def open(self, confinement: Confinement, cgroup: str | None) -> None:
+    def open(self, confinement: Confinement, held: Held | None) -> None:
         """Once bwrap runs: set the limits of the process that will start the tool, then let it go on. Where bwrap
         could not make its namespaces it says nothing, and ends with its own error."""
         import contextlib
@@ -179,7 +181,7 @@ class Gate:
 
             self.child_start = start_of(self.child)
             if self._block_write >= 0:
-                _limit(self.child, confinement, cgroup)
+                _limit(self.child, confinement, held.cgroups if held is not None else ())
                 with contextlib.suppress(BrokenPipeError):  # it died setting up: it ends with its own error
                     os.write(self._block_write, b"x")
         self.close()
@@ -201,7 +203,7 @@ class Gate:
                 setattr(self, name, -1)
 
 
-def _limit(pid: int, confinement: Confinement, cgroup: str | None) -> None:
+def _limit(pid: int, confinement: Confinement, cgroups: Sequence[str]) -> None:
     """Set ``pid``'s limits as prlimit(1) would (soft and hard; CPU's hard one a second later, so SIGXCPU comes
     first), and move it into its pids cgroup. Best effort: the baseline never refuses a call."""
     import contextlib
@@ -217,7 +219,7 @@ def _limit(pid: int, confinement: Confinement, cgroup: str | None) -> None:
         if soft is not None:
             with contextlib.suppress(OSError, ValueError):
                 resource.prlimit(pid, kind, (soft, soft + above))
-    if cgroup is not None:
+    for cgroup in cgroups:
         with contextlib.suppress(OSError), open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
             procs.write(str(pid))
 

@@ -282,6 +282,7 @@ class Finished:
     pid: int | None = None  # the tool's main process
     # What the call's network proxy refused (its 403 bodies, naming the policy line), in order.
     refused: tuple[str, ...] = ()
+    oom_killed: bool = False  # the kernel's OOM killer ended a process of the call's memory cgroup
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -305,8 +306,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
-    confinement, cgroup, proxy = launch.confinement, None, None
-    namespaced = False  # whether the tool runs in a PID namespace of its own (the kernel ends what it leaves)
+    confinement, held, proxy = launch.confinement, None, None
     gate: baseline.Gate | None = None
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
@@ -332,15 +332,16 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             stdin = _stdin_file(launch.stdin)
             if confinement is not None and confinement.baseline:
                 gate = baseline.Gate() if baseline.usable() else None
-                argv, cgroup, namespaced = baseline.wrap(confinement, argv, gate)
+                argv, held = baseline.wrap(confinement, argv, gate)
             elif confinement is not None:
                 if confinement.allowed:  # the call's own proxy (nothing of it for a call without an allow-list)
                     from toolexec.runtimes.netproxy import Proxy
 
                     proxy = Proxy(confinement.allowed)
-                gate = baseline.Gate(block=False)  # only to learn its init, reaped here should it outlive bwrap
-                argv, cgroup = sandbox.wrap(confinement, argv, gate.args(), proxy.prefix(sys.executable) if proxy else ())
-                namespaced = True
+                if sandbox.mechanism()[0] == "bwrap":  # only to learn its init, reaped here should it outlive bwrap
+                    gate = baseline.Gate(block=False)
+                forwarder = proxy.prefix(sys.executable) if proxy else ()
+                argv, held = sandbox.wrap(confinement, argv, gate.args() if gate is not None else (), forwarder)
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -357,7 +358,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
                 assert confinement is not None
                 try:
-                    gate.open(confinement, cgroup)
+                    gate.open(confinement, held)
                 except BaseException:
                     proc.kill()
                     proc.wait()
@@ -375,16 +376,19 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         system.register(proc.pid, mark, tuple(launch.private_files))
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
+        namespaced = held is not None and held.pid_namespace  # the kernel ended what the tool left (bwrap's own too)
         finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced)
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:
         system.leave(proc.pid if proc is not None else None)
-        sandbox.release(cgroup)
+        oom_killed = sandbox.release(held)
         if proxy is not None:
             proxy.close()
     if proxy is not None and proxy.refusals:
         finished = replace(finished, refused=tuple(proxy.refusals))
+    if oom_killed:
+        finished = replace(finished, oom_killed=True)
     code = finished.returncode
     if namespaced and finished.signal is None and code is not None and 128 < code <= 128 + 64:
         # bwrap reports a tool killed by a signal as 128 + the signal (as a shell does): reported as the signal again

