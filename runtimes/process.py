@@ -353,7 +353,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 close_fds=True,
                 pass_fds=((progress_write,) if launch.progress else ())
                 + ((proxy.inside,) if proxy else ())
-                + (gate.child_fds() if gate is not None else ()),
+                + (gate.child_fds() if gate is not None else ())
+                + (tuple(held.descriptors) if held is not None else ()),
             )
             if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
                 assert confinement is not None
@@ -369,6 +370,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finally:
             if gate is not None:
                 gate.close()
+            if held is not None:  # bwrap holds its own copies (its seccomp filter) now
+                held.close_descriptors()
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
             if proxy is not None:

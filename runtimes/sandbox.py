@@ -129,6 +129,8 @@ def problem(confinement: Confinement) -> str | None:
         missing = fallback.problem(confinement)
         if missing is not None:
             return missing
+    elif os.uname().machine not in ("x86_64", "aarch64"):  # seccomp.ARCHES, without importing it here
+        return f"the sandbox's seccomp filter knows no system calls of {os.uname().machine} (x86_64 and aarch64 only)"
     elif confinement.allowed and not sys.executable:
         return "a network allow-list needs toolexec's own Python to start the call's proxy forwarder, and sys.executable is empty"
     elif _limits(confinement) and _prlimit() is None:
@@ -152,6 +154,12 @@ class Held:
     memory: str | None = None  # its memory cgroup (one of cgroups), read for an OOM kill before it is removed
     tmpdir: str | None = None  # its private TMPDIR (the fallback's; bwrap's is a tmpfs of its own)
     pid_namespace: bool = True  # whether its processes end with its PID namespace (bwrap) or must be searched for
+    descriptors: list[int] = field(default_factory=list)  # what bwrap reads at its start (its seccomp filter): passed to it
+
+    def close_descriptors(self) -> None:
+        """Close :attr:`descriptors` (once the sandbox has started, or will not)."""
+        while self.descriptors:
+            os.close(self.descriptors.pop())
 
 
 def wrap(
@@ -177,16 +185,35 @@ def wrap(
     args += _view(confinement, argv)
     for path in confinement.files:
         args += ["--bind", path, path]
-    args += ["--", *forwarder]
-    limits = _limits(confinement)
-    if limits:
-        args += [str(_prlimit()), *limits, "--"]
-    args += argv
-    held = cgroups(confinement)
+    held = Held()
+    try:
+        args += ["--seccomp", str(_seccomp(held))]
+        args += ["--", *forwarder]
+        limits = _limits(confinement)
+        if limits:
+            args += [str(_prlimit()), *limits, "--"]
+        args += argv
+        made = cgroups(confinement)
+        held.cgroups, held.memory = made.cgroups, made.memory
+    except BaseException:
+        release(held)
+        raise
     if held.cgroups:  # the shell moves itself into the cgroups, then becomes bwrap
         join = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
         args = ["/bin/sh", "-c", join, "sh", *held.cgroups, "--", *args]
     return args, held
+
+
+def _seccomp(held: Held) -> int:
+    """A descriptor bwrap reads the call's seccomp filter from (:func:`toolexec.runtimes.seccomp.bwrap_program`): an
+    anonymous file, held until the call is over (passed to bwrap: :attr:`Held.descriptors`)."""
+    from toolexec.runtimes import seccomp
+
+    fd = os.memfd_create("toolexec-seccomp", os.MFD_CLOEXEC)
+    held.descriptors.append(fd)
+    os.write(fd, seccomp.bwrap_program())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def cgroups(confinement: Confinement) -> Held:
@@ -259,6 +286,7 @@ def release(held: Held | None) -> bool:
     them in its memory cgroup."""
     if held is None:
         return False
+    held.close_descriptors()
     from toolexec.runtimes import cgroup
 
     killed = held.memory is not None and cgroup.oom_killed(held.memory)

@@ -16,12 +16,14 @@ a dozen comparisons need no library) refuses, with ``EPERM``:
   ``socketpair`` stays: a tool's pipes to its own children (Node's, for one) are made with it;
 - any other architecture's system calls (an x86_64 process's i386 and x32 calls): the process is killed.
 
+Under bubblewrap (which has namespaces for the rest) a smaller filter, :func:`bwrap_program`, is loaded by bwrap
+itself (``--seccomp FD``): no Unix socket in any network mode, no ``io_uring``, no other architecture's calls.
+
 Standard library and ctypes only, no other toolexec module: the launcher imports this file as a top-level module.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import struct
@@ -171,8 +173,30 @@ def program(
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)
 
 
+def bwrap_program(machine: str | None = None) -> bytes:
+    """The filter bwrap loads for a confined call (``--seccomp FD``, applied just before the first program of the
+    sandbox runs): ``socket(AF_UNIX, …)`` refused with ``EACCES`` in every network mode (a named socket is a file of
+    the read-only filesystem, and connecting to one needs no write: the user's D-Bus, which can start programs outside
+    the sandbox through systemd, ``docker.sock``, an SSH agent; an abstract one under ``network: all``), ``socketpair``
+    left alone (a tool's pipes to its own children); ``io_uring`` refused (its own socket operation would pass this
+    filter); any other architecture's system calls (i386's ``socketcall``, x32's) end the process or are refused."""
+    arch, numbers = ARCHES[machine or os.uname().machine]
+    eperm, eacces = _ERRNO | errno.EPERM, _ERRNO | errno.EACCES
+    code: list[tuple[int, int, int, int]] = [(_LD_ABS_W, 0, 0, _ARCH), (_JEQ, 1, 0, arch), (_RET, 0, 0, _KILL_PROCESS)]
+    code.append((_LD_ABS_W, 0, 0, _NR))
+    if arch == ARCHES["x86_64"][0]:
+        code += [(_JGE, 0, 1, _X32), (_RET, 0, 0, eperm)]
+    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
+        code += [(_JEQ, 0, 1, numbers[name]), (_RET, 0, 0, eperm)]
+    block = [(_LD_ABS_W, 0, 0, _ARG0), (_JEQ, 0, 1, AF_UNIX), (_RET, 0, 0, eacces), (_RET, 0, 0, _ALLOW)]
+    code += [(_JEQ, 0, len(block), numbers["socket"]), *block, (_RET, 0, 0, _ALLOW)]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in code)
+
+
 def install(filter_code: bytes, libc: object) -> None:
     """Load ``filter_code`` for this process and all it starts (no_new_privs must be set already)."""
+    import ctypes  # noqa: PLC0415 - only the launcher loads a filter: toolexec builds bwrap's without ctypes' import
+
     buffer = ctypes.create_string_buffer(filter_code, len(filter_code))
     prog = struct.pack("=HxxxxxxQ", len(filter_code) // 8, ctypes.addressof(buffer))  # struct sock_fprog
     prog_buffer = ctypes.create_string_buffer(prog, len(prog))

@@ -56,6 +56,11 @@ def run(action: str, arg: str = "") -> str:
         with socket.create_connection((host, int(port)), timeout=5) as s:
             s.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
             return s.recv(100).decode()
+    if action == "unix":
+        assert os.path.exists(arg), arg  # it sees the socket: only connecting to it is refused
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(arg)
+            return s.recv(100).decode()
     if action == "escape":
         subprocess.Popen(["setsid", "nohup", "sh", "-c", f"echo $$ > {{arg}}.tmp; mv {{arg}}.tmp {{arg}}; exec sleep {SLEEP}"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -106,6 +111,7 @@ main() {
         read) cat "$path" >> "$LLM_OUTPUT" ;;
         env) printenv "$argc_arg" >> "$LLM_OUTPUT" || echo "<unset>" >> "$LLM_OUTPUT" ;;
         connect) exec 3>"/dev/tcp/${argc_arg%:*}/${argc_arg##*:}" && echo connected >> "$LLM_OUTPUT" ;;
+        unix) [ -S "$argc_arg" ] || exit 3; curl -sS --unix-socket "$argc_arg" http://service/ >> "$LLM_OUTPUT" ;;
         escape) setsid nohup sh -c "echo \\$\\$ > $argc_arg.tmp; mv $argc_arg.tmp $argc_arg; exec sleep {SLEEP}" >/dev/null 2>&1 &
                 while [ ! -e "$argc_arg" ]; do sleep 0.01; done; echo "left one behind" >> "$LLM_OUTPUT" ;;
         stop-parent) kill -STOP $PPID; sleep 30 ;;
@@ -144,6 +150,16 @@ export async function run(action, arg = "") {{
     const [host, port] = [arg.slice(0, arg.lastIndexOf(":")), Number(arg.slice(arg.lastIndexOf(":") + 1))];
     return await new Promise((ok, fail) => {{
       const s = net.connect(port, host, () => {{ s.end(); ok("connected"); }});
+      s.on("error", fail);
+    }});
+  }}
+  if (action === "unix") {{
+    if (!fs.statSync(arg).isSocket()) return "not a socket";
+    return await new Promise((ok, fail) => {{
+      const s = net.connect(arg);
+      let got = "";
+      s.on("data", (data) => {{ got += data; }});
+      s.on("end", () => ok(got));
       s.on("error", fail);
     }});
   }}
@@ -414,3 +430,57 @@ def test_the_cgroups_a_killed_toolexec_left_are_removed_by_the_next_one(tmp_path
     removed = cgroup.sweep(str(tmp_path))
     assert removed == [str(tmp_path / names["dead"])]
     assert sorted(os.listdir(tmp_path)) == sorted(name for key, name in names.items() if key != "dead")
+
+
+@pytest.fixture
+def unix_server() -> Any:
+    """A service on a named Unix socket in HOME (which a confined tool sees, read-only) answering an HTTP response:
+    (its path, the connections it accepted)."""
+    import socketserver
+
+    accepted: list[int] = []
+
+    class Answer(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            accepted.append(1)
+            self.request.recv(1000)
+            self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nunix-ok")
+
+    path = Path.home() / "service.sock"
+    server = socketserver.ThreadingUnixStreamServer(str(path), Answer)
+    server.block_on_close = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield str(path), accepted
+    server.shutdown()
+    server.server_close()
+    thread.join()
+    path.unlink()
+
+
+@pytest.mark.parametrize("mechanism", ["bwrap", "fallback"])
+@pytest.mark.parametrize("network", ["none", "all"])
+def test_no_unix_socket_of_the_host_is_reachable_in_any_network_mode(
+    project: Project, language: str, unix_server: Any, mechanism: str, network: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A named Unix socket is a file of the read-only filesystem, and connecting to one needs no write: the user's
+    D-Bus (which can start programs outside the sandbox), docker.sock, an SSH agent. The kernel refuses the socket
+    (seccomp) under bwrap and under the fallback, in every network mode; the same tool unconfined reaches it."""
+    if language == "bash":
+        from toolexec.runtimes.interpreter import which
+
+        if which("curl") is None:
+            pytest.skip("the Bash tool talks to the socket with curl")
+    if mechanism == "fallback":
+        monkeypatch.setenv("TOOLEXEC_BWRAP", "/nonexistent/bwrap")
+    path, accepted = unix_server
+    policy = {"network": network, "memory": "4GiB"}  # (Node reserves more address space than the tool's 2 GiB)
+    result = _call(project, language, "unix", path, granted=policy)
+    assert (result.status, result.reason) == ("error", "tool_failed"), result
+    said = f"{result.error} {result.stderr}"
+    assert any(word in said for word in ("Permission denied", "EACCES", "Couldn't connect")), said
+    assert "unix-ok" not in result.output and accepted == []
+    file, _ = TOOLS[language]
+    with project.executor([file], timeout=20, sandbox="off") as executor:
+        reached = executor.call("hostile", {"action": "unix", "arg": path})
+    assert (reached.status, reached.output.strip(), accepted) == ("ok", "unix-ok", [1]), reached
