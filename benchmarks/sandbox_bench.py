@@ -103,7 +103,7 @@ def main() -> None:
     print(f"| language | {' | '.join(MODES)} | target ≤ +3 ms (baseline, confined) |")
     print(f"| --- |{' --- |' * len(MODES)} --- |")
     for language, found in rows(runs):
-        cells = [f"{found['off'][0]:.1f} ms"] + [f"{found[mode][0]:.1f} ms (+{found[mode][1]:.1f})" for mode in MODES[1:]]
+        cells = [f"{found['off'][0]:.1f} ms"] + [f"{found[mode][0]:.1f} ms ({found[mode][1]:+.1f})" for mode in MODES[1:]]
         met = "met" if max(found["baseline"][1], found["confined"][1]) <= 3 else "**not met**"
         print(f"| {language} | {' | '.join(cells)} | {met} |")
 
