@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -59,8 +60,6 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
 
 def _usable_streams() -> None:
     """A closed stdout or stderr (``>&-``) becomes /dev/null, so nothing fails on the way to a result."""
-    import os
-
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
@@ -68,8 +67,6 @@ def _usable_streams() -> None:
 
 def _discard_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's final flush cannot fail again."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -361,11 +358,13 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
-    from toolexec.observe import Caller
-    from toolexec.tracing import configure_from_environment
+    from toolexec.records import Caller
 
     executor.calls.caller = Caller(surface="cli")  # who asks, for the audit log (the OS user is added when it is written)
-    configure_from_environment()  # OpenTelemetry from the OTEL_* variables, when any is set
+    if any(name.startswith("OTEL_") for name in os.environ):  # tracing is imported only where it may be configured
+        from toolexec.tracing import configure_from_environment
+
+        configure_from_environment()  # OpenTelemetry from the OTEL_* variables
     return executor
 
 
@@ -661,8 +660,6 @@ def _mcp(args: argparse.Namespace) -> int:
 
     if args.verbose:
         _executor(args)  # prints the config lookup trail
-    import os
-
     tools_only = args.agent_tools_only or os.environ.get("AGENT_TOOLS_ONLY") in ("1", "true")
     if tools_only and args.agent is None:
         raise BadRequest(

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import threading
+from functools import cached_property
 from pathlib import Path
 
 from toolexec.errors import BadRequest, StateUnavailable
@@ -168,9 +169,9 @@ class State:
             raise ValueError(f"not a pack name: {name!r}")
         return self.records_dir / f"{name}.pack"
 
-    @property
+    @cached_property
     def outputs_dir(self) -> Path:
-        """Full outputs of capped calls."""
+        """Full outputs of capped calls (named once per state: every call passes it on)."""
         return self.root / "cache" / ".outputs"
 
     def last_good_copy(self, code: str, name: str) -> Path:

@@ -8,7 +8,6 @@ declaration shown to models does not say ``additionalProperties: false``.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import math
@@ -355,9 +354,18 @@ def _loosener(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, An
 _ABSENT = object()
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of JSON data (what ``copy.deepcopy`` makes of it, without importing ``copy`` on a one-shot run)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
+
+
 def _strict(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema with unknown parameters refused (models are shown it without additionalProperties)."""
-    strict = copy.deepcopy(schema)
+    strict = _copied(schema)
     strict.setdefault("type", "object")
     strict.setdefault("properties", {})
     strict["additionalProperties"] = False

@@ -63,14 +63,15 @@ def read_index(project: Project) -> dict[str, Any]:
     return {**json.loads(head), "entries": [json.loads(row) for row in rows]}
 
 
-def imported_by_run(config: Path, *argv: str) -> tuple[str, set[str]]:
+def imported_by_run(config: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[str, set[str]]:
     """The output of a one-shot ``toolexec run`` and every module it imported (from ``-v``: ``-X importtime`` misses
-    what is imported once the call has started)."""
+    what is imported once the call has started); ``env`` is its environment (default: this process's)."""
     done = subprocess.run(
         [sys.executable, "-v", "-m", "toolexec", "--config", str(config), "run", *argv],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     modules = {found[1] for line in done.stderr.splitlines() if (found := re.match(r"import '([\w.]+)' ", line))}
     return done.stdout, modules
@@ -85,6 +86,58 @@ def test_one_shot_run_on_a_fresh_catalog_imports_nothing_heavy(project: Project)
     output, modules = imported_by_run(config, "echo", '{"text": "two"}')
     assert output == "two"
     assert sorted(m for m in modules if m.split(".")[0] in BANNED or m.startswith("toolexec.compilers")) == []
+
+
+# What a call loads only when it uses the feature: per-tool caps, questions, the span and audit line (and OpenTelemetry's
+# set-up), the mcp: section's readers, a runtime command that needs shell quoting; a schema copy needs no `copy`.
+ON_DEMAND = {
+    "toolexec.caps",
+    "toolexec.capspec",
+    "toolexec.asking",
+    "toolexec.observe",
+    "toolexec.tracing",
+    "toolexec.mcp_settings",
+    "shlex",
+    "copy",
+}
+
+
+def test_a_plain_one_shot_call_loads_no_module_of_a_feature_it_does_not_use(project: Project) -> None:
+    project.tool("echo.sh", NOOP_SH)
+    project.tool("double.py", GOOD)
+    config = project.configure(runtimes={"python": sys.executable})
+    build(load_config(config))
+    for name, arguments, expected in [("echo", '{"text": "a"}', "a"), ("double", '{"x": 2}', "4")]:
+        untraced = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        output, modules = imported_by_run(config, name, arguments, env=untraced)
+        assert (output, sorted(ON_DEMAND & modules)) == (expected, [])
+
+
+@pytest.mark.parametrize(
+    ("settings", "env", "loaded"),
+    [
+        ({"tool_limits": {"echo": {"max_concurrency": 2}}}, {}, {"toolexec.caps", "toolexec.capspec"}),
+        ({"audit_log": "audit.jsonl"}, {}, {"toolexec.observe", "toolexec.tracing"}),
+        ({}, {"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}, {"toolexec.observe", "toolexec.tracing"}),
+        ({"mcp": {"page_size": 5}}, {}, {"toolexec.mcp_settings"}),
+        ({"runtimes": {"bash": "'bash'"}}, {}, {"shlex"}),
+    ],
+    ids=["caps", "audit", "tracing", "mcp-section", "quoted-runtime"],
+)
+def test_a_feature_in_use_loads_its_module(
+    project: Project, settings: dict[str, Any], env: dict[str, str], loaded: set[str]
+) -> None:
+    """The other side of the test above: each on-demand module is loaded once its feature is used (and works)."""
+    project.tool("echo.sh", NOOP_SH)
+    config = project.configure(**settings)
+    build(load_config(config))
+    untraced = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    output, modules = imported_by_run(config, "echo", '{"text": "a"}', env={**untraced, **env})
+    # (OpenTelemetry's own packages import `copy`: only toolexec's modules are asked to stay unloaded)
+    others = sorted(m for m in (ON_DEMAND - loaded) & modules if m.startswith("toolexec."))
+    assert (output, sorted(loaded & modules), others) == ("a", sorted(loaded), [])
+    if "audit_log" in settings:
+        assert json.loads((project.root / "audit.jsonl").read_text())["tool"] == "echo"
 
 
 NOOP_JS = "/** Echo.\n * @param {string} text - The text.\n */\nexport function run(text) {\n  return text;\n}\n"
