@@ -390,7 +390,8 @@ class Catalog:
             assert entry is not None and entry.serving is not None
             parameters = entry.serving.parameters
             stored = entry.validator
-            check = validator_from_code(parameters, stored if stored is not None else validator_code(parameters))
+            code = stored if stored is not None else validator_code(parameters)
+            check = validator_from_code(parameters, code, self.state if stored is not None else None)
             self._validators[name] = check
         return check
 

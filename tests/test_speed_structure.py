@@ -319,3 +319,43 @@ def test_edits_append_to_the_pack_and_a_mostly_dead_pack_is_rewritten(project: P
     executor = project.executor()
     assert [executor.call(f"t{n}", {"x": n}).output for n in range(3)] == ["0", "2", "4"]
     assert executor.describe("t1").description.startswith("Double x, take 39.")
+
+
+# A one-shot run of a tool, naming what Python's compiler is asked to compile (the "compile" audit event; the
+# standard library's namedtuples compile "<string>" sources).
+COUNT_COMPILES = """
+import sys
+compiled = []
+sys.addaudithook(lambda event, args: compiled.append(args[1]) if event == "compile" and args[1] != "<string>" else None)
+from toolexec.cli import main
+status = main(sys.argv[1:])
+print(sorted(set(compiled)), file=sys.stderr)
+"""
+
+
+def test_a_one_shot_call_runs_the_validator_compiled_by_an_earlier_process(project: Project) -> None:
+    """Python's compiler costs a process ~1.4 ms the first time: the stored validator's compiled form is kept."""
+    project.tool("tool.py", GOOD)
+    config = project.configure(runtimes={"python": sys.executable})
+    build(load_config(config))
+    validators = State(project.root / "functions").validators_dir
+
+    def run(x: int) -> tuple[str, str]:
+        argv = ["--config", str(config), "run", "tool", json.dumps({"x": x})]
+        done = subprocess.run([sys.executable, "-c", COUNT_COMPILES, *argv], capture_output=True, text=True, check=True)
+        return done.stdout, done.stderr.strip()
+
+    assert run(1) == ("2", "['<toolexec validator>']")  # the first run compiles it and keeps it
+    assert run(2) == ("4", "[]")
+    [kept] = validators.iterdir()
+    assert kept.stat().st_mode & 0o777 == 0o600
+    kept.write_bytes(kept.read_bytes()[:-1] + b"x")  # damaged: compiled again, never loaded
+    assert run(3) == ("6", "['<toolexec validator>']")
+    assert run(4) == ("8", "[]")
+    refused = subprocess.run(
+        [sys.executable, "-m", "toolexec", "--config", str(config), "run", "tool", '{"x": "one"}'], capture_output=True, text=True
+    )
+    assert (refused.returncode, refused.stderr.strip()) == (
+        2,
+        "toolexec: invalid arguments for tool 'tool':\n- parameter 'x': expected an integer, got a string \"one\"",
+    )
