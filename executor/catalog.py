@@ -307,7 +307,7 @@ class Catalog:
         if entry is None:
             assert self._rows is not None
             try:
-                offset, length = self._rows.offsets[number]
+                offset, length = self._rows.at(number)
                 row = json.loads(self._rows.body[offset : offset + length])
                 entry = self._parsed[number] = Entry.from_index(row, self._rows.loader)
             except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
@@ -319,7 +319,7 @@ class Catalog:
         """Every visible file's entry, in visible_tools order."""
         if self._entries is None:
             assert self._rows is not None
-            self._entries = tuple(self._row(n) for n in range(len(self._rows.offsets)))
+            self._entries = tuple(self._row(n) for n in range(len(self._rows)))
         return self._entries
 
     @property
@@ -332,7 +332,7 @@ class Catalog:
     def named(self, name: str) -> list[Entry]:
         """Every entry with this tool name (more than one when files clash), without parsing the others."""
         if self._entries is None and self._rows is not None:
-            return [self._row(n) for n in self._rows.names.get(name, ())]
+            return [entry for entry in map(self._row, self._rows.numbers(name)) if entry.name == name]  # (a row must hold it)
         return [e for e in self.entries if e.name == name]
 
     def entry(self, name: str) -> Entry | None:
