@@ -461,25 +461,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.tags is not None and not tags:
         raise BadRequest("--tags names no tag; write --tags fs,read")
     executor = _executor(args)
-    rows = [
-        {
-            "name": t.name,
-            "language": t.language,
-            "description": t.description,
-            "title": t.metadata.title,
-            "summary": t.metadata.summary,
-            "tags": list(t.metadata.tags),
-            "annotations": _asdict(t.metadata.annotations),
-            "source": t.source,
-            "error": None,
-        }
-        for t in executor.tools(enabled_only=not args.all, tags=tags)
-    ]
-    if not tags:  # a tool that failed to build has no tags to match
-        rows += [
-            {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
-            for broken in executor.broken(enabled_only=not args.all)
-        ]
+    rows = executor.listing(enabled_only=not args.all, tags=tags)
     config = executor.config
     for row in rows:
         row["enabled"], row["enabled_why"] = config.enabling(row["name"])
