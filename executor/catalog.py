@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
-from toolexec.recordtype import record
+from toolexec.recordtype import record, replace
 from toolexec.state import State
 from toolexec.version import __version__
 
@@ -365,6 +365,7 @@ class Catalog:
             except (ValueError, KeyError, TypeError, AttributeError):
                 pass
             self._entries = tuple(self._row(n) for n in range(len(rows)))
+            self._rows = replace(rows, body=b"")  # every row is parsed: the index's text is not kept
         return self._entries
 
     def listing(self, config: Config, *, enabled_only: bool = True) -> list[dict[str, Any]]:

@@ -129,25 +129,13 @@ def _index_text(catalog: Catalog) -> str:
     return "\n".join([json.dumps(head), *rows]) + "\n"
 
 
-# After this many records read one by one, the rest come from one read of the whole pack (a listing).
-SLICE_READS = 2
-
-
 def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
-    whole: list[bytes] = []
-    reads = [0]
-
     def read(at: Slice) -> bytes:
+        # One slice per record, even for a listing of every tool: the pack (sources and validators) is never held
+        # whole in memory, and a listing reads the index alone (Catalog.listing).
         assert pack is not None
-        if whole:
-            return whole[0][at[0] : at[0] + at[1]]
-        reads[0] += 1
         with open(state.pack_file(pack), "rb") as handle:
-            if reads[0] > SLICE_READS:
-                whole.append(handle.read())
-                return whole[0][at[0] : at[0] + at[1]]
-            handle.seek(at[0])
-            return handle.read(at[1])
+            return os.pread(handle.fileno(), at[1], at[0])
 
     def load(key: str, at: Slice) -> Loaded:
         try:
