@@ -359,3 +359,54 @@ def test_a_one_shot_call_runs_the_validator_compiled_by_an_earlier_process(proje
         2,
         "toolexec: invalid arguments for tool 'tool':\n- parameter 'x': expected an integer, got a string \"one\"",
     )
+
+
+def test_list_reads_the_index_alone(project: Project) -> None:
+    """`toolexec list` shows every tool from the index's rows: with every record unreadable, it still lists them
+    (a record read would fail its digest check, and the catalog would be rebuilt with a new pack)."""
+    for n in range(4):
+        project.tool(f"t{n}.py", GOOD.replace("Double x.", f"Double x, number {n}."))
+    project.tool("broken.py", "def run(:\n")
+    config = project.configure()
+    build(load_config(config))
+    index = read_index(project)
+    pack_file = State(project.root / "functions").records_dir / f"{index['pack']}.pack"
+    pack_file.write_bytes(b"x" * pack_file.stat().st_size)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolexec", "--config", str(config), "list", "--json"], capture_output=True, text=True, check=True
+    )
+    listed = {row["name"]: (row["description"], row["error"] is None) for row in json.loads(done.stdout)}
+    assert listed == {
+        **{f"t{n}": (f"Double x, number {n}.", True) for n in range(4)},
+        "broken": (None, False),
+    }
+    assert (read_index(project)["pack"], pack_file.read_bytes()) == (index["pack"], b"x" * pack_file.stat().st_size)
+
+
+@pytest.mark.parametrize("tools", [3, 120])
+def test_a_calls_work_does_not_grow_with_the_number_of_tools(
+    project: Project, monkeypatch: pytest.MonkeyPatch, tools: int
+) -> None:
+    """A call in a fresh executor stats its tool's file once and parses its own index row only, with 3 tools as
+    with 120 (counted, not timed)."""
+    from toolexec import Executor, catalog
+
+    for n in range(tools):
+        project.tool(f"t{n}.py", GOOD)
+    config = project.configure()
+    build(load_config(config))
+    counts = {"rows": 0, "stats": 0}
+    from_index, file_stat = catalog.Entry.from_index, catalog.file_stat
+
+    def counted_row(row: dict[str, Any], loader: Any) -> catalog.Entry:
+        counts["rows"] += 1
+        return from_index(row, loader)
+
+    def counted_stat(path: Any) -> Any:
+        counts["stats"] += 1
+        return file_stat(path)
+
+    monkeypatch.setattr(catalog.Entry, "from_index", staticmethod(counted_row))
+    monkeypatch.setattr(catalog, "file_stat", counted_stat)
+    result = Executor(config).call("t1", {"x": 21})
+    assert (result.output, counts) == ("42", {"rows": 1, "stats": 1})
