@@ -40,9 +40,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from toolexec.api import Executor
+import toolexec.api  # imported once, for every child (as are the modules below)
+import toolexec.validation  # noqa: F401 - the arguments' checks, which a call imports late
 from toolexec.cli import dispatch, quick_run
 from toolexec.config import Config, load_config, locate
 from toolexec.errors import BadRequest
@@ -73,9 +75,8 @@ def serve(config: str | os.PathLike[str] | None, *, max_clients: int = 64, for_m
     if not server.open(quiet_when_served=for_mcp):
         return 0
     try:
-        if not for_mcp:
-            _say(f"toolexec: serving {server.config_path} on {server.path} (pid {os.getpid()}); Ctrl-C stops")
-        server.run(watch_stdin=for_mcp)
+        banner = f"toolexec: serving {server.config_path} on {server.path} (pid {os.getpid()}); Ctrl-C stops"
+        server.run(watch_stdin=for_mcp, on_ready=None if for_mcp else lambda: _say(banner))
     finally:
         server.close()
     if verbose:
@@ -206,14 +207,10 @@ class Server:
         self._listener = listener
 
     def _warm(self) -> None:
-        """Import what a call needs and read the config's and catalog's snapshots once, so every child has them."""
+        """Import what a call needs, once, so that no child pays for it. Nothing is read or written here: the
+        catalog is the calls' to check (and rebuild) as a local run does, never the server's at its start."""
         for language in ("python", "bash", "javascript", "typescript"):
             runtime_for(language)
-        executor = Executor(self.config)
-        try:
-            executor.catalog  # noqa: B018 - read (and built when stale) for the children
-        finally:
-            executor.close()
 
     def close(self) -> None:
         """Stop listening, cancel the calls still running, remove the socket and the lock file."""
@@ -241,8 +238,9 @@ class Server:
 
     # --- the loop -------------------------------------------------------------------------------------------
 
-    def run(self, *, watch_stdin: bool = False) -> None:
-        """Accept and fork until a stopping signal (or, ``watch_stdin``, the end of stdin)."""
+    def run(self, *, watch_stdin: bool = False, on_ready: Callable[[], None] | None = None) -> None:
+        """Accept and fork until a stopping signal (or, ``watch_stdin``, the end of stdin); ``on_ready`` is called
+        once the stopping signals are handled."""
         assert self._listener is not None, "open() first"
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         previous = {}
@@ -257,6 +255,8 @@ class Server:
                 selector.register(self._ran_read, selectors.EVENT_READ, "ran")
                 if watch_stdin:
                     selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "stdin")
+                if on_ready is not None:
+                    on_ready()
                 while not self._stop:
                     for key, _ in selector.select(timeout=5.0):
                         if key.data == "accept":

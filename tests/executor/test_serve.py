@@ -294,3 +294,187 @@ def _children(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(word) for word in text.split() if alive(int(word))]
+
+
+# --- toolexec mcp offers the socket too ---------------------------------------------------------------------------
+
+
+def test_toolexec_mcp_serves_one_shot_runs_while_it_runs(tools: Project) -> None:
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", "mcp", "--config", str(tools.config), "--no-reload"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    path = Path(socket_folder()) / socket_name(os.path.realpath(tools.config))
+    lock = path.with_suffix(".lock")
+    try:
+        wait_until(path.exists, "the socket of toolexec mcp's server")
+        wait_until(lambda: lock.exists() and lock.read_text().isdigit(), "its lock")
+        companion = int(lock.read_text())
+        assert Path(f"/proc/{companion}/cmdline").read_bytes().split(b"\0")[-3:-1] == [
+            str(tools.config).encode(),
+            b"--until-stdin-closes",
+        ]
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"x|{os.getcwd()}|unset".encode(), b"")
+    finally:
+        assert mcp.stdin is not None
+        mcp.stdin.close()  # the end of stdin ends toolexec mcp, and its server with it
+        assert mcp.wait(timeout=60) == 0
+    wait_until(lambda: not path.exists() and not lock.exists() and not alive(companion), "the server to end")
+
+
+def test_toolexec_mcp_leaves_a_running_server_alone(tools: Project, served: Served) -> None:
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", "mcp", "--config", str(tools.config), "--no-reload"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert mcp.stdin is not None
+    mcp.stdin.close()
+    assert mcp.wait(timeout=60) == 0
+    assert toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}').returncode == 0
+    assert served.stop()[:2] == (0, 1)
+
+
+# --- hostile clients ----------------------------------------------------------------------------------------------
+
+
+def raw(path: Path, data: bytes, fds: tuple[int, ...] = (0, 1, 2), then: bytes = b"") -> bytes:
+    """What the server answers a client that sends ``data`` with ``fds`` (and ``then``, once answered)."""
+    import array
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(path))
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+        sock.sendmsg([data], ancillary)
+        answer = b""
+        while not answer.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+def request_for(argv: list[str], cwd: Path, **changes: bytes) -> bytes:
+    from toolexec.serve_client import request
+    from toolexec.version import __version__
+
+    body = request(argv, version=__version__)[4:]
+    fields = body.split(b"\0")
+    for index, value in changes.items():
+        fields[int(index.removeprefix("f"))] = value
+    fields[2] = os.fsencode(cwd)
+    body = b"\0".join(fields)
+    return len(body).to_bytes(4, "big") + body
+
+
+@pytest.mark.parametrize(
+    ("data", "fds", "answer"),
+    [
+        (b"\0\0\0\x05hello", (), b"no malformed request: it must come with stdin, stdout and stderr (three descriptors)\n"),
+        (b"\0\0\0\x05hello", (0, 1), b"no malformed request: it must come with stdin, stdout and stderr (three descriptors)\n"),
+        (b"\xff\xff\xff\xff", (0, 1, 2), b"no too large: a request may have at most 8388608 bytes, this one says 4294967295\n"),
+        (b"\0\0\0\x05hello", (0, 1, 2), b"no malformed request: its fields must each end in NUL\n"),
+        (b"\0\0\0\x06hello\0", (0, 1, 2), b"no version: this server speaks toolexec-serve/1\n"),
+        (b"\0\0\0\x02x", (0, 1, 2), b"no malformed request: it ended early\n"),
+    ],
+    ids=["no-fds", "two-fds", "oversized", "no-nul", "not-the-protocol", "short"],
+)
+def test_a_malformed_request_is_refused_with_a_reason(
+    tools: Project, served: Served, data: bytes, fds: tuple[int, ...], answer: bytes
+) -> None:
+    if data == b"\0\0\0\x02x":
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # sends less than it said, then stops sending
+            sock.settimeout(30)
+            sock.connect(str(served.path))
+            import array
+
+            sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(4096) == answer
+    else:
+        assert raw(served.path, data, fds) == answer
+    assert toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}').returncode == 0  # others are served
+    assert served.stop()[:2] == (0, 1)
+
+
+def test_a_request_for_another_config_or_a_terminal_option_is_refused(tools: Project, served: Served, tmp_path: Path) -> None:
+    other = tmp_path / "other.yaml"
+    other.write_text("visible_tools: []\n")
+    asked = raw(served.path, request_for(["--config", str(other), "run", "echo", "{}"], tmp_path))
+    assert asked == f"no config: this call's config is {other}, this server's {os.path.realpath(tools.config)}\n".encode()
+    asked = raw(served.path, request_for(["--config", str(tools.config), "run", "echo", "{}", "--confirm", "all"], tmp_path))
+    assert asked == b"no terminal: --confirm, --ask and -v need the local terminal\n"
+    asked = raw(served.path, request_for(["--config", str(tools.config), "build"], tmp_path))
+    assert asked.startswith(b"no unsupported: ")
+    asked = raw(served.path, request_for(["--config", str(tools.config), "run", "echo", "{}"], tmp_path, f1=b"0.0.0"))
+    assert asked.startswith(b"no version: this server is toolexec ")
+    assert served.stop()[:2] == (0, 0)
+
+
+def test_a_slow_client_is_refused_and_disturbs_no_other(tools: Project, served: Served) -> None:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.settimeout(60)
+        slow.connect(str(served.path))  # and sends nothing
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout) == (0, f"x|{os.getcwd()}|unset".encode())
+        assert slow.recv(4096) == b"no slow: the request did not arrive within 5 seconds\n"
+    assert served.stop()[:2] == (0, 1)
+
+
+def test_a_folder_others_may_open_is_refused_by_both_sides(tools: Project, served: Served) -> None:
+    folder = served.path.parent
+    folder.chmod(0o755)
+    try:
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout) == (0, f"x|{os.getcwd()}|unset".encode())  # run locally
+        assert served.stop()[:2] == (0, 0)
+        again = subprocess.run(
+            [sys.executable, "-m", "toolexec", "serve", "--config", str(tools.config)], capture_output=True, text=True, timeout=60
+        )
+        assert (again.returncode, again.stderr) == (
+            2,
+            f"toolexec: cannot serve on a socket in {folder}: {folder} has mode 755: others may open it (chmod 700 {folder}); "
+            "it must be a folder of your own (mode 700)\n",
+        )
+    finally:
+        folder.chmod(0o700)
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not os.access("/usr/bin/python3", os.X_OK), reason="needs root and /usr/bin/python3")
+def test_another_user_is_refused(tools: Project, served: Served) -> None:
+    folder = served.path.parent
+    modes = {path: path.stat().st_mode for path in (folder, *folder.parents)}
+    for path, mode in modes.items():  # let another user reach the socket at all, as a mistake might
+        path.chmod(mode | 0o001)
+    served.path.chmod(0o666)
+    probe = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1])\n"
+        "print(s.recv(4096).decode(), end='')\n"
+    )
+    try:
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", probe, str(served.path)],
+            capture_output=True,
+            text=True,
+            user=65534,
+            group=65534,
+            timeout=60,
+            cwd="/",
+        )
+    finally:
+        for path, mode in modes.items():
+            path.chmod(stat.S_IMODE(mode))
+    assert (done.returncode, done.stdout) == (0, "no uid: this server serves its own user only\n"), done.stderr
+    assert served.stop()[:2] == (0, 0)
