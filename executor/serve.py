@@ -31,6 +31,11 @@ import errno
 import fcntl
 import io
 import os
+
+# Imported once, here, for every child: what a call imports when it needs it (the catalog's store, the arguments'
+# checks, the tracing switch, the Bash runtime's parser, the file-size limit), besides the modules below.
+import resource  # noqa: F401
+import select
 import selectors
 import signal
 import socket
@@ -43,12 +48,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import toolexec.api  # imported once, for every child (as are the modules below)
-import toolexec.validation  # noqa: F401 - the arguments' checks, which a call imports late
+import toolexec.api
+import toolexec.catalog_store
+import toolexec.runtimes.argc_built
+import toolexec.schemarefs
+import toolexec.tracing
+import toolexec.validation  # noqa: F401
 from toolexec.cli import dispatch, quick_run
 from toolexec.config import Config, load_config, locate
 from toolexec.errors import BadRequest
-from toolexec.runtimes import runtime_for
+from toolexec.runtimes import process_linux, runtime_for
 from toolexec.runtimes.process_linux import protect
 from toolexec.serve_client import (
     FORWARDED,
@@ -65,6 +74,7 @@ __all__ = ["Server", "companion", "serve", "stop_companion"]
 
 REQUEST_SECONDS = 5.0  # a client has this long to send its request: a slow one loses only its own child
 GO_SECONDS = 30.0  # and this long to say go once told ready (longer than the client waits for ready)
+SPARES = 1  # children forked ahead, each waiting for a connection: a call never waits for a fork
 STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to print their result, then are killed
 _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
 
@@ -127,6 +137,8 @@ class Server:
         self.children: set[int] = set()
         self.served = 0  # calls run (a child that refused its request is not counted)
         self._ran_read, self._ran_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a byte per call a child ran
+        self._took_read, self._took_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a spare's pid, once it accepted
+        self.spares: set[int] = set()
         self._listener: socket.socket | None = None
         self._lock_fd = -1
         self._inode: tuple[int, int] | None = None
@@ -223,10 +235,10 @@ class Server:
                     os.unlink(self.path)
         self._end_children()
         self._count_runs()
-        for fd in (self._ran_read, self._ran_write):
+        for fd in (self._ran_read, self._ran_write, self._took_read, self._took_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self._ran_read = self._ran_write = -1
+        self._ran_read = self._ran_write = self._took_read = self._took_write = -1
         self._unlock()
 
     def _unlock(self) -> None:
@@ -250,17 +262,28 @@ class Server:
                 previous[getattr(signal, name)] = signal.signal(getattr(signal, name), self._stopping)
             previous[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, lambda *_: None)
             with selectors.DefaultSelector() as selector:
-                selector.register(self._listener, selectors.EVENT_READ, "accept")
                 selector.register(wake_read, selectors.EVENT_READ, "wake")
                 selector.register(self._ran_read, selectors.EVENT_READ, "ran")
+                selector.register(self._took_read, selectors.EVENT_READ, "took")
+                listening = False
                 if watch_stdin:
                     selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "stdin")
                 if on_ready is not None:
                     on_ready()
                 while not self._stop:
+                    self._reap()
+                    self._spare()
+                    if listening != (not self.spares):  # no spare waits (all busy): the server answers, busy
+                        listening = not self.spares
+                        if listening:
+                            selector.register(self._listener, selectors.EVENT_READ, "accept")
+                        else:
+                            selector.unregister(self._listener)
                     for key, _ in selector.select(timeout=5.0):
                         if key.data == "accept":
                             self._accept()
+                        elif key.data == "took":
+                            self._took()
                         elif key.data == "wake":
                             with contextlib.suppress(OSError):
                                 os.read(wake_read, 512)
@@ -268,7 +291,6 @@ class Server:
                             self._count_runs()
                         elif not _read_some(sys.stdin.fileno()):
                             self._stop = True
-                    self._reap()
         finally:
             signal.set_wakeup_fd(old_wakeup)
             for number, handler in previous.items():
@@ -290,22 +312,34 @@ class Server:
                 if error.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED):
                     return
                 raise
-            with conn:
-                self._reap()
-                refusal = None
+            with conn:  # only when every child is busy: a spare takes every other connection
+                refusal = b"no busy: the server runs as many calls as it may (--max-clients)\n"
                 if _peer_uid(conn) != os.getuid():
                     refusal = b"no uid: this server serves its own user only\n"
-                elif len(self.children) >= self.max_clients:
-                    refusal = b"no busy: the server runs as many calls as it may (--max-clients)\n"
-                if refusal is not None:
-                    conn.setblocking(False)
-                    with contextlib.suppress(OSError):
-                        conn.send(refusal)
-                    continue
+                conn.setblocking(False)
+                with contextlib.suppress(OSError):
+                    conn.send(refusal)
+
+    def _spare(self) -> None:
+        """Keep a child forked ahead, waiting for the next connection (its process guard already started)."""
+        while len(self.spares) < SPARES and len(self.children) < self.max_clients and not self._stop:
+            stopping = {getattr(signal, name) for name in _STOPPING}
+            signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # until the child has its own handlers
+            try:
                 pid = os.fork()
                 if pid == 0:
-                    self._child(conn)  # never returns
-                self.children.add(pid)
+                    self._child()  # never returns
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
+            self.children.add(pid)
+            self.spares.add(pid)
+
+    def _took(self) -> None:
+        """The spares that took a connection (each wrote its pid): no longer spare."""
+        with contextlib.suppress(OSError):
+            data = os.read(self._took_read, 4096)
+            for start in range(0, len(data) - 3, 4):
+                self.spares.discard(int.from_bytes(data[start : start + 4], sys.byteorder))
 
     def _count_runs(self) -> None:
         with contextlib.suppress(OSError):
@@ -319,6 +353,7 @@ class Server:
                 done = pid
             if done:
                 self.children.discard(pid)
+                self.spares.discard(pid)
 
     def _end_children(self) -> None:
         """Cancel every call still running (SIGTERM: a local run's Ctrl-C) and wait for them, killing the slow."""
@@ -339,8 +374,9 @@ class Server:
 
     # --- a call, in the forked child ------------------------------------------------------------------------
 
-    def _child(self, conn: socket.socket) -> None:
-        """Serve one client and exit: whatever happens, this process ends here (never back in the loop)."""
+    def _child(self) -> None:
+        """A spare: wait for a connection, serve that one client and exit. Whatever happens, this process ends here
+        (never back in the server's loop)."""
         code = 1
         try:
             os.setsid()  # no Ctrl-C of the server's terminal reaches a call; the server cancels its own
@@ -348,12 +384,23 @@ class Server:
             for name in (*_STOPPING, "SIGCHLD"):
                 number = getattr(signal, name)
                 signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
-            if self._listener is not None:
-                self._listener.close()
-            for fd in (self._lock_fd, self._ran_read):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, name) for name in _STOPPING})
+            for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            code = Child(conn, self.config_path, self._ran_write).serve()
+            if process_linux.available():
+                process_linux.ensure_guard()  # before the call: a call's first spawn would start it
+            listener = self._listener
+            assert listener is not None
+            conn = _accept_one(listener)
+            listener.close()
+            os.write(self._took_write, os.getpid().to_bytes(4, sys.byteorder))
+            os.close(self._took_write)
+            if _peer_uid(conn) != os.getuid():
+                conn.sendall(b"no uid: this server serves its own user only\n")
+                code = 0
+            else:
+                code = Child(conn, self.config_path, self._ran_write).serve()
         except BaseException:  # the child must end here, and says nothing on the server's terminal
             code = 1
         finally:
@@ -549,6 +596,18 @@ def _text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
     buffered: Any = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
     line = fd == 2 or (fd == 1 and raw.isatty())
     return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, line_buffering=line)
+
+
+def _accept_one(listener: socket.socket) -> socket.socket:
+    """The next connection (the listener is shared with the server, which keeps it non-blocking)."""
+    while True:
+        select.select([listener], [], [])
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            continue
+        conn.setblocking(True)
+        return conn
 
 
 def _peer_uid(conn: socket.socket) -> int:

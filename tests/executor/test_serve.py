@@ -250,8 +250,7 @@ def test_a_call_running_when_the_server_stops_is_cancelled_as_a_local_one(tools:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    wait_until(lambda: _children(server.process.pid), "the server's child")
-    wait_until(lambda: any(_children(child) for child in _children(server.process.pid)), "the tool")
+    wait_until(lambda: _running(server.process.pid), "the tool")
     code, count, _ = server.stop()
     out, err = run.communicate(timeout=60)
     assert (code, count, run.returncode, out) == (0, 1, 130, b"")
@@ -265,8 +264,8 @@ def test_ctrl_c_of_the_client_cancels_the_call(tools: Project, served: Served) -
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    wait_until(lambda: any(_children(child) for child in _children(served.process.pid)), "the tool")
-    child = _children(served.process.pid)[0]
+    wait_until(lambda: _running(served.process.pid), "the tool")
+    child, _ = _running(served.process.pid)[0]
     run.send_signal(signal.SIGINT)
     out, err = run.communicate(timeout=60)
     assert (run.returncode, out) == (130, b"")
@@ -280,12 +279,28 @@ def test_a_client_that_dies_takes_its_call_with_it(tools: Project, served: Serve
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    wait_until(lambda: any(_children(child) for child in _children(served.process.pid)), "the tool")
-    child = _children(served.process.pid)[0]
-    tool = _children(child)
+    wait_until(lambda: _running(served.process.pid), "the tool")
+    child, tool = _running(served.process.pid)[0]
     run.kill()
     run.wait()
-    wait_until(lambda: not alive(child) and not any(alive(pid) for pid in tool), "the call to end")
+    wait_until(lambda: not alive(child) and not alive(tool), "the call to end")
+
+
+def _running(server: int) -> list[tuple[int, int]]:
+    """(the server's child, the tool's process) of each call of the py tool running now."""
+    found = []
+    for child in _children(server):
+        for pid in _children(child):
+            stack = [pid]
+            while stack:
+                current = stack.pop()
+                try:
+                    if b"py.py" in Path(f"/proc/{current}/cmdline").read_bytes():
+                        found.append((child, current))
+                except OSError:
+                    pass
+                stack += _children(current)
+    return found
 
 
 def _children(pid: int) -> list[int]:
