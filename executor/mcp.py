@@ -47,6 +47,7 @@ from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
 from toolexec.catalog import Catalog
+from toolexec.cli import exit_now
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.mcp_auth import client_secret, granted_scopes
@@ -61,6 +62,7 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.recordtype import replace
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
+from toolexec.serve import companion, stop_companion
 from toolexec.sources import WatchedSource
 from toolexec.tracing import configure_from_environment
 from toolexec.validation import MAX_DEPTH
@@ -637,13 +639,7 @@ def _exit_now() -> NoReturn:
     """End the process at once, exit status 0: every call has ended and the client has gone, so nothing is left
     to do but the interpreter's teardown of the SDK's modules, which takes a loaded machine most of a second the
     client would wait for (the atexit handlers still run: the process helper's guard is stopped)."""
-    try:
-        atexit._run_exitfuncs()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(0)
+    exit_now(0)
 
 
 def _caller(ctx: ServerRequestContext[Any, Any], authenticating: bool) -> Caller:
@@ -671,6 +667,9 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
     if bind is None and (no_token or token_env):
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
     server = ToolServer(config_source, options)
+    # One-shot `toolexec run` calls of the same config are served while this runs (toolexec serve; not an agent's).
+    one_shot = companion(server.config.path) if options.agent is None else None
+    atexit.register(stop_companion, one_shot)  # _exit_now runs the atexit handlers only
     try:
         settings = server.config.mcp
         if settings.cwd is not None:  # a GUI client starts its servers in /: tool calls start where the config says
