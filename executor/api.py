@@ -132,7 +132,8 @@ class Executor:
 
     def listing(self, *, enabled_only: bool = True, tags: Sequence[str] = ()) -> list[dict[str, Any]]:
         """What ``toolexec list`` shows of the tools :meth:`tools` returns (``name``, ``language``, ``description``,
-        ``title``, ``summary``, ``tags``, ``annotations``, ``source``; ``error`` None), then, without ``tags``, of those
+        ``title``, ``summary``, ``tags``, ``annotations``, ``source``, ``declares_sandbox``: whether its script declares a
+        sandbox policy; ``error`` None), then, without ``tags``, of those
         :meth:`broken` returns (their ``error``, no description): one freshness check, and only the catalog's index is
         read (listing 10,000 tools reads no declaration)."""
 
@@ -141,7 +142,10 @@ class Executor:
             served = [{**row, "error": None} for row in catalog.listing(config, enabled_only=enabled_only)]
             if tags:  # a tool that failed to build has no tags to match
                 return [row for row in served if all(tag in row["tags"] for tag in tags)]
-            empty: dict[str, Any] = {"description": None, "title": None, "summary": None, "tags": [], "annotations": None}
+            empty: dict[str, Any] = {
+                **{"description": None, "title": None, "summary": None, "tags": [], "annotations": None},
+                "declares_sandbox": False,
+            }
             return served + [{**row, **empty} for row in catalog.broken(config, enabled_only=enabled_only)]
 
         try:

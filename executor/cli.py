@@ -513,6 +513,7 @@ def _compile(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
     from toolexec.policy import unconfined
+    from toolexec.records import Sandbox
 
     tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
     if args.tags is not None and not tags:
@@ -520,14 +521,12 @@ def _list(args: argparse.Namespace) -> int:
     executor = _executor(args)
     rows = executor.listing(enabled_only=not args.all, tags=tags)
     config = executor.config
-    sources = {t.name: t.metadata.sandbox for t in executor.catalog.tools.values()}  # as the scripts declare them
     for row in rows:
         row["enabled"], row["enabled_why"] = config.enabling(row["name"])
-        # why its calls run unconfined (None: confined, or it does not build)
+        # why its calls run unconfined (None: confined, or it does not build), from the index row alone
+        declared = Sandbox() if row.pop("declares_sandbox", False) else None  # (only whether it declares one counts)
         row["unconfined"] = (
-            unconfined(config.sandbox, config.sandbox_policies, row["name"], sources.get(row["name"]))
-            if row["error"] is None
-            else None
+            unconfined(config.sandbox, config.sandbox_policies, row["name"], declared) if row["error"] is None else None
         )
     if args.verbose:
         for entry in executor.catalog.entries:
