@@ -13,6 +13,7 @@ uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import collections
