@@ -44,6 +44,8 @@ from harness import (
     spawn,
     write_project,
 )
+from node_bench import node_rows
+from scale_bench import scale_rows
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 MCP_MISSING = "MCP server not available (`toolexec mcp` does not exist yet)"
@@ -535,6 +537,8 @@ def main() -> None:
             ("Throughput and concurrency", throughput_rows),
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
+            ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
+            ("10,000 tools, and the one-shot rows with the sandbox off", scale_rows),
             ("Where the time goes", breakdown_rows),
         ]
         results = []
