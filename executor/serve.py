@@ -31,10 +31,7 @@ import errno
 import fcntl
 import io
 import os
-
-# Imported once, here, for every child: what a call imports when it needs it (the catalog's store, the arguments'
-# checks, the tracing switch, the Bash runtime's parser, the file-size limit), besides the modules below.
-import resource  # noqa: F401
+import resource  # noqa: F401 - the file-size limit (imported here once for every child, as are the lazy ones below)
 import select
 import selectors
 import signal
@@ -47,6 +44,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import jsonschema  # noqa: F401 - what explains a refused argument (a run with bad input would import it)
 
 import toolexec.api
 import toolexec.catalog_store
