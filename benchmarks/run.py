@@ -43,6 +43,7 @@ from harness import (
     spawn,
     write_project,
 )
+from mcp_load_bench import mcp_load_rows
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 MCP_MISSING = "MCP server not available (`toolexec mcp` does not exist yet)"
@@ -533,6 +534,7 @@ def main() -> None:
             ("Throughput and concurrency", throughput_rows),
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
+            ("MCP under load, against FastMCP", mcp_load_rows),
             ("Where the time goes", breakdown_rows),
         ]
         results = []
