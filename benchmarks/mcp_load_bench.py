@@ -55,15 +55,23 @@ def burst(server: StdioServer, calls: int = IN_FLIGHT) -> float:
     return calls / elapsed
 
 
-def stdio_load(config: Path, toolexec: list[str], env: dict[str, str], rounds: int) -> tuple[float, float, float]:
-    """(ours, FastMCP's, the median ratio of adjacent rounds) in calls/s, 100 Bash calls in flight."""
+def stdio_load(config: Path, toolexec: list[str], env: dict[str, str], rounds: int) -> tuple[float, float, float, float, float]:
+    """(ours, FastMCP's, the median ratio of adjacent rounds) in calls/s, 100 Bash calls in flight; and the CPU time
+    each server process spent per call (ms, itself: its tools are the same script)."""
     script = config.parent / "functions" / "tools" / "noop_sh.sh"
     ours = StdioServer([*toolexec, "--config", str(config), "mcp"], env)
     reference = StdioServer([sys.executable, str(HERE / "fastmcp_reference.py"), "stdio-bash", str(script)], env)
     try:
         for _ in range(2):  # warm: threads, caches, page cache
             burst(ours), burst(reference)
-        pairs = [(burst(ours), burst(reference)) for _ in range(rounds)]
+        pairs: list[tuple[float, float]] = []
+        cpu = {ours: 0.0, reference: 0.0}
+        for _ in range(rounds):
+            rates: dict[StdioServer, float] = {}
+            for server in (ours, reference):
+                used = cpu_ms(server.process.pid, lambda server=server, rates=rates: rates.__setitem__(server, burst(server)), 1)
+                cpu[server] += used / IN_FLIGHT / rounds
+            pairs.append((rates[ours], rates[reference]))
     finally:
         ours.close()
         reference.close()
@@ -71,6 +79,8 @@ def stdio_load(config: Path, toolexec: list[str], env: dict[str, str], rounds: i
         statistics.median(o for o, _ in pairs),
         statistics.median(r for _, r in pairs),
         statistics.median(o / r for o, r in pairs),
+        cpu[ours],
+        cpu[reference],
     )
 
 
@@ -126,6 +136,20 @@ def requester(
     return request
 
 
+def cpu_ms(pid: int, action: Callable[[], None], runs: int) -> float:
+    """The CPU time (user and system) process ``pid`` spends per ``action``: what a busy machine's scheduling
+    leaves out of it, unlike wall time."""
+
+    def used() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    before = used()
+    for _ in range(runs):
+        action()
+    return (used() - before) / runs * 1000
+
+
 def warm_in(describe: Any) -> bool:
     """Whether ``toolexec describe --json`` says the tool is warm (a ``warm`` key set anywhere but its text)."""
     if isinstance(describe, dict):
@@ -157,7 +181,9 @@ def http_figures(config: Path, toolexec: list[str], env: dict[str, str], runs: i
             listed = lambda result: len(result["tools"]) == 4  # noqa: E731
             answered = lambda result: not result.get("isError") and result["content"][0]["text"] == "x"  # noqa: E731
             call = {"name": "noop_py", "arguments": {"text": "x"}}
-            listing = paired_ms(requester(a, "tools/list", {}, listed), requester(b, "tools/list", {}, listed), runs)
+            ours_list, reference_list = requester(a, "tools/list", {}, listed), requester(b, "tools/list", {}, listed)
+            listing = paired_ms(ours_list, reference_list, runs)
+            cpu = cpu_ms(ours.process.pid, ours_list, 10 * runs), cpu_ms(reference.process.pid, reference_list, 10 * runs)
             calling = paired_ms(requester(a, "tools/call", call, answered), requester(b, "tools/call", call, answered), runs)
         finally:
             a.close()
@@ -165,7 +191,7 @@ def http_figures(config: Path, toolexec: list[str], env: dict[str, str], runs: i
     finally:
         ours.close()
         reference.close()
-    return {"list": listing, "call": calling, "warm": warm_in(json.loads(described.stdout))}
+    return {"list": listing, "list_cpu": cpu, "call": calling, "warm": warm_in(json.loads(described.stdout))}
 
 
 def project(root: Path) -> Path:
@@ -189,7 +215,7 @@ def measured_rows(b: Any) -> list[Any]:
     config = project(b.root / "mcp-load")
     toolexec = [b.toolexec]
     subprocess.run([*toolexec, "--config", str(config), "build"], env=b.env, check=True, capture_output=True)
-    ours, reference, ratio = stdio_load(config, toolexec, b.env, max(5, RUNS // 4))
+    ours, reference, ratio, ours_cpu, reference_cpu = stdio_load(config, toolexec, b.env, max(5, RUNS // 4))
     found = [
         Row(
             f"calls/s through `toolexec mcp` (stdio), {IN_FLIGHT} Bash calls in flight",
@@ -198,11 +224,13 @@ def measured_rows(b: Any) -> list[Any]:
             f"{ratio:.2f}x",
             "≥ 1.0x",
             ratio >= 1.0,
-            "the same script and client; rounds alternate",
+            f"the same script and client, rounds alternating; server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms",
         )
     ]
     figures = http_figures(config, toolexec, b.env, RUNS)
-    found.append(ratio_row("`tools/list` over Streamable HTTP keep-alive", figures["list"], "FastMCP", 1.2, "4 tools, stateless"))
+    cpu = figures["list_cpu"]
+    note = f"4 tools, stateless; server CPU per request {cpu[0]:.2f} ms against FastMCP's {cpu[1]:.2f} ms"
+    found.append(ratio_row("`tools/list` over Streamable HTTP keep-alive", figures["list"], "FastMCP", 1.2, note))
     call = figures["call"]
     kind = "warm" if figures["warm"] else "cold (no warm tools on this branch)"
     found.append(
@@ -226,15 +254,17 @@ def main() -> None:
         config = project(Path(tmp))
         toolexec = [sys.executable, "-m", "toolexec"]
         subprocess.run([*toolexec, "--config", str(config), "build"], env=env, check=True, capture_output=True)
-        ours, reference, ratio = stdio_load(config, toolexec, env, rounds)
+        ours, reference, ratio, ours_cpu, reference_cpu = stdio_load(config, toolexec, env, rounds)
         print(f"load average {os.getloadavg()[0]:.2f}")
         print(
-            f"stdio, {IN_FLIGHT} Bash calls in flight: toolexec {ours:.0f} calls/s, FastMCP {reference:.0f} calls/s, ratio {ratio:.2f}x (target ≥ 1.0x)"
+            f"stdio, {IN_FLIGHT} Bash calls in flight: toolexec {ours:.0f} calls/s, FastMCP {reference:.0f} calls/s, ratio {ratio:.2f}x (target ≥ 1.0x); "
+            f"server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms"
         )
         figures = http_figures(config, toolexec, env, RUNS)
         listing, call = figures["list"], figures["call"]
         print(
-            f"HTTP keep-alive tools/list: toolexec {listing.ours:.2f} ms, FastMCP {listing.bare:.2f} ms, ratio {listing.ratio:.2f}x (target ≤ 1.2x)"
+            f"HTTP keep-alive tools/list: toolexec {listing.ours:.2f} ms, FastMCP {listing.bare:.2f} ms, ratio {listing.ratio:.2f}x "
+            f"(target ≤ 1.2x); server CPU per request {figures['list_cpu'][0]:.2f} ms against {figures['list_cpu'][1]:.2f} ms"
         )
         print(
             f"HTTP keep-alive tools/call, {'warm' if figures['warm'] else 'cold'} Python tool, concurrency 1: toolexec "

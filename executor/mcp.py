@@ -162,8 +162,12 @@ class Listing:
         self.by_name = {t.name: t for t in self.tools}
         self.by_mcp_name = {self.names[t.name]: t for t in self.tools}
         self.entries = [mcp_tool(t, self.names[t.name], summaries=summaries) for t in self.tools]
-        # What a 2026-07-28 client is offered: output schemas of any shape.
-        self.modern_entries = [mcp_tool(t, self.names[t.name], summaries=summaries, any_shape=True) for t in self.tools]
+        # What a 2026-07-28 client is offered: output schemas of any shape. Only a tool whose output is not an object
+        # is listed otherwise; every other entry is the same object in both lists (1,000 tools: one set in memory).
+        self.modern_entries = [
+            mcp_tool(t, self.names[t.name], summaries=summaries, any_shape=True) if _any_shape_only(t, summaries) else entry
+            for t, entry in zip(self.tools, self.entries, strict=True)
+        ]
         if summaries and DESCRIBE_TOOL not in self.by_mcp_name:
             self.entries.append(DESCRIBE_TOOL_SPEC)
             self.modern_entries.append(DESCRIBE_TOOL_SPEC)
@@ -177,6 +181,12 @@ class Listing:
             check = jsonschema.Draft202012Validator(schema, registry=Registry()) if schema is not None else None
             self._checks[tool.name] = check
         return self._checks[tool.name]
+
+
+def _any_shape_only(tool: ToolDeclaration, summaries: bool) -> bool:
+    """Whether a 2026-07-28 client is offered more of ``tool`` than an earlier one: an output schema that is not an
+    object's (:func:`toolexec.providers.mcp.output_schema`), in the full listing."""
+    return not summaries and mcp_format.output_schema(tool, any_shape=True) != mcp_format.output_schema(tool)
 
 
 def _cursor(offset: int) -> str:

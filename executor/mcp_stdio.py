@@ -43,6 +43,8 @@ STREAMS = (
     "subscriptions/listen",
 )  # requests answered by a stream that lasts as long as the client listens  # at the end, how long the replies still queued may take to go out
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# What the end of input cancels rather than waits for: a call may run for long, and its client has gone.
+ENDED_BY_EOF = ("tools/call",)
 Drained = Callable[[], Awaitable[None]]
 
 
@@ -234,6 +236,8 @@ async def _read_lines(
             pending = bytearray(rest)
         if pending and not skipping:
             await _hand_on(bytes(pending), replies, messages, wire)
+        with anyio.move_on_after(FLUSH_SECONDS):
+            await wire.settled()
 
 
 def _too_long() -> types.JSONRPCError:
@@ -254,18 +258,24 @@ class Wire:
     being written; so a stop can wait until every request read so far is answered on the wire."""
 
     def __init__(self) -> None:
-        self.unanswered: set[Any] = set()
+        self.unanswered: dict[Any, str] = {}  # request id -> method
         self.writing = False  # a line is being written (taken from the queue, not yet all out)
 
     def read(self, message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCRequest) and message.method not in STREAMS:
-            self.unanswered.add(message.id)
+            self.unanswered[message.id] = message.method
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-            self.unanswered.discard((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+            self.unanswered.pop((message.params or {}).get("requestId"), None)  # a cancelled request gets no answer
 
     def wrote(self, message: Any) -> None:
         if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
-            self.unanswered.discard(message.id)
+            self.unanswered.pop(message.id, None)
+
+    async def settled(self) -> None:
+        """Return once every request read is answered but the calls (which the end of input cancels): a request
+        that came before the end of input is answered, however quickly the end followed it."""
+        while any(method not in ENDED_BY_EOF for method in self.unanswered.values()):
+            await anyio.sleep(0.005)
 
     async def drained(self, outgoing: MemoryObjectReceiveStream[Any]) -> None:
         """Return once every request read is answered and written."""

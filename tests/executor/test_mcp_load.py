@@ -141,3 +141,34 @@ def test_requests_from_a_regular_file_are_read_by_a_thread_and_all_answered(proj
     assert sorted(reply["id"] for reply in replies) == [0, 1, 2, 3, 4, 5]
     assert {len(reply["result"]["tools"]) for reply in replies if reply["id"]} == {1}
     assert done.returncode == 0
+
+
+@pytest.mark.parametrize("summaries", [False, True])
+def test_both_protocol_eras_share_a_tools_entry_unless_its_output_is_not_an_object(project: Project, summaries: bool) -> None:
+    """Memory at 1,000 tools: the listing holds one ``Tool`` per tool, a second only where a 2026-07-28 client is
+    offered more (an output schema that is not an object's)."""
+    from tests.executor.test_mcp import inject_metadata
+    from toolexec.build import build
+    from toolexec.config import load_config
+    from toolexec.mcp import Listing
+
+    for name in ("plain", "record", "counts"):
+        project.tool(f"{name}.py", f'def run() -> str:\n    """Tool {name}."""\n    return "{name}"\n')
+    project.configure(["plain.py", "record.py", "counts.py"])
+    record = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    counts = {"type": "array", "items": {"type": "integer"}}
+    inject_metadata(project, "record", {"output_schema": record})
+    inject_metadata(project, "counts", {"output_schema": counts})
+    config = load_config(project.config)
+    listing = Listing(config, build(config).catalog, summaries=summaries)
+    shared = [modern is legacy for modern, legacy in zip(listing.modern_entries, listing.entries, strict=True)]
+    if summaries:  # no output schema in either
+        assert shared == [True, True, True, True]  # describe_tool's entry too
+        return
+    assert shared == [True, True, False]
+    assert [(e.name, e.output_schema) for e in listing.entries] == [("plain", None), ("record", record), ("counts", None)]
+    assert [(e.name, e.output_schema) for e in listing.modern_entries] == [
+        ("plain", None),
+        ("record", record),
+        ("counts", counts),
+    ]
