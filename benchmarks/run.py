@@ -44,6 +44,7 @@ from harness import (
     write_project,
 )
 from mcp_load_bench import mcp_load_rows
+from node_bench import node_rows
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 MCP_MISSING = "MCP server not available (`toolexec mcp` does not exist yet)"
@@ -535,6 +536,7 @@ def main() -> None:
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
             ("MCP under load, against FastMCP", mcp_load_rows),
+            ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
             ("Where the time goes", breakdown_rows),
         ]
         results = []
