@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
+import serve_bench
 from harness import (
     BARE_MJS,
     NOOP_JS,
@@ -45,6 +46,7 @@ from harness import (
 )
 from mcp_load_bench import mcp_load_rows
 from node_bench import node_rows
+from scale_bench import scale_rows
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 MCP_MISSING = "MCP server not available (`toolexec mcp` does not exist yet)"
@@ -530,6 +532,7 @@ def main() -> None:
         only = set(sys.argv[1:])
         sections = [
             ("Per-call overhead", per_call_rows),
+            ("One-shot runs through a running server", serve_bench.serve_rows),
             ("Against what users would pick instead", alternative_rows),
             ("Build", build_rows),
             ("Throughput and concurrency", throughput_rows),
@@ -537,6 +540,7 @@ def main() -> None:
             ("MCP", mcp_rows),
             ("MCP under load, against FastMCP", mcp_load_rows),
             ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
+            ("10,000 tools, and the one-shot rows with the sandbox off", scale_rows),
             ("Where the time goes", breakdown_rows),
         ]
         results = []

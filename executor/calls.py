@@ -19,18 +19,15 @@ or a small wrapper around :meth:`Calls.execute`; see docs/architecture.md.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from collections import deque
 
 from toolexec import results
-from toolexec.asking import MAX_ROUNDS
-from toolexec.caps import Held
-from toolexec.caps import effective as effective_caps
-from toolexec.caps import enter as enter_caps
 from toolexec.engine import Engine, refused
 from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ScopeMissing, ToolexecError
-from toolexec.observe import observe
 from toolexec.records import ToolCall, ToolResult, limit_problem
 from toolexec.recordtype import record, replace
 from toolexec.sources import Snapshot, Source
@@ -44,8 +41,10 @@ if TYPE_CHECKING:
 
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision
     from toolexec.asking import Asker
+    from toolexec.caps import Held
+    from toolexec.config import Config
     from toolexec.observe import Caller, Observation
-    from toolexec.records import InputRequest, InputResponse
+    from toolexec.records import InputRequest, InputResponse, ToolDeclaration
     from toolexec.runtimes.process import CallControl
 
     # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
@@ -193,7 +192,7 @@ class Calls:
 
         started = time.monotonic()
         call_id = call_id_for(call.call_id)  # the one default for a missing call id
-        observation = observe(self.source.config, call.name, call_id, caller or self.caller, trace)
+        observation = _observe(self.source.config, call.name, call_id, caller or self.caller, trace)
         snapshot = None
         try:
             check_call_id(call_id)
@@ -291,7 +290,7 @@ class Calls:
         granted now, or later (``wake`` is then called from the thread that freed it); hand the granted ticket to
         :meth:`execute`, or to :meth:`withdraw` when the call is given up. None when the tool has caps of its own
         (``max_concurrency``, ``rate``): their wait comes before a slot's, on the call's thread."""
-        if effective_caps(pending.snapshot.config, pending.snapshot.declaration) is not None:
+        if _capped(pending.snapshot.config, pending.snapshot.declaration):
             return None
         return self.slots.enqueue(wake)
 
@@ -321,6 +320,8 @@ class Calls:
             request = result.input_request
             if request is None or ask is None:
                 return result
+            from toolexec.asking import MAX_ROUNDS  # only a tool that asks needs the asking module
+
             if len(_known(pending)) >= MAX_ROUNDS:  # answers given up front (a protocol's rounds) count too
                 problem = BadRequest(f"tool {pending.call.name!r} asked more than {MAX_ROUNDS} questions in one call")
                 return results.refusal(pending.call.name, pending.call_id, problem, pending.started)
@@ -340,14 +341,17 @@ class Calls:
         try:
             waiting = time.monotonic()
             snapshot, tool = pending.snapshot, pending.snapshot.declaration
-            if not holds and (caps := effective_caps(snapshot.config, tool)) is not None:  # the tool's own caps first
-                try:
-                    timeout = pending.call.timeout or tool.limits.timeout or snapshot.config.timeout
-                    held = enter_caps(snapshot.config, tool, caps, timeout, control)
-                except ToolexecError as error:
-                    return refused(pending.call, error, started=pending.started, call_id=pending.call_id)
-                if held is None:
-                    return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
+            if not holds and _capped(snapshot.config, tool):  # the tool's own caps, before a slot
+                from toolexec.caps import effective, enter  # only a capped tool needs them
+
+                if (caps := effective(snapshot.config, tool)) is not None:
+                    try:
+                        timeout = pending.call.timeout or tool.limits.timeout or snapshot.config.timeout
+                        held = enter(snapshot.config, tool, caps, timeout, control)
+                    except ToolexecError as error:
+                        return refused(pending.call, error, started=pending.started, call_id=pending.call_id)
+                    if held is None:
+                        return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
             holds = holds or self.slots.take(control)
             if not holds or control.cancelled:  # closed (or cancelled) while waiting for a slot
                 return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
@@ -487,6 +491,30 @@ class Calls:
             token = object()
             self._in_flight[token] = control
             return token
+
+
+def _capped(config: Config, tool: ToolDeclaration) -> bool:
+    """Whether a call of ``tool`` may run under caps (:mod:`toolexec.caps`, imported only then): config names the
+    tool under ``tool_limits``, or its script declares ``max_concurrency`` or ``rate``."""
+    metadata = tool.metadata
+    return tool.name in config.tool_limits or metadata.max_concurrency is not None or metadata.rate is not None
+
+
+def _observe(
+    config: Config, name: object, call_id: str, caller: Caller | None, trace: Mapping[str, str] | None
+) -> Observation | None:
+    """The call's observation (:func:`toolexec.observe.observe`), its module imported only where one may be made: an
+    audit log is configured, or tracing may be wanted (an ``OTEL_*`` variable is set, or the program imported
+    OpenTelemetry; :func:`toolexec.tracing.wanted` decides)."""
+    if (
+        config.audit_log is None
+        and "opentelemetry.trace" not in sys.modules
+        and not any(variable.startswith("OTEL_") for variable in os.environ)
+    ):
+        return None
+    from toolexec.observe import observe
+
+    return observe(config, name, call_id, caller, trace)
 
 
 def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:
