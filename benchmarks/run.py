@@ -44,6 +44,7 @@ from harness import (
     spawn,
     write_project,
 )
+from mcp_load_bench import mcp_load_rows
 from node_bench import node_rows
 from scale_bench import scale_rows
 
@@ -587,6 +588,7 @@ def main() -> None:
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
             ("Sandbox: unconfined, the baseline, confined", sandbox_rows),
+            ("MCP under load, against FastMCP", mcp_load_rows),
             ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
             ("10,000 tools, and the one-shot rows with the sandbox off", scale_rows),
             ("Where the time goes", breakdown_rows),

@@ -603,17 +603,27 @@ def test_summaries_catalog_and_describe_tool(tools: Project) -> None:
 
 
 def rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any]:
-    """Send one JSON-RPC request to a raw server and return its reply (notifications on the way are skipped)."""
+    """Send one JSON-RPC request to a raw server and return its reply (notifications on the way are skipped).
+
+    Its stdout is read unbuffered: two lines that arrive together must not leave the second in a buffer that
+    select cannot see."""
     import select
 
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(message).encode() + b"\n")
     proc.stdin.flush()
+    pending = proc.__dict__.setdefault("unread", bytearray())  # read past the last line returned
     deadline = time.monotonic() + WAIT
     while True:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        assert ready, f"no reply to {message['method']} within {WAIT}s"
-        reply = json.loads(proc.stdout.readline())
+        while b"\n" not in pending:
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"no reply to {message['method']} within {WAIT}s"
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            assert chunk, "the server closed its stdout"
+            pending += chunk
+        line, _, rest = pending.partition(b"\n")
+        pending[:] = rest
+        reply = json.loads(line)
         if reply.get("id") == message["id"]:
             return reply
 
