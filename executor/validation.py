@@ -259,10 +259,8 @@ def validator_from_code(schema: dict[str, Any], code: str, state: State | None =
     }
     source = "\n".join(line for line in code.splitlines() if not line.startswith(_IMPORTS))
     try:
-        code = (
-            compile(source, "<toolexec validator>", "exec") if state is None else state.compiled(source, "<toolexec validator>")
-        )
-        exec(code, namespace)
+        name = "<toolexec validator>"
+        exec(compile(source, name, "exec") if state is None else state.compiled(source, name), namespace)
         fast = namespace["validate"]
     except Exception:  # no code, or code nesting past Python's limit (arrays ~20 deep): jsonschema alone
         fast = _slow(strict)

@@ -28,16 +28,9 @@ def run(**kw):
 def _through_bootstrap(tmp_path: Path, data: bytes) -> dict:
     tool = tmp_path / "report.py"
     tool.write_text(REPORT)
-    output = tmp_path / "output"
-    done = subprocess.run(
-        [sys.executable, str(BOOTSTRAP), str(tool)],
-        input=data,
-        env={**os.environ, "LLM_OUTPUT": str(output)},
-        capture_output=True,
-        timeout=60,
-    )
-    assert (done.returncode, done.stderr) == (0, b"")
-    return json.loads(output.read_text())
+    status, output, stderr = _run_bootstrap(tmp_path, tool, data)
+    assert (status, stderr) == (0, "")
+    return json.loads(output)
 
 
 def test_a_request_is_marshalled_and_the_tool_gets_the_values_unshared(tmp_path: Path) -> None:
