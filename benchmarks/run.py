@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
+import serve_bench
 from harness import (
     BARE_MJS,
     NOOP_JS,
@@ -530,6 +531,7 @@ def main() -> None:
         only = set(sys.argv[1:])
         sections = [
             ("Per-call overhead", per_call_rows),
+            ("One-shot runs through a running server", serve_bench.serve_rows),
             ("Against what users would pick instead", alternative_rows),
             ("Build", build_rows),
             ("Throughput and concurrency", throughput_rows),

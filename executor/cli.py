@@ -61,8 +61,14 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     _usable_streams()
     if argv is None:
         argv = sys.argv[1:]
-    args = _quick_run(argv) or _parse(argv)
+    args = quick_run(argv) or _parse(argv)
     args.handle_signals = handle_signals
+    return dispatch(args)
+
+
+def dispatch(args: Any) -> int:
+    """Run the parsed command ``args`` and return its exit status, every outcome mapped to one (``toolexec serve``'s
+    children run a call here, as the local command does)."""
     try:
         code = int(args.handler(args))
         sys.stdout.flush()
@@ -138,7 +144,7 @@ _RUN_VALUES = {"--config": "config", "--timeout": "timeout", "--call-id": "call_
 _CONFIRM_CHOICES = ("destructive", "all")
 
 
-def _quick_run(argv: list[str]) -> Any:
+def quick_run(argv: list[str]) -> Any:
     """``run`` parsed without argparse (whose import and parser cost a one-shot call ~10 ms), or None.
 
     Only the plain spellings are taken (``run NAME [ARGS] [--json] [--timeout S] [--call-id ID]
@@ -252,7 +258,7 @@ def _parser() -> argparse.ArgumentParser:
         return add(name, parents=[shared], **kwargs)
 
     commands.add_parser = command  # type: ignore[method-assign]
-    for commands_of in (_project_commands, _call_commands, _authoring_commands, _agent_commands):
+    for commands_of in (_project_commands, _call_commands, _authoring_commands, _agent_commands, _serve_commands):
         commands_of(commands)
     return parser
 
@@ -349,6 +355,33 @@ def _agent_commands(commands: Any) -> None:
 
     instructions = commands.add_parser("instructions", help="with --agent: the agent's instructions, as its model gets them")
     instructions.set_defaults(handler=_instructions)
+
+
+def _serve_commands(commands: Any) -> None:
+    """serve."""
+    import argparse
+
+    serve = commands.add_parser(
+        "serve", help="serve one-shot `toolexec run` calls of this config on a private socket, in the foreground (faster runs)"
+    )
+    serve.add_argument(
+        "--max-clients", type=int, default=64, metavar="N", help="calls served at once; past it, runs are local (default 64)"
+    )
+    # toolexec mcp's own server: it ends when its stdin does (mcp's end), quietly when another serves the config.
+    serve.add_argument("--until-stdin-closes", action="store_true", help=argparse.SUPPRESS)
+    serve.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    if args.max_clients < 1:
+        raise BadRequest(f"--max-clients must be a positive whole number, got {args.max_clients}")
+    if args.agent is not None or args.variables:
+        raise BadRequest("toolexec serve serves the config's own tools: an agent's calls (--agent) run locally")
+    from toolexec.serve import serve
+
+    return serve(args.config, max_clients=args.max_clients, for_mcp=args.until_stdin_closes, verbose=args.verbose)
 
 
 def _confirm_option(command: argparse.ArgumentParser) -> None:

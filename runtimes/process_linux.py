@@ -59,7 +59,6 @@ _children_listed: bool | None = None  # whether the kernel lists a task's childr
 _prctl: Callable[..., int] | None = None
 _protected = False  # whether protect() made this process undumpable
 _setpriv: str | None = None  # its path, or '' when it is not installed
-_MY_SESSION = os.getsid(0)
 
 
 def available() -> bool:
@@ -523,7 +522,7 @@ def _owns(call_start: int | None, later: list[int], orphan: _Proc) -> bool:
     return (
         call_start is not None
         and orphan.pid not in _guards  # a guard is a child in a session of its own, but no call's
-        and orphan.session != _MY_SESSION
+        and orphan.session != os.getsid(0)  # read now: a forked server's child has a session of its own
         and orphan.start >= call_start
         and all(orphan.start < other for other in later)
     )
