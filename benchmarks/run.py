@@ -482,6 +482,14 @@ BLOCKERS = {
         "toolexec's own start-up (the imports of the one-shot row) is what it adds to node's; the transpiled JavaScript "
         "is cached, so no transpiler runs."
     ),
+    "TS one-shot `toolexec run`": (
+        "Node's side is at its floor: `node -e 0` plus ~1 ms (a CommonJS bootstrap, the cached JavaScript, the compile "
+        "cache; see docs/performance-node.md). What is left is toolexec's own Python start and imports before Node starts "
+        "(Python's start and ~35 ms of imports and work on a quiet machine: the one-shot Bash row's), which Node's start "
+        "cannot overlap because toolexec starts Node only once it has read which tool to run. Starting Node as soon as "
+        "the record is read (a pre-warmed spare for the one call) would hide ~5-10 ms of it; a running server takes the "
+        "Python part off."
+    ),
     "Python tool, in-process": (
         "The tool's interpreter start-up is most of it (the bootstrap imports nothing beyond it: the request is in "
         "marshal's format); the rest is the per-call work of the Bash row."

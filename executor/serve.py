@@ -31,10 +31,7 @@ import errno
 import fcntl
 import io
 import os
-
-# Imported once, here, for every child: what a call imports when it needs it (the catalog's store, the arguments'
-# checks, the tracing switch, the Bash runtime's parser, the file-size limit), besides the modules below.
-import resource  # noqa: F401
+import resource  # noqa: F401 - the file-size limit (imported here once for every child, as are the lazy ones below)
 import select
 import selectors
 import signal
@@ -47,6 +44,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import jsonschema  # noqa: F401 - what explains a refused argument (a run with bad input would import it)
 
 import toolexec.api
 import toolexec.catalog_store
@@ -82,9 +81,9 @@ _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
 def serve(config: str | os.PathLike[str] | None, *, max_clients: int = 64, for_mcp: bool = False, verbose: bool = False) -> int:
     """Serve ``config``'s one-shot calls until a stopping signal (or, ``for_mcp``, the end of stdin); 0 then."""
     server = Server(config, max_clients=max_clients)
-    if not server.open(quiet_when_served=for_mcp):
-        return 0
     try:
+        if not server.open(quiet_when_served=for_mcp):
+            return 0
         banner = f"toolexec: serving {server.config_path} on {server.path} (pid {os.getpid()}); Ctrl-C stops"
         server.run(watch_stdin=for_mcp, on_ready=None if for_mcp else lambda: _say(banner))
     finally:
@@ -325,10 +324,11 @@ class Server:
         while len(self.spares) < SPARES and len(self.children) < self.max_clients and not self._stop:
             stopping = {getattr(signal, name) for name in _STOPPING}
             signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # until the child has its own handlers
+            server = os.getpid()
             try:
                 pid = os.fork()
                 if pid == 0:
-                    self._child()  # never returns
+                    self._child(server)  # never returns
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
             self.children.add(pid)
@@ -374,7 +374,7 @@ class Server:
 
     # --- a call, in the forked child ------------------------------------------------------------------------
 
-    def _child(self) -> None:
+    def _child(self, server: int) -> None:
         """A spare: wait for a connection, serve that one client and exit. Whatever happens, this process ends here
         (never back in the server's loop)."""
         code = 1
@@ -385,6 +385,10 @@ class Server:
                 number = getattr(signal, name)
                 signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, name) for name in _STOPPING})
+            # A waiting child holds the socket: should the server be killed outright, it must not outlive it.
+            process_linux.die_with_parent(signal.SIGKILL)
+            if os.getppid() != server:
+                return  # the server ended before the signal was asked for
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -394,6 +398,7 @@ class Server:
             assert listener is not None
             conn = _accept_one(listener)
             listener.close()
+            process_linux.die_with_parent(None)  # a call taken runs to its end, server or no server
             os.write(self._took_write, os.getpid().to_bytes(4, sys.byteorder))
             os.close(self._took_write)
             if _peer_uid(conn) != os.getuid():

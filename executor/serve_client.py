@@ -161,12 +161,7 @@ def through_server(argv: list[str], version: str) -> int | None:
     folder = socket_folder()
     if folder_problem(folder) is not None:
         return None
-    try:
-        payload = request(argv, version=version)
-    except (OSError, ValueError):  # a removed working directory, an unencodable word: the local run says what
-        return None
-    if len(payload) > MAX_REQUEST:
-        return None
+    payload = b""
     tried = set()
     for candidate in _candidates(_config_option(argv)):
         try:
@@ -175,9 +170,16 @@ def through_server(argv: list[str], version: str) -> int | None:
             path = os.path.join(folder, socket_name(os.path.realpath(candidate)))
         except (OSError, ValueError):
             continue
-        if path in tried or len(os.fsencode(path)) > UNIX_PATH_MAX:
-            continue
+        if path in tried or len(os.fsencode(path)) > UNIX_PATH_MAX or not os.path.exists(path):
+            continue  # (the request is made only once a socket is there: a run with no server pays for a stat)
         tried.add(path)
+        if not payload:
+            try:
+                payload = request(argv, version=version)
+            except (OSError, ValueError):  # a removed working directory, an unencodable word: the local run says what
+                return None
+            if len(payload) > MAX_REQUEST:
+                return None
         answer = _call(path, payload)
         if isinstance(answer, int):
             return answer

@@ -108,6 +108,16 @@ def protect() -> bool:
     return _protected
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int | None) -> bool:
+    """Have the kernel send this process ``sig`` when its parent ends (None: no longer); False where it cannot. For
+    a forked helper that only its parent may use (``toolexec serve``'s waiting child)."""
+    prctl = _libc_prctl()
+    return prctl is not None and prctl(PR_SET_PDEATHSIG, sig or 0, 0, 0, 0) == 0
+
+
 # The guard: started once per process, in its own session, it holds one end of a socket pair whose other end
 # only this process holds. A call is announced when its tool starts (``+ PGID MARK``: the tool's group and the
 # call's marker; ``f PGID PATH``: a private file of the call) and withdrawn when it is over (``- PGID``). End of file

@@ -210,7 +210,7 @@ def test_a_call_whose_local_run_uses_another_config_runs_locally(tools: Project,
 def test_a_stale_socket_is_passed_over_and_replaced(tools: Project) -> None:
     server = Served(tools.config)
     server.process.kill()
-    server.stop()
+    server.stop()  # returns once nothing holds its stderr: its waiting child died with it (it held the socket too)
     assert server.path.exists()  # a server that died leaves its socket
     started = time.monotonic()
     done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
@@ -221,6 +221,24 @@ def test_a_stale_socket_is_passed_over_and_replaced(tools: Project) -> None:
     assert toolexec("--config", str(tools.config), "run", "echo", '{"text": "y"}').returncode == 0
     assert again.stop()[:2] == (0, 1)
     assert not server.path.exists()
+
+
+def test_past_max_clients_a_run_is_local(tools: Project) -> None:
+    server = Served(tools.config, "--max-clients", "1")
+    try:
+        busy = subprocess.Popen(
+            [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: _running(server.process.pid), "the first call")
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"x|{os.getcwd()}|unset".encode(), b"")
+        assert _running(server.process.pid) != []  # the first still runs: the second was local
+    finally:
+        code, count, _ = server.stop()
+        busy.wait(timeout=60)
+    assert (code, count, busy.returncode) == (0, 1, 130)
 
 
 def test_a_second_server_for_the_same_config_is_refused(tools: Project, served: Served) -> None:
