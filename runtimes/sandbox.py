@@ -278,7 +278,10 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
     places = {sys.prefix, str(Path(__file__).resolve().parent.parent)}
     places.update(arg for arg in argv if os.path.isabs(arg) and os.path.exists(arg))
     places.update(os.path.realpath(place) for place in list(places))
-    return sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
+    under_tmp = sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
+    # A place inside another one is seen through it: a bind of its own would be made inside a read-only bind, which
+    # fails for a symbolic link (a venv's bin/python under a clone in /tmp) and costs a mount otherwise.
+    return [p for p in under_tmp if not any(p != top and _under(p, top) for top in under_tmp)]
 
 
 def release(held: Held | None) -> bool:

@@ -507,3 +507,22 @@ def test_the_same_tool_passes_a_limit_it_is_granted(
     passed = _call(project, language, action, arg, granted={"memory": "4GiB", **granted})
     assert passed.status == "ok" and passed.output.strip().startswith(("written", "forked")), passed
     wait_until(lambda: not _sleepers(project), "the call's processes to end with it", timeout=10)
+
+
+def test_what_the_launch_needs_under_tmp_is_bound_once_at_its_top(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A clone with its venv under /tmp (as CI's may be): the venv's ``bin/python`` is a symbolic link inside the venv
+    seen read-only, and a bind of its own inside that bind made bwrap fail ("Can't create file"): places inside
+    another are seen through it."""
+    import sys
+
+    from toolexec.runtimes import sandbox
+
+    venv = tmp_path / "clone" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    other = tmp_path / "elsewhere.sh"
+    other.write_text("")
+    found = sandbox._installed_under_tmp([str(venv / "bin" / "python"), str(other)])
+    package = str(Path(sandbox.__file__).resolve().parent.parent)
+    assert found == sorted([str(venv), str(other), *([package] if package.startswith("/tmp/") else [])])
