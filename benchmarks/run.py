@@ -467,8 +467,8 @@ def breakdown_rows(b: Bench) -> list[Row]:
 
     processes = sum(name.isdigit() for name in os.listdir("/proc"))
     me, needle = os.getpid(), b"TOOLEXEC_BENCH_NOTHING=1"
-    walk = median_ms(lambda: process_linux._walk(needle, -1, me, None, []), runs=RUNS)
-    scan = median_ms(lambda: process_linux._scan(needle, -1, me, None, []), runs=RUNS)
+    walk = median_ms(lambda: process_linux._walk(needle, -1, me, None), runs=RUNS)
+    scan = median_ms(lambda: process_linux._scan(needle, -1, me, None), runs=RUNS)
     rows.append(
         Row(
             "per call: one pass of the escapee search, descendant tree (subreaper on)",
