@@ -481,10 +481,8 @@ def _build(args: argparse.Namespace) -> int:
         report = executor.build(force=args.force, on_file=on_file)
     for line in [*report.warnings, *report.problems]:
         print(line, file=sys.stderr)
-    built = len(report.catalog.tools)
-    failed = sum(1 for entry in report.catalog.entries if entry.problems)  # a broken edit may still serve its last good version
     target = executor.config.state_dir / "functions.json"
-    print(f"built {built} tool(s), {failed} failed ({report.compiled} compiled); wrote {target}")
+    print(f"built {report.built} tool(s), {report.failed} failed ({report.compiled} compiled); wrote {target}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

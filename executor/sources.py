@@ -131,14 +131,16 @@ class PolledSource(Source):
                 if tool is not None and (entry := self._catalog.entry(tool)) is not None:
                     entry.serving  # noqa: B018 - read the one record the call needs, here where a lost one is rebuilt
             except DamagedCatalog:  # a damaged index or a lost record (a cleared cache): rebuilt
-                self._catalog = self.build().catalog
+                self._catalog = self.build(trust_index=False).catalog
             return self._catalog
 
-    def build(self, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
+    def build(
+        self, *, force: bool = False, on_file: Callable[[str], None] | None = None, trust_index: bool = True
+    ) -> BuildReport:
         """Compile the visible tools (see :func:`toolexec.build.build`) and serve the result."""
         from toolexec.build import build  # compiling is only needed when something changed
 
-        report = build(self.config, force=force, on_file=on_file)
+        report = build(self.config, force=force, on_file=on_file, trust_index=trust_index)
         with self._lock:
             self._catalog = report.catalog
         return report
@@ -177,7 +179,7 @@ class PolledSource(Source):
         try:
             return self._merge(self.catalog())
         except DamagedCatalog:  # a damaged index row or a lost record, met while listing: rebuilt once
-            self.build()
+            self.build(trust_index=False)
             return self._merge(self.catalog())
 
     def _merge(self, base: Catalog) -> tuple[Config, Catalog, Names]:
