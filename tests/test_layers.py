@@ -48,6 +48,7 @@ LAYERS = [
         "toolexec.tasks",
         "toolexec.watch",
         "toolexec.progress",
+        "toolexec.listing",
         "toolexec.authoring",
         "toolexec.check",
         "toolexec.celery",
