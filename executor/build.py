@@ -141,7 +141,12 @@ def _prune_last_good(config: Config, catalog: Catalog) -> None:
         found = list(os.scandir(folder))
     except OSError:  # none yet (the common case: one failed call, nothing read)
         return
-    serving = {digest(e.last_good_code) for e in catalog.entries if e.problems and e.last_good_code is not None}
+    if not found:
+        return
+    failing = catalog.stored is None or catalog.stored.tally.failed > 0  # (none: no entry's row needs reading)
+    serving = (
+        {digest(e.last_good_code) for e in catalog.entries if e.problems and e.last_good_code is not None} if failing else set()
+    )
     cutoff = time.time() - LAST_GOOD_GRACE
     for copy in found:
         with contextlib.suppress(OSError):

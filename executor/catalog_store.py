@@ -16,6 +16,7 @@ import contextlib
 import json
 import operator
 import os
+import stat
 import time
 
 from toolexec.catalog import Catalog, DamagedCatalog, Entry, Loaded, Slice, Stat, Stored, Tally, stats_digest
@@ -143,9 +144,11 @@ def _read_head(path: str) -> tuple[bytes, Callable[[int, int], bytes], tuple[int
     :class:`DamagedCatalog` once catalog.json is another file, as after a concurrent build: the catalog is then
     read anew), unless the first read took it whole.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO put there is never waited on
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("catalog.json is not a regular file")
         identity = (st.st_ino, st.st_size, st.st_mtime_ns)
         chunks, end, seen = [], -1, 0
         while end < 0:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 
 from toolexec.api import Executor
 from toolexec.policy import unconfined
@@ -116,11 +117,13 @@ def _key(executor: Executor, *, enabled_only: bool, tags: list[str], as_json: bo
 def _read_kept(path: str, key: str) -> tuple[str, int] | None:
     """The kept text and its count when it was kept under ``key``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)  # never a link, never waiting
     except OSError:
         return None
     try:
         with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             data = handle.read()
         head, _, body = data.partition(b"\n")
         found, _, count = head.decode("ascii").partition(" ")

@@ -175,3 +175,14 @@ def test_an_index_replaced_while_read_is_read_anew(project: Project, monkeypatch
     with pytest.raises(DamagedCatalog, match="replaced while it was read"):
         stored.entry("t2")
     assert Executor(project.config).call("t2").output == "changed"
+
+
+def test_a_fifo_at_the_index_is_never_waited_on(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.tool("t1.py", tool("v1"))
+    config = project.configure()
+    assert cli(capsys, "--config", str(config), "build")[0] == 0
+    index = load_config(config).state.catalog_file
+    index.unlink()
+    os.mkfifo(index)
+    assert cli(capsys, "--config", str(config), "run", "t1", "{}")[:2] == (0, "v1")
+    assert index.is_file()  # rebuilt in its place

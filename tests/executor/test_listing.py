@@ -65,3 +65,25 @@ def test_a_kept_listing_under_another_key_is_never_printed(
     path.write_bytes(kept.encode("utf-8", "surrogateescape"))
     assert cli(capsys, "--config", config, "list") == first
     assert path.read_text().split("\n", 1)[1] == first[1]  # kept again, under its key
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "link"])
+def test_a_kept_listing_that_is_not_a_regular_file_is_never_waited_on(
+    kind: str, project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    project.tool("a.py", TOOL.format("a"))
+    config = str(project.configure())
+    first = cli(capsys, "--config", config, "list")
+    path = load_config(config).state.private_dir / KEPT_FILE
+    real = path.read_text()
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        (project.root / "forged.txt").write_text(real.replace("Say a.", "forged"))  # under the right key
+        path.symlink_to(project.root / "forged.txt")
+    assert cli(capsys, "--config", config, "list") == first
