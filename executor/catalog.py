@@ -9,6 +9,7 @@ stays callable as it was (byte for byte), and the build reports the error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -506,7 +507,12 @@ class Catalog:
         """Config-level problems (enabled_tools or mapping_tools naming no tool), computed from the config in use."""
         if not config.mapping_tools and not config.enabled_tools:
             return []
-        names = self._rows.all_names() if self._entries is None and self._rows is not None else [e.name for e in self.entries]
+        names = None
+        if self._entries is None and self._rows is not None:
+            with contextlib.suppress(ValueError):  # a damaged first line: the rows say
+                names = self._rows.all_names()
+        if names is None:
+            names = [e.name for e in self.entries]
         found = []
         for alias, tools in config.mapping_tools.items():
             for tool in tools:

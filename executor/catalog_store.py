@@ -168,6 +168,8 @@ def _read_head(path: str) -> tuple[bytes, Callable[[int, int], bytes], tuple[int
         return text[:end], lambda offset, length: body[offset : offset + length], identity
 
     def read(offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or base + offset + length > identity[1]:  # offsets from a damaged first line
+            raise DamagedCatalog(f"catalog.json has no bytes {offset}..{offset + length} past its first line")
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:

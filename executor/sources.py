@@ -130,6 +130,8 @@ class PolledSource(Source):
                     self._catalog = catalog
                 if tool is not None and (entry := self._catalog.entry(tool)) is not None:
                     entry.serving  # noqa: B018 - read the one record the call needs, here where a lost one is rebuilt
+                elif tool is not None:  # an unknown or provider-safe name is looked up among every row: read them here
+                    len(self._catalog.tools)
             except DamagedCatalog:  # a damaged index or a lost record (a cleared cache): rebuilt
                 self._catalog = self.build(trust_index=False).catalog
             return self._catalog

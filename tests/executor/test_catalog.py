@@ -186,3 +186,41 @@ def test_a_fifo_at_the_index_is_never_waited_on(project: Project, capsys: pytest
     os.mkfifo(index)
     assert cli(capsys, "--config", str(config), "run", "t1", "{}")[:2] == (0, "v1")
     assert index.is_file()  # rebuilt in its place
+
+
+def _head(change: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        head, rest = path.read_text().split("\n", 1)
+        path.write_text(json.dumps(change(json.loads(head))) + "\n" + rest)
+
+    return write
+
+
+DAMAGED_HEADS = [
+    ("offsets-past-the-end", _head(lambda h: {**h, "offsets": "f" * len(h["offsets"])})),
+    ("offsets-backwards", _head(lambda h: {**h, "offsets": h["offsets"][8:] + h["offsets"][:8]})),
+    ("names-not-json", _head(lambda h: {**h, "names": h["names"].replace('"', "'")})),
+    ("tally-lies", _head(lambda h: {**h, "tally": [99, 0, 0]})),
+    ("files-a-number", _head(lambda h: {**h, "files": 5})),
+    ("functions-a-string", _head(lambda h: {**h, "functions": "x"})),
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGED_HEADS, ids=lambda d: d[0])
+@pytest.mark.parametrize("command", [["list"], ["build"], ["run", "t1", "{}"]], ids=lambda c: c[0])
+def test_a_damaged_first_line_is_never_trusted_into_a_traceback(
+    damage: tuple[str, Callable[[Path], None]], command: list[str], project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hand-edited first line may make a no-change build report wrong counts (it is not read further when its
+    digest matches), but every command still runs, and a call still runs the right tool."""
+    project.tool("t1.py", tool("v1"))
+    project.tool("t2.py", tool("two"))
+    config = str(project.configure(enabled_tools=["t1", "t2"]))
+    assert cli(capsys, "--config", config, "build")[0] == 0
+    damage[1](load_config(config).state.catalog_file)
+    status, out, err = cli(capsys, "--config", config, *command)
+    assert (status, err) == (0, "")
+    if command[0] == "run":
+        assert out == "v1"
+    elif command[0] == "list":
+        assert [line.split()[0] for line in out.splitlines()] == ["t1", "t2"]
