@@ -37,6 +37,10 @@ class DamagedCatalog(Exception):
     """A record the index names is missing or unreadable: the catalog is rebuilt."""
 
 
+class IndexReplaced(DamagedCatalog):
+    """catalog.json is another file than the one whose first line was read (another process's build): read it anew."""
+
+
 # declaration, last_good, and the source text each was compiled from
 # declaration, last_good, their source texts, and the generated validator of the one served
 Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None, str | None, str | None, str | None]
@@ -668,6 +672,7 @@ __all__ = [
     "DamagedCatalog",
     "Diff",
     "Entry",
+    "IndexReplaced",
     "Stored",
     "Tally",
     "catalog_fingerprint",

@@ -19,7 +19,7 @@ import os
 import stat
 import time
 
-from toolexec.catalog import Catalog, DamagedCatalog, Entry, Loaded, Slice, Stat, Stored, Tally, stats_digest
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, IndexReplaced, Loaded, Slice, Stat, Stored, Tally, stats_digest
 from toolexec.config import Config
 from toolexec.errors import StateUnavailable
 from toolexec.records import ToolDeclaration
@@ -181,7 +181,7 @@ def _read_head(path: str) -> tuple[bytes, Callable[[int, int], bytes], tuple[int
         except OSError as exc:
             raise DamagedCatalog(f"catalog.json: {exc.strerror or exc}") from None
         if not same:
-            raise DamagedCatalog("catalog.json was replaced while it was read")
+            raise IndexReplaced("catalog.json was replaced while it was read")
         if len(data) != length:
             raise DamagedCatalog("catalog.json is shorter than its first line says")
         return data

@@ -224,3 +224,26 @@ def test_a_damaged_first_line_is_never_trusted_into_a_traceback(
         assert out == "v1"
     elif command[0] == "list":
         assert [line.split()[0] for line in out.splitlines()] == ["t1", "t2"]
+
+
+def test_a_long_lived_source_reads_a_replaced_index_anew_without_rebuilding(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An executor that read the index before another process's build replaced it reads the new one (its first line
+    and one row) for its next call: no rebuild, no error."""
+    from toolexec import Executor, catalog_store
+    from toolexec import build as build_module
+
+    monkeypatch.setattr(catalog_store, "HEAD_CHUNK", 16)  # rows are read from the file, as for a large index
+    project.tool("t1.py", tool("v1"))
+    project.tool("t2.py", tool("two"))
+    config = project.configure()
+    build(load_config(config))
+    executor = Executor(config)
+    assert executor.call("t1").output == "v1"
+    project.tool("t2.py", tool("changed"))
+    build(load_config(config))  # another process's build: a new catalog.json
+    builds = []
+    real = build_module.build
+    monkeypatch.setattr(build_module, "build", lambda *a, **k: builds.append(k) or real(*a, **k))
+    assert (executor.call("t2").output, executor.call("t1").output, builds) == ("changed", "v1", [])
