@@ -314,6 +314,9 @@ def _agent_commands(commands: Any) -> None:
     mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
     mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
     mcp.add_argument(
+        "--warm", action="store_true", help="run every tool warm: each call forked from a server that loaded the tool once"
+    )
+    mcp.add_argument(
         "--agent-tools-only",
         action="store_true",
         help="with --agent: offer only the agent's own functions, not its shared tools (also AGENT_TOOLS_ONLY=1)",
@@ -355,9 +358,9 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), **agent)
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), warm=False, **agent)
     else:
-        executor = Executor(args.config, **agent)
+        executor = Executor(args.config, warm=False, **agent)  # one run: a warm server would only cost its start
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
@@ -675,6 +678,7 @@ def _mcp(args: argparse.Namespace) -> int:
         agent=args.agent,
         variables=agent_variables(args.variables),
         agent_tools_only=tools_only,
+        warm=True if args.warm else None,
     )
     return main(args.config, http=args.http, token_env=args.token_env, no_token=args.no_token, options=options)
 

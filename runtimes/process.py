@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from toolexec.runtimes.sandbox import Confinement
+    from toolexec.runtimes.warm import WarmProcess, WarmStart
 else:
     Protocol = object  # at run time _ExitWaiter is a plain base class; type checkers see the protocol
 
@@ -51,6 +52,7 @@ PROGRESS_VARIABLE = "LLM_PROGRESS"
 FILE_LIMIT_VARIABLE = "TOOLEXEC_FILE_LIMIT"
 PROGRESS_LINE_LIMIT = 1 << 16  # runtimes.progress.LINE_LIMIT: a longer line is dropped unread
 BACKEND_VARIABLE = "TOOLEXEC_PROCESS_BACKEND"
+WARM_PROGRESS_FD = 3  # where a warm call's process finds its progress pipe
 BACKENDS = ("auto", "linux", "portable")
 
 
@@ -263,6 +265,9 @@ class Launch:
     watch_limit: int | None = None
     # Run confined by the kernel (namespaces, rlimits: :mod:`toolexec.runtimes.sandbox`); None: as it is.
     confinement: Confinement | None = None
+    # Fork the call from the tool's warm server (:mod:`toolexec.runtimes.warm`) when it can run warm; None: spawn it.
+    # A confined call is always spawned (its policy is applied by the launcher), as on systems without pidfd.
+    warm: WarmStart | None = None
 
 
 @record
@@ -308,37 +313,33 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     argv = list(launch.argv)
     # Who bounds the files (a confined call's launcher does it for itself): the bootstrap (its first line), this
-    # process once the bootstrap has started (which waits for it), or prlimit(1) around the program.
+    # process once the bootstrap has started (which waits for it), or prlimit(1) around the program; a warm call's
+    # server sets it in the forked process.
     bound = None if launch.file_limit is None or confinement is not None else file_bound(launch.file_limit)
     set_here = False
-    if bound is not None:
-        if launch.sets_file_limit and bound % launch.sets_file_limit == 0:
-            env[FILE_LIMIT_VARIABLE] = str(bound)
-        elif launch.awaits_file_limit and _PRLIMIT_CALL:
-            env[FILE_LIMIT_VARIABLE] = str(bound)
-            set_here = True
-        else:
-            argv = _with_file_limit(argv, bound)
-            set_here = len(argv) == len(launch.argv)  # no prlimit(1): set after the start (see limit_file_size)
     system.enter()
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | WarmProcess | None = None
     try:
         stdin = -1
         try:
             stdin = _stdin_file(launch.stdin)
-            if confinement is not None:
-                argv, cgroup = sandbox.wrap(confinement, argv)
-            proc = subprocess.Popen(
-                system.with_death_signal(argv),
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=launch.cwd,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(progress_write,) if launch.progress else (),
-            )
+            if launch.warm is not None and confinement is None and system is process_linux:
+                proc = _spawn_warm(launch, stdin, env, bound, progress_write)
+            if proc is None:
+                argv, env, set_here = _bound_cold(launch, argv, env, bound)
+                if confinement is not None:
+                    argv, cgroup = sandbox.wrap(confinement, argv)
+                proc = subprocess.Popen(
+                    system.with_death_signal(argv),
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    cwd=launch.cwd,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=(progress_write,) if launch.progress else (),
+                )
         except BaseException:
             _close(progress_read)
             raise
@@ -358,6 +359,54 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if finished.limit is None and launch.file_limit is not None and xfsz and not (declared and declared < launch.file_limit):
         finished = replace(finished, limit=("file", launch.file_limit))
     return finished
+
+
+def _bound_cold(
+    launch: Launch, argv: list[str], env: dict[str, str], bound: int | None
+) -> tuple[list[str], dict[str, str], bool]:
+    """How a spawned call takes its file bound: ``argv`` and ``env`` for it, and whether this process sets it after
+    the start."""
+    set_here = False
+    if bound is not None:
+        if launch.sets_file_limit and bound % launch.sets_file_limit == 0:
+            env[FILE_LIMIT_VARIABLE] = str(bound)
+        elif launch.awaits_file_limit and _PRLIMIT_CALL:
+            env[FILE_LIMIT_VARIABLE] = str(bound)
+            set_here = True
+        else:
+            argv = _with_file_limit(argv, bound)
+            set_here = len(argv) == len(launch.argv)  # no prlimit(1): set after the start (see limit_file_size)
+    return argv, env, set_here
+
+
+def _spawn_warm(launch: Launch, stdin: int, env: dict[str, str], bound: int | None, progress: int) -> WarmProcess | None:
+    """The call forked by its tool's warm server (:mod:`toolexec.runtimes.warm`), or None: it runs cold."""
+    from toolexec.runtimes.warm import WarmCall
+
+    assert launch.warm is not None
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    if progress >= 0:
+        env = {**env, PROGRESS_VARIABLE: f"/dev/fd/{WARM_PROGRESS_FD}"}
+    call = WarmCall(
+        stdin=stdin,
+        stdout=out_write,
+        stderr=err_write,
+        env=env,
+        cwd=launch.cwd or os.getcwd(),
+        file_limit=bound,
+        progress=progress,
+    )
+    proc = None
+    try:
+        proc = launch.warm.spawn(call, out_read, err_read)
+    finally:
+        _close(out_write)
+        _close(err_write)
+        if proc is None:
+            _close(out_read)
+            _close(err_read)
+    return proc
 
 
 _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for
@@ -452,7 +501,7 @@ def _stdin_file(data: bytes) -> int:
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    proc: subprocess.Popen[bytes] | WarmProcess,
     system: ModuleType,
     launch: Launch,
     control: CallControl,
@@ -464,7 +513,7 @@ def _supervise(
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     try:
-        exited = system.ExitWaiter(proc)
+        exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
         finished = _Supervisor(proc, exited, launch, control, start, progress_read).run()
     finally:
         _close(progress_read)
@@ -495,7 +544,7 @@ class _Supervisor:
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        proc: subprocess.Popen[bytes] | WarmProcess,
         waiter: _ExitWaiter,
         launch: Launch,
         control: CallControl,

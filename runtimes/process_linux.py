@@ -437,6 +437,8 @@ def _walk(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
         if in_call or orphan or (info.pid not in _in_flight and _carries(needle, info, call_start)):
             found[info.pid] = info.pgrp != pgid
             stack.append(info.pid)
+    # A warm call's tool is a child of its fork server, not of this process: its descendants are followed from it.
+    stack.append(pgid)
     while stack:  # whatever descends from one of them is the call's too, whatever it did to its group and environment
         for child in _children(stack.pop()):
             if child not in found:

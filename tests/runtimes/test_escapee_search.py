@@ -15,6 +15,8 @@ from tests.conftest import Project
 from tests.helpers import alive, read_pid
 from toolexec.runtimes import process, process_linux
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 # The escapee's parent (a subshell) exits at once: the escapee is re-parented, in its own session, without the marker.
 DAEMON = """# @describe Double-fork a daemon into its own session with an empty environment, then return.
 main() {

@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import Project
 from tests.helpers import marked_processes, wait_until
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 SETSID_ENV_I = """# @describe Leave a child in its own session with an empty environment.
 main() {
     setsid env -i /bin/sh -c 'echo $$ > "$0"; trap "" TERM HUP; exec sleep 1000' "$LLM_TOOL_CACHE_DIR/pid" &

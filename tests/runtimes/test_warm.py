@@ -1,0 +1,198 @@
+"""Warm tools (toolexec.runtimes.warm): each call a fresh process forked from a server that loaded the tool once.
+
+Real interpreters throughout: the process boundary is what is tested. The cold-call behaviour suite runs warm too
+(modules marked ``launch_modes``); here is what only warm calls have: one load per tool, restarts on edits and
+config changes, the pool's bounds, what runs cold instead, and that nothing outlives the pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive, marked_processes, wait_until
+from toolexec import Executor
+from toolexec.records import ToolCall
+from toolexec.runtimes import process_linux
+from toolexec.runtimes.warm_fork import running_servers
+
+pytestmark = pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)")
+
+# Reports the process that loaded it, the one running the call, and what a call must see of its own.
+PIDS = '''
+import os, sys
+
+LOADED = os.getpid()
+LOADS = os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "loads")
+with open(LOADS, "a") as f:
+    f.write("x")
+
+
+def run(text: str) -> dict:
+    """Report pids.
+
+    Warm: true
+    """
+    print("out:" + text)
+    print("err:" + text, file=sys.stderr)
+    return {
+        "text": text,
+        "loaded": LOADED,
+        "pid": os.getpid(),
+        "leads_session": os.getsid(0) == os.getpid(),
+        "leads_group": os.getpgid(0) == os.getpid(),
+        "call_id": os.environ.get("LLM_TOOL_CALL_ID"),
+        "cwd": os.getcwd(),
+        "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+        "stdin": sys.stdin.read(),
+        "version": 1,
+    }
+'''
+
+
+def _servers_of(tool: str) -> list[int]:
+    """Live warm servers of ``tool`` (by the marker in their environment)."""
+    found = []
+    for pid in running_servers():
+        try:
+            if f"TOOLEXEC_WARM_SERVER={tool}\0".encode() in Path(f"/proc/{pid}/environ").read_bytes() and alive(pid):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_each_call_is_a_fresh_process_forked_from_one_load(project: Project, private_tmpdir: Path) -> None:
+    project.tool("pids.py", PIDS)
+    descriptors = None
+    with project.executor() as executor:
+        executor.build()
+        descriptors = sorted(os.listdir("/proc/self/fd"))
+        results = [executor.call("pids", {"text": f"t{n}"}, call_id=f"call-{n}") for n in range(3)]
+        seen = [json.loads(result.output) for result in results]
+        assert [(r.ok, r.stderr) for r in results] == [(True, f"err:t{n}\n") for n in range(3)]
+        assert len({s["loaded"] for s in seen}) == 1  # one load
+        assert len({s["pid"] for s in seen} | {seen[0]["loaded"]}) == 4  # every call a new process
+        assert [(s["text"], s["call_id"], s["leads_session"], s["leads_group"]) for s in seen] == [
+            (f"t{n}", f"call-{n}", True, True) for n in range(3)
+        ]
+        assert {s["cwd"] for s in seen} == {os.getcwd()}
+        assert {tuple(s["fds"]) for s in seen} == {(0, 1, 2, 3)}  # 3: the listing's own descriptor
+        assert {s["stdin"] for s in seen} == {""}
+        assert (executor.config.state.tool_cache("pids") / "loads").read_text() == "x"
+        assert _servers_of("pids") == [seen[0]["loaded"]]
+    assert _servers_of("pids") == []
+    assert not alive(seen[0]["loaded"])
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors
+    assert marked_processes(private_tmpdir) == []
+
+
+def test_an_edited_tool_runs_its_new_code_on_the_next_call(project: Project) -> None:
+    path = project.tool("pids.py", PIDS)
+    with project.executor() as executor:
+        first = json.loads(executor.call("pids", {"text": "a"}).output)
+        path.write_text(PIDS.replace('"version": 1', '"version": 2'), encoding="utf-8")
+        second = json.loads(executor.call("pids", {"text": "b"}).output)
+        assert (first["version"], second["version"]) == (1, 2)
+        assert first["loaded"] != second["loaded"]
+        wait_until(lambda: not alive(first["loaded"]), "the old server to end")
+        assert _servers_of("pids") == [second["loaded"]]
+
+
+def test_a_config_change_of_the_environment_restarts_the_server(project: Project) -> None:
+    project.tool(
+        "env.py",
+        'import os\nAT_LOAD = os.environ.get("GREETING")\n\ndef run() -> str:\n    """Env.\n\n    Warm: true\n    """\n    return f"{AT_LOAD} {os.environ.get(\'GREETING\')}"\n',
+    )
+    (project.root / "functions" / ".env").write_text("GREETING=hello\n")
+    with project.executor() as executor:
+        assert executor.call("env", {}).output == "hello hello"
+        (project.root / "functions" / ".env").write_text("GREETING=bonjour\n")
+        assert executor.call("env", {}).output == "bonjour bonjour"
+
+
+def test_warm_opt_in_spellings_and_the_executor_switch(project: Project) -> None:
+    plain = PIDS.replace("\n    Warm: true\n", "\n")
+    project.tool("plain.py", plain)
+    project.tool("named.py", plain)
+    project.tool("pids.py", PIDS)
+
+    def loaded_by_a_server(executor: Executor, tool: str) -> bool:
+        one, two = (json.loads(executor.call(tool, {"text": "x"}).output) for _ in range(2))
+        return one["loaded"] == two["loaded"]
+
+    with project.executor(warm_tools=["named"]) as executor:
+        assert [loaded_by_a_server(executor, tool) for tool in ("plain", "named", "pids")] == [False, True, True]
+    with Executor(project.configure(), warm=True) as executor:
+        assert loaded_by_a_server(executor, "plain")
+    with Executor(project.configure(warm_tools="all"), warm=False) as executor:
+        assert [loaded_by_a_server(executor, tool) for tool in ("plain", "pids")] == [False, False]
+    with project.executor(warm_tools="all") as executor:
+        assert loaded_by_a_server(executor, "plain")
+
+
+def test_the_pool_keeps_at_most_warm_max_servers(project: Project) -> None:
+    for name in ("a", "b", "c"):
+        project.tool(f"{name}.py", PIDS)
+    with project.executor(warm_max=2) as executor:
+        loaded = [json.loads(executor.call(name, {"text": "x"}).output)["loaded"] for name in ("a", "b", "c")]
+        wait_until(lambda: not alive(loaded[0]), "the least recently used server to end")
+        assert len(executor.calls._pool) == 2  # type: ignore[arg-type]
+        assert [alive(pid) for pid in loaded] == [False, True, True]
+
+
+def test_an_idle_server_ends_after_warm_idle(project: Project) -> None:
+    project.tool("pids.py", PIDS)
+    with project.executor(warm_idle=0.2) as executor:
+        loaded = json.loads(executor.call("pids", {"text": "x"}).output)["loaded"]
+        wait_until(lambda: not alive(loaded), "the idle server to end")
+        again = json.loads(executor.call("pids", {"text": "y"}).output)
+        assert again["loaded"] != loaded  # started anew, and the call is served as ever
+
+
+@pytest.mark.parametrize(
+    ("case", "source"),
+    [
+        (
+            "a thread started at load",
+            "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n",
+        ),
+        ("a failing import", "import no_such_module_anywhere\n"),
+    ],
+)
+def test_a_tool_that_cannot_be_forked_runs_cold_with_the_same_result(project: Project, case: str, source: str) -> None:
+    body = source + 'import os\n\ndef run() -> str:\n    """T.\n\n    Warm: true\n    """\n    return str(os.getpid())\n'
+    project.tool("t.py", body)
+    with project.executor() as executor:
+        warm = executor.call("t", {})
+        assert _servers_of("t") == []
+    with project.executor() as executor:
+        cold = Executor(executor.config, warm=False).call("t", {})
+    assert (warm.status, warm.exit_code, warm.error is None) == (cold.status, cold.exit_code, cold.error is None)
+    if not cold.ok:
+        assert warm.stderr == cold.stderr
+
+
+def test_a_killed_server_is_replaced_and_the_call_still_runs(project: Project) -> None:
+    project.tool("pids.py", PIDS)
+    with project.executor() as executor:
+        first = json.loads(executor.call("pids", {"text": "a"}).output)["loaded"]
+        os.kill(first, 9)
+        wait_until(lambda: not alive(first), "the server to die")
+        result = executor.call("pids", {"text": "b"})
+        assert result.ok, result.error
+        assert json.loads(result.output)["loaded"] != first
+
+
+def test_concurrent_calls_share_one_server(project: Project) -> None:
+    project.tool("pids.py", PIDS)
+    with project.executor() as executor:
+        results = executor.call_many([ToolCall(name="pids", arguments={"text": str(n)}) for n in range(8)])
+        seen = [json.loads(r.output) for r in results]
+        assert sorted(s["text"] for s in seen) == [str(n) for n in range(8)]
+        assert len({s["loaded"] for s in seen}) == 1
+        assert len({s["pid"] for s in seen}) == 8
