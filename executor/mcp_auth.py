@@ -10,7 +10,9 @@ its :class:`~mcp.server.auth.middleware.auth_context.AuthContextMiddleware`, and
   Unknown key ids refetch the key set at most once a minute, so forged tokens cannot make the server hammer the
   issuer.
 * :class:`IntrospectionVerifier`: an opaque token asked of the issuer's RFC 7662 endpoint (``active``, ``iss``,
-  ``aud`` checked as for a JWT).
+  ``aud`` checked as for a JWT). An active answer is reused for ``cache_seconds`` (never past the token's ``exp``),
+  keyed by the token's SHA-256, so a busy client does not cost the issuer a request per call; a refusal is not
+  cached (a token made active later is accepted at once).
 
 Refusals follow RFC 6750 §3 and the MCP spec: no or a bad token is 401 with ``WWW-Authenticate: Bearer
 resource_metadata="…"`` (and ``error="invalid_token"`` when a token was sent); a token without a scope the server
@@ -21,6 +23,7 @@ right after it, before anything runs).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -66,6 +69,7 @@ LEEWAY_SECONDS = 30
 REFETCH_SECONDS = 60.0  # an unknown key id refetches the JWKS at most this often
 FETCH_SECONDS = 10.0  # a JWKS or introspection request's bound
 MAX_TOKEN_BYTES = 16 * 1024
+MAX_CACHED_TOKENS = 4096  # introspected answers kept at once; the oldest go first
 
 Send = Callable[[dict[str, Any]], Any]
 
@@ -175,11 +179,34 @@ class IntrospectionVerifier:
         self.endpoint = auth.introspection
         self.secret = client_secret
         self.refused = _Throttled()
+        self._cache: dict[bytes, tuple[float, AccessToken]] = {}  # token digest -> (valid until, time.time(); answer)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's principal and scopes, or None (the reason goes to the server log)."""
         if len(token) > MAX_TOKEN_BYTES:
             return None
+        digest = hashlib.sha256(token.encode()).digest()
+        cached = self._cache.get(digest)
+        if cached is not None:
+            if time.time() < cached[0]:
+                return cached[1]
+            del self._cache[digest]
+        access = await self._introspect(token)
+        if access is not None:
+            self._remember(digest, access)
+        return access
+
+    def _remember(self, digest: bytes, access: AccessToken) -> None:
+        until = time.time() + self.endpoint.cache_seconds
+        if access.expires_at is not None:
+            until = min(until, access.expires_at)  # the SDK's bearer backend refuses it from then on
+        if until <= time.time():
+            return
+        while len(self._cache) >= MAX_CACHED_TOKENS:
+            del self._cache[next(iter(self._cache))]
+        self._cache[digest] = (until, access)
+
+    async def _introspect(self, token: str) -> AccessToken | None:
         basic = httpx2.BasicAuth(self.endpoint.client_id, self.secret or "") if self.endpoint.client_id else None
         try:
             async with httpx2.AsyncClient(timeout=FETCH_SECONDS, follow_redirects=False, auth=basic) as client:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["AUTH_KEYS", "Introspection", "McpAuth", "read_auth", "read_cwd", "valid_scope"]
 
 AUTH_KEYS = ("issuer", "resource", "audience", "jwks_uri", "introspection", "required_scopes")
-INTROSPECTION_KEYS = ("url", "client_id", "client_secret_env")
+INTROSPECTION_KEYS = ("url", "client_id", "client_secret_env", "cache_seconds")
+CACHE_SECONDS = 60.0  # how long an active token's introspected answer is reused (never past its exp)
 # RFC 6749 §3.3: a scope token is printable ASCII without space, double quote or backslash.
 _SCOPE_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F)) - {'"', "\\"}
 
@@ -32,6 +33,7 @@ class Introspection:
     url: str
     client_id: str | None = None
     client_secret_env: str | None = None  # the variable holding the client secret (never given to a tool)
+    cache_seconds: float = CACHE_SECONDS  # an active answer reused this long (0: ask about every request)
 
 
 @record
@@ -96,7 +98,9 @@ def _introspection(value: Any, where: str) -> Introspection:
         value = {"url": value}
     if not isinstance(value, dict) or "url" not in value:
         raise ConfigError(
-            where, f"expected a URL or a mapping with url, client_id, client_secret_env, got {brief(value)}", key=key
+            where,
+            f"expected a URL or a mapping with url, client_id, client_secret_env, cache_seconds, got {brief(value)}",
+            key=key,
         )
     for name in value:
         if name not in INTROSPECTION_KEYS:
@@ -109,7 +113,14 @@ def _introspection(value: Any, where: str) -> Introspection:
             if value.get("client_secret_env") is not None
             else None
         ),
+        cache_seconds=_seconds(value.get("cache_seconds", CACHE_SECONDS), f"{key}.cache_seconds", where),
     )
+
+
+def _seconds(value: Any, key: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 3600:
+        raise ConfigError(where, f"expected a number of seconds from 0 to 3600, got {brief(value)}", key=key)
+    return float(value)
 
 
 def _text(value: Any, key: str, where: str) -> str:

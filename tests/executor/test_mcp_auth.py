@@ -228,9 +228,55 @@ def test_opaque_tokens_are_introspected(project: Project, issuer: Issuer) -> Non
     assert set(issuer.introspections) == {"Basic " + base64.b64encode(b"toolexec:shh").decode()}
 
 
+@pytest.mark.slow
+def test_an_active_introspection_answer_is_reused_until_it_may_no_longer_be(project: Project, issuer: Issuer) -> None:
+    """The issuer is asked once per token while the answer holds: a busy client costs it one request, not one per
+    call; a token about to expire is asked about again once its exp has passed, and a
+    refused token is asked about every time (it may be made active)."""
+    introspection = {"url": issuer.introspection}
+    configure(project, {"issuer": issuer.url, "resource": RESOURCE, "introspection": introspection})
+    server = Server(project)
+    try:
+        busy = issuer.opaque(RESOURCE)
+        statuses = [post(server, busy).status_code for _ in range(3)]
+        asked_busy = len(issuer.introspections)
+        expiring = issuer.opaque(RESOURCE, exp=int(time.time()) + 2)
+        first = post(server, expiring).status_code
+        time.sleep(3.1)
+        later = post(server, expiring).status_code
+        inactive = issuer.opaque(RESOURCE, active=False)
+        refused = [post(server, inactive).status_code for _ in range(2)]
+    finally:
+        assert server.stop() == 0
+    assert (statuses, asked_busy) == ([200, 200, 200], 1)
+    assert (first, later, refused) == (200, 401, [401, 401])
+    assert len(issuer.introspections) == 1 + 2 + 2
+
+
+@pytest.mark.slow
+def test_introspection_cache_seconds_zero_asks_about_every_request(project: Project, issuer: Issuer) -> None:
+    introspection = {"url": issuer.introspection, "cache_seconds": 0}
+    configure(project, {"issuer": issuer.url, "resource": RESOURCE, "introspection": introspection})
+    server = Server(project)
+    try:
+        token = issuer.opaque(RESOURCE)
+        statuses = [post(server, token).status_code for _ in range(3)]
+    finally:
+        assert server.stop() == 0
+    assert (statuses, len(issuer.introspections)) == ([200, 200, 200], 3)
+
+
 @pytest.mark.parametrize(
     ("auth", "message"),
     [
+        (
+            {
+                "issuer": "https://i.example.test",
+                "resource": RESOURCE,
+                "introspection": {"url": "https://i.example.test/i", "cache_seconds": -1},
+            },
+            "key 'mcp.auth.introspection.cache_seconds': expected a number of seconds from 0 to 3600, got -1",
+        ),
         ({"resource": RESOURCE, "jwks_uri": "https://i.example.test/jwks"}, "key 'mcp.auth.issuer': is required with mcp.auth"),
         (
             {"issuer": "https://i.example.test", "resource": RESOURCE},
