@@ -4,13 +4,17 @@
 
 * a warm Python no-op call against starting Python at all (``python -c pass``): target ≤ 0.2×;
 * a tool that imports a heavy set (numpy and pandas where the tool's Python has them, else a heavy set of the
-  standard library) called warm against the same tool called cold: target ≥ 20× faster.
+  standard library) called warm against the same tool called cold: target ≥ 20× faster;
+* a ``tools/call`` of a warm Bash no-op tool through ``toolexec mcp --warm`` over stdio (a raw JSON-RPC client:
+  one line out, one line back) against ``bash -c :``: target ≤ +1 ms.
 
 Each pair runs alternately; the medians and the median ratio of adjacent pairs are printed.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -25,6 +29,7 @@ from toolexec import Executor
 from toolexec.runtimes.interpreter import which
 
 NOOP = 'def run() -> str:\n    """Do nothing."""\n    return "ok"\n'
+NOOP_SH = '#!/usr/bin/env bash\n# @describe Do nothing.\nmain() { :; }\neval "$(argc --argc-eval "$0" "$@")"\n'
 STDLIB_HEAVY = (
     "asyncio",
     "email.mime.multipart",
@@ -114,6 +119,65 @@ def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
             figures["noop"] = (*paired(_call(warm, "noop"), lambda: subprocess.run(bare, check=True), runs), "")
             figures["heavy"] = (*paired(_call(warm, "heavy"), _call(cold, "heavy"), runs), label)
     return figures
+
+
+class StdioClient:
+    """``toolexec mcp`` over stdio, spoken to line by line (no SDK: its own overhead is not toolexec's)."""
+
+    def __init__(self, config: Path, *options: str) -> None:
+        argv = [sys.executable, "-m", "toolexec", "--config", str(config), "mcp", "--no-reload", *options]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ))
+        self.next_id = 0
+        self.request(
+            "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("id") == self.next_id:
+                return reply
+
+    def call(self, name: str) -> None:
+        reply = self.request("tools/call", {"name": name, "arguments": {}})
+        assert not reply["result"].get("isError"), reply
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def measure_mcp(runs: int) -> tuple[float, float, float]:
+    """Medians (ms) of a warm Bash tool's tools/call over stdio and of ``bash -c :``, and the median difference."""
+    bash = which("bash") or "bash"
+    with tempfile.TemporaryDirectory() as directory:
+        config = _project(Path(directory), {"noop.sh": NOOP_SH})
+        client = StdioClient(config, "--warm")
+        try:
+            for _ in range(3):  # the build, the server's start
+                client.call("noop")
+            times: tuple[list[float], list[float]] = ([], [])
+            for _ in range(runs):
+                for index, action in enumerate(
+                    (lambda: client.call("noop"), lambda: subprocess.run([bash, "-c", ":"], check=True))
+                ):
+                    start = time.perf_counter()
+                    action()
+                    times[index].append((time.perf_counter() - start) * 1000)
+        finally:
+            client.close()
+    added = [a - b for a, b in zip(*times, strict=True)]
+    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(added)
 
 
 def main() -> None:

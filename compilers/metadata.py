@@ -236,11 +236,11 @@ class MetadataReader:
         elif word == "shared" and shared:
             found = "shared"
         else:
-            shown = value if isinstance(value, str) else json.dumps(value)
+            shown = repr(value) if isinstance(value, str) else json.dumps(value)
             hint = f"write {self._name('warm')} true" + (" (or shared: one worker serves every call)" if shared else "")
             if word == "shared":
                 hint = f"a shared worker is for JavaScript and TypeScript tools; write {self._name('warm')} true"
-            self.diag.error(at, f"{self._name('warm')} {shown!r} is not {choices}", hint)
+            self.diag.error(at, f"{self._name('warm')} {shown} is not {choices}", hint)
             return
         if self._warm_given:
             self.diag.error(at, f"{self._name('warm')} is declared twice", "keep one")

@@ -562,12 +562,29 @@ def _describe(args: argparse.Namespace) -> int:
     if args.json:
         print(_json(declaration.to_dict(), indent=2))
         return EXIT_OK
-    print("\n".join(describe_text(declaration)))
+    print("\n".join(describe_text(declaration, warm=_warm_text(executor.config, declaration))))
     return EXIT_OK
 
 
-def describe_text(tool: Any) -> list[str]:
-    """The lines ``toolexec describe`` prints: the declaration, then whatever metadata the script declares."""
+def _warm_text(config: Any, tool: Any) -> str:
+    """Whether the tool runs warm where servers are kept (docs/performance.md), and why not when it asks to."""
+    from toolexec.calls import runs_warm
+    from toolexec.policy import effective
+
+    if not runs_warm(config, tool, None):
+        return ""
+    if effective(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox) is not None:
+        return "no: its sandbox policy is applied to each call's own start, so it runs cold"
+    if tool.metadata.warm == "shared":
+        return "shared: one worker process serves every call (Executor, toolexec mcp)"
+    if tool.language in ("javascript", "typescript"):
+        return "no: a JavaScript or TypeScript tool runs warm only as a shared worker (@warm shared)"
+    return "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+
+
+def describe_text(tool: Any, *, warm: str = "") -> list[str]:
+    """The lines ``toolexec describe`` prints: the declaration, then whatever metadata the script declares (``warm``:
+    whether it runs warm, as :func:`_warm_text` says)."""
     meta = tool.metadata
     lines = [f"{tool.name}  ({tool.language}, {tool.source})", ""]
     if meta.title:
@@ -604,6 +621,7 @@ def describe_text(tool: Any) -> list[str]:
                 "required": "required (MCP clients run it as a task)",
             }.get(meta.task or ""),
         ),
+        ("Warm", warm),
     ]
     lines += [f"{label}: {value}" for label, value in rows if value]
     if meta.examples:

@@ -317,6 +317,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     # server sets it in the forked process.
     bound = None if launch.file_limit is None or confinement is not None else file_bound(launch.file_limit)
     set_here = False
+    started_after = 0
     system.enter()
     proc: subprocess.Popen[bytes] | WarmProcess | None = None
     try:
@@ -324,6 +325,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         try:
             stdin = _stdin_file(launch.stdin)
             if launch.warm is not None and confinement is None and system is process_linux:
+                started_after = process_linux.boot_ticks()
                 proc = _spawn_warm(launch, stdin, env, bound, progress_write)
             if proc is None:
                 argv, env, set_here = _bound_cold(launch, argv, env, bound)
@@ -346,7 +348,13 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         finally:
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
-        system.register(proc.pid, mark, tuple(launch.private_files))
+        if getattr(proc, "progress", -1) >= 0:  # a warm server's own progress channel replaces the pipe
+            _close(progress_read)
+            progress_read = proc.progress  # type: ignore[union-attr]
+        if started_after:  # a warm call's process may be gone (and reaped by its server) already
+            system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after)
+        else:
+            system.register(proc.pid, mark, tuple(launch.private_files))
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
         finished = _supervise(proc, system, launch, control, start, mark, progress_read)
@@ -384,29 +392,10 @@ def _spawn_warm(launch: Launch, stdin: int, env: dict[str, str], bound: int | No
     from toolexec.runtimes.warm import WarmCall
 
     assert launch.warm is not None
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
     if progress >= 0:
         env = {**env, PROGRESS_VARIABLE: f"/dev/fd/{WARM_PROGRESS_FD}"}
-    call = WarmCall(
-        stdin=stdin,
-        stdout=out_write,
-        stderr=err_write,
-        env=env,
-        cwd=launch.cwd or os.getcwd(),
-        file_limit=bound,
-        progress=progress,
-    )
-    proc = None
-    try:
-        proc = launch.warm.spawn(call, out_read, err_read)
-    finally:
-        _close(out_write)
-        _close(err_write)
-        if proc is None:
-            _close(out_read)
-            _close(err_read)
-    return proc
+    call = WarmCall(stdin=stdin, env=env, cwd=launch.cwd or os.getcwd(), file_limit=bound, progress=progress)
+    return launch.warm.spawn(call)
 
 
 _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for

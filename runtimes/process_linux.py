@@ -169,6 +169,7 @@ class _Guard:
 
 _guard: _Guard | None = None
 _guards: set[int] = set()  # the pids of every guard this process started: never taken for a call's orphan
+_servers: set[int] = set()  # the warm servers this process runs (toolexec.runtimes.warm): no call's either
 
 
 def _start_guard() -> _Guard | None:
@@ -300,11 +301,14 @@ def enter() -> None:
             _subreaper_on = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or _subreaper_was_set
 
 
-def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
+def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0) -> None:
     """The call's tool is ``pid``: remember when it started, to tell which orphans are its, and tell the guard the
-    call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die)."""
+    call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die).
+
+    ``started_after`` (clock ticks since boot, :func:`boot_ticks`) stands for the start of a tool that is no longer
+    there to be asked (a warm call's process is its server's child, which may have reaped it already)."""
     global _spawning, _guard
-    start = _stat(pid).start
+    start = _stat(pid).start or started_after
     with _lock:
         _in_flight[pid] = start
         _announced[pid] = _announcement(pid, mark, files)
@@ -319,6 +323,21 @@ def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
             _guard = _start_guard()
             for announcement in _announced.values():
                 _tell_guard(announcement)
+
+
+def boot_ticks() -> int:
+    """Now, in the unit of a process's start time in ``/proc`` (clock ticks since boot)."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
+
+
+def exempt(pid: int) -> None:
+    """``pid`` is a warm server of this process: a child in a session of its own that is no call's orphan."""
+    _servers.add(pid)
+
+
+def unexempt(pid: int) -> None:
+    """``pid`` is no longer a warm server of this process (it has been reaped)."""
+    _servers.discard(pid)
 
 
 def _announcement(pid: int, mark: str, files: tuple[str, ...]) -> str:
@@ -525,6 +544,7 @@ def _owns(call_start: int | None, later: list[int], orphan: _Proc) -> bool:
     return (
         call_start is not None
         and orphan.pid not in _guards  # a guard is a child in a session of its own, but no call's
+        and orphan.pid not in _servers  # nor is a warm server
         and orphan.session != _MY_SESSION
         and orphan.start >= call_start
         and all(orphan.start < other for other in later)

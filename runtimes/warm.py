@@ -13,7 +13,9 @@ changed gets a new key, so its next call runs the new code (the old server is re
 A server idle for ``idle`` seconds is stopped. :meth:`WarmPool.close` stops them all.
 
 Each language provides a :class:`WarmServer` class, found by :attr:`WarmSpec.kind` in :data:`SERVERS` (its module is
-imported on first use): ``python-fork`` is :mod:`toolexec.runtimes.warm_fork` (a fork server per tool).
+imported on first use): ``python-fork`` is :mod:`toolexec.runtimes.warm_fork` (a fork server per tool, which
+receives each call's descriptors), ``bash-fork`` :mod:`toolexec.runtimes.warm_bash` (a bash that sourced the tool,
+whose calls' channels are named FIFOs).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ else:
 # kind → "module:Class" of its server (imported when a tool of that kind first runs warm).
 SERVERS: dict[str, str] = {
     "python-fork": "toolexec.runtimes.warm_fork:ForkServer",
+    "bash-fork": "toolexec.runtimes.warm_bash:BashServer",
 }
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
@@ -58,11 +61,10 @@ class WarmSpec:
 
 @record
 class WarmCall:
-    """One call handed to a warm server: the descriptors and context of a cold call."""
+    """One call handed to a warm server: what a cold call's process is started with. The server makes the call's
+    stdout and stderr channels itself (pipes, or FIFOs for a server that cannot receive descriptors)."""
 
     stdin: int  # the call's request (a nameless file, read from its start)
-    stdout: int  # write ends of the call's pipes
-    stderr: int
     env: Mapping[str, str]
     cwd: str | None
     file_limit: int | None = None  # RLIMIT_FSIZE (soft and hard) for the call's process
@@ -72,13 +74,15 @@ class WarmCall:
 class WarmProcess(Protocol):
     """What the process helper supervises: the call's process, as much of ``subprocess.Popen`` as it uses.
 
-    Its ``pid`` leads a process group of its own (a new session); ``waiter`` is readable once the process has ended
-    (then :meth:`wait` does not block); ``stdout``/``stderr`` are the read ends of its pipes."""
+    Its ``pid`` leads a process group of its own; ``waiter`` is readable once the process has ended (then
+    :meth:`wait` does not block); ``stdout``/``stderr`` are the read ends of its output channels; ``progress`` the
+    read end of a progress channel of the server's own (-1: the call writes to the pipe :class:`WarmCall` gave)."""
 
     pid: int
     returncode: int | None
     stdout: IO[bytes] | None
     stderr: IO[bytes] | None
+    progress: int
 
     @property
     def waiter(self) -> WaiterLike: ...
@@ -104,12 +108,16 @@ class WarmServer(Protocol):
         it then runs cold."""
         ...
 
-    def spawn(self, call: WarmCall, stdout: int, stderr: int) -> WarmProcess | None:
-        """Start ``call`` (``stdout``/``stderr``: the read ends the caller keeps); None when the server is gone."""
+    def spawn(self, call: WarmCall) -> WarmProcess | None:
+        """Start ``call``; None when this server cannot (it is gone, or the call needs what it cannot give)."""
         ...
 
     def busy(self) -> int:
         """Calls started and not yet waited for."""
+        ...
+
+    def alive(self) -> bool:
+        """Whether the server's process still runs."""
         ...
 
     def close(self) -> None:
@@ -123,6 +131,7 @@ class _Entry:
     used: float
     tool: str
     problem: str | None = None  # why it cannot
+    starting: bool = False  # its server is being started (outside the pool's lock)
 
 
 _pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
@@ -145,6 +154,7 @@ class WarmPool:
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Condition()
         self._closed = False
+        self._starting = 0  # servers being started
         self._reaper: threading.Thread | None = None
         _pools.add(self)
 
@@ -154,35 +164,46 @@ class WarmPool:
         return self._closed
 
     def server(self, spec: WarmSpec) -> WarmServer | None:
-        """The running server for ``spec`` (started now if need be), or None: the call runs cold."""
+        """The running server for ``spec`` (started now if need be), or None: the call runs cold.
+
+        A server starts outside the pool's lock (a tool may take seconds to load): calls of other tools go on; calls
+        of the same tool wait for that start."""
         with self._lock:
             if self._closed:
                 return None
-            entry = self._entries.get(spec.key)
-            if entry is not None:
-                entry.used = time.monotonic()
-                return entry.server
+            found = self._entries.get(spec.key)
+            if found is not None:
+                self._lock.wait_for(lambda: not found.starting)
+                found.used = time.monotonic()
+                return None if self._closed else found.server
             for key, other in list(self._entries.items()):  # the tool changed: its old server goes
                 if other.tool == spec.tool:
                     self._retire(key)
             while len(self._entries) >= self.max_servers:
-                oldest = min(self._entries, key=lambda k: self._entries[k].used)
-                self._retire(oldest)
+                settled = [key for key, other in self._entries.items() if not other.starting]
+                if not settled:
+                    break
+                self._retire(min(settled, key=lambda k: self._entries[k].used))
             server = _make(spec)
-            started = False
-            try:
-                started = server.start()
-            finally:
-                if not started:
-                    server.close()
-            self._entries[spec.key] = _Entry(
-                server=server if started else None,
-                used=time.monotonic(),
-                tool=spec.tool,
-                problem=None if started else (server.problem or "the warm server did not start"),
-            )
-            self._ensure_reaper()
-            return server if started else None
+            entry = self._entries[spec.key] = _Entry(server=None, used=time.monotonic(), tool=spec.tool, starting=True)
+            self._starting += 1
+        started = False
+        try:
+            started = server.start()
+        finally:
+            with self._lock:
+                entry.starting = False
+                self._starting -= 1
+                kept = started and self._entries.get(spec.key) is entry  # not retired (or closed) meanwhile
+                if kept:
+                    entry.server = server
+                    self._ensure_reaper()
+                elif not started:
+                    entry.problem = server.problem or "the warm server did not start"
+                self._lock.notify_all()
+            if not kept:
+                server.close()
+        return server if kept else None
 
     def refused(self, spec: WarmSpec) -> str | None:
         """Why the tool of ``spec`` runs cold (it failed to load in its server, or started threads); None: it is not
@@ -210,6 +231,7 @@ class WarmPool:
             for key in list(self._entries):
                 self._retire(key)
             self._lock.notify_all()
+            self._lock.wait_for(lambda: self._starting == 0)  # each start in progress closes its own server
             reaper, self._reaper = self._reaper, None
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join()
@@ -232,7 +254,7 @@ class WarmPool:
                 now = time.monotonic()
                 for key, entry in list(self._entries.items()):
                     busy = entry.server.busy() if entry.server is not None else 0
-                    if busy:
+                    if busy or entry.starting:
                         entry.used = now  # a long call keeps its server: idle counts from when it ends
                     elif now - entry.used >= self.idle:
                         self._retire(key)
@@ -250,17 +272,17 @@ class WarmStart:
     pool: WarmPool
     spec: WarmSpec
 
-    def spawn(self, call: WarmCall, stdout: int, stderr: int) -> WarmProcess | None:
+    def spawn(self, call: WarmCall) -> WarmProcess | None:
         """Start ``call`` in the tool's warm server; None: run it cold (the tool cannot run warm, or the pool is
         closed)."""
         server = self.pool.server(self.spec)
         if server is None:
             return None
-        proc = server.spawn(call, stdout, stderr)
-        if proc is None:  # the server died since its last call: one new start, else cold
+        proc = server.spawn(call)
+        if proc is None and not server.alive():  # the server died since its last call: one new start, else cold
             self.pool.discard(self.spec, server)
             server = self.pool.server(self.spec)
-            proc = server.spawn(call, stdout, stderr) if server is not None else None
+            proc = server.spawn(call) if server is not None else None
         return proc
 
 

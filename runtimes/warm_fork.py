@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
+import select
 import socket
 import subprocess
 import threading
@@ -23,7 +24,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from typing import IO
 
-    from toolexec.runtimes.warm import WarmCall, WarmSpec
+    from toolexec.runtimes.warm import WaiterLike, WarmCall, WarmSpec
 
 FD_VARIABLE = "TOOLEXEC_ZYGOTE_FD"
 # In a server's environment, so in what /proc shows of every process it forks that has not run a program since (a
@@ -33,25 +34,97 @@ _running: set[int] = set()  # the pids of the servers alive in this process (a t
 
 
 def running_servers() -> frozenset[int]:
-    """The process ids of the fork servers this process runs."""
+    """The process ids of the warm servers this process runs."""
     return frozenset(_running)
 
 
+def register(pid: int) -> None:
+    """``pid`` is a warm server of this process (until :func:`unregister`): never taken for a call's orphan."""
+    _running.add(pid)
+    process_linux.exempt(pid)
+
+
+def unregister(pid: int) -> None:
+    """``pid`` was a warm server of this process and has been reaped."""
+    _running.discard(pid)
+    process_linux.unexempt(pid)
+
+
 START_SECONDS = 60.0  # the longest a tool may take to load before it runs cold instead
-REPLY_SECONDS = 10.0  # the longest a live server takes to fork a call
+REPLY_SECONDS = 30.0  # the longest a live server takes to fork a call (a loaded machine is slow)
 
 
-class ForkServer:
-    """One tool's fork server (see the module's docstring); thread-safe."""
+class ServerProcess:
+    """What every warm server's host side shares: its process, the count of calls in flight, and an end that waits
+    for them. A subclass starts ``_proc``, counts a call with :meth:`_take` and :meth:`_done`, and says in
+    :meth:`_stop_taking` how its process learns that no call will come (it then ends once its calls are over)."""
 
     def __init__(self, spec: WarmSpec) -> None:
         self.spec = spec
         self.problem: str | None = None  # why the tool cannot run warm, once start() said so
         self._proc: subprocess.Popen[bytes] | None = None
-        self._control: socket.socket | None = None
         self._lock = threading.Lock()
         self._busy = 0
         self._closed = False
+
+    def busy(self) -> int:
+        """Calls handed over and not yet waited for."""
+        with self._lock:
+            return self._busy
+
+    def alive(self) -> bool:
+        """Whether the server's process still runs."""
+        proc = self._proc
+        return proc is not None and proc.poll() is None
+
+    def close(self) -> None:
+        """Take no more calls; the server ends once its calls are over (and is reaped then)."""
+        with self._lock:
+            self._closed = True
+            idle = self._busy == 0
+        self._stop_taking()
+        if idle:
+            self._end()
+
+    def _stop_taking(self) -> None:
+        raise NotImplementedError
+
+    def _take(self) -> bool:
+        """Count one more call in flight; False once closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._busy += 1
+            return True
+
+    def _done(self) -> None:
+        """A call is over (or never started); the last one of a closed server reaps it."""
+        with self._lock:
+            self._busy -= 1
+            last = self._closed and self._busy == 0
+        if last:
+            self._end()
+
+    def _end(self) -> None:
+        """Reap the server (it exits by itself once closed and idle; killed if it does not)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            proc.wait()
+        unregister(proc.pid)
+
+
+class ForkServer(ServerProcess):
+    """One tool's fork server (see the module's docstring); thread-safe."""
+
+    def __init__(self, spec: WarmSpec) -> None:
+        super().__init__(spec)
+        self._control: socket.socket | None = None
 
     def start(self) -> bool:
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
@@ -61,7 +134,7 @@ class ForkServer:
             stdin = _stdin_file(self.spec.payload)
             env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
             self._proc = subprocess.Popen(
-                process_linux.with_death_signal(list(self.spec.argv)),
+                list(self.spec.argv),  # no death signal: it ends at the end of its socket (or stdin), as when this process dies
                 stdin=stdin,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -71,7 +144,7 @@ class ForkServer:
                 close_fds=True,
                 pass_fds=(theirs.fileno(),),
             )
-            _running.add(self._proc.pid)
+            register(self._proc.pid)
         except OSError as exc:
             ours.close()
             self.problem = f"the warm server cannot start: {exc}"
@@ -94,16 +167,26 @@ class ForkServer:
         self._control = ours
         return True
 
-    def spawn(self, call: WarmCall, stdout: int, stderr: int) -> ForkedCall | None:
+    def spawn(self, call: WarmCall) -> ForkedCall | None:
         """Hand ``call`` to the server; the started call, or None when the server is gone (or closed)."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            forked = self._spawn(call, out_write, err_write, out_read, err_read)
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        if forked is None:
+            os.close(out_read)
+            os.close(err_read)
+        return forked
+
+    def _spawn(self, call: WarmCall, stdout: int, stderr: int, out_read: int, err_read: int) -> ForkedCall | None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        fds = [call.stdin, call.stdout, call.stderr, theirs.fileno(), *([call.progress] if call.progress >= 0 else [])]
+        fds = [call.stdin, stdout, stderr, theirs.fileno(), *([call.progress] if call.progress >= 0 else [])]
         message = marshal.dumps({"env": dict(call.env), "cwd": call.cwd, "fsize": call.file_limit}, 2)
-        with self._lock:
-            control = None if self._closed else self._control
-            if control is not None:
-                self._busy += 1
-        if control is None:
+        control = self._control
+        if control is None or not self._take():
             mine.close()
             theirs.close()
             return None
@@ -115,47 +198,16 @@ class ForkServer:
             return None
         finally:
             theirs.close()
-        forked = ForkedCall(self, mine, stdout, stderr)
+        forked = ForkedCall(self, mine, out_read, err_read)
         if not forked.started():
             forked.abandon()
             return None
         return forked
 
-    def busy(self) -> int:
-        """Calls handed over and not yet waited for."""
-        with self._lock:
-            return self._busy
-
-    def close(self) -> None:
-        """Take no more calls; the server ends once its calls are over (and is reaped then)."""
-        with self._lock:
-            self._closed = True
-            control, self._control = self._control, None
-            idle = self._busy == 0
+    def _stop_taking(self) -> None:
+        control, self._control = self._control, None
         if control is not None:
             control.close()  # the server sees the end of file: it exits once its children are reaped
-        if idle:
-            self._end()
-
-    def _done(self) -> None:
-        with self._lock:
-            self._busy -= 1
-            last = self._closed and self._busy == 0
-        if last:
-            self._end()
-
-    def _end(self) -> None:
-        """Reap the server (it exits by itself once closed and idle; killed if it does not)."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            proc.wait()
-        _running.discard(proc.pid)
 
 
 class _Waiter:
@@ -169,39 +221,42 @@ class _Waiter:
         self._sock.close()
 
 
-class ForkedCall:
-    """A call's process forked by a :class:`ForkServer`: as much of ``subprocess.Popen`` as the process helper uses."""
+class CallProcess:
+    """A warm call's process: as much of ``subprocess.Popen`` as the process helper uses. Its server writes
+    ``P<pid>`` on the ``waiter`` channel once the process exists and ``X<status>`` once it has ended (end of file
+    without a status: the server died with the call, which counts as killed)."""
 
-    def __init__(self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int) -> None:
+    def __init__(self, server: ServerProcess, waiter: WaiterLike, stdout: int, stderr: int, progress: int = -1) -> None:
         self._server = server
-        self._reply = reply
         self._buffer = b""
         self._counted = True
-        self.pid = 0
-        self.returncode: int | None = None
         self._out, self._err = stdout, stderr
+        self.pid = 0
+        self.progress = progress  # -1: progress goes to the pipe the call was given
+        self.returncode: int | None = None
         self.stdout: IO[bytes] | None = None  # opened once started: until then the caller owns the descriptors
         self.stderr: IO[bytes] | None = None
-        self.waiter = _Waiter(reply)
+        self.waiter = waiter
 
     def _line(self, timeout: float | None) -> bytes:
-        self._reply.settimeout(timeout)
-        try:
-            while b"\n" not in self._buffer:
-                data = self._reply.recv(64)
-                if not data:
-                    return b""
-                self._buffer += data
-        except OSError:
-            return b""
-        finally:
-            with contextlib.suppress(OSError):
-                self._reply.settimeout(None)
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self.waiter.fileno()], [], [], timeout)
+            if not ready:
+                return b""
+            try:
+                data = os.read(self.waiter.fileno(), 64)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return b""
+            if not data:
+                return b""
+            self._buffer += data
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 
     def started(self) -> bool:
-        """Read the call's pid; False when the server did not fork it."""
+        """Read the call's pid; False when the server did not start the call."""
         line = self._line(REPLY_SECONDS)
         if line[:1] != b"P":
             return False
@@ -210,21 +265,31 @@ class ForkedCall:
         self.stderr = open(self._err, "rb", buffering=0)  # noqa: SIM115
         return True
 
+    def exit_code(self, status: int) -> int:
+        """``returncode`` from the status the server wrote: a wait status (negative: the signal that ended it)."""
+        return os.waitstatus_to_exitcode(status)
+
     def wait(self) -> int:
-        """The call's exit status (negative: the signal that ended it), once the server has reaped it."""
+        """The call's exit status, once the server has it."""
         if self.returncode is None:
             line = self._line(None)
-            status = int(line[1:]) if line[:1] == b"X" else None
-            # No status: the server died (or was killed) with the call: it counts as killed.
-            self.returncode = os.waitstatus_to_exitcode(status) if status is not None else -9
-            if self._counted:
-                self._counted = False
-                self._server._done()
+            self.returncode = self.exit_code(int(line[1:])) if line[:1] == b"X" else -9
+            self._release()
         return self.returncode
 
     def abandon(self) -> None:
-        """The server did not fork the call: release the reply socket (the caller keeps its pipes)."""
+        """The server did not start the call: release its channel (the caller keeps the output descriptors)."""
+        self._release()
+        self.waiter.close()
+
+    def _release(self) -> None:
         if self._counted:
             self._counted = False
             self._server._done()
-        self.waiter.close()
+
+
+class ForkedCall(CallProcess):
+    """A call's process forked by a :class:`ForkServer`; its reply socket is the waiter."""
+
+    def __init__(self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int) -> None:
+        super().__init__(server, _Waiter(reply), stdout, stderr)

@@ -196,3 +196,137 @@ def test_concurrent_calls_share_one_server(project: Project) -> None:
         assert sorted(s["text"] for s in seen) == [str(n) for n in range(8)]
         assert len({s["loaded"] for s in seen}) == 1
         assert len({s["pid"] for s in seen}) == 8
+
+
+FAST = {
+    "fast.py": 'import os\n\nLOADED = os.getpid()\n\ndef run() -> str:\n    """F.\n\n    Warm: true\n    """\n    return str(LOADED)\n',
+    "fast.sh": '#!/usr/bin/env bash\n# @describe F.\n# @meta warm\nLOADED=$$\nmain() { echo "$LOADED" >> "$LLM_OUTPUT"; }\n',
+}
+
+
+@pytest.mark.parametrize("file", sorted(FAST))
+def test_concurrent_calls_share_one_server_and_never_take_it_for_theirs(project: Project, file: str) -> None:
+    """A call that ends before toolexec looks at its process (its server reaped it) must not take the server, a
+    child of toolexec started after the call's first moment, for an orphan of its own and kill it."""
+    project.tool(file, FAST[file])
+    with project.executor() as executor:
+        results = [r for _ in range(6) for r in executor.call_many([ToolCall(name="fast", arguments={}) for _ in range(8)])]
+        assert {(r.ok, r.error) for r in results} == {(True, None)}
+        assert len({r.output.strip() for r in results}) == 1
+
+
+BASH_PIDS = """#!/usr/bin/env bash
+set -euo pipefail
+# @describe Report pids.
+# @meta warm
+# @option --text! What to echo.
+# @flag --loud Shout.
+LOADED=$$
+trap 'echo "trap:$argc_text" >&2' EXIT
+main() {
+    echo "out:$argc_text"
+    printf '%s\\n' "$argc_text" "${argc_loud-}" "$LOADED" "$BASHPID" "$(cut -d' ' -f5 /proc/$BASHPID/stat)" \\
+        "$LLM_TOOL_CALL_ID" "$PWD" "$-" "$(cat)" "version 1" >> "$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+def test_a_warm_bash_tool_forks_a_subshell_per_call_from_one_sourcing(project: Project, private_tmpdir: Path) -> None:
+    path = project.tool("pids.sh", BASH_PIDS)
+    with project.executor() as executor:
+        executor.build()
+        descriptors = sorted(os.listdir("/proc/self/fd"))
+        results = [executor.call("pids", {"text": f"t {n}", "loud": n == 1}, call_id=f"call-{n}") for n in range(3)]
+        seen = [result.output.split("\n") for result in results]
+        assert [(r.ok, r.stderr) for r in results] == [(True, f"trap:t {n}\n") for n in range(3)]
+        assert [s[:2] for s in seen] == [["t 0", ""], ["t 1", "1"], ["t 2", ""]]
+        assert len({s[2] for s in seen}) == 1  # one sourcing
+        assert len({s[3] for s in seen} | {seen[0][2]}) == 4  # every call a new process ...
+        assert [s[3] == s[4] for s in seen] == [True] * 3  # ... leading its own process group
+        assert [s[5:] for s in seen] == [[f"call-{n}", os.getcwd(), "ehuB", "", "version 1", ""] for n in range(3)]
+        path.write_text(BASH_PIDS.replace("version 1", "version 2"), encoding="utf-8")
+        again = executor.call("pids", {"text": "x"}).output.split("\n")
+        assert (again[-2], again[2] != seen[0][2]) == ("version 2", True)
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors  # the servers' own, too, are closed
+    assert not alive(int(seen[0][2])) and not alive(int(again[2]))
+    assert marked_processes(private_tmpdir) == []
+    assert os.listdir(private_tmpdir) == []
+
+
+@pytest.mark.parametrize(
+    ("file", "source"),
+    [
+        (
+            "prog.py",
+            'import json, os\n\ndef run() -> str:\n    """P.\n\n    Warm: true\n    """\n'
+            '    with open(os.environ["LLM_PROGRESS"], "a") as out:\n'
+            '        out.write(json.dumps({"progress": 1, "total": 2}) + "\\n")\n'
+            '        out.write(json.dumps({"progress": 2, "total": 2}) + "\\n")\n'
+            '    return "ok"\n',
+        ),
+        (
+            "prog.sh",
+            "#!/usr/bin/env bash\n# @describe P.\n# @meta warm\nmain() {\n"
+            '    echo \'{"progress": 1, "total": 2}\' >> "$LLM_PROGRESS"\n'
+            '    echo \'{"progress": 2, "total": 2}\' >> "$LLM_PROGRESS"\n'
+            '    echo ok >> "$LLM_OUTPUT"\n}\n',
+        ),
+    ],
+)
+def test_progress_of_a_warm_call(project: Project, file: str, source: str) -> None:
+    from toolexec.runtimes import CallControl
+
+    project.tool(file, source)
+    with project.executor() as executor:
+        for _ in range(2):  # the server's first call, and a later one
+            events: list[dict] = []
+            control = CallControl(on_event=events.append)
+            try:
+                result = executor.call("prog", {}, cancel=control)
+            finally:
+                control.close()
+            assert (result.ok, result.output.strip()) == (True, "ok")
+            assert [(e["progress"], e["total"]) for e in events if e["event"] == "progress"] == [(1, 2), (2, 2)]
+        assert len(executor.calls._pool) == 1  # type: ignore[arg-type]
+
+
+def test_toolexec_mcp_warm_serves_every_tool_warm_and_leaves_nothing(project: Project, private_tmpdir: Path) -> None:
+    import subprocess
+    import sys
+
+    project.tool("pids.py", PIDS.replace("\n    Warm: true\n", "\n"))
+    project.tool("bpids.sh", BASH_PIDS.replace("# @meta warm\n", ""))
+    config = project.configure()
+    argv = [sys.executable, "-m", "toolexec", "--config", str(config), "mcp", "--no-reload", "--warm"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def request(number: int, method: str, params: dict) -> dict:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}).encode() + b"\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    try:
+        request(
+            1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        )
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        loaded = []
+        for number, (tool, arguments) in enumerate(
+            [("pids", {"text": "a"}), ("pids", {"text": "b"}), ("bpids", {"text": "c"}), ("bpids", {"text": "d"})]
+        ):
+            reply = request(10 + number, "tools/call", {"name": tool, "arguments": arguments})
+            text = reply["result"]["content"][0]["text"]
+            loaded.append(json.loads(text)["loaded"] if tool == "pids" else int(text.split("\n")[2]))
+        assert loaded[0] == loaded[1] and loaded[2] == loaded[3] and loaded[0] != loaded[2]
+        assert all(alive(pid) for pid in loaded)
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    wait_until(lambda: not any(alive(pid) for pid in loaded), "the warm servers to end with the MCP server")
+    assert marked_processes(private_tmpdir) == []
