@@ -43,6 +43,7 @@ from harness import (
     spawn,
     write_project,
 )
+from node_bench import node_rows
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 MCP_MISSING = "MCP server not available (`toolexec mcp` does not exist yet)"
@@ -576,6 +577,7 @@ def main() -> None:
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
             ("Warm tools", warm_rows),
+            ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
             ("Where the time goes", breakdown_rows),
         ]
         results = []

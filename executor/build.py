@@ -7,10 +7,13 @@ its last good version while the build reports the error.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
+import shutil
 import stat as stat_module
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,9 @@ from toolexec.compilers.common import stem_name
 from toolexec.config import Config
 from toolexec.errors import CompileError, did_you_mean
 from toolexec.records import ToolDeclaration
+from toolexec.state import digest
+
+LAST_GOOD_GRACE = 600.0  # seconds a copy of a last good source no entry serves is kept (calls in flight)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,24 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
             on_file(file)
     catalog = Catalog(fingerprint=catalog_fingerprint(config), entries=tuple(_check_duplicates(entries)))
     save_catalog(config, catalog, previous if same_config else None)
+    _prune_last_good(config, catalog)
     return BuildReport(catalog, compiled, config)
+
+
+def _prune_last_good(config: Config, catalog: Catalog) -> None:
+    """Remove the copies of last good sources (``State.last_good_copy``) no entry serves any more and nothing has
+    written for ``LAST_GOOD_GRACE`` seconds (a call that took its snapshot before this build may still run one)."""
+    folder = config.state.private_dir / "last-good"
+    try:
+        found = list(os.scandir(folder))
+    except OSError:  # none yet (the common case: one failed call, nothing read)
+        return
+    serving = {digest(e.last_good_code) for e in catalog.entries if e.problems and e.last_good_code is not None}
+    cutoff = time.time() - LAST_GOOD_GRACE
+    for copy in found:
+        with contextlib.suppress(OSError):
+            if copy.name not in serving and copy.stat(follow_symlinks=False).st_mtime < cutoff:
+                shutil.rmtree(copy.path) if copy.is_dir(follow_symlinks=False) else os.unlink(copy.path)
 
 
 def _entry(config: Config, file: str, previous: Entry | None, *, reuse: bool, records: bool) -> tuple[Entry, bool]:

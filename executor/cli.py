@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # typing and argparse are not imported by a one-shot `run
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
-    from typing import Any
+    from typing import Any, NoReturn
 
     from toolexec.runtimes.process import CallControl
 
@@ -24,8 +24,31 @@ EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE
 
 
 def program() -> int:
-    """The installed ``toolexec`` command and ``python -m toolexec``: :func:`main` with SIGINT/SIGTERM handled."""
-    return main(handle_signals=True)
+    """The installed ``toolexec`` command and ``python -m toolexec``: :func:`main` with SIGINT/SIGTERM handled.
+
+    The command's work done, the process ends without the interpreter's teardown of every module it imported
+    (a one-shot ``run`` would spend ~5 ms of its ~50 on it), once nothing else can still be running: no other thread.
+    """
+    code = main(handle_signals=True)
+    threading = sys.modules.get("threading")  # not imported: no thread was ever started
+    if threading is None or threading.active_count() == 1:
+        exit_now(code)
+    return code
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` as a normal exit would, minus the teardown: atexit handlers (the process
+    helper's guard is stopped), then the standard streams flushed."""
+    import atexit
+    import os
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
 
 
 def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
@@ -575,10 +598,8 @@ def _warm_text(config: Any, tool: Any) -> str:
         return ""
     if effective(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox) is not None:
         return "no: its sandbox policy is applied to each call's own start, so it runs cold"
-    if tool.metadata.warm == "shared":
-        return "shared: one worker process serves every call (Executor, toolexec mcp)"
     if tool.language in ("javascript", "typescript"):
-        return "no: a JavaScript or TypeScript tool runs warm only as a shared worker (@warm shared)"
+        return "no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
     return "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
 
 

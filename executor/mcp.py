@@ -13,7 +13,6 @@ uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
 
 from __future__ import annotations
 
-import atexit
 import base64
 import binascii
 import collections
@@ -47,6 +46,7 @@ from toolexec.agents import agent_config, instructions
 from toolexec.build import build
 from toolexec.calls import Calls
 from toolexec.catalog import Catalog
+from toolexec.cli import exit_now
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.mcp_auth import client_secret, granted_scopes
@@ -640,13 +640,7 @@ def _exit_now() -> NoReturn:
     """End the process at once, exit status 0: every call has ended and the client has gone, so nothing is left
     to do but the interpreter's teardown of the SDK's modules, which takes a loaded machine most of a second the
     client would wait for (the atexit handlers still run: the process helper's guard is stopped)."""
-    try:
-        atexit._run_exitfuncs()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(0)
+    exit_now(0)
 
 
 def _caller(ctx: ServerRequestContext[Any, Any], authenticating: bool) -> Caller:

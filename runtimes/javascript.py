@@ -1,4 +1,4 @@
-"""JavaScript tools run under node (the Node extra's, else PATH's; or the shebang's runtime) through one ESM bootstrap."""
+"""JavaScript tools run under node (the Node extra's, else PATH's; or the shebang's runtime) through one bootstrap (CommonJS, loading the tool with import())."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from typing import Any
 
-BOOTSTRAP = Path(__file__).with_name("node_bootstrap.mjs")
+BOOTSTRAP = Path(__file__).with_name("node_bootstrap.cjs")
 
 
 class JavaScriptRuntime:
-    """``node node_bootstrap.mjs TOOL`` with the arguments and the calling convention on stdin."""
+    """``node node_bootstrap.cjs TOOL`` with the arguments and the calling convention on stdin."""
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen runtime (node, bun, deno…)."""

@@ -90,7 +90,7 @@ def test_the_wheel_adds_only_the_toolexec_package(wheel: Path) -> None:
         names = archive.namelist()
     top = {name.split("/", 1)[0] for name in names}
     assert top == {"toolexec", wheel.name.split("-py3")[0] + ".dist-info"}
-    assert {"toolexec/py.typed", "toolexec/compilers/__init__.py", "toolexec/runtimes/node_bootstrap.mjs"} <= set(names)
+    assert {"toolexec/py.typed", "toolexec/compilers/__init__.py", "toolexec/runtimes/node_bootstrap.cjs"} <= set(names)
     assert {"toolexec/runtimes/terminfo/d/dumb", "toolexec/runtimes/terminfo/64/dumb"} <= set(names)
     assert "toolexec/_default/config.yaml" in names and "toolexec/_default/functions/tools/demo_py.py" in names
     with zipfile.ZipFile(wheel) as archive:  # the shipped tools keep their executable bit

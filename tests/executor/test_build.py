@@ -184,3 +184,36 @@ def test_declaration_order_survives_the_stored_catalog(project: Project) -> None
         "['zeta', 'alpha', 'mid'] invalid arguments for tool 'order':\n"
         "- unknown parameter 'x'; known parameters: zeta, alpha, mid"
     )
+
+
+GREET_SH = '#!/usr/bin/env bash\n# @describe Greet.\n# @option --name! who\nmain() { echo "hello $argc_name" >> "$LLM_OUTPUT"; }\neval "$(argc --argc-eval "$0" "$@")"\n'
+
+
+def test_copies_of_last_good_sources_are_pruned_once_nothing_serves_them(project: Project) -> None:
+    """A broken Bash tool runs its last good text from a copy in the private state; once the tool builds again (or
+    another version is the last good one) the copy goes at the next build, after a grace for calls in flight."""
+    project.tool("greet.sh", GREET_SH)
+    project.tool("other.sh", GREET_SH.replace("hello", "hi"))
+    executor = project.executor()
+    assert executor.call("greet", {"name": "a"}).output == "hello a\n"
+    assert executor.call("other", {"name": "a"}).output == "hi a\n"
+    for file in ("greet.sh", "other.sh"):
+        project.tool(
+            file,
+            (project.root / "functions" / "tools" / file)
+            .read_text()
+            .replace("# @describe Greet.\n", "# @describe Greet.\n# @option --n <INT\n"),
+        )
+    executor = project.executor()
+    assert [executor.call(n, {"name": "b"}).output for n in ("greet", "other")] == ["hello b\n", "hi b\n"]
+    copies = executor.config.state.private_dir / "last-good"
+    assert len(list(copies.iterdir())) == 2
+    project.tool("greet.sh", GREET_SH)  # greet builds again; other stays broken and keeps serving its copy
+    report = build(load_config(project.config))
+    assert len(list(copies.iterdir())) == 2  # too recent to go: a call may have taken its snapshot before
+    for copy in copies.iterdir():
+        os.utime(copy, (1, 1))
+    build(load_config(project.config))
+    assert report.ok is False
+    assert [p.name for p in copies.iterdir()] == [p.parent.name for p in copies.glob("*/other.sh")]
+    assert project.executor().call("other", {"name": "c"}).output == "hi c\n"

@@ -412,6 +412,40 @@ def test_the_installed_command_cancels_on_sigint(project: Project) -> None:
     assert json.loads(out) == [{"role": "tool", "tool_call_id": "c1", "content": "Tool call 'wait' was cancelled"}]
 
 
+PROGRAM_WITH_A_WITNESS = """
+import atexit, sys, threading, time
+from toolexec.cli import program
+witness, thread = sys.argv.pop(1), sys.argv.pop(1)
+atexit.register(lambda: open(witness, "a").write("atexit ran\\n"))
+if thread == "thread":  # a thread still at work when the command is done: the exit waits for it, as Python's does
+    threading.Thread(target=lambda: (time.sleep(0.5), open(witness, "a").write("thread done\\n"))).start()
+sys.argv[0] = "toolexec"
+raise SystemExit(program())
+"""
+
+
+@pytest.mark.parametrize("thread", ["no-thread", "thread"])
+def test_the_program_ends_without_teardown_yet_as_a_normal_exit_would(project: Project, thread: str) -> None:
+    """Skipping the interpreter's teardown loses nothing: the status, every byte of the output (more than a pipe
+    or a buffer holds), the atexit handlers (the guard's is one), and a thread still at work."""
+    import subprocess
+    import sys
+
+    project.tool("big.py", 'def run(n: int) -> str:\n    """Many bytes."""\n    return "x" * n\n')
+    config = str(project.configure())
+    witness = project.root / "witness"
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM_WITH_A_WITNESS, str(witness), thread, "--config", config, "run", "big", '{"n": 300000}'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, len(done.stdout), set(done.stdout), done.stderr) == (0, 300000, {"x"}, "")
+    expected = "thread done\natexit ran\n" if thread == "thread" else "atexit ran\n"
+    assert witness.read_text() == expected
+
+
 LISTING = '''from typing import TypedDict
 
 

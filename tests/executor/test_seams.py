@@ -274,7 +274,7 @@ def noisy_wrapper(directory: Path, program: str) -> Path:
             "node",
             "Error: first line\nsecond line\nthird line",
             "Error: first line\nsecond line\nthird line\n    at run (file://",
-            r"    at \S*/runtimes/node_bootstrap\.mjs:\d+:\d+",
+            r"    at main \(\S*/runtimes/node_bootstrap\.cjs:\d+:\d+\)",
         ),
         (
             "raises.py",

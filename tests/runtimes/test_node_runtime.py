@@ -129,6 +129,36 @@ def test_thrown_error_is_a_failed_result(project: Project) -> None:
     assert result.stderr.startswith("TypeError: bad input shape\n    at run")
 
 
+NEVER_SETTLED = "the tool's run() (or its module) awaited a promise that nothing will settle"
+
+
+@pytest.mark.parametrize(
+    ("file", "source"),
+    [
+        ("hangs.mjs", "/** Hang. */\nexport function run() {\n  return new Promise(() => {});\n}\n"),
+        ("stuck.ts", "await new Promise(() => {});\n/** Stuck module. */\nexport function run(): string {\n  return 'x';\n}\n"),
+    ],
+    ids=["run", "module"],
+)
+def test_a_promise_nothing_settles_is_a_failed_call_not_an_empty_success(project: Project, file: str, source: str) -> None:
+    """As node ends an ES module's unsettled top-level await: status 13 and why, never an empty "ok"."""
+    project.tool(file, source)
+    result = project.executor().call(file.split(".")[0], {})
+    assert (result.status, result.exit_code, result.output, result.stderr) == ("error", 13, "", f"toolexec: {NEVER_SETTLED}\n")
+    assert result.error == f"Tool call '{file.split('.')[0]}' exited with code 13: {NEVER_SETTLED}"
+
+
+def test_a_tool_that_settles_its_promise_before_exit_still_succeeds(project: Project) -> None:
+    """A tool's own beforeExit listener (which may give the event loop more work) runs: toolexec's stands aside."""
+    project.tool(
+        "late.mjs",
+        "/** Late. */\nexport function run() {\n"
+        "  return new Promise((resolve) => process.once('beforeExit', () => setTimeout(() => resolve('late'), 1)));\n}\n",
+    )
+    result = project.executor().call("late", {})
+    assert (result.status, result.output, result.stderr) == ("ok", "late", "")
+
+
 def test_large_and_unicode_arguments(project: Project) -> None:
     project.tool("echo.ts", "/** Echo. */\nexport function run(text: string): string {\n  return text;\n}\n")
     executor = project.executor(max_output_bytes=32 << 20)

@@ -1,0 +1,377 @@
+"""JavaScript and TypeScript: the one-shot TypeScript call against its peers on the same Node, and the warm designs.
+
+    python benchmarks/node_bench.py [RUNS]
+
+One-shot (issue 25): ``toolexec run`` of a no-op TypeScript tool against the same Node running the same file by
+its own type stripping through a minimal runner (``node runner.ts``: import the tool, call it, write the output),
+and against ``tsx`` on that Node (its CLI, which starts that Node again with its loader). Our command and the
+reference alternate; ratios are the medians of adjacent pairs.
+
+Warm designs (issue 25, part 2): what one call of a loaded no-op tool costs when a fresh process runs each call,
+against one process running many. Each is measured as its caller sees it, from the request written to the
+result read, with the tool already imported where the design allows it:
+
+- cold: ``node node_bootstrap.cjs TOOL`` started per call (what every call pays today, without Python);
+- cold from a startup snapshot holding the bootstrap (``--snapshot-blob``);
+- pre-warmed spare: a node started ahead that has imported the tool and waits on stdin for its one call; the
+  call writes the request, the spare runs it and exits; a new spare is started after each call (not timed
+  in the latency row; the back-to-back row times calls that follow each other at once, spare start included);
+- worker thread per call: one process, a fresh ``worker_threads`` Worker (its own module instance) per call;
+- shared worker: one process that imported the tool once and runs every call in it (no isolation at all).
+
+The designs are written here as the smallest programs that show their cost; toolexec's own runs through
+:mod:`toolexec.runtimes`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from run import Bench, Row
+
+NOOP_TS = harness.NOOP_TS
+RUNNER_TS = """import { writeFileSync } from "node:fs";
+import { run } from "./functions/tools/noop_ts.ts";
+const args = JSON.parse(process.argv[2] ?? "{}");
+const value = await run(args.text);
+writeFileSync(process.env.LLM_OUTPUT ?? "/dev/null", String(value));
+"""
+# The request every design reads: the bootstrap's own shape.
+REQUEST = {"arguments": {"text": "x"}, "convention": "positional", "order": ["text"], "export": "named", "function": None}
+SPARE_CJS = """"use strict";
+// A pre-warmed spare: import the tool, say so, then wait for the one call (its environment and arguments) on stdin.
+const { readFileSync, writeFileSync } = require("node:fs");
+const { pathToFileURL } = require("node:url");
+import(pathToFileURL(process.argv[2]).href).then(async (tool) => {
+  process.stdout.write("ready\\n");
+  const request = JSON.parse(readFileSync(0, "utf8"));
+  for (const name of Object.keys(process.env)) if (!(name in request.env)) delete process.env[name];
+  Object.assign(process.env, request.env);
+  const value = await tool.run(...request.order.map((name) => request.arguments[name]));
+  writeFileSync(process.env.LLM_OUTPUT, String(value));
+  process.exit(0);
+});
+"""
+SHARED_CJS = """"use strict";
+// A shared worker: one process, the tool imported once, one JSON line in and one out per call.
+const { pathToFileURL } = require("node:url");
+const { createInterface } = require("node:readline");
+import(pathToFileURL(process.argv[2]).href).then((tool) => {
+  process.stdout.write("ready\\n");
+  createInterface({ input: process.stdin }).on("line", async (line) => {
+    const request = JSON.parse(line);
+    const value = await tool.run(...request.order.map((name) => request.arguments[name]));
+    process.stdout.write(JSON.stringify({ output: String(value) }) + "\\n");
+  });
+});
+"""
+THREADS_CJS = """"use strict";
+// One process; each call a fresh Worker thread that imports the tool (its own module instance) and runs it.
+const { Worker } = require("node:worker_threads");
+const { createInterface } = require("node:readline");
+const body = `
+const { workerData, parentPort } = require("node:worker_threads");
+import(workerData.url).then(async (tool) => {
+  const r = workerData.request;
+  parentPort.postMessage(String(await tool.run(...r.order.map((name) => r.arguments[name]))));
+});`;
+const url = require("node:url").pathToFileURL(process.argv[2]).href;
+process.stdout.write("ready\\n");
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const worker = new Worker(body, { eval: true, workerData: { url, request: JSON.parse(line) } });
+  worker.once("message", (output) => {
+    process.stdout.write(JSON.stringify({ output }) + "\\n");
+    worker.terminate();
+  });
+});
+"""
+SNAPSHOT_ENTRY = """"use strict";
+// The bootstrap's work in a startup snapshot: node deserializes it instead of running it. A snapshot's main has no
+// import(): the tool is loaded by require(esm), so a tool with top-level await could not run this way.
+const { readFileSync, writeFileSync } = require("node:fs");
+const { createRequire } = require("node:module");
+const v8 = require("node:v8");
+v8.startupSnapshot.setDeserializeMainFunction(async () => {
+  const request = JSON.parse(readFileSync(0, "utf8"));
+  const tool = createRequire(process.argv[1])(process.argv[1]);
+  writeFileSync(process.env.LLM_OUTPUT, String(await tool.run(...request.order.map((n) => request.arguments[n]))));
+  process.exit(0);
+});
+"""
+
+
+def paired(ours: Callable[[], object], theirs: Callable[[], object], runs: int) -> harness.Paired:
+    return harness.paired_ms(ours, theirs, runs)
+
+
+class Spare:
+    """A pre-warmed spare node: started ahead, the tool imported, waiting for its one call."""
+
+    def __init__(self, node: str, script: Path, tool: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [node, str(script), str(tool)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True
+        )
+        assert self.proc.stdout is not None
+        self.ready = self.proc.stdout.readline() == b"ready\n"
+
+    def call(self, request: dict[str, object]) -> None:
+        assert self.proc.stdin is not None and self.ready
+        self.proc.stdin.write(json.dumps(request).encode())
+        self.proc.stdin.close()
+        assert self.proc.wait() == 0
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class LineServer:
+    """One long-lived node answering one JSON line per request (the shared worker, the thread-per-call host)."""
+
+    def __init__(self, node: str, script: Path, tool: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [node, str(script), str(tool)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == b"ready\n"
+
+    def call(self, request: dict[str, object]) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+        assert json.loads(self.proc.stdout.readline())["output"] == "x"
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class Figures:
+    """Every figure of this module, measured once (``make bench`` and the standalone run print the same)."""
+
+    def __init__(self, root: Path, node: str, toolexec: str, env: dict[str, str], runs: int) -> None:
+        self.root, self.node, self.toolexec, self.env, self.runs = root, node, toolexec, env, runs
+        tools = root / "functions" / "tools"
+        tools.mkdir(parents=True, exist_ok=True)
+        (tools / "noop_ts.ts").write_text(NOOP_TS)
+        (root / "config.yaml").write_text(json.dumps({"visible_tools": ["noop_ts.ts"]}) + "\n")
+        (root / "runner.ts").write_text(RUNNER_TS)
+        self.output = root / "output"
+        self.output.write_text("")
+        self.tool_env = {**env, "LLM_OUTPUT": str(self.output)}
+        self.version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+
+    def one_shot(self) -> Callable[[], object]:
+        return harness.spawn(
+            [self.toolexec, "--config", str(self.root / "config.yaml"), "run", "noop_ts", '{"text": "x"}'], env=self.env
+        )
+
+    def runner(self) -> Callable[[], object]:
+        return harness.spawn([self.node, str(self.root / "runner.ts"), '{"text": "x"}'], env=self.tool_env, cwd=self.root)
+
+    def tsx(self) -> Callable[[], object] | None:
+        cli = harness.REPO / ".venv" / "js-runtimes" / "node_modules" / "tsx" / "dist" / "cli.mjs"
+        if not cli.exists():
+            return None
+        tool = self.root / "functions" / "tools" / "noop_ts.ts"
+        return harness.spawn([self.node, str(cli), str(tool)], env=self.env)
+
+    def javascript(self) -> Path:
+        """The tool's cached JavaScript, as toolexec runs it (its first call transpiles it)."""
+        self.one_shot()()
+        found = sorted((Path(self.env["XDG_CACHE_HOME"]) / "toolexec").rglob("*noop_ts.ts.*.mjs"))
+        assert found, "no transpiled JavaScript of the tool in the cache"
+        return found[0]
+
+    def warm(self) -> dict[str, float]:
+        """Milliseconds per call of each design, run alternately, call by call."""
+        from toolexec.runtimes.javascript import BOOTSTRAP
+
+        tool = self.javascript()
+        scripts = {}
+        for name, text in (
+            ("spare.cjs", SPARE_CJS),
+            ("shared.cjs", SHARED_CJS),
+            ("threads.cjs", THREADS_CJS),
+            ("snap.cjs", SNAPSHOT_ENTRY),
+        ):
+            scripts[name] = self.root / name
+            scripts[name].write_text(text)
+        blob = self.root / "bootstrap.blob"
+        subprocess.run(
+            [self.node, "--snapshot-blob", str(blob), "--build-snapshot", str(scripts["snap.cjs"])],
+            check=True,
+            capture_output=True,
+            cwd=self.root,
+        )
+        request = json.dumps(REQUEST).encode()
+        request_file = self.root / "request.json"
+        request_file.write_bytes(request)
+        call_env = {**self.tool_env}
+
+        def timed(action: Callable[[], object]) -> Callable[[], float]:
+            def measure() -> float:
+                started = time.perf_counter()
+                action()
+                return (time.perf_counter() - started) * 1000
+
+            return measure
+
+        def cold() -> None:
+            with request_file.open("rb") as stdin:
+                subprocess.run([self.node, str(BOOTSTRAP), str(tool)], stdin=stdin, env=call_env, check=True, capture_output=True)
+
+        def snapshot() -> None:
+            with request_file.open("rb") as stdin:
+                subprocess.run(
+                    [self.node, "--snapshot-blob", str(blob), str(tool)],
+                    stdin=stdin,
+                    env=call_env,
+                    check=True,
+                    capture_output=True,
+                )
+
+        def new_spare() -> Spare:
+            return Spare(self.node, scripts["spare.cjs"], tool, self.env)
+
+        spares = [new_spare()]
+
+        def spare() -> float:
+            """The call on a spare that is ready (timed); then the next spare is started (not timed)."""
+            current = spares.pop()
+            started = time.perf_counter()
+            current.call({**REQUEST, "env": call_env})
+            elapsed = (time.perf_counter() - started) * 1000
+            spares.append(new_spare())
+            return elapsed
+
+        shared = LineServer(self.node, scripts["shared.cjs"], tool, self.env)
+        threads = LineServer(self.node, scripts["threads.cjs"], tool, self.env)
+        designs: dict[str, Callable[[], float]] = {
+            "cold": timed(cold),
+            "snapshot": timed(snapshot),
+            "spare": spare,
+            "threads": timed(lambda: threads.call(REQUEST)),
+            "shared": timed(lambda: shared.call(REQUEST)),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in designs}
+        try:
+            for measure in designs.values():
+                measure(), measure()
+            for _ in range(self.runs):
+                for name, measure in designs.items():
+                    samples[name].append(measure())
+            # Back to back: each call's spare is started when the previous call returns, so a call waits for it.
+            count = max(10, self.runs // 2)
+            started = time.perf_counter()
+            for _ in range(count):
+                new_spare().call({**REQUEST, "env": call_env})
+            back_to_back = (time.perf_counter() - started) * 1000 / count
+        finally:
+            for each in spares:
+                each.proc.kill()
+                each.proc.wait()
+                for pipe in (each.proc.stdin, each.proc.stdout):
+                    if pipe is not None:
+                        pipe.close()
+            shared.close()
+            threads.close()
+        figures = {name: statistics.median(values) for name, values in samples.items()}
+        figures["spare back to back"] = back_to_back
+        return figures
+
+
+def figures_for(root: Path, python: str, env: dict[str, str], runs: int) -> tuple[Figures, dict[str, object]]:
+    from toolexec.runtimes.interpreter import bundled_node
+
+    node = bundled_node() or shutil.which("node") or "node"
+    toolexec = str(Path(python).parent / "toolexec")
+    figures = Figures(root, node, toolexec, env, runs)
+    measured: dict[str, object] = {"runner": paired(figures.one_shot(), figures.runner(), runs)}
+    tsx = figures.tsx()
+    measured["tsx"] = paired(figures.one_shot(), tsx, runs) if tsx is not None else None
+    measured["warm"] = figures.warm()
+    return figures, measured
+
+
+def node_rows(b: Bench) -> list[Row]:
+    """The rows of ``make bench`` (benchmarks/run.py)."""
+    from run import Row, ms, ratio_row
+
+    root = b.root / "node-bench"
+    figures, measured = figures_for(root, b.python, b.env, harness.RUNS)
+    node = f"node {figures.version}"
+    rows = [
+        ratio_row(
+            "TS one-shot `toolexec run`, no-op tool, against the same Node's own type stripping",
+            measured["runner"],  # type: ignore[arg-type]
+            f"`{node} runner.ts` (a 5-line runner importing the .ts)",
+            1.0,
+        )
+    ]
+    tsx = measured["tsx"]
+    if isinstance(tsx, harness.Paired):
+        speedup = 1 / tsx.ratio
+        rows.append(
+            Row(
+                "TS one-shot `toolexec run`, no-op tool, against tsx on the same Node",
+                ms(tsx.ours),
+                f"`tsx` (its CLI) on {node}: {ms(tsx.bare)}",
+                f"{speedup:.1f}x faster",
+                "≥ 2x faster",
+                speedup >= 2,
+            )
+        )
+    else:
+        rows.append(Row("TS one-shot vs tsx on the same Node", "", note="tsx not installed (`make .venv/.test` installs it)"))
+    warm: dict[str, float] = measured["warm"]  # type: ignore[assignment]
+    cold = warm["cold"]
+    labels = {
+        "snapshot": "cold, from a startup snapshot holding the bootstrap (`--snapshot-blob`)",
+        "spare": "pre-warmed spare: a fresh process per call, started ahead with the tool imported",
+        "spare back to back": "pre-warmed spare, calls back to back (each waits for its spare's start)",
+        "threads": "one process, a fresh worker thread (own module instance) per call",
+        "shared": "shared worker: one process runs every call (no isolation)",
+    }
+    rows.append(Row("JS/TS call, no-op tool, cold (`node node_bootstrap.cjs`, no Python)", ms(cold), note=node))
+    for key, label in labels.items():
+        rows.append(Row(f"JS/TS call: {label}", ms(warm[key]), f"cold: {ms(cold)}", f"{warm[key] / cold:.2f}x"))
+    return rows
+
+
+def main() -> None:
+    if os.environ.get("TOOLEXEC_BENCH_INSTALLED") != "1":
+        python = harness.installed_python()
+        os.execve(str(python), [str(python), __file__, *sys.argv[1:]], {**os.environ, "TOOLEXEC_BENCH_INSTALLED": "1"})
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else harness.RUNS
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        env = harness.clean_env(XDG_CACHE_HOME=str(root / "xdg-cache"), XDG_CONFIG_HOME=str(root / "xdg-config"))
+        figures, measured = figures_for(root / "project", sys.executable, env, runs)
+        print(f"node {figures.version}, {runs} runs, load average {os.getloadavg()[0]:.2f}")
+        for name in ("runner", "tsx"):
+            pair = measured[name]
+            if isinstance(pair, harness.Paired):
+                print(f"one-shot TS: toolexec {pair.ours:.1f} ms, {name} {pair.bare:.1f} ms, ratio {pair.ratio:.2f}x")
+        for design, value in measured["warm"].items():  # type: ignore[attr-defined]
+            print(f"per call, {design}: {value:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

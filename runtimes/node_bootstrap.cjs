@@ -1,0 +1,115 @@
+// toolexec: load a JavaScript (or TypeScript) tool and call `run` with its dialect's convention.
+// Invoked as `node node_bootstrap.cjs TOOL_PATH` with {"arguments", "convention", "order", "export", "function"}
+// ("function": one export of an agent's multi-function tools.js, called instead of `run`)
+// on stdin (a regular file). Works under node, bun, deno and tsx alike.
+//
+// CommonJS, not an ES module: node starts a CommonJS entry without its ESM loader (~4 ms of every call);
+// the tool itself is still loaded by import(), with every hook and resolution rule an ESM entry has.
+"use strict";
+const { readFileSync, writeFileSync } = require("node:fs");
+const { pathToFileURL } = require("node:url");
+
+// The private channel on which a failure is reported to toolexec; removed from the environment
+// so that nothing the tool starts inherits it.
+const failureFile = process.env.TOOLEXEC_FAILURE_FILE;
+delete process.env.TOOLEXEC_FAILURE_FILE;
+
+// The call's file size bound (RLIMIT_FSIZE): node cannot set it, so toolexec sets it on this process once it has
+// started, and no line of the tool runs before it holds, soft and hard (read back from /proc/self/limits).
+const fileLimit = process.env.TOOLEXEC_FILE_LIMIT;
+delete process.env.TOOLEXEC_FILE_LIMIT;
+if (fileLimit !== undefined) awaitFileLimit(fileLimit);
+
+function awaitFileLimit(limit) {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const until = Date.now() + 5000;
+  for (;;) {
+    const line = readFileSync("/proc/self/limits", "utf8").match(/^Max file size\s+(\S+)\s+(\S+)/m);
+    if (line && line[1] === limit && line[2] === limit) return;
+    if (Date.now() > until) {
+      process.stderr.write("toolexec: cannot bound the size of the files the tool writes\n");
+      process.exit(70);
+    }
+    Atomics.wait(pause, 0, 0, 1);
+  }
+}
+
+function report(type, message, stack = "") {
+  if (failureFile) writeFileSync(failureFile, JSON.stringify({ type, message, stack }));
+}
+
+function fail(error) {
+  const isError = error instanceof Error;
+  const message = isError ? `${error.name}: ${error.message}` : String(error);
+  process.stderr.write(`${error?.stack ?? message}\n`);
+  report(isError ? error.name : null, isError ? error.message : String(error), error?.stack ?? "");
+  process.exit(1);
+}
+
+function render(value) {
+  if (value === undefined || value === null) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+// An ES module's top-level await on a promise nothing will settle ends node with status 13 and a warning; here the
+// event loop would just drain, so the same end is made explicit (unless the tool listens for it itself).
+process.once("beforeExit", () => {
+  if (process.listenerCount("beforeExit") > 0) return;
+  const message = "the tool's run() (or its module) awaited a promise that nothing will settle";
+  process.stderr.write(`toolexec: ${message}\n`);
+  report(null, message);
+  process.exit(13);
+});
+
+async function main() {
+  const request = JSON.parse(readFileSync(0, "utf8"));
+  const { arguments: args, convention, order = [], export: form = "named", function: named = null } = request;
+  let tool;
+  try {
+    tool = await import(pathToFileURL(process.argv[2]).href);
+  } catch (error) {
+    fail(error);
+  }
+  const holder = form === "default" ? tool.default : form === "tool" ? tool.tool : tool;
+  // `export default function run` (the flat and llm-functions dialects): the default export is run itself.
+  const run = named !== null ? (tool[named] ?? tool.default?.[named])
+    : holder?.run ?? tool.default?.run ?? (form === "named" && typeof tool.default === "function" ? tool.default : undefined);
+  if (typeof run !== "function") fail(new Error(`${process.argv[2]} does not export a ${named ?? "run"} function`));
+
+  let value;
+  try {
+    if (convention === "positional") {
+      value = await run(...order.map((name) => (Object.hasOwn(args, name) ? args[name] : undefined)));
+    } else if (convention === "object") {
+      value = await run(args);
+    } else {
+      const context = { toolCallId: process.env.LLM_TOOL_CALL_ID, toolName: process.env.LLM_TOOL_NAME, now: new Date() };
+      value = await run.call(holder, args, context);
+    }
+  } catch (error) {
+    fail(error);
+  }
+  if (value && typeof value === "object" && typeof value.ok === "boolean" && Object.keys(value).every((k) => ["ok", "output", "error"].includes(k))) {
+    // The {ok, output, error} convention: ok=false is a failed call.
+    if (!value.ok) {
+      const message = render(value.error) || "the tool reported failure";
+      process.stderr.write(`${message}\n`);
+      report(null, message);
+      process.exit(1);
+    }
+    value = value.output;
+  }
+  let text;
+  try {
+    text = render(value);
+  } catch (error) {
+    // a cycle, a BigInt: say so instead of dying in the bootstrap
+    fail(new TypeError(`run() returned a value that cannot be written as JSON: ${error?.message ?? error}`));
+  }
+  // A returned value replaces what the tool wrote to LLM_OUTPUT, as Loki's runner does.
+  if (value !== undefined && value !== null) writeFileSync(process.env.LLM_OUTPUT, text);
+  // The result is written: timers and sockets the tool left open do not keep the call running.
+  process.exit(0);
+}
+
+main().catch(fail);
