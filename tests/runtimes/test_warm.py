@@ -330,3 +330,29 @@ def test_toolexec_mcp_warm_serves_every_tool_warm_and_leaves_nothing(project: Pr
         proc.stderr.close()
     wait_until(lambda: not any(alive(pid) for pid in loaded), "the warm servers to end with the MCP server")
     assert marked_processes(private_tmpdir) == []
+
+
+def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project) -> None:
+    from tests.conftest import toolexec
+
+    plain = PIDS.replace("\n    Warm: true\n", "\n")
+    project.tool("pids.py", PIDS)
+    project.tool("plain.py", plain)
+    project.tool("named.py", plain)
+    project.tool("confined.py", PIDS)
+    project.tool("flat.js", "/**\n * Answer.\n * @warm\n */\nexport function run() {\n  return 1;\n}\n")
+    config = project.configure(warm_tools=["named"], sandbox_policies={"confined": {"network": "none"}})
+
+    def warm_line(tool: str) -> list[str]:
+        described = toolexec("--config", str(config), "describe", tool)
+        assert described.returncode == 0, described.stderr
+        return [line for line in described.stdout.splitlines() if line.startswith("Warm:")]
+
+    yes = "Warm: yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+    assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat")] == [
+        [yes],
+        [],
+        [yes],
+        ["Warm: no: its sandbox policy is applied to each call's own start, so it runs cold"],
+        ["Warm: no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"],
+    ]
