@@ -115,6 +115,18 @@ v8.startupSnapshot.setDeserializeMainFunction(async () => {
 """
 
 
+# A tool that imports a large library (the OpenTelemetry SDK `make test` installs), for the compile cache's row.
+OTEL_NODE = harness.REPO / ".venv" / "otel-node"
+HEAVY_MJS = """import { createRequire } from "node:module";
+const require = createRequire(%r);
+const sdk = require("@opentelemetry/sdk-trace-base");
+const conventions = require("@opentelemetry/semantic-conventions/incubating");
+export function run(text) {
+  return text + Object.keys(sdk).length + Object.keys(conventions).length;
+}
+"""
+
+
 def paired(ours: Callable[[], object], theirs: Callable[[], object], runs: int) -> harness.Paired:
     return harness.paired_ms(ours, theirs, runs)
 
@@ -198,6 +210,27 @@ class Figures:
         found = sorted((Path(self.env["XDG_CACHE_HOME"]) / "toolexec").rglob("*noop_ts.ts.*.mjs"))
         assert found, "no transpiled JavaScript of the tool in the cache"
         return found[0]
+
+    def compile_cache(self) -> harness.Paired | None:
+        """A call of a tool importing a large library with node's compile cache (as toolexec runs it) and without."""
+        from toolexec.runtimes.javascript import BOOTSTRAP, COMPILE_CACHE_VARIABLE
+
+        if not (OTEL_NODE / "node_modules" / "@opentelemetry" / "sdk-trace-base").exists():
+            return None
+        tool = self.root / "heavy.mjs"
+        tool.write_text(HEAVY_MJS % str(OTEL_NODE / "package.json"))
+        request = self.root / "request.json"
+        request.write_text(json.dumps(REQUEST))
+        cached = {**self.tool_env, COMPILE_CACHE_VARIABLE: str(self.root / "compile-cache")}
+
+        def call(env: dict[str, str]) -> Callable[[], object]:
+            def run() -> None:
+                with request.open("rb") as stdin:
+                    subprocess.run([self.node, str(BOOTSTRAP), str(tool)], stdin=stdin, env=env, check=True, capture_output=True)
+
+            return run
+
+        return paired(call(cached), call(self.tool_env), self.runs)
 
     def warm(self) -> dict[str, float]:
         """Milliseconds per call of each design, run alternately, call by call."""
@@ -307,6 +340,7 @@ def figures_for(root: Path, python: str, env: dict[str, str], runs: int) -> tupl
     tsx = figures.tsx()
     measured["tsx"] = paired(figures.one_shot(), tsx, runs) if tsx is not None else None
     measured["warm"] = figures.warm()
+    measured["compile cache"] = figures.compile_cache()
     return figures, measured
 
 
@@ -349,6 +383,16 @@ def node_rows(b: Bench) -> list[Row]:
         "threads": "one process, a fresh worker thread (own module instance) per call",
         "shared": "shared worker: one process runs every call (no isolation)",
     }
+    cache = measured["compile cache"]
+    if isinstance(cache, harness.Paired):
+        rows.append(
+            ratio_row(
+                "JS call of a tool importing a large library (OpenTelemetry SDK), node's compile cache on",
+                cache,
+                "the same call without the cache",
+                None,
+            )
+        )
     rows.append(Row("JS/TS call, no-op tool, cold (`node node_bootstrap.cjs`, no Python)", ms(cold), note=node))
     for key, label in labels.items():
         rows.append(Row(f"JS/TS call: {label}", ms(warm[key]), f"cold: {ms(cold)}", f"{warm[key] / cold:.2f}x"))
@@ -365,10 +409,15 @@ def main() -> None:
         env = harness.clean_env(XDG_CACHE_HOME=str(root / "xdg-cache"), XDG_CONFIG_HOME=str(root / "xdg-config"))
         figures, measured = figures_for(root / "project", sys.executable, env, runs)
         print(f"node {figures.version}, {runs} runs, load average {os.getloadavg()[0]:.2f}")
-        for name in ("runner", "tsx"):
+        labels = {
+            "runner": ("one-shot TS `toolexec run`", "`node runner.ts`"),
+            "tsx": ("one-shot TS `toolexec run`", "tsx"),
+            "compile cache": ("heavy JS tool, compile cache on", "off"),
+        }
+        for name, (ours, reference) in labels.items():
             pair = measured[name]
             if isinstance(pair, harness.Paired):
-                print(f"one-shot TS: toolexec {pair.ours:.1f} ms, {name} {pair.bare:.1f} ms, ratio {pair.ratio:.2f}x")
+                print(f"{ours}: {pair.ours:.1f} ms; {reference}: {pair.bare:.1f} ms; ratio {pair.ratio:.2f}x")
         for design, value in measured["warm"].items():  # type: ignore[attr-defined]
             print(f"per call, {design}: {value:.2f} ms")
 

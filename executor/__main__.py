@@ -1,3 +1,3 @@
-from toolexec.cli import program
+from toolexec.entry import program
 
 raise SystemExit(program())

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 
 from toolexec.calls import Calls, Pending
-from toolexec.catalog import Catalog, DamagedCatalog, expand_enabled
+from toolexec.catalog import Catalog, DamagedCatalog
 from toolexec.config import Config, load_config
 from toolexec.errors import BadRequest, ToolexecError, UnknownTool
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -127,6 +127,26 @@ class Executor:
             self.source.build()
             found = listing()
         return [tool for tool in found if all(tag in tool.metadata.tags for tag in tags)]
+
+    def listing(self, *, enabled_only: bool = True, tags: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """What ``toolexec list`` shows of the tools :meth:`tools` returns (``name``, ``language``, ``description``,
+        ``title``, ``summary``, ``tags``, ``annotations``, ``source``; ``error`` None), then, without ``tags``, of those
+        :meth:`broken` returns (their ``error``, no description): one freshness check, and only the catalog's index is
+        read (listing 10,000 tools reads no declaration)."""
+
+        def listing() -> list[dict[str, Any]]:
+            config, catalog, _ = self._serving()
+            served = [{**row, "error": None} for row in catalog.listing(config, enabled_only=enabled_only)]
+            if tags:  # a tool that failed to build has no tags to match
+                return [row for row in served if all(tag in row["tags"] for tag in tags)]
+            empty: dict[str, Any] = {"description": None, "title": None, "summary": None, "tags": [], "annotations": None}
+            return served + [{**row, **empty} for row in catalog.broken(config, enabled_only=enabled_only)]
+
+        try:
+            return listing()
+        except DamagedCatalog:  # a damaged row or a lost record (a cleared cache): rebuild once
+            self.source.build()
+            return listing()
 
     # --- the registry --------------------------------------------------------------------
 
@@ -267,19 +287,7 @@ class Executor:
 
     def broken(self, *, enabled_only: bool = True) -> list[dict[str, Any]]:
         """The visible tools that failed to build: ``name``, ``language``, ``source`` and ``error`` (every problem)."""
-        from toolexec.compilers import language_of
-
-        wanted = None if not enabled_only or self.config.enabled_tools is None else set(expand_enabled(self.config))
-        return [
-            {
-                "name": entry.name,
-                "language": language_of(entry.file) or "unknown",
-                "source": str(self.config.tools_dir / entry.file),
-                "error": "\n".join(entry.problems),
-            }
-            for entry in self.catalog.entries
-            if entry.problems and (wanted is None or entry.name in wanted)
-        ]
+        return self.catalog.broken(self.config, enabled_only=enabled_only)
 
     def instructions(self) -> str:
         """The served agent's instructions, as its model gets them (:func:`toolexec.agents.instructions`):

@@ -19,17 +19,14 @@ or a small wrapper around :meth:`Calls.execute`; see docs/architecture.md.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
 from toolexec import results
-from toolexec.asking import MAX_ROUNDS
-from toolexec.caps import Held
-from toolexec.caps import effective as effective_caps
-from toolexec.caps import enter as enter_caps
 from toolexec.engine import Engine, refused
 from toolexec.errors import EXIT_CANCELLED, BadRequest, CallDenied, InternalError, ScopeMissing, ToolexecError
-from toolexec.observe import observe
 from toolexec.records import ToolCall, ToolResult, limit_problem
 from toolexec.recordtype import record, replace
 from toolexec.sources import Snapshot, Source
@@ -43,6 +40,7 @@ if TYPE_CHECKING:
 
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision
     from toolexec.asking import Asker
+    from toolexec.caps import Held
     from toolexec.config import Config
     from toolexec.observe import Caller, Observation
     from toolexec.records import InputRequest, InputResponse, ToolDeclaration
@@ -121,7 +119,7 @@ class Calls:
 
         started = time.monotonic()
         call_id = call_id_for(call.call_id)  # the one default for a missing call id
-        observation = observe(self.source.config, call.name, call_id, caller or self.caller, trace)
+        observation = _observe(self.source.config, call.name, call_id, caller or self.caller, trace)
         snapshot = None
         try:
             check_call_id(call_id)
@@ -224,6 +222,8 @@ class Calls:
             request = result.input_request
             if request is None or ask is None:
                 return result
+            from toolexec.asking import MAX_ROUNDS  # only a tool that asks needs the asking module
+
             if len(_known(pending)) >= MAX_ROUNDS:  # answers given up front (a protocol's rounds) count too
                 problem = BadRequest(f"tool {pending.call.name!r} asked more than {MAX_ROUNDS} questions in one call")
                 return results.refusal(pending.call.name, pending.call_id, problem, pending.started)
@@ -242,14 +242,17 @@ class Calls:
         try:
             waiting = time.monotonic()
             snapshot, tool = pending.snapshot, pending.snapshot.declaration
-            if (caps := effective_caps(snapshot.config, tool)) is not None:  # the tool's own caps, before a slot
-                try:
-                    timeout = pending.call.timeout or tool.limits.timeout or snapshot.config.timeout
-                    held = enter_caps(snapshot.config, tool, caps, timeout, control)
-                except ToolexecError as error:
-                    return refused(pending.call, error, started=pending.started, call_id=pending.call_id)
-                if held is None:
-                    return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
+            if _capped(snapshot.config, tool):  # the tool's own caps, before a slot
+                from toolexec.caps import effective, enter  # only a capped tool needs them
+
+                if (caps := effective(snapshot.config, tool)) is not None:
+                    try:
+                        timeout = pending.call.timeout or tool.limits.timeout or snapshot.config.timeout
+                        held = enter(snapshot.config, tool, caps, timeout, control)
+                    except ToolexecError as error:
+                        return refused(pending.call, error, started=pending.started, call_id=pending.call_id)
+                    if held is None:
+                        return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
             holds = self._take_slot(control)
             if not holds:  # closed (or cancelled) while waiting for a slot
                 return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
@@ -432,6 +435,30 @@ def runs_warm(config: Config, tool: ToolDeclaration, everything: bool | None) ->
     if everything is not None:
         return everything
     return tool.metadata.warm is not None or tool.name in config.warm_tools or "all" in config.warm_tools
+
+
+def _capped(config: Config, tool: ToolDeclaration) -> bool:
+    """Whether a call of ``tool`` may run under caps (:mod:`toolexec.caps`, imported only then): config names the
+    tool under ``tool_limits``, or its script declares ``max_concurrency`` or ``rate``."""
+    metadata = tool.metadata
+    return tool.name in config.tool_limits or metadata.max_concurrency is not None or metadata.rate is not None
+
+
+def _observe(
+    config: Config, name: object, call_id: str, caller: Caller | None, trace: Mapping[str, str] | None
+) -> Observation | None:
+    """The call's observation (:func:`toolexec.observe.observe`), its module imported only where one may be made: an
+    audit log is configured, or tracing may be wanted (an ``OTEL_*`` variable is set, or the program imported
+    OpenTelemetry; :func:`toolexec.tracing.wanted` decides)."""
+    if (
+        config.audit_log is None
+        and "opentelemetry.trace" not in sys.modules
+        and not any(variable.startswith("OTEL_") for variable in os.environ)
+    ):
+        return None
+    from toolexec.observe import observe
+
+    return observe(config, name, call_id, caller, trace)
 
 
 def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:

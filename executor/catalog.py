@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
-from toolexec.recordtype import record
+from toolexec.recordtype import record, replace
 from toolexec.state import State
 from toolexec.version import __version__
 
@@ -48,7 +48,7 @@ class Entry:
     An entry read from the index loads its declarations from their record on first use.
     """
 
-    __slots__ = ("_loaded", "_loader", "at", "file", "name", "problems", "record", "sha256", "stat", "warnings")
+    __slots__ = ("_listing", "_loaded", "_loader", "at", "file", "name", "problems", "record", "sha256", "stat", "warnings")
 
     def __init__(
         self,
@@ -70,8 +70,11 @@ class Entry:
         record: str | None = None,
         at: Slice | None = None,
         loader: Callable[[str, Slice], Loaded] | None = None,
+        # What `toolexec list` shows of the served declaration (its index row keeps it: a listing reads no record).
+        listing: dict[str, Any] | None = None,
     ) -> None:
         self.file, self.name, self.stat, self.sha256 = file, name, stat, sha256
+        self._listing = listing
         self.problems, self.warnings = tuple(problems), tuple(warnings)
         self.record, self.at = record, at
         self._loader = loader
@@ -122,6 +125,15 @@ class Entry:
         return loaded[2] if loaded[0] is not None else loaded[3]
 
     @property
+    def listing(self) -> dict[str, Any] | None:
+        """What ``toolexec list`` shows of the served declaration (:func:`listing_of`), None when nothing serves; from
+        the index row when it holds it, so listing every tool reads no record."""
+        if self._listing is None and self.serves:
+            serving = self.serving
+            self._listing = listing_of(serving) if serving is not None else None
+        return self._listing
+
+    @property
     def serves(self) -> bool:
         """Whether a call of this name runs this entry (known without loading its record)."""
         if self._loaded is None:
@@ -138,7 +150,7 @@ class Entry:
         fields = {k: getattr(self, k) for k in ("file", "name", "stat", "sha256", "problems", "warnings")}
         loaded_fields = {"declaration", "last_good", "code", "last_good_code", "validator"}
         if not loaded_fields & changes.keys():
-            fields.update(record=self.record, at=self.at, loader=self._loader)
+            fields.update(record=self.record, at=self.at, loader=self._loader, listing=self._listing)
             if self._loaded is not None:
                 fields.update(zip(("declaration", "last_good", "code", "last_good_code", "validator"), self._loaded, strict=True))
         else:
@@ -178,6 +190,7 @@ class Entry:
             "warnings": list(self.warnings),
             "record": self.record,
             "at": list(self.at) if self.at else None,
+            "list": self.listing,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,6 +215,9 @@ class Entry:
             raise TypeError(f"stat must be a list of numbers, got {stat!r:.40}")
         if at is not None and not (isinstance(at, list) and len(at) == 2 and all(isinstance(n, int) for n in at)):
             raise TypeError(f"at must be [offset, length], got {at!r:.40}")
+        listing = row.get("list")
+        if listing is not None and not (isinstance(listing, dict) and listing.keys() >= _LISTED):
+            raise TypeError(f"list must be the listing of the tool, got {listing!r:.40}")
         return cls(
             file=row["file"],
             name=row["name"],
@@ -212,6 +228,7 @@ class Entry:
             record=row.get("record"),
             at=tuple(row["at"]) if row.get("at") else None,  # type: ignore[arg-type]
             loader=loader,
+            listing=listing,
         )
 
     def __repr__(self) -> str:
@@ -228,6 +245,25 @@ class Entry:
         return isinstance(other, Entry) and self._key() == other._key()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+_LISTED = frozenset({"language", "description", "title", "summary", "tags", "annotations", "source"})
+
+
+def listing_of(tool: ToolDeclaration) -> dict[str, Any]:
+    """What ``toolexec list`` shows of ``tool`` (besides its name): kept in the tool's index row."""
+    from toolexec.recordtype import asdict
+
+    metadata = tool.metadata
+    return {
+        "language": tool.language,
+        "description": tool.description,
+        "title": metadata.title,
+        "summary": metadata.summary,
+        "tags": list(metadata.tags),
+        "annotations": asdict(metadata.annotations),
+        "source": tool.source,
+    }
 
 
 @record(kw_only=False)
@@ -307,7 +343,7 @@ class Catalog:
         if entry is None:
             assert self._rows is not None
             try:
-                offset, length = self._rows.offsets[number]
+                offset, length = self._rows.at(number)
                 row = json.loads(self._rows.body[offset : offset + length])
                 entry = self._parsed[number] = Entry.from_index(row, self._rows.loader)
             except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
@@ -319,8 +355,28 @@ class Catalog:
         """Every visible file's entry, in visible_tools order."""
         if self._entries is None:
             assert self._rows is not None
-            self._entries = tuple(self._row(n) for n in range(len(self._rows.offsets)))
+            rows = self._rows
+            try:  # every row at once (one parse of a JSON array); a damaged one is found row by row
+                data = json.loads(b"[" + rows.body.rstrip(b"\n").replace(b"\n", b",") + b"]") if len(rows) else []
+                if len(data) == len(rows):
+                    for number, row in enumerate(data):
+                        if number not in self._parsed:
+                            self._parsed[number] = Entry.from_index(row, rows.loader)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+            self._entries = tuple(self._row(n) for n in range(len(rows)))
+            self._rows = replace(rows, body=b"")  # every row is parsed: the index's text is not kept
         return self._entries
+
+    def listing(self, config: Config, *, enabled_only: bool = True) -> list[dict[str, Any]]:
+        """What ``toolexec list`` shows of each served tool (the enabled ones, or every one), in visible_tools order,
+        ``name`` first: from the index rows alone (no record is read)."""
+        wanted = None if not enabled_only or config.enabled_tools is None else set(expand_enabled(config))
+        return [
+            {"name": name, **listing}
+            for name, entry in self._serving.items()
+            if (wanted is None or name in wanted) and (listing := entry.listing) is not None
+        ]
 
     @property
     def _serving(self) -> dict[str, Entry]:
@@ -332,7 +388,7 @@ class Catalog:
     def named(self, name: str) -> list[Entry]:
         """Every entry with this tool name (more than one when files clash), without parsing the others."""
         if self._entries is None and self._rows is not None:
-            return [self._row(n) for n in self._rows.names.get(name, ())]
+            return [entry for entry in map(self._row, self._rows.numbers(name)) if entry.name == name]  # (a row must hold it)
         return [e for e in self.entries if e.name == name]
 
     def entry(self, name: str) -> Entry | None:
@@ -390,9 +446,29 @@ class Catalog:
             assert entry is not None and entry.serving is not None
             parameters = entry.serving.parameters
             stored = entry.validator
-            check = validator_from_code(parameters, stored if stored is not None else validator_code(parameters))
+            code = stored if stored is not None else validator_code(parameters)
+            check = validator_from_code(parameters, code, self.state if stored is not None else None)
             self._validators[name] = check
         return check
+
+    def broken(self, config: Config, *, enabled_only: bool = True) -> list[dict[str, Any]]:
+        """The visible files that failed to build (the enabled ones, or every one): ``name``, ``language``, ``source``
+        and ``error`` (every problem)."""
+        wanted = None if not enabled_only or config.enabled_tools is None else set(expand_enabled(config))
+        found = [entry for entry in self.entries if entry.problems and (wanted is None or entry.name in wanted)]
+        if not found:
+            return []
+        from toolexec.compilers import language_of  # only when something failed to build
+
+        return [
+            {
+                "name": entry.name,
+                "language": language_of(entry.file) or "unknown",
+                "source": str(config.tools_dir / entry.file),
+                "error": "\n".join(entry.problems),
+            }
+            for entry in found
+        ]
 
     def records_present(self) -> bool:
         """Whether the pack the index points to is there (a cleared cache means recompiling)."""

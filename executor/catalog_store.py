@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT", "StoredRows", "load_catalog", "record_text", "save_catalog"]
 
-FORMAT = 6  # of catalog.json; another value means rebuild (5: records keep the compiled source text; 6: and the validator)
+FORMAT = 7  # of catalog.json; another value means rebuild (5: records keep the compiled source text; 6: and the validator;
+# 7: the names and row offsets are two strings, searched rather than parsed)
 # A pack or validator no index names is removed by a later build once it is this old (a
 # concurrent build or reader may still use it).
 STALE_RECORD_SECONDS = 600
@@ -40,14 +41,40 @@ STALE_RECORD_SECONDS = 600
 COMPACT_SLACK_BYTES = 1 << 16
 
 
+OFFSET_DIGITS = 8  # each row's start in the index's body, in hex: an index of up to 4 GiB
+
+
 @record(kw_only=False)
 class StoredRows:
-    """An index as read from disk: each row is parsed only when an entry of it is wanted."""
+    """An index as read from disk: a row is found without reading the others, and parsed only when its entry is wanted.
 
-    names: dict[str, list[int]]  # tool name -> its rows
-    offsets: list[list[int]]  # row -> [offset, length] in body
+    ``names`` holds each row's tool name as a JSON string, one per line in row order; ``offsets`` where each row
+    starts in ``body`` (and where the last ends), :data:`OFFSET_DIGITS` hex digits each. Finding a name is a search
+    of one string, so a call costs the same whatever the number of tools.
+    """
+
+    names: str
+    offsets: str
     body: bytes
     loader: Callable[[str, Slice], Loaded]
+
+    def __len__(self) -> int:
+        return len(self.offsets) // OFFSET_DIGITS - 1
+
+    def at(self, number: int) -> Slice:
+        """Where row ``number`` is in ``body`` (offset, length); IndexError past the last."""
+        if not 0 <= number < len(self):
+            raise IndexError(f"no row {number}")
+        start, end = (int(self.offsets[i * OFFSET_DIGITS : (i + 1) * OFFSET_DIGITS], 16) for i in (number, number + 1))
+        return start, end - start - 1
+
+    def numbers(self, name: str) -> list[int]:
+        """The rows holding tool ``name`` (more than one when files clash), in order."""
+        needle, found, at = f"\n{json.dumps(name)}\n", [], 0
+        while (at := self.names.find(needle, at)) >= 0:
+            found.append(self.names.count("\n", 0, at))
+            at += 1
+        return found
 
 
 def record_text(data: dict[str, Any]) -> tuple[str, str]:
@@ -78,8 +105,10 @@ def load_catalog(config: Config) -> Catalog | None:
             return None
         pack = head.get("pack")
         names, offsets = head["names"], head["offsets"]
-        if not isinstance(names, dict) or not isinstance(offsets, list) or not isinstance(head["fingerprint"], dict):
+        if not isinstance(names, str) or not isinstance(offsets, str) or not isinstance(head["fingerprint"], dict):
             return None  # a damaged header: rebuilt
+        if len(offsets) % OFFSET_DIGITS or names.count("\n") != len(offsets) // OFFSET_DIGITS:
+            return None
         rows = StoredRows(names, offsets, text[end + 1 :], _record_loader(state, pack))
         return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
@@ -90,35 +119,23 @@ def _index_text(catalog: Catalog) -> str:
     """catalog.json: a first line naming where each row is, then one row per line (ASCII, so a
     character offset is a byte offset)."""
     rows = [json.dumps(e.index_data()) for e in catalog.entries]
-    names: dict[str, list[int]] = {}
-    offsets, at = [], 0
-    for number, (entry, row) in enumerate(zip(catalog.entries, rows, strict=True)):
-        names.setdefault(entry.name, []).append(number)
-        offsets.append([at, len(row)])
+    names = "".join(f"\n{json.dumps(entry.name)}" for entry in catalog.entries) + "\n"
+    starts, at = [], 0
+    for row in rows:
+        starts.append(at)
         at += len(row) + 1
+    offsets = "".join(f"{start:0{OFFSET_DIGITS}x}" for start in [*starts, at])
     head = {"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "names": names, "offsets": offsets}
     return "\n".join([json.dumps(head), *rows]) + "\n"
 
 
-# After this many records read one by one, the rest come from one read of the whole pack (a listing).
-SLICE_READS = 2
-
-
 def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
-    whole: list[bytes] = []
-    reads = [0]
-
     def read(at: Slice) -> bytes:
+        # One slice per record, even for a listing of every tool: the pack (sources and validators) is never held
+        # whole in memory, and a listing reads the index alone (Catalog.listing).
         assert pack is not None
-        if whole:
-            return whole[0][at[0] : at[0] + at[1]]
-        reads[0] += 1
         with open(state.pack_file(pack), "rb") as handle:
-            if reads[0] > SLICE_READS:
-                whole.append(handle.read())
-                return whole[0][at[0] : at[0] + at[1]]
-            handle.seek(at[0])
-            return handle.read(at[1])
+            return os.pread(handle.fileno(), at[1], at[0])
 
     def load(key: str, at: Slice) -> Loaded:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -60,8 +61,14 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     _usable_streams()
     if argv is None:
         argv = sys.argv[1:]
-    args = _quick_run(argv) or _parse(argv)
+    args = quick_run(argv) or _parse(argv)
     args.handle_signals = handle_signals
+    return dispatch(args)
+
+
+def dispatch(args: Any) -> int:
+    """Run the parsed command ``args`` and return its exit status, every outcome mapped to one (``toolexec serve``'s
+    children run a call here, as the local command does)."""
     try:
         code = int(args.handler(args))
         sys.stdout.flush()
@@ -82,8 +89,6 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
 
 def _usable_streams() -> None:
     """A closed stdout or stderr (``>&-``) becomes /dev/null, so nothing fails on the way to a result."""
-    import os
-
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
@@ -91,8 +96,6 @@ def _usable_streams() -> None:
 
 def _discard_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's final flush cannot fail again."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -141,7 +144,7 @@ _RUN_VALUES = {"--config": "config", "--timeout": "timeout", "--call-id": "call_
 _CONFIRM_CHOICES = ("destructive", "all")
 
 
-def _quick_run(argv: list[str]) -> Any:
+def quick_run(argv: list[str]) -> Any:
     """``run`` parsed without argparse (whose import and parser cost a one-shot call ~10 ms), or None.
 
     Only the plain spellings are taken (``run NAME [ARGS] [--json] [--timeout S] [--call-id ID]
@@ -255,7 +258,7 @@ def _parser() -> argparse.ArgumentParser:
         return add(name, parents=[shared], **kwargs)
 
     commands.add_parser = command  # type: ignore[method-assign]
-    for commands_of in (_project_commands, _call_commands, _authoring_commands, _agent_commands):
+    for commands_of in (_project_commands, _call_commands, _authoring_commands, _agent_commands, _serve_commands):
         commands_of(commands)
     return parser
 
@@ -357,6 +360,33 @@ def _agent_commands(commands: Any) -> None:
     instructions.set_defaults(handler=_instructions)
 
 
+def _serve_commands(commands: Any) -> None:
+    """serve."""
+    import argparse
+
+    serve = commands.add_parser(
+        "serve", help="serve one-shot `toolexec run` calls of this config on a private socket, in the foreground (faster runs)"
+    )
+    serve.add_argument(
+        "--max-clients", type=int, default=64, metavar="N", help="calls served at once; past it, runs are local (default 64)"
+    )
+    # toolexec mcp's own server: it ends when its stdin does (mcp's end), quietly when another serves the config.
+    serve.add_argument("--until-stdin-closes", action="store_true", help=argparse.SUPPRESS)
+    serve.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from toolexec.errors import BadRequest
+
+    if args.max_clients < 1:
+        raise BadRequest(f"--max-clients must be a positive whole number, got {args.max_clients}")
+    if args.agent is not None or args.variables:
+        raise BadRequest("toolexec serve serves the config's own tools: an agent's calls (--agent) run locally")
+    from toolexec.serve import serve
+
+    return serve(args.config, max_clients=args.max_clients, for_mcp=args.until_stdin_closes, verbose=args.verbose)
+
+
 def _confirm_option(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--confirm",
@@ -387,11 +417,13 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
-    from toolexec.observe import Caller
-    from toolexec.tracing import configure_from_environment
+    from toolexec.records import Caller
 
     executor.calls.caller = Caller(surface="cli")  # who asks, for the audit log (the OS user is added when it is written)
-    configure_from_environment()  # OpenTelemetry from the OTEL_* variables, when any is set
+    if any(name.startswith("OTEL_") for name in os.environ):  # tracing is imported only where it may be configured
+        from toolexec.tracing import configure_from_environment
+
+        configure_from_environment()  # OpenTelemetry from the OTEL_* variables
     return executor
 
 
@@ -488,25 +520,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.tags is not None and not tags:
         raise BadRequest("--tags names no tag; write --tags fs,read")
     executor = _executor(args)
-    rows = [
-        {
-            "name": t.name,
-            "language": t.language,
-            "description": t.description,
-            "title": t.metadata.title,
-            "summary": t.metadata.summary,
-            "tags": list(t.metadata.tags),
-            "annotations": _asdict(t.metadata.annotations),
-            "source": t.source,
-            "error": None,
-        }
-        for t in executor.tools(enabled_only=not args.all, tags=tags)
-    ]
-    if not tags:  # a tool that failed to build has no tags to match
-        rows += [
-            {**broken, "description": None, "title": None, "summary": None, "tags": [], "annotations": None}
-            for broken in executor.broken(enabled_only=not args.all)
-        ]
+    rows = executor.listing(enabled_only=not args.all, tags=tags)
     config = executor.config
     for row in rows:
         row["enabled"], row["enabled_why"] = config.enabling(row["name"])
@@ -703,8 +717,6 @@ def _mcp(args: argparse.Namespace) -> int:
 
     if args.verbose:
         _executor(args)  # prints the config lookup trail
-    import os
-
     tools_only = args.agent_tools_only or os.environ.get("AGENT_TOOLS_ONLY") in ("1", "true")
     if tools_only and args.agent is None:
         raise BadRequest(

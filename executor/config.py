@@ -13,24 +13,23 @@ import contextlib
 import json
 import math
 import os
-import shlex
 from functools import cached_property
 from pathlib import Path
 
 from toolexec.errors import ConfigError, brief, did_you_mean
-from toolexec.mcp_settings import McpAuth, read_auth, read_cwd
 from toolexec.paths import package_defaults, user_cache_dir, user_config_dir
 from toolexec.policy import DEFAULT_HIDE, SANDBOX_MODES, words
 from toolexec.policy import from_mapping as read_policy
 from toolexec.records import LANGUAGES, Sandbox, limit_problem
 from toolexec.recordtype import field, record, replace
-from toolexec.state import State, config_snapshot, write_json_atomic
+from toolexec.state import State, config_snapshot, sha256_hex, write_json_atomic
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
     from typing import Any, NamedTuple
 
     from toolexec.agents import Agent
+    from toolexec.mcp_settings import McpAuth
 
 # A config.yaml found in the working directory is toolexec's only when it has one of these.
 OWN_KEYS = ("visible_tools", "functions_dir")
@@ -213,9 +212,15 @@ class Config:
             working: tuple[Path, ...] = (Path.cwd() / "config.yaml",)
         except OSError:  # the working directory was removed: no config can be found there
             working = ()
+        config, *others = self._trusted_by_config
+        return (config, *working, *others)
+
+    @cached_property
+    def _trusted_by_config(self) -> tuple[Path, ...]:
+        """The :attr:`trusted_paths` that follow from the config alone, worked out once per config (a call reads them)."""
         # an agent's folder (its tools file, definition and .env) and the .env beside agents/ are read and trusted too
         agent = (self.agent.directory, *self.agent.dotenv_files) if self.agent is not None else ()
-        return (self.path, *working, self.functions_dir, *agent, self.state.root, user_config_dir(), user_cache_dir())
+        return (self.path, self.functions_dir, *agent, self.state.root, user_config_dir(), user_cache_dir())
 
     @property
     def state_dir(self) -> Path:
@@ -247,7 +252,9 @@ class Config:
 
     def fingerprint(self) -> dict[str, Any]:
         """What the catalog depends on: a change here means rebuild."""
-        found = {"functions_dir": str(self.functions_dir), "visible_tools": list(self.visible_tools)}
+        # the visible files by their digest: an index's first line stays small (and quick to read) with 10,000 tools
+        visible = sha256_hex("\0".join(self.visible_tools).encode("utf-8", "surrogateescape"))
+        found = {"functions_dir": str(self.functions_dir), "visible_tools": visible}
         return {**found, **self.agent.fingerprint()} if self.agent is not None else found
 
 
@@ -439,8 +446,6 @@ def _seconds(value: Any, key: str, where: str) -> float:
 
 def _tool_limits(value: Any, where: str) -> dict[str, dict[str, int | str]]:
     """``tool_limits``: ``{TOOL: {max_concurrency: N, rate: N/unit}}``, each entry replacing that tool's own caps."""
-    from toolexec.capspec import parse_max_concurrency, parse_rate
-
     if not isinstance(value, dict):
         raise ConfigError(
             where, f"expected a mapping of tool name to {{max_concurrency, rate}}, got {brief(value)}", key="tool_limits"
@@ -457,6 +462,8 @@ def _tool_limits(value: Any, where: str) -> dict[str, dict[str, int | str]]:
                 f"unknown setting {unknown[0]!r}{did_you_mean(unknown[0], ['max_concurrency', 'rate'])}; it has max_concurrency and rate",
                 key=key,
             )
+        from toolexec.capspec import parse_max_concurrency, parse_rate  # a config without caps does not need it
+
         entry: dict[str, int | str] = {}
         if "max_concurrency" in caps:
             number = parse_max_concurrency(caps["max_concurrency"])
@@ -563,16 +570,17 @@ def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
     """A YAML list of names, or one comma-separated string."""
     if isinstance(value, str):
         return tuple(n.strip() for n in value.split(",") if n.strip())
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(v.strip() for v in value)
+    if isinstance(value, list) and set(map(type, value)) <= {str}:  # (at C speed: a config may list 10,000 tools)
+        return tuple(map(str.strip, value))
     raise ConfigError(where, f"expected a list of names or a comma-separated string, got {brief(value)}", key=key)
 
 
 def _visible(value: Any, where: str) -> tuple[str, ...]:
     files = _names(value, "visible_tools", where)
-    for name in files:
-        if "/" in name or name in (".", "..") or "\0" in name:
-            raise ConfigError(where, f"{name!r} is not a file name in functions/tools/", key="visible_tools")
+    everything = "".join(files)
+    if "/" in everything or "\0" in everything or not {".", ".."}.isdisjoint(files):  # one look at them all first
+        bad = next(name for name in files if "/" in name or name in (".", "..") or "\0" in name)
+        raise ConfigError(where, f"{bad!r} is not a file name in functions/tools/", key="visible_tools")
     return files
 
 
@@ -596,15 +604,29 @@ def _runtimes(value: Any, where: str) -> dict[str, tuple[str, ...]]:
         if language not in LANGUAGES:
             raise ConfigError(where, f"unknown language{did_you_mean(str(language), LANGUAGES)}", key=key)
         if isinstance(command, str) and command.strip():
-            try:
-                result[language] = tuple(shlex.split(command))
-            except ValueError as exc:  # an unbalanced quote
-                raise ConfigError(where, f"cannot split {brief(command)} into a command: {exc}", key=key) from None
+            result[language] = _command_words(command, where, key)
         elif isinstance(command, list) and command and all(isinstance(c, str) for c in command):
             result[language] = tuple(command)
         else:
             raise ConfigError(where, f"expected a command such as 'python3.12', got {brief(command)}", key=key)
     return result
+
+
+# What makes shlex read a command otherwise than str.split: quotes, escapes, and whitespace it does not split on.
+_SHELL_SPECIAL = frozenset("'\"\\\x0b\x0c\x1c\x1d\x1e\x1f")
+
+
+def _command_words(command: str, where: str, key: str) -> tuple[str, ...]:
+    """``command`` split as ``shlex.split`` splits it (``python3.12``, ``npx tsx``, ``'/opt/my python/bin/python'``);
+    a plain command is split without importing shlex, which a one-shot run would pay for."""
+    if command.isascii() and _SHELL_SPECIAL.isdisjoint(command):
+        return tuple(command.split())
+    import shlex
+
+    try:
+        return tuple(shlex.split(command))
+    except ValueError as exc:  # an unbalanced quote
+        raise ConfigError(where, f"cannot split {brief(command)} into a command: {exc}", key=key) from None
 
 
 def _secret_env(value: Any, where: str) -> tuple[str, ...]:
@@ -652,6 +674,8 @@ def _sandbox_hide(value: Any, where: str) -> tuple[str, ...]:
 def _mcp(value: Any, where: str, path: Path) -> McpSettings:
     if not isinstance(value, dict):
         raise ConfigError(where, f"expected a mapping such as token_env: MY_TOKEN, got {value!r}", key="mcp")
+    if not value:
+        return McpSettings()  # no mcp: section (the settings' readers are not imported for it)
     for key in value:
         if key not in MCP_KEYS:
             raise ConfigError(where, f"unknown setting{did_you_mean(str(key), MCP_KEYS)}", key=f"mcp.{key}")
@@ -680,6 +704,8 @@ def _mcp(value: Any, where: str, path: Path) -> McpSettings:
             f"expected a positive number of seconds up to {MAX_TASK_TTL:.0f} (a week), got {brief(task_ttl)}",
             key="mcp.task_ttl",
         )
+    from toolexec.mcp_settings import read_auth, read_cwd  # the mcp: section's own readers, only when it is given
+
     return McpSettings(
         task_store=task_store,
         task_ttl=float(task_ttl),

@@ -213,7 +213,7 @@ class Engine:
                 started=started,
                 notes=prepared.notes,
             )
-            if result.status in ("ok", "error") and not _empty(artifacts_dir):  # a timed-out or cancelled call's are not
+            if result.status in ("ok", "error") and not _removed_empty(artifacts_dir):  # a timed-out or cancelled call's are not
                 from toolexec.artifacts import collect
 
                 found, notes = collect(artifacts_dir, self.config.artifacts, state)
@@ -387,13 +387,14 @@ def _remove(path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _empty(directory: str) -> bool:
-    """Whether the call's artifacts directory holds nothing (the usual case: nothing more is imported or read)."""
+def _removed_empty(directory: str) -> bool:
+    """Whether the call's artifacts directory held nothing, removed if so: the usual case costs one ``rmdir`` (nothing
+    more is imported, listed or read); a directory with files in it (or gone, or replaced) is for collect()."""
     try:
-        with os.scandir(directory) as entries:
-            return next(entries, None) is None
-    except OSError:  # gone or replaced: collect() says so
+        os.rmdir(directory)
+    except OSError:
         return False
+    return True
 
 
 def _private_file(prefix: str, suffix: str, *, directory: bool = False) -> str:

@@ -13,6 +13,7 @@ uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import collections
@@ -60,6 +61,7 @@ from toolexec.records import ToolCall, ToolDeclaration, ToolResult
 from toolexec.recordtype import replace
 from toolexec.runtimes.process import CallControl
 from toolexec.runtimes.process_linux import protect
+from toolexec.serve import companion, stop_companion
 from toolexec.sources import WatchedSource
 from toolexec.tracing import configure_from_environment
 from toolexec.validation import MAX_DEPTH
@@ -668,6 +670,9 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
     if bind is None and (no_token or token_env):
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
     server = ToolServer(config_source, options)
+    # One-shot `toolexec run` calls of the same config are served while this runs (toolexec serve; not an agent's).
+    one_shot = companion(server.config.path) if options.agent is None else None
+    atexit.register(stop_companion, one_shot)  # _exit_now runs the atexit handlers only
     try:
         settings = server.config.mcp
         if settings.cwd is not None:  # a GUI client starts its servers in /: tool calls start where the config says

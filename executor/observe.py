@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-from toolexec.recordtype import record
+from toolexec.records import Caller
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -32,21 +32,6 @@ __all__ = ["Caller", "Observation", "observe"]
 
 # Reasons that mean a bound stopped the tool: a span event says which.
 LIMIT_REASONS = ("timeout", "file_limit", "cache_limit", "memory_limit", "cpu_limit", "process_limit", "file_size_limit")
-
-
-@record
-class Caller:
-    """Who asked for a call, as the audit log records it."""
-
-    surface: str  # "cli", "api" or "mcp"
-    user: str | None = None  # the operating-system user running toolexec
-    client: str | None = None  # the MCP client's name and version, as its initialize said
-    subject: str | None = None  # the bearer token's subject ("static token" for mcp.token_env's)
-
-    def to_dict(self) -> dict[str, str]:
-        """The fields that are known, for the audit line."""
-        data = {"surface": self.surface, "user": self.user, "client": self.client, "subject": self.subject}
-        return {key: value for key, value in data.items() if value is not None}
 
 
 def _os_user() -> str | None:

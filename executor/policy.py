@@ -37,10 +37,11 @@ _UNITS = {
     "tib": 1 << 40,
     "tb": 1000**4,
 }
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)")
-_SECONDS = re.compile(r"(\d+)\s*(s|sec|secs|seconds?|min|minutes?)?")
-_HOST = re.compile(r"(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::\d{1,5})?|\[[0-9A-Fa-f:.]+\](?::\d{1,5})?")
-_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Patterns compiled on first use (by re, which keeps them): a config or call without a sandbox policy never does.
+_SIZE = r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)"
+_SECONDS = r"(\d+)\s*(s|sec|secs|seconds?|min|minutes?)?"
+_HOST = r"(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::\d{1,5})?|\[[0-9A-Fa-f:.]+\](?::\d{1,5})?"
+_ENV = r"[A-Za-z_][A-Za-z0-9_]*"
 _MAX = 1 << 50
 
 
@@ -60,7 +61,7 @@ def size(value: Any) -> int | str:
         return expected
     if isinstance(value, int):
         return value if 0 < value <= _MAX else expected
-    found = _SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
+    found = re.fullmatch(_SIZE, value.strip()) if isinstance(value, str) else None
     if not found or found.group(2).lower() not in _UNITS:
         return expected
     number = int(float(found.group(1)) * _UNITS[found.group(2).lower()])
@@ -74,7 +75,7 @@ def seconds(value: Any) -> int | str:
         return expected
     if isinstance(value, int):
         return value if 0 < value <= 86400 * 365 else expected
-    found = _SECONDS.fullmatch(value.strip()) if isinstance(value, str) else None
+    found = re.fullmatch(_SECONDS, value.strip()) if isinstance(value, str) else None
     if not found:
         return expected
     number = int(found.group(1)) * (60 if (found.group(2) or "s").startswith("min") else 1)
@@ -99,7 +100,7 @@ def _network(value: Any) -> str | tuple[str, ...]:
     if len(found) == 1 and found[0].lower() in ("none", "all"):
         return found[0].lower()
     for host in found:
-        if host.lower() in ("none", "all") or not _HOST.fullmatch(host):
+        if host.lower() in ("none", "all") or not re.fullmatch(_HOST, host):
             raise ValueError(f"{host!r} is not a host[:port] name (write none, all, or names such as api.github.com:443)")
     return tuple(dict.fromkeys(found))
 
@@ -128,7 +129,7 @@ def read_field(name: str, value: Any) -> tuple[str, Any] | str:
             found = words(value)
             if found is None:
                 return "must be a list of variable names such as GITHUB_TOKEN, AWS_PROFILE"
-            bad = next((word for word in found if not _ENV.fullmatch(word)), None)
+            bad = next((word for word in found if not re.fullmatch(_ENV, word)), None)
             if bad is not None:
                 return f"{bad!r} is not a variable name"
             return name, tuple(dict.fromkeys(found))

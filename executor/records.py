@@ -402,6 +402,21 @@ class InputResponse:
 
 
 @record
+class Caller:
+    """Who asked for a call, as the audit log records it."""
+
+    surface: str  # "cli", "api" or "mcp"
+    user: str | None = None  # the operating-system user running toolexec
+    client: str | None = None  # the MCP client's name and version, as its initialize said
+    subject: str | None = None  # the bearer token's subject ("static token" for mcp.token_env's)
+
+    def to_dict(self) -> dict[str, str]:
+        """The fields that are known, for the audit line."""
+        data = {"surface": self.surface, "user": self.user, "client": self.client, "subject": self.subject}
+        return {key: value for key, value in data.items() if value is not None}
+
+
+@record
 class ToolCall:
     """A request to run one tool with JSON arguments.
 

@@ -12,6 +12,7 @@
                                      content, checked when it is read; only appended to, rewritten
                                      under a new id when mostly dead
     <private>/typescript/            the TypeScript transpile cache (each output's digest checked before it runs)
+    <private>/validators/            the validators compiled (marshal), per Python version (each checked by its digest)
     <private>/last-good/<digest>/    copies of last good sources a runtime runs as files (checked before each call)
     <user cache>/config/<digest>.json   parsed config snapshots
 
@@ -32,6 +33,7 @@ import json
 import os
 import re
 import threading
+from functools import cached_property
 from pathlib import Path
 
 from toolexec.errors import BadRequest, StateUnavailable
@@ -75,12 +77,17 @@ def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write text as :func:`write_json_atomic` writes JSON."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write bytes as :func:`write_json_atomic` writes JSON (0600, whole or not at all)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with open(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open(fd, "wb") as handle:
+            handle.write(data)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -168,9 +175,9 @@ class State:
             raise ValueError(f"not a pack name: {name!r}")
         return self.records_dir / f"{name}.pack"
 
-    @property
+    @cached_property
     def outputs_dir(self) -> Path:
-        """Full outputs of capped calls."""
+        """Full outputs of capped calls (named once per state: every call passes it on)."""
         return self.root / "cache" / ".outputs"
 
     def last_good_copy(self, code: str, name: str) -> Path:
@@ -179,6 +186,11 @@ class State:
         if os.path.basename(name) != name or name in ("", ".", ".."):
             raise ValueError(f"not a file name: {name!r}")
         return self.private_dir / "last-good" / digest(code) / name
+
+    @property
+    def validators_dir(self) -> Path:
+        """The catalog's argument validators, compiled (one file per validator text and Python version)."""
+        return self.private_dir / "validators"
 
     @property
     def transpile_dir(self) -> Path:

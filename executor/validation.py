@@ -8,10 +8,11 @@ declaration shown to models does not say ``additionalProperties: false``.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import math
+import sys
+from types import CodeType
 
 from toolexec import strictjson
 from toolexec.errors import BadRequest, InvalidArguments, ToolBroken, brief, did_you_mean
@@ -21,6 +22,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeAlias
+
+    from toolexec.state import State
 
     Validator: TypeAlias = Callable[[str, dict[str, Any]], dict[str, Any]]
 
@@ -241,10 +244,9 @@ class _NoDecimal:
 _IMPORTS = ("from decimal import Decimal", "from fastjsonschema import ")
 
 
-def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
-    """The validator (see :func:`compile_validator`) whose fast check is ``code`` (from :func:`validator_code`)."""
-    import sys
-
+def validator_from_code(schema: dict[str, Any], code: str, state: State | None = None) -> Validator:
+    """The validator (see :func:`compile_validator`) whose fast check is ``code`` (from :func:`validator_code`); with
+    ``state``, its compiled form is kept there for the next process (see :func:`_compiled`)."""
     strict = _strict(schema)
     refused = _unusable(strict)
     if refused is not None:
@@ -258,7 +260,7 @@ def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
     }
     source = "\n".join(line for line in code.splitlines() if not line.startswith(_IMPORTS))
     try:
-        exec(compile(source, "<toolexec validator>", "exec"), namespace)
+        exec(_compiled(source, state), namespace)
         fast = namespace["validate"]
     except Exception:  # no code, or code nesting past Python's limit (arrays ~20 deep): jsonschema alone
         fast = _slow(strict)
@@ -283,6 +285,37 @@ def validator_from_code(schema: dict[str, Any], code: str) -> Validator:
         raise InvalidArguments(tool, problems or ["the arguments do not match the tool's parameters"])
 
     return validate
+
+
+def _compiled(source: str, state: State | None) -> CodeType:
+    """The code of a validator's ``source``, from the compiled copy kept in the state's private ``validators/`` (named
+    by the digest of the source and the Python version, checked against its own digest when read), else compiled and
+    kept there: Python's compiler costs a one-shot run ~1.4 ms the first time a process uses it."""
+    if state is None:
+        return compile(source, "<toolexec validator>", "exec")
+    import marshal
+
+    from toolexec.state import sha256_hex, write_bytes_atomic
+
+    key = sha256_hex(f"{sys.hexversion:x} {sys.implementation.cache_tag}\n{source}".encode("utf-8", "surrogateescape"))
+    path = state.validators_dir / key[:32]
+    try:
+        with open(path, "rb") as handle:
+            digest, _, payload = handle.read().partition(b"\n")
+        if digest == sha256_hex(payload).encode("ascii"):
+            code = marshal.loads(payload)
+            if isinstance(code, CodeType):
+                return code
+    except (OSError, ValueError, EOFError, TypeError):  # missing, damaged or of another Python: compiled again
+        pass
+    code = compile(source, "<toolexec validator>", "exec")
+    payload = marshal.dumps(code)
+    try:
+        state.private_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_bytes_atomic(path, sha256_hex(payload).encode("ascii") + b"\n" + payload)
+    except OSError:  # an optimisation: an unwritable state compiles each time
+        pass
+    return code
 
 
 def _unusable(schema: dict[str, Any]) -> Validator | None:
@@ -355,9 +388,18 @@ def _loosener(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, An
 _ABSENT = object()
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of JSON data (what ``copy.deepcopy`` makes of it, without importing ``copy`` on a one-shot run)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
+
+
 def _strict(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema with unknown parameters refused (models are shown it without additionalProperties)."""
-    strict = copy.deepcopy(schema)
+    strict = _copied(schema)
     strict.setdefault("type", "object")
     strict.setdefault("properties", {})
     strict["additionalProperties"] = False

@@ -89,10 +89,12 @@ def dotenv_values(functions_dir: Path, extra: tuple[Path, ...] = (), *, environ:
     the files read before it; the unsafe variables (:func:`without_unsafe`) are left out.
     """
     merged: dict[str, str] = {}
-    for path in (functions_dir / ".env", functions_dir / "tools" / ".env", *extra):
+    folder = os.fspath(functions_dir)
+    for path in (os.path.join(folder, ".env"), os.path.join(folder, "tools", ".env"), *map(os.fspath, extra)):
         try:
-            # surrogateescape: a byte that is not UTF-8 reaches the tool as it is, and spoils nothing else
-            text = path.read_bytes().decode("utf-8", "surrogateescape")
+            with open(path, "rb") as handle:
+                # surrogateescape: a byte that is not UTF-8 reaches the tool as it is, and spoils nothing else
+                text = handle.read().decode("utf-8", "surrogateescape")
         except OSError:  # missing, a directory, unreadable: no values from it
             continue
         merged.update(without_unsafe(parse_dotenv(text, {**merged, **environ})))

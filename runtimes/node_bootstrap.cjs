@@ -14,6 +14,11 @@ const { pathToFileURL } = require("node:url");
 const failureFile = process.env.TOOLEXEC_FAILURE_FILE;
 delete process.env.TOOLEXEC_FAILURE_FILE;
 
+// Where node keeps the compiled code of the modules the tool loads, from one call to the next (Node >= 22.1).
+const compileCache = process.env.TOOLEXEC_NODE_COMPILE_CACHE;
+delete process.env.TOOLEXEC_NODE_COMPILE_CACHE;
+if (compileCache) require("node:module").enableCompileCache?.(compileCache);
+
 // The call's file size bound (RLIMIT_FSIZE): node cannot set it, so toolexec sets it on this process once it has
 // started, and no line of the tool runs before it holds, soft and hard (read back from /proc/self/limits).
 const fileLimit = process.env.TOOLEXEC_FILE_LIMIT;

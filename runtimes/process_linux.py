@@ -59,7 +59,6 @@ _children_listed: bool | None = None  # whether the kernel lists a task's childr
 _prctl: Callable[..., int] | None = None
 _protected = False  # whether protect() made this process undumpable
 _setpriv: str | None = None  # its path, or '' when it is not installed
-_MY_SESSION = os.getsid(0)
 
 
 def available() -> bool:
@@ -107,6 +106,16 @@ def protect() -> bool:
         prctl = _libc_prctl()
         _protected = prctl is not None and prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     return _protected
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int | None) -> bool:
+    """Have the kernel send this process ``sig`` when its parent ends (None: no longer); False where it cannot. For
+    a forked helper that only its parent may use (``toolexec serve``'s waiting child)."""
+    prctl = _libc_prctl()
+    return prctl is not None and prctl(PR_SET_PDEATHSIG, sig or 0, 0, 0, 0) == 0
 
 
 # The guard: started once per process, in its own session, it holds one end of a socket pair whose other end
@@ -545,7 +554,7 @@ def _owns(call_start: int | None, later: list[int], orphan: _Proc) -> bool:
         call_start is not None
         and orphan.pid not in _guards  # a guard is a child in a session of its own, but no call's
         and orphan.pid not in _servers  # nor is a warm server
-        and orphan.session != _MY_SESSION
+        and orphan.session != os.getsid(0)  # read now: a forked server's child has a session of its own
         and orphan.start >= call_start
         and all(orphan.start < other for other in later)
     )

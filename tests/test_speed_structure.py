@@ -63,14 +63,15 @@ def read_index(project: Project) -> dict[str, Any]:
     return {**json.loads(head), "entries": [json.loads(row) for row in rows]}
 
 
-def imported_by_run(config: Path, *argv: str) -> tuple[str, set[str]]:
+def imported_by_run(config: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[str, set[str]]:
     """The output of a one-shot ``toolexec run`` and every module it imported (from ``-v``: ``-X importtime`` misses
-    what is imported once the call has started)."""
+    what is imported once the call has started); ``env`` is its environment (default: this process's)."""
     done = subprocess.run(
         [sys.executable, "-v", "-m", "toolexec", "--config", str(config), "run", *argv],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     modules = {found[1] for line in done.stderr.splitlines() if (found := re.match(r"import '([\w.]+)' ", line))}
     return done.stdout, modules
@@ -85,6 +86,58 @@ def test_one_shot_run_on_a_fresh_catalog_imports_nothing_heavy(project: Project)
     output, modules = imported_by_run(config, "echo", '{"text": "two"}')
     assert output == "two"
     assert sorted(m for m in modules if m.split(".")[0] in BANNED or m.startswith("toolexec.compilers")) == []
+
+
+# What a call loads only when it uses the feature: per-tool caps, questions, the span and audit line (and OpenTelemetry's
+# set-up), the mcp: section's readers, a runtime command that needs shell quoting; a schema copy needs no `copy`.
+ON_DEMAND = {
+    "toolexec.caps",
+    "toolexec.capspec",
+    "toolexec.asking",
+    "toolexec.observe",
+    "toolexec.tracing",
+    "toolexec.mcp_settings",
+    "shlex",
+    "copy",
+}
+
+
+def test_a_plain_one_shot_call_loads_no_module_of_a_feature_it_does_not_use(project: Project) -> None:
+    project.tool("echo.sh", NOOP_SH)
+    project.tool("double.py", GOOD)
+    config = project.configure(runtimes={"python": sys.executable})
+    build(load_config(config))
+    for name, arguments, expected in [("echo", '{"text": "a"}', "a"), ("double", '{"x": 2}', "4")]:
+        untraced = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        output, modules = imported_by_run(config, name, arguments, env=untraced)
+        assert (output, sorted(ON_DEMAND & modules)) == (expected, [])
+
+
+@pytest.mark.parametrize(
+    ("settings", "env", "loaded"),
+    [
+        ({"tool_limits": {"echo": {"max_concurrency": 2}}}, {}, {"toolexec.caps", "toolexec.capspec"}),
+        ({"audit_log": "audit.jsonl"}, {}, {"toolexec.observe", "toolexec.tracing"}),
+        ({}, {"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}, {"toolexec.observe", "toolexec.tracing"}),
+        ({"mcp": {"page_size": 5}}, {}, {"toolexec.mcp_settings"}),
+        ({"runtimes": {"bash": "'bash'"}}, {}, {"shlex"}),
+    ],
+    ids=["caps", "audit", "tracing", "mcp-section", "quoted-runtime"],
+)
+def test_a_feature_in_use_loads_its_module(
+    project: Project, settings: dict[str, Any], env: dict[str, str], loaded: set[str]
+) -> None:
+    """The other side of the test above: each on-demand module is loaded once its feature is used (and works)."""
+    project.tool("echo.sh", NOOP_SH)
+    config = project.configure(**settings)
+    build(load_config(config))
+    untraced = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    output, modules = imported_by_run(config, "echo", '{"text": "a"}', env={**untraced, **env})
+    # (OpenTelemetry's own packages import `copy`: only toolexec's modules are asked to stay unloaded)
+    others = sorted(m for m in (ON_DEMAND - loaded) & modules if m.startswith("toolexec."))
+    assert (output, sorted(loaded & modules), others) == ("a", sorted(loaded), [])
+    if "audit_log" in settings:
+        assert json.loads((project.root / "audit.jsonl").read_text())["tool"] == "echo"
 
 
 NOOP_JS = "/** Echo.\n * @param {string} text - The text.\n */\nexport function run(text) {\n  return text;\n}\n"
@@ -266,3 +319,94 @@ def test_edits_append_to_the_pack_and_a_mostly_dead_pack_is_rewritten(project: P
     executor = project.executor()
     assert [executor.call(f"t{n}", {"x": n}).output for n in range(3)] == ["0", "2", "4"]
     assert executor.describe("t1").description.startswith("Double x, take 39.")
+
+
+# A one-shot run of a tool, naming what Python's compiler is asked to compile (the "compile" audit event; the
+# standard library's namedtuples compile "<string>" sources).
+COUNT_COMPILES = """
+import sys
+compiled = []
+sys.addaudithook(lambda event, args: compiled.append(args[1]) if event == "compile" and args[1] != "<string>" else None)
+from toolexec.cli import main
+status = main(sys.argv[1:])
+print(sorted(set(compiled)), file=sys.stderr)
+"""
+
+
+def test_a_one_shot_call_runs_the_validator_compiled_by_an_earlier_process(project: Project) -> None:
+    """Python's compiler costs a process ~1.4 ms the first time: the stored validator's compiled form is kept."""
+    project.tool("tool.py", GOOD)
+    config = project.configure(runtimes={"python": sys.executable})
+    build(load_config(config))
+    validators = State(project.root / "functions").validators_dir
+
+    def run(x: int) -> tuple[str, str]:
+        argv = ["--config", str(config), "run", "tool", json.dumps({"x": x})]
+        done = subprocess.run([sys.executable, "-c", COUNT_COMPILES, *argv], capture_output=True, text=True, check=True)
+        return done.stdout, done.stderr.strip()
+
+    assert run(1) == ("2", "['<toolexec validator>']")  # the first run compiles it and keeps it
+    assert run(2) == ("4", "[]")
+    [kept] = validators.iterdir()
+    assert kept.stat().st_mode & 0o777 == 0o600
+    kept.write_bytes(kept.read_bytes()[:-1] + b"x")  # damaged: compiled again, never loaded
+    assert run(3) == ("6", "['<toolexec validator>']")
+    assert run(4) == ("8", "[]")
+    refused = subprocess.run(
+        [sys.executable, "-m", "toolexec", "--config", str(config), "run", "tool", '{"x": "one"}'], capture_output=True, text=True
+    )
+    assert (refused.returncode, refused.stderr.strip()) == (
+        2,
+        "toolexec: invalid arguments for tool 'tool':\n- parameter 'x': expected an integer, got a string \"one\"",
+    )
+
+
+def test_list_reads_the_index_alone(project: Project) -> None:
+    """`toolexec list` shows every tool from the index's rows: with every record unreadable, it still lists them
+    (a record read would fail its digest check, and the catalog would be rebuilt with a new pack)."""
+    for n in range(4):
+        project.tool(f"t{n}.py", GOOD.replace("Double x.", f"Double x, number {n}."))
+    project.tool("broken.py", "def run(:\n")
+    config = project.configure()
+    build(load_config(config))
+    index = read_index(project)
+    pack_file = State(project.root / "functions").records_dir / f"{index['pack']}.pack"
+    pack_file.write_bytes(b"x" * pack_file.stat().st_size)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolexec", "--config", str(config), "list", "--json"], capture_output=True, text=True, check=True
+    )
+    listed = {row["name"]: (row["description"], row["error"] is None) for row in json.loads(done.stdout)}
+    assert listed == {
+        **{f"t{n}": (f"Double x, number {n}.", True) for n in range(4)},
+        "broken": (None, False),
+    }
+    assert (read_index(project)["pack"], pack_file.read_bytes()) == (index["pack"], b"x" * pack_file.stat().st_size)
+
+
+@pytest.mark.parametrize("tools", [3, 120])
+def test_a_calls_work_does_not_grow_with_the_number_of_tools(
+    project: Project, monkeypatch: pytest.MonkeyPatch, tools: int
+) -> None:
+    """A call in a fresh executor stats its tool's file once and parses its own index row only, with 3 tools as
+    with 120 (counted, not timed)."""
+    from toolexec import Executor, catalog
+
+    for n in range(tools):
+        project.tool(f"t{n}.py", GOOD)
+    config = project.configure()
+    build(load_config(config))
+    counts = {"rows": 0, "stats": 0}
+    from_index, file_stat = catalog.Entry.from_index, catalog.file_stat
+
+    def counted_row(row: dict[str, Any], loader: Any) -> catalog.Entry:
+        counts["rows"] += 1
+        return from_index(row, loader)
+
+    def counted_stat(path: Any) -> Any:
+        counts["stats"] += 1
+        return file_stat(path)
+
+    monkeypatch.setattr(catalog.Entry, "from_index", staticmethod(counted_row))
+    monkeypatch.setattr(catalog, "file_stat", counted_stat)
+    result = Executor(config).call("t1", {"x": 21})
+    assert (result.output, counts) == ("42", {"rows": 1, "stats": 1})

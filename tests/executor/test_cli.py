@@ -613,9 +613,9 @@ QUICK_RUN_ARGV = [
 
 @pytest.mark.parametrize(("argv", "quick"), QUICK_RUN_ARGV, ids=[" ".join(a) or "(none)" for a, _ in QUICK_RUN_ARGV])
 def test_run_is_parsed_without_argparse_exactly_as_argparse_parses_it(argv: list[str], quick: bool) -> None:
-    from toolexec.cli import _parse, _quick_run
+    from toolexec.cli import _parse, quick_run
 
-    parsed = _quick_run(list(argv))
+    parsed = quick_run(list(argv))
     assert (parsed is not None) == quick
     if parsed is not None:
         assert vars(parsed) == vars(_parse(argv))

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolexec.config import load_config, locate
 from toolexec.errors import ConfigError
@@ -322,3 +324,30 @@ def test_sandbox_settings(tmp_path: Path) -> None:
         ),
         "quiet": Sandbox(),
     }
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            [*"ab/._-", " ", "\t", "\n", "\r", "'", '"', "\\", "\x0b", "\x0c", "\x1c", "\xa0", "\u2003", "é", "#"]
+        )
+    )
+)
+def test_a_runtime_command_is_split_as_shlex_splits_it(command: str) -> None:
+    """A plain command is split without shlex (a one-shot run does not import it): the same words either way."""
+    import shlex
+
+    from toolexec.config import _runtimes
+
+    try:
+        expected: tuple[str, ...] | None = tuple(shlex.split(command))
+    except ValueError:
+        expected = None
+    if not command.strip() or expected == ():
+        return  # an empty command is refused before it is split
+    try:
+        found: tuple[str, ...] | None = _runtimes({"python": command}, "config.yaml")["python"]
+    except ConfigError:
+        found = None
+    assert found == expected

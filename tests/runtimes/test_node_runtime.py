@@ -442,6 +442,39 @@ def test_missing_node_is_a_clear_error(project: Project) -> None:
     )
 
 
+CACHED_JS = '/** Say whether the compile cache variable reached the tool. */\nexport function run() {\n  return process.env.TOOLEXEC_NODE_COMPILE_CACHE ?? "unset";\n}\n'
+
+
+def _compile_cache_files(project: Project) -> list[str]:
+    root = State(project.root / "functions").private_dir / "node-compile-cache"
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()) if root.exists() else []
+
+
+def test_node_keeps_a_tools_compiled_code_between_calls(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second call's node takes the tool's V8 code from the cache the first one wrote (node says so on stderr
+    when asked), in toolexec's private state directory; the tool never sees where that is."""
+    monkeypatch.setenv("NODE_DEBUG_NATIVE", "COMPILE_CACHE")
+    tool = project.tool("cached.mjs", CACHED_JS)
+    executor = project.executor()
+    first, second = executor.call("cached", {}), executor.call("cached", {})
+    assert (first.status, first.output, second.status, second.output) == ("ok", "unset", "ok", "unset")
+    accepted = f"[compile cache] V8 code cache for ESM {tool.resolve().as_uri()} was accepted, keeping the in-memory entry"
+    assert accepted not in first.stderr.splitlines()
+    assert accepted in second.stderr.splitlines()
+    assert _compile_cache_files(project) != []
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only")
+def test_a_confined_tool_cannot_write_the_compile_cache(project: Project) -> None:
+    """Confined, the private state directory is read-only: the call runs as usual, quietly, and adds nothing to the
+    cache that unconfined calls load code from."""
+    project.tool("cached.mjs", CACHED_JS)
+    with project.executor(sandbox="strict") as executor:
+        result = executor.call("cached", {})
+    assert (result.status, result.output, result.stderr) == ("ok", "unset", "")
+    assert _compile_cache_files(project) == []
+
+
 def test_no_temporary_file_left(project: Project, private_tmpdir: Path) -> None:
     project.tool("x.ts", "/** X. */\nexport function run(a: number): number {\n  return a;\n}\n")
     executor = project.executor()

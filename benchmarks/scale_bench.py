@@ -1,0 +1,72 @@
+"""10,000 tools against 1,000, and the one-shot rows with the sandbox off, side by side in one run.
+
+    python benchmarks/scale_bench.py        (re-executes under the installed wheel, as run.py does)
+
+Issue 25 asks `toolexec list`, a no-change `toolexec build` and a one-shot `toolexec run` at 10,000 tools
+within 1.1x of the same at 1,000: each pair below alternates the two catalogs command by command. Issue 20
+asks the one-shot rows not to be slower than before the call path moved (no-op Bash ≤ 4.35x `python -c pass`,
+Python ≤ 5.37x); they are measured here with ``sandbox: off`` as well as in run.py at the config's default, so
+that the call path's own cost shows apart from the sandbox's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import NOOP_PY, NOOP_SH, RUNS, many_tools, paired_ms, spawn, write_project
+
+
+def scale_rows(b: Any) -> list[Any]:
+    """The rows of the "10,000 tools" section (``b`` is run.py's Bench)."""
+    from run import ratio_row
+
+    runtimes = {"python": b.interpreter}
+    tools = {"noop_py.py": NOOP_PY, "noop_sh.sh": NOOP_SH, **many_tools(9998)}
+    huge = write_project(b.root / "huge", tools, runtimes=runtimes)
+    thousand = write_project(b.root / "thousand", dict(list(tools.items())[:1000]), runtimes=runtimes)
+    for config in (huge, thousand):
+        spawn(b.cli(config, "build"), env=b.env)()
+    runs = max(11, RUNS // 2)  # a 10,000-tool command takes a while; its pairs still see the same drift
+    rows = []
+    for what, argv, label in [
+        ("list", ["list"], "`toolexec list`"),
+        ("build", ["build"], "`toolexec build`, no change"),
+        ("run", ["run", "noop_sh", '{"text": "x"}'], "one-shot `toolexec run`, no-op Bash tool"),
+    ]:
+        paired = paired_ms(spawn(b.cli(huge, *argv), env=b.env), spawn(b.cli(thousand, *argv), env=b.env), runs)
+        rows.append(ratio_row(f"{label}, 10,000 tools", paired, "1,000 tools", 1.1, f"issue 25 ({what})"))
+    off = write_project(b.root / "sandbox-off", {"noop_py.py": NOOP_PY, "noop_sh.sh": NOOP_SH}, runtimes=runtimes, sandbox="off")
+    bare = spawn([b.interpreter, "-c", "pass"], env=b.env)
+    for tool, before in (("noop_sh", 4.35), ("noop_py", 5.37)):
+        paired = paired_ms(b.one_shot(off, tool), bare)
+        kind = "Bash" if tool == "noop_sh" else "Python"
+        note = "issue 20: no slower than before the one call path (the figure of 5d4dd1b)"
+        rows.append(
+            ratio_row(f"one-shot `toolexec run`, no-op {kind} tool, `sandbox: off`", paired, "`python -c pass`", before, note)
+        )
+    return rows
+
+
+def main() -> None:
+    import harness
+
+    if os.environ.get("TOOLEXEC_BENCH_INSTALLED") != "1":
+        python = harness.installed_python()
+        os.execve(str(python), [str(python), __file__, *sys.argv[1:]], {**os.environ, "TOOLEXEC_BENCH_INSTALLED": "1"})
+    from run import Bench
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = scale_rows(Bench(Path(tmp)))
+    print(f"load average: {os.getloadavg()[0]:.2f}")
+    for row in rows:
+        print(" | ".join(row.cells()))
+
+
+if __name__ == "__main__":
+    main()

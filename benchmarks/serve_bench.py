@@ -1,0 +1,101 @@
+"""One-shot ``toolexec run`` with a ``toolexec serve`` running, against ``python -c pass`` and the cold run.
+
+    python benchmarks/serve_bench.py [RUNS]
+
+The served run and the bare interpreter's start alternate (medians, and the median of the adjacent pairs' ratios);
+the cold run (no server tried: ``TOOLEXEC_NO_SERVER=1``) is measured beside them. Target (issue 25): ≤ 1.5x
+``python -c pass``. ``make bench`` shows the same rows (``serve_rows``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import NOOP_PY, NOOP_SH, RUNS, Paired, clean_env, median_ms, paired_ms, spawn, write_project
+
+TARGET = 1.5
+
+
+@contextmanager
+def serving(toolexec: str, config: Path, env: dict[str, str]) -> Iterator[None]:
+    """A ``toolexec serve`` of ``config`` while the block runs (its socket ready when the block starts)."""
+    server = subprocess.Popen(
+        [toolexec, "--config", str(config), "serve"], env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stderr is not None
+        banner = server.stderr.readline()
+        assert banner.startswith("toolexec: serving "), banner
+        yield
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
+
+
+def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs: int) -> list[tuple[str, Paired, float]]:
+    """For each no-op tool: the served run against ``python -c pass``, and the cold run's median."""
+    run_dir = Path(env["XDG_RUNTIME_DIR"])
+    run_dir.mkdir(mode=0o700, exist_ok=True)
+    bare = spawn([python, "-c", "pass"], env=env)
+    cold_env = {**env, "TOOLEXEC_NO_SERVER": "1"}
+
+    def one_shot(tool: str, environment: dict[str, str]) -> Callable[[], object]:
+        return spawn([toolexec, "--config", str(config), "run", tool, '{"text": "x"}'], env=environment)
+
+    found = []
+    with serving(toolexec, config, env):
+        for label, tool in (("Bash", "noop_sh"), ("Python", "noop_py")):
+            paired = paired_ms(one_shot(tool, env), bare, runs)
+            found.append((label, paired, median_ms(one_shot(tool, cold_env), max(5, runs // 4))))
+    return found
+
+
+def serve_rows(b: object) -> list[object]:
+    """The rows of ``make bench`` (benchmarks/run.py's Bench ``b``)."""
+    from run import ratio_row  # run.py is the suite; this module is one of its sections
+
+    env = {**b.env, "XDG_RUNTIME_DIR": str(b.root / "run")}  # type: ignore[attr-defined]
+    rows = []
+    for label, paired, cold in measure(b.toolexec, b.interpreter, b.small, env, RUNS):  # type: ignore[attr-defined]
+        rows.append(
+            ratio_row(
+                f"one-shot `toolexec run` with `toolexec serve` running, no-op {label} tool",
+                paired,
+                "`python -c pass`",
+                TARGET,
+                f"cold (no server): {cold:.1f} ms",
+            )
+        )
+    return rows
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    toolexec = str(Path(sys.executable).parent / "toolexec")
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        env = clean_env(
+            XDG_CACHE_HOME=str(root / "cache"), XDG_CONFIG_HOME=str(root / "config"), XDG_RUNTIME_DIR=str(root / "run")
+        )
+        config = write_project(root, {"noop_py.py": NOOP_PY, "noop_sh.sh": NOOP_SH}, runtimes={"python": sys.executable})
+        subprocess.run([toolexec, "--config", str(config), "build"], env=env, check=True, capture_output=True)
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print("| tool | served run | `python -c pass` | ratio (median of pairs) | cold run (no server) | target ≤ 1.5x |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for label, paired, cold in measure(toolexec, sys.executable, config, env, runs):
+            met = "met" if paired.ratio <= TARGET else "**not met**"
+            print(
+                f"| no-op {label} | {paired.ours:.1f} ms | {paired.bare:.1f} ms | {paired.ratio:.2f}x | {cold:.1f} ms | {met} |"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""The installed ``toolexec`` command (and ``python -m toolexec``): a ``run`` goes through the running server of its
+config when there is one (:mod:`toolexec.serve_client`, which imports almost nothing), else the full CLI is loaded.
+
+Only this module and the client are imported before the server answers: a one-shot call through a server costs
+the interpreter's start and a few syscalls, not toolexec's imports (``tests/executor/test_serve.py`` counts them).
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["program"]
+
+
+def program() -> int:
+    """``toolexec`` as installed: through a running ``toolexec serve`` when one takes the call, else
+    :func:`toolexec.cli.program`."""
+    if "run" in sys.argv[1:]:  # only a one-shot run is ever served
+        from toolexec.serve_client import through_server
+        from toolexec.version import __version__
+
+        status = through_server(sys.argv[1:], __version__)
+        if status is not None:
+            return status
+    from toolexec.cli import program as full
+
+    return full()

@@ -1,0 +1,645 @@
+"""``toolexec serve``: one-shot ``toolexec run`` calls of one config, served on a private Unix socket.
+
+::
+
+    toolexec run …  ── connect ─→  serve (one thread, never runs a call)  ── fork ─→  child: stands where the caller
+      (the client,                   peer's uid checked, at most              stands (cwd, umask, environment, the
+      toolexec.serve_client)         max_clients children                     caller's stdin/stdout/stderr), runs
+                      ←─────────── ready / no ──────────────────────────────  the call as the local CLI does
+                      ── go, signals ─────────────────────────────────────→   (toolexec.cli.dispatch), prints its
+                      ←─────────── exit N ────────────────────────────────    result there, exits
+
+The server imports and warms what a call needs once (the modules, the config and catalog snapshots); each call
+is a fork of it, so a call pays for neither the interpreter's start nor toolexec's imports, and a client, however
+hostile, can disturb nothing but its own child. The child runs the same code a local ``toolexec run`` runs (the
+one call path: validation, approval, caps, audit, sandbox, timeouts), after checking that the local run would use
+this server's config (:func:`toolexec.config.locate`, in the caller's directory and environment).
+
+The socket is ``serve-<digest of the config's path>.sock`` in the user's own 0700 folder
+(:func:`toolexec.serve_client.socket_folder`), made 0600; a lock file beside it (``flock``) says a server is
+alive, so a socket left by a server that died is replaced safely and two servers never share a config. Both are
+removed when the server ends (SIGTERM, SIGINT, SIGHUP; for ``toolexec mcp``'s, when its stdin closes), after the
+calls still running were cancelled as a Ctrl-C cancels a local run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import codecs
+import contextlib
+import errno
+import fcntl
+import io
+import os
+import resource  # noqa: F401 - the file-size limit (imported here once for every child, as are the lazy ones below)
+import select
+import selectors
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema  # noqa: F401 - what explains a refused argument (a run with bad input would import it)
+
+import toolexec.api
+import toolexec.catalog_store
+import toolexec.runtimes.argc_built
+import toolexec.schemarefs
+import toolexec.tracing
+import toolexec.validation  # noqa: F401
+from toolexec.cli import dispatch, quick_run
+from toolexec.config import Config, load_config, locate
+from toolexec.errors import BadRequest
+from toolexec.runtimes import process_linux, runtime_for
+from toolexec.runtimes.process_linux import protect
+from toolexec.serve_client import (
+    FORWARDED,
+    MAX_REQUEST,
+    PROTOCOL,
+    UNIX_PATH_MAX,
+    folder_problem,
+    socket_folder,
+    socket_name,
+)
+from toolexec.version import __version__
+
+__all__ = ["Server", "companion", "serve", "stop_companion"]
+
+REQUEST_SECONDS = 5.0  # a client has this long to send its request: a slow one loses only its own child
+GO_SECONDS = 30.0  # and this long to say go once told ready (longer than the client waits for ready)
+SPARES = 1  # children forked ahead, each waiting for a connection: a call never waits for a fork
+STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to print their result, then are killed
+_STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+def serve(config: str | os.PathLike[str] | None, *, max_clients: int = 64, for_mcp: bool = False, verbose: bool = False) -> int:
+    """Serve ``config``'s one-shot calls until a stopping signal (or, ``for_mcp``, the end of stdin); 0 then."""
+    server = Server(config, max_clients=max_clients)
+    try:
+        if not server.open(quiet_when_served=for_mcp):
+            return 0
+        banner = f"toolexec: serving {server.config_path} on {server.path} (pid {os.getpid()}); Ctrl-C stops"
+        server.run(watch_stdin=for_mcp, on_ready=None if for_mcp else lambda: _say(banner))
+    finally:
+        server.close()
+    if verbose:
+        _say(f"toolexec: served {server.served} call(s); removed {server.path}")
+    return 0
+
+
+def companion(config_path: str | os.PathLike[str]) -> subprocess.Popen[bytes] | None:
+    """``toolexec mcp``'s own socket server for ``config_path``: a ``toolexec serve`` that ends when its stdin (a pipe
+    only this process holds) closes, however this process ends; quietly absent when another server has the config.
+    A process of its own, because a server forks, and forking the MCP server (threads, an event loop) is unsafe."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "toolexec", "serve", "--config", os.fspath(config_path), "--until-stdin-closes"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C of the MCP server's terminal ends it through the pipe, after mcp
+        )
+    except OSError:
+        return None
+
+
+def stop_companion(process: subprocess.Popen[bytes] | None, timeout: float = STOP_SECONDS + 2) -> None:
+    """End :func:`companion`'s server (its stdin closed) and wait for it."""
+    if process is None:
+        return
+    with contextlib.suppress(OSError):
+        if process.stdin is not None:
+            process.stdin.close()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class Server:
+    """The socket server of one config: :meth:`open`, :meth:`run`, :meth:`close`."""
+
+    def __init__(self, config: str | os.PathLike[str] | None, *, max_clients: int = 64) -> None:
+        self.config: Config = load_config(config)
+        self.config_path = os.path.realpath(locate(config).path)
+        self.folder = socket_folder()
+        self.path = os.path.join(self.folder, socket_name(self.config_path))
+        self.lock_path = self.path.removesuffix(".sock") + ".lock"
+        self.max_clients = max_clients
+        self.children: set[int] = set()
+        self.served = 0  # calls run (a child that refused its request is not counted)
+        self._ran_read, self._ran_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a byte per call a child ran
+        self._took_read, self._took_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a spare's pid, once it accepted
+        self.spares: set[int] = set()
+        self._listener: socket.socket | None = None
+        self._lock_fd = -1
+        self._inode: tuple[int, int] | None = None
+        self._stop = False
+
+    # --- the socket -----------------------------------------------------------------------------------------
+
+    def open(self, *, quiet_when_served: bool = False) -> bool:
+        """Take the lock and listen; False when another server holds this config (BadRequest unless quiet)."""
+        if not hasattr(socket, "SO_PEERCRED"):
+            raise BadRequest("toolexec serve needs SO_PEERCRED to check who connects (Linux); run tools with toolexec run")
+        if len(os.fsencode(self.path)) > UNIX_PATH_MAX:
+            raise BadRequest(
+                f"the socket path {self.path} is longer than the {UNIX_PATH_MAX} bytes a Unix socket may have; "
+                "set XDG_RUNTIME_DIR (or XDG_STATE_HOME) to a shorter folder"
+            )
+        with contextlib.suppress(FileExistsError):
+            os.makedirs(self.folder, mode=0o700)
+        if (problem := folder_problem(self.folder)) is not None:
+            raise BadRequest(f"cannot serve on a socket in {self.folder}: {problem}; it must be a folder of your own (mode 700)")
+        protect()  # undumpable, as every process that runs tools is: its children inherit it
+        holder = self._lock()
+        if holder is not None:
+            if quiet_when_served:
+                return False
+            raise BadRequest(f"a server for {self.config_path} is already running{holder} on {self.path}; stop it first")
+        try:
+            self._listen()
+        except BaseException:
+            self._unlock()
+            raise
+        self._warm()
+        return True
+
+    def _lock(self) -> str | None:
+        """Hold the lock file for the server's life; `` (pid N)`` of the holder when another server holds it."""
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.close(fd)
+                return f" (pid {holder})" if holder.isdigit() else ""
+            except BaseException:
+                os.close(fd)
+                raise
+            # The file may have been removed by the server that held it, just before it let go: then lock anew.
+            mine, there = os.fstat(fd), _stat(self.lock_path)
+            if there is not None and (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                self._lock_fd = fd
+                return None
+            os.close(fd)
+
+    def _listen(self) -> None:
+        """Bind the socket (0600 from the start), replacing one a dead server left."""
+        found = _stat(self.path)
+        if found is not None:  # no server holds the lock: whatever is there is stale
+            if not stat.S_ISSOCK(found.st_mode):
+                raise BadRequest(f"{self.path} is in the way and is not a socket; remove it")
+            os.unlink(self.path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        mask = os.umask(0o177)
+        try:
+            listener.bind(self.path)
+        except BaseException:
+            listener.close()
+            raise
+        finally:
+            os.umask(mask)
+        os.chmod(self.path, 0o600)
+        info = os.stat(self.path)
+        self._inode = (info.st_dev, info.st_ino)
+        listener.listen(128)
+        listener.setblocking(False)
+        self._listener = listener
+
+    def _warm(self) -> None:
+        """Import what a call needs, once, so that no child pays for it. Nothing is read or written here: the
+        catalog is the calls' to check (and rebuild) as a local run does, never the server's at its start."""
+        for language in ("python", "bash", "javascript", "typescript"):
+            runtime_for(language)
+
+    def close(self) -> None:
+        """Stop listening, cancel the calls still running, remove the socket and the lock file."""
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+            found = _stat(self.path)
+            if found is not None and (found.st_dev, found.st_ino) == self._inode:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+        self._end_children()
+        self._count_runs()
+        for fd in (self._ran_read, self._ran_write, self._took_read, self._took_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._ran_read = self._ran_write = self._took_read = self._took_write = -1
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock_path)  # while still held: a server starting now locks a new file
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # --- the loop -------------------------------------------------------------------------------------------
+
+    def run(self, *, watch_stdin: bool = False, on_ready: Callable[[], None] | None = None) -> None:
+        """Accept and fork until a stopping signal (or, ``watch_stdin``, the end of stdin); ``on_ready`` is called
+        once the stopping signals are handled."""
+        assert self._listener is not None, "open() first"
+        wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        previous = {}
+        old_wakeup = signal.set_wakeup_fd(wake_write)
+        try:
+            for name in _STOPPING:
+                previous[getattr(signal, name)] = signal.signal(getattr(signal, name), self._stopping)
+            previous[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, lambda *_: None)
+            with selectors.DefaultSelector() as selector:
+                selector.register(wake_read, selectors.EVENT_READ, "wake")
+                selector.register(self._ran_read, selectors.EVENT_READ, "ran")
+                selector.register(self._took_read, selectors.EVENT_READ, "took")
+                listening = False
+                if watch_stdin:
+                    selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "stdin")
+                if on_ready is not None:
+                    on_ready()
+                while not self._stop:
+                    self._reap()
+                    self._spare()
+                    if listening != (not self.spares):  # no spare waits (all busy): the server answers, busy
+                        listening = not self.spares
+                        if listening:
+                            selector.register(self._listener, selectors.EVENT_READ, "accept")
+                        else:
+                            selector.unregister(self._listener)
+                    for key, _ in selector.select(timeout=5.0):
+                        if key.data == "accept":
+                            self._accept()
+                        elif key.data == "took":
+                            self._took()
+                        elif key.data == "wake":
+                            with contextlib.suppress(OSError):
+                                os.read(wake_read, 512)
+                        elif key.data == "ran":
+                            self._count_runs()
+                        elif not _read_some(sys.stdin.fileno()):
+                            self._stop = True
+        finally:
+            signal.set_wakeup_fd(old_wakeup)
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            os.close(wake_read)
+            os.close(wake_write)
+
+    def _stopping(self, *_: object) -> None:
+        self._stop = True
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:  # out of descriptors: the client falls back; the server goes on
+                if error.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED):
+                    return
+                raise
+            with conn:  # only when every child is busy: a spare takes every other connection
+                refusal = b"no busy: the server runs as many calls as it may (--max-clients)\n"
+                if _peer_uid(conn) != os.getuid():
+                    refusal = b"no uid: this server serves its own user only\n"
+                conn.setblocking(False)
+                with contextlib.suppress(OSError):
+                    conn.send(refusal)
+
+    def _spare(self) -> None:
+        """Keep a child forked ahead, waiting for the next connection (its process guard already started)."""
+        while len(self.spares) < SPARES and len(self.children) < self.max_clients and not self._stop:
+            stopping = {getattr(signal, name) for name in _STOPPING}
+            signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # until the child has its own handlers
+            server = os.getpid()
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    self._child(server)  # never returns
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
+            self.children.add(pid)
+            self.spares.add(pid)
+
+    def _took(self) -> None:
+        """The spares that took a connection (each wrote its pid): no longer spare."""
+        with contextlib.suppress(OSError):
+            data = os.read(self._took_read, 4096)
+            for start in range(0, len(data) - 3, 4):
+                self.spares.discard(int.from_bytes(data[start : start + 4], sys.byteorder))
+
+    def _count_runs(self) -> None:
+        with contextlib.suppress(OSError):
+            self.served += len(os.read(self._ran_read, 65536))
+
+    def _reap(self) -> None:
+        for pid in list(self.children):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.children.discard(pid)
+                self.spares.discard(pid)
+
+    def _end_children(self) -> None:
+        """Cancel every call still running (SIGTERM: a local run's Ctrl-C) and wait for them, killing the slow."""
+        for pid in self.children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_SECONDS
+        while self.children:
+            self._reap()
+            if not self.children:
+                break
+            if time.monotonic() > deadline:
+                for pid in self.children:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                deadline = float("inf")
+            time.sleep(0.01)
+
+    # --- a call, in the forked child ------------------------------------------------------------------------
+
+    def _child(self, server: int) -> None:
+        """A spare: wait for a connection, serve that one client and exit. Whatever happens, this process ends here
+        (never back in the server's loop)."""
+        code = 1
+        try:
+            os.setsid()  # no Ctrl-C of the server's terminal reaches a call; the server cancels its own
+            signal.set_wakeup_fd(-1)
+            for name in (*_STOPPING, "SIGCHLD"):
+                number = getattr(signal, name)
+                signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, name) for name in _STOPPING})
+            # A waiting child holds the socket: should the server be killed outright, it must not outlive it.
+            process_linux.die_with_parent(signal.SIGKILL)
+            if os.getppid() != server:
+                return  # the server ended before the signal was asked for
+            for fd in (self._lock_fd, self._ran_read, self._took_read):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if process_linux.available():
+                process_linux.ensure_guard()  # before the call: a call's first spawn would start it
+            listener = self._listener
+            assert listener is not None
+            conn = _accept_one(listener)
+            listener.close()
+            process_linux.die_with_parent(None)  # a call taken runs to its end, server or no server
+            os.write(self._took_write, os.getpid().to_bytes(4, sys.byteorder))
+            os.close(self._took_write)
+            if _peer_uid(conn) != os.getuid():
+                conn.sendall(b"no uid: this server serves its own user only\n")
+                code = 0
+            else:
+                code = Child(conn, self.config_path, self._ran_write).serve()
+        except BaseException:  # the child must end here, and says nothing on the server's terminal
+            code = 1
+        finally:
+            with contextlib.suppress(BaseException):
+                atexit._run_exitfuncs()
+            os._exit(code)
+
+
+class Child:
+    """One client's call, in its own forked process."""
+
+    def __init__(self, conn: socket.socket, config_path: str, ran: int = -1) -> None:
+        self.conn = conn
+        self.config_path = config_path
+        self.ran = ran  # told a byte when the call runs
+        self.done = False
+
+    def serve(self) -> int:
+        """Read, check and run the client's call; the exit status the client is told."""
+        self.conn.setblocking(True)
+        self.conn.settimeout(REQUEST_SECONDS)
+        fds: list[int] = []
+        try:
+            try:
+                body, fds = self._receive()
+                args = self._stand_in(body, fds)
+            except Refused as refusal:
+                self._send(f"no {refusal}\n".encode("utf-8", "replace"))
+                return 0
+            fds = []  # they are stdin, stdout and stderr now
+            self._send(f"ready {os.getpid()}\n".encode())
+            self.conn.settimeout(GO_SECONDS)
+            if self.conn.recv(1) != b"g":
+                return 0  # the client gave up waiting: it runs the call itself
+            self.conn.settimeout(None)
+            with contextlib.suppress(OSError):
+                os.write(self.ran, b"+")
+                os.close(self.ran)
+            threading.Thread(target=self._watch, name="toolexec-serve-client", daemon=True).start()
+            code = dispatch(args)
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            self.done = True
+            self._send(f"exit {code}\n".encode())
+            return code
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _send(self, data: bytes) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.sendall(data)
+
+    def _receive(self) -> tuple[bytes, list[int]]:
+        """The request's body and the three descriptors that came with it; Refused for anything else."""
+        fds: list[int] = []
+        try:
+            try:
+                data, ancillary, flags, _ = self.conn.recvmsg(65536, socket.CMSG_SPACE(4 * 4))
+            except TimeoutError:
+                raise Refused(f"slow: the request did not arrive within {REQUEST_SECONDS:g} seconds") from None
+            if not data:
+                raise Refused("malformed request: it ended before it began")
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    count = len(payload) // 4
+                    fds += struct.unpack(f"{count}i", payload[: count * 4])
+            if flags & socket.MSG_CTRUNC or len(fds) != 3:
+                raise Refused("malformed request: it must come with stdin, stdout and stderr (three descriptors)")
+            if len(data) < 4:
+                data += self._exactly(4 - len(data))
+            size = int.from_bytes(data[:4], "big")
+            if size > MAX_REQUEST:
+                raise Refused(f"too large: a request may have at most {MAX_REQUEST} bytes, this one says {size}")
+            body = data[4:]
+            if len(body) > size:
+                raise Refused(f"malformed request: {len(body)} bytes where it said {size}")
+            body += self._exactly(size - len(body))
+            return body, fds
+        except BaseException:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            raise
+
+    def _exactly(self, count: int) -> bytes:
+        """``count`` more bytes of the request, within its deadline (a slow client is refused)."""
+        chunks, wanted = [], count
+        deadline = time.monotonic() + REQUEST_SECONDS
+        while wanted > 0:
+            self.conn.settimeout(max(0.001, deadline - time.monotonic()))
+            try:
+                chunk = self.conn.recv(min(wanted, 1 << 20))
+            except TimeoutError:
+                raise Refused(f"slow: the request did not arrive within {REQUEST_SECONDS:g} seconds") from None
+            if not chunk:
+                raise Refused("malformed request: it ended early")
+            chunks.append(chunk)
+            wanted -= len(chunk)
+        return b"".join(chunks)
+
+    def _stand_in(self, body: bytes, fds: list[int]) -> Any:
+        """Stand where the caller stands (directory, umask, environment, streams); the parsed call, or Refused."""
+        fields = body.split(b"\0")
+        if fields[-1:] != [b""]:
+            raise Refused("malformed request: its fields must each end in NUL")
+        fields.pop()
+        if not fields or fields[0] != PROTOCOL:
+            raise Refused(f"version: this server speaks {PROTOCOL.decode()}")
+        if len(fields) < 8:
+            raise Refused("malformed request: too few fields")
+        version, cwd, umask, *streams = fields[1:7]
+        if version.decode("ascii", "replace") != __version__:
+            raise Refused(f"version: this server is toolexec {__version__}")
+        try:
+            argc = int(fields[7])
+            mask = int(umask)
+        except ValueError:
+            raise Refused("malformed request: the umask and the argument count must be numbers") from None
+        if not 0 <= argc <= len(fields) - 8 or not 0 <= mask <= 0o777:
+            raise Refused("malformed request: the argument count or the umask is out of range")
+        argv = [os.fsdecode(word) for word in fields[8 : 8 + argc]]
+        environ = {}
+        for item in fields[8 + argc :]:
+            name, equals, value = item.partition(b"=")
+            if not equals or not name:
+                raise Refused("malformed request: an environment entry is not NAME=value")
+            environ[name] = value
+        encodings = []
+        for given in streams:
+            encoding, _, errors = given.decode("ascii", "replace").partition(":")
+            try:
+                codecs.lookup(encoding)
+                codecs.lookup_error(errors)
+            except LookupError:
+                raise Refused(f"malformed request: unknown encoding or error handler {given!r:.60}") from None
+            encodings.append((encoding, errors))
+        args = quick_run(argv)
+        if args is None or args.command != "run":
+            raise Refused("unsupported: the server runs `toolexec run NAME [ARGS]` with --json, --timeout, --call-id only")
+        if args.confirm or args.ask or args.verbose:
+            raise Refused("terminal: --confirm, --ask and -v need the local terminal")
+        try:
+            os.chdir(cwd)
+        except OSError as error:
+            raise Refused(f"cwd: {error.strerror}") from None
+        os.umask(mask)
+        os.environb.clear()
+        os.environb.update(environ)
+        try:
+            used = os.path.realpath(locate(args.config).path)
+        except Exception as error:  # the local run says what is wrong with its config
+            raise Refused(f"config: {error}") from None
+        if used != self.config_path:
+            raise Refused(f"config: this call's config is {used}, this server's {self.config_path}")
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            if fd > 2:
+                os.close(fd)
+        sys.stdin, sys.stdout, sys.stderr = (_text_stream(fd, *encodings[fd]) for fd in (0, 1, 2))
+        args.config = self.config_path
+        args.handle_signals = True
+        return args
+
+    def _watch(self) -> None:
+        """Raise each signal the client forwards in this process (the CLI's handlers cancel the call); the client
+        gone (its connection closed) is a SIGTERM, as a local run's end is."""
+        allowed = {getattr(signal, name) for name in FORWARDED if hasattr(signal, name)}
+        while True:
+            try:
+                data = self.conn.recv(64)
+            except OSError:
+                data = b""
+            if self.done:
+                return
+            if not data:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            for number in data:
+                if number in allowed:
+                    os.kill(os.getpid(), number)
+
+
+class Refused(Exception):
+    """A request the server does not take; its text is the reason the client is told."""
+
+
+def _text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
+    """A standard stream on ``fd`` as the interpreter makes one: stdout line-buffered on a terminal, stderr always."""
+    raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+    buffered: Any = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+    line = fd == 2 or (fd == 1 and raw.isatty())
+    return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, line_buffering=line)
+
+
+def _accept_one(listener: socket.socket) -> socket.socket:
+    """The next connection (the listener is shared with the server, which keeps it non-blocking)."""
+    while True:
+        select.select([listener], [], [])
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            continue
+        conn.setblocking(True)
+        return conn
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return -1
+    return int(uid)
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _read_some(fd: int) -> bool:
+    """Read what stdin has; False at its end."""
+    try:
+        return bool(os.read(fd, 65536))
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)

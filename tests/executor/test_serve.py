@@ -1,0 +1,513 @@
+"""``toolexec serve``: a one-shot ``toolexec run`` through the running server prints, exits and leaves behind exactly
+what the local run does; anything the server will not take runs locally, silently; the socket is the user's alone."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive, wait_until
+from toolexec.serve_client import NO_SERVER_VARIABLE, socket_folder, socket_name
+
+ECHO_SH = """#!/usr/bin/env bash
+# @describe Echo the text, the working directory and FOO.
+# @option --text! The text.
+main() {
+    printf "%s|%s|%s" "$argc_text" "$PWD" "${FOO-unset}" >>"$LLM_OUTPUT"
+}
+"""
+FAIL_SH = """#!/usr/bin/env bash
+# @describe Fail loudly.
+main() {
+    echo "something broke" >&2
+    exit 3
+}
+"""
+PY = '''import os, sys, time
+
+def run(mode: str, n: int = 1) -> str:
+    """Behave as mode says: echo, sleep, flood, stdout, raise."""
+    if mode == "sleep":
+        time.sleep(60)
+    if mode == "flood":
+        return "x" * n
+    if mode == "stdout":
+        print("progress on stdout")
+        sys.stderr.write("a warning\\n")
+        return "done"
+    if mode == "raise":
+        raise ValueError("no good")
+    return f"{mode} {os.getcwd()} {os.environ.get('FOO')}"
+'''
+
+
+class Served:
+    """A ``toolexec serve`` of one config, in a process of its own (stopped by :meth:`stop`)."""
+
+    def __init__(self, config: Path, *extra: str) -> None:
+        self.config = config
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toolexec", "serve", "--config", str(config), "-v", *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stderr is not None
+        self.banner = self.process.stderr.readline()
+        self.path = Path(socket_folder()) / socket_name(os.path.realpath(config))
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, int, str]:
+        """Stop it with ``sig``: its exit status, how many calls it served, and what else it said."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        _, err = self.process.communicate(timeout=60)
+        served = re.search(r"served (\d+) call", err)
+        return self.process.returncode, int(served[1]) if served else -1, err
+
+
+@pytest.fixture
+def tools(project: Project) -> Project:
+    project.tool("echo.sh", ECHO_SH)
+    project.tool("fail.sh", FAIL_SH)
+    project.tool("py.py", PY)
+    project.configure(max_output_bytes=2000)
+    return project
+
+
+@pytest.fixture
+def served(tools: Project) -> Iterator[Served]:
+    server = Served(tools.config)
+    assert server.banner.startswith("toolexec: serving "), server.banner
+    yield server
+    server.stop()
+    assert not server.path.exists()
+
+
+def toolexec(*argv: str, local: bool = False, **options: object) -> subprocess.CompletedProcess[bytes]:
+    """``python -m toolexec ARGV`` (the installed command's path: the client first), or with no server tried."""
+    env = dict(options.pop("env", None) or os.environ)  # type: ignore[call-overload]
+    if local:
+        env[NO_SERVER_VARIABLE] = "1"
+    return subprocess.run([sys.executable, "-m", "toolexec", *argv], capture_output=True, env=env, timeout=120, **options)  # type: ignore[call-overload]
+
+
+def shown(done: subprocess.CompletedProcess[bytes]) -> tuple[int, bytes, bytes]:
+    """What a run showed, with what differs between any two runs (durations, kept files' random names) masked."""
+    masked = [re.sub(rb'"duration_ms": [0-9.]+', b'"duration_ms": 0', s) for s in (done.stdout, done.stderr)]
+    masked = [re.sub(rb"-[0-9a-f]{8}\.", b"-XXXXXXXX.", s) for s in masked]
+    masked = [re.sub(rb"call_[0-9a-f]{24}", b"call_X", s) for s in masked]  # a generated call id
+    return done.returncode, masked[0], masked[1]
+
+
+CASES = [
+    pytest.param(["run", "echo", '{"text": "h\u00e9 there"}'], None, id="ok-bash"),
+    pytest.param(["run", "py", '{"mode": "echo"}', "--json", "--call-id", "c1"], None, id="ok-python-json"),
+    pytest.param(["run", "py", '{"mode": "stdout"}'], None, id="ok-stdout-stderr"),
+    pytest.param(["run", "fail", "{}"], None, id="tool-error"),
+    pytest.param(["run", "fail", "{}", "--json", "--call-id", "c2"], None, id="tool-error-json"),
+    pytest.param(["run", "py", '{"mode": "raise"}'], None, id="python-raises"),
+    pytest.param(["run", "py", '{"mode": "echo", "n": "two"}'], None, id="bad-argument"),
+    pytest.param(["run", "ecko", "{}"], None, id="unknown-tool"),
+    pytest.param(["run", "echo", "{not json"], None, id="bad-json"),
+    pytest.param(["run", "echo"], b'{"text": "from stdin"}', id="arguments-on-stdin"),
+    pytest.param(["run", "py", '{"mode": "sleep"}', "--timeout", "0.5"], None, id="timeout"),
+    pytest.param(["run", "py", '{"mode": "flood", "n": 50000}'], None, id="output-cap"),
+    pytest.param(["run", "py", '{"mode": "flood", "n": 50000}', "--json", "--call-id", "c3"], None, id="output-cap-json"),
+]
+
+
+@pytest.mark.parametrize(("argv", "stdin"), CASES)
+def test_a_run_through_the_server_shows_what_the_local_run_shows(
+    tools: Project, served: Served, tmp_path: Path, argv: list[str], stdin: bytes | None
+) -> None:
+    where = tmp_path / "somewhere else"
+    where.mkdir()
+    env = {**os.environ, "FOO": "from the caller"}
+    call = ["--config", str(tools.config), *argv]
+    local = toolexec(*call, local=True, cwd=where, env=env, input=stdin)
+    remote = toolexec(*call, cwd=where, env=env, input=stdin)
+    assert shown(remote) == shown(local)
+    assert local.returncode in (0, 1, 2, 3, 124)
+    _, count, _ = served.stop()
+    assert count == 1  # the second run was the server's
+
+
+def test_the_caller_s_directory_environment_and_umask_are_the_call_s(tools: Project, served: Served, tmp_path: Path) -> None:
+    env = {**os.environ, "FOO": "bar"}
+    done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "t"}', cwd=tmp_path, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"t|{tmp_path}|bar".encode(), b"")
+    env.pop("FOO")
+    done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "t"}', cwd=tools.root, env=env)
+    assert done.stdout == f"t|{tools.root}|unset".encode()
+    assert served.stop()[1] == 2
+
+
+def test_the_client_imports_almost_nothing(tools: Project, served: Served) -> None:
+    """Through a server, a run imports toolexec's entry point and client only, and no standard module but two C ones."""
+    script = "import sys; sys.argv[0] = 'toolexec'; from toolexec.entry import program; sys.exit(program())"
+    bare = subprocess.run([sys.executable, "-v", "-c", "import sys"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-v", "-c", script, "--config", str(tools.config), "run", "echo", '{"text": "x"}'],
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode, done.stdout) == (0, f"x|{os.getcwd()}|unset")
+
+    def imported(stderr: str) -> set[str]:
+        return {found[1] for line in stderr.splitlines() if (found := re.match(r"import '([\w.]+)' ", line))}
+
+    extra = imported(done.stderr) - imported(bare.stderr) - {"_sha2", "_sha256"}  # SHA-256 in C: 3.11's or 3.12's
+    assert sorted(extra) == ["_socket", "toolexec", "toolexec.entry", "toolexec.serve_client", "toolexec.version"]
+    assert served.stop()[1] == 1
+
+
+# --- falling back ---------------------------------------------------------------------------------------------
+
+
+def test_without_a_server_the_run_is_local_and_leaves_nothing(tools: Project) -> None:
+    done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"x|{os.getcwd()}|unset".encode(), b"")
+    folder = Path(socket_folder())
+    assert not folder.exists() or list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", [["--confirm", "all"], ["--ask"], ["-v"]])
+def test_options_that_need_the_local_terminal_run_locally(tools: Project, served: Served, option: list[str]) -> None:
+    done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}', *option, stdin=subprocess.DEVNULL)
+    local = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}', *option, local=True, stdin=subprocess.DEVNULL)
+    assert shown(done)[:2] == shown(local)[:2]
+    assert served.stop()[1] == 0  # (each was refused by the server's child: counted as forked, not as served)
+
+
+def test_a_call_whose_local_run_uses_another_config_runs_locally(tools: Project, tmp_path: Path) -> None:
+    """A server for the user config does not take a call made where ./config.yaml is a toolexec config."""
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "toolexec"
+    user.mkdir(parents=True)
+    (user / "functions" / "tools").mkdir(parents=True)
+    (user / "functions" / "tools" / "echo.sh").write_text(ECHO_SH.replace('"$argc_text"', '"user:$argc_text"'))
+    (user / "config.yaml").write_text("visible_tools: [echo.sh]\n")
+    server = Served(user / "config.yaml")
+    try:
+        assert toolexec("run", "echo", '{"text": "a"}', cwd=tmp_path).stdout.startswith(b"user:a|")  # served
+        done = toolexec("run", "echo", '{"text": "b"}', cwd=tools.root)  # ./config.yaml is the project's
+        assert (done.returncode, done.stdout) == (0, f"b|{tools.root}|unset".encode())
+    finally:
+        code, count, _ = server.stop()
+    assert (code, count) == (0, 1)  # the second was refused (its local run uses ./config.yaml)
+
+
+def test_a_stale_socket_is_passed_over_and_replaced(tools: Project) -> None:
+    server = Served(tools.config)
+    server.process.kill()
+    server.stop()  # returns once nothing holds its stderr: its waiting child died with it (it held the socket too)
+    assert server.path.exists()  # a server that died leaves its socket
+    started = time.monotonic()
+    done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+    assert (done.returncode, done.stdout) == (0, f"x|{os.getcwd()}|unset".encode())
+    assert time.monotonic() - started < 60
+    again = Served(tools.config)
+    assert again.banner.startswith("toolexec: serving ")
+    assert toolexec("--config", str(tools.config), "run", "echo", '{"text": "y"}').returncode == 0
+    assert again.stop()[:2] == (0, 1)
+    assert not server.path.exists()
+
+
+def test_past_max_clients_a_run_is_local(tools: Project) -> None:
+    server = Served(tools.config, "--max-clients", "1")
+    try:
+        busy = subprocess.Popen(
+            [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: _running(server.process.pid), "the first call")
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"x|{os.getcwd()}|unset".encode(), b"")
+        assert _running(server.process.pid) != []  # the first still runs: the second was local
+    finally:
+        code, count, _ = server.stop()
+        busy.wait(timeout=60)
+    assert (code, count, busy.returncode) == (0, 1, 130)
+
+
+def test_a_second_server_for_the_same_config_is_refused(tools: Project, served: Served) -> None:
+    second = subprocess.run(
+        [sys.executable, "-m", "toolexec", "serve", "--config", str(tools.config)], capture_output=True, text=True, timeout=60
+    )
+    assert second.returncode == 2
+    assert second.stderr == (
+        f"toolexec: a server for {os.path.realpath(tools.config)} is already running (pid {served.process.pid}) "
+        f"on {served.path}; stop it first\n"
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_the_socket_and_lock_are_removed_when_the_server_is_stopped(tools: Project, sig: int) -> None:
+    server = Served(tools.config)
+    assert stat.S_IMODE(server.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(server.path.parent.stat().st_mode) == 0o700
+    assert server.stop(sig)[0] == 0
+    assert list(server.path.parent.iterdir()) == []
+
+
+def test_a_call_running_when_the_server_stops_is_cancelled_as_a_local_one(tools: Project, tmp_path: Path) -> None:
+    server = Served(tools.config)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    wait_until(lambda: _running(server.process.pid), "the tool")
+    code, count, _ = server.stop()
+    out, err = run.communicate(timeout=60)
+    assert (code, count, run.returncode, out) == (0, 1, 130, b"")
+    assert err.endswith(b"was cancelled\n")
+    assert list(server.path.parent.iterdir()) == []
+
+
+def test_ctrl_c_of_the_client_cancels_the_call(tools: Project, served: Served) -> None:
+    run = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    wait_until(lambda: _running(served.process.pid), "the tool")
+    child, _ = _running(served.process.pid)[0]
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert (run.returncode, out) == (130, b"")
+    assert err.endswith(b"was cancelled\n")
+    wait_until(lambda: not alive(child), "the server's child to end")
+
+
+def test_a_client_that_dies_takes_its_call_with_it(tools: Project, served: Served) -> None:
+    run = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_until(lambda: _running(served.process.pid), "the tool")
+    child, tool = _running(served.process.pid)[0]
+    run.kill()
+    run.wait()
+    wait_until(lambda: not alive(child) and not alive(tool), "the call to end")
+
+
+def _running(server: int) -> list[tuple[int, int]]:
+    """(the server's child, the tool's process) of each call of the py tool running now."""
+    found = []
+    for child in _children(server):
+        for pid in _children(child):
+            stack = [pid]
+            while stack:
+                current = stack.pop()
+                try:
+                    if b"py.py" in Path(f"/proc/{current}/cmdline").read_bytes():
+                        found.append((child, current))
+                except OSError:
+                    pass
+                stack += _children(current)
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(word) for word in text.split() if alive(int(word))]
+
+
+# --- toolexec mcp offers the socket too ---------------------------------------------------------------------------
+
+
+def test_toolexec_mcp_serves_one_shot_runs_while_it_runs(tools: Project) -> None:
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", "mcp", "--config", str(tools.config), "--no-reload"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    path = Path(socket_folder()) / socket_name(os.path.realpath(tools.config))
+    lock = path.with_suffix(".lock")
+    try:
+        wait_until(path.exists, "the socket of toolexec mcp's server")
+        wait_until(lambda: lock.exists() and lock.read_text().isdigit(), "its lock")
+        companion = int(lock.read_text())
+        assert Path(f"/proc/{companion}/cmdline").read_bytes().split(b"\0")[-3:-1] == [
+            str(tools.config).encode(),
+            b"--until-stdin-closes",
+        ]
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout, done.stderr) == (0, f"x|{os.getcwd()}|unset".encode(), b"")
+    finally:
+        assert mcp.stdin is not None
+        mcp.stdin.close()  # the end of stdin ends toolexec mcp, and its server with it
+        assert mcp.wait(timeout=60) == 0
+    wait_until(lambda: not path.exists() and not lock.exists() and not alive(companion), "the server to end")
+
+
+def test_toolexec_mcp_leaves_a_running_server_alone(tools: Project, served: Served) -> None:
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "toolexec", "mcp", "--config", str(tools.config), "--no-reload"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert mcp.stdin is not None
+    mcp.stdin.close()
+    assert mcp.wait(timeout=60) == 0
+    assert toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}').returncode == 0
+    assert served.stop()[:2] == (0, 1)
+
+
+# --- hostile clients ----------------------------------------------------------------------------------------------
+
+
+def raw(path: Path, data: bytes, fds: tuple[int, ...] = (0, 1, 2), then: bytes = b"") -> bytes:
+    """What the server answers a client that sends ``data`` with ``fds`` (and ``then``, once answered)."""
+    import array
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(path))
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+        sock.sendmsg([data], ancillary)
+        answer = b""
+        while not answer.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+def request_for(argv: list[str], cwd: Path, **changes: bytes) -> bytes:
+    from toolexec.serve_client import request
+    from toolexec.version import __version__
+
+    body = request(argv, version=__version__)[4:]
+    fields = body.split(b"\0")
+    for index, value in changes.items():
+        fields[int(index.removeprefix("f"))] = value
+    fields[2] = os.fsencode(cwd)
+    body = b"\0".join(fields)
+    return len(body).to_bytes(4, "big") + body
+
+
+@pytest.mark.parametrize(
+    ("data", "fds", "answer"),
+    [
+        (b"\0\0\0\x05hello", (), b"no malformed request: it must come with stdin, stdout and stderr (three descriptors)\n"),
+        (b"\0\0\0\x05hello", (0, 1), b"no malformed request: it must come with stdin, stdout and stderr (three descriptors)\n"),
+        (b"\xff\xff\xff\xff", (0, 1, 2), b"no too large: a request may have at most 8388608 bytes, this one says 4294967295\n"),
+        (b"\0\0\0\x05hello", (0, 1, 2), b"no malformed request: its fields must each end in NUL\n"),
+        (b"\0\0\0\x06hello\0", (0, 1, 2), b"no version: this server speaks toolexec-serve/1\n"),
+        (b"\0\0\0\x02x", (0, 1, 2), b"no malformed request: it ended early\n"),
+    ],
+    ids=["no-fds", "two-fds", "oversized", "no-nul", "not-the-protocol", "short"],
+)
+def test_a_malformed_request_is_refused_with_a_reason(
+    tools: Project, served: Served, data: bytes, fds: tuple[int, ...], answer: bytes
+) -> None:
+    if data == b"\0\0\0\x02x":
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # sends less than it said, then stops sending
+            sock.settimeout(30)
+            sock.connect(str(served.path))
+            import array
+
+            sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(4096) == answer
+    else:
+        assert raw(served.path, data, fds) == answer
+    assert toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}').returncode == 0  # others are served
+    assert served.stop()[:2] == (0, 1)
+
+
+def test_a_request_for_another_config_or_a_terminal_option_is_refused(tools: Project, served: Served, tmp_path: Path) -> None:
+    other = tmp_path / "other.yaml"
+    other.write_text("visible_tools: []\n")
+    asked = raw(served.path, request_for(["--config", str(other), "run", "echo", "{}"], tmp_path))
+    assert asked == f"no config: this call's config is {other}, this server's {os.path.realpath(tools.config)}\n".encode()
+    asked = raw(served.path, request_for(["--config", str(tools.config), "run", "echo", "{}", "--confirm", "all"], tmp_path))
+    assert asked == b"no terminal: --confirm, --ask and -v need the local terminal\n"
+    asked = raw(served.path, request_for(["--config", str(tools.config), "build"], tmp_path))
+    assert asked.startswith(b"no unsupported: ")
+    asked = raw(served.path, request_for(["--config", str(tools.config), "run", "echo", "{}"], tmp_path, f1=b"0.0.0"))
+    assert asked.startswith(b"no version: this server is toolexec ")
+    assert served.stop()[:2] == (0, 0)
+
+
+def test_a_slow_client_is_refused_and_disturbs_no_other(tools: Project, served: Served) -> None:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.settimeout(60)
+        slow.connect(str(served.path))  # and sends nothing
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout) == (0, f"x|{os.getcwd()}|unset".encode())
+        assert slow.recv(4096) == b"no slow: the request did not arrive within 5 seconds\n"
+    assert served.stop()[:2] == (0, 1)
+
+
+def test_a_folder_others_may_open_is_refused_by_both_sides(tools: Project, served: Served) -> None:
+    folder = served.path.parent
+    folder.chmod(0o755)
+    try:
+        done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "x"}')
+        assert (done.returncode, done.stdout) == (0, f"x|{os.getcwd()}|unset".encode())  # run locally
+        assert served.stop()[:2] == (0, 0)
+        again = subprocess.run(
+            [sys.executable, "-m", "toolexec", "serve", "--config", str(tools.config)], capture_output=True, text=True, timeout=60
+        )
+        assert (again.returncode, again.stderr) == (
+            2,
+            f"toolexec: cannot serve on a socket in {folder}: {folder} has mode 755: others may open it (chmod 700 {folder}); "
+            "it must be a folder of your own (mode 700)\n",
+        )
+    finally:
+        folder.chmod(0o700)
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not os.access("/usr/bin/python3", os.X_OK), reason="needs root and /usr/bin/python3")
+def test_another_user_is_refused(tools: Project, served: Served) -> None:
+    folder = served.path.parent
+    modes = {path: path.stat().st_mode for path in (folder, *folder.parents)}
+    for path, mode in modes.items():  # let another user reach the socket at all, as a mistake might
+        path.chmod(mode | 0o001)
+    served.path.chmod(0o666)
+    probe = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1])\n"
+        "print(s.recv(4096).decode(), end='')\n"
+    )
+    try:
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", probe, str(served.path)],
+            capture_output=True,
+            text=True,
+            user=65534,
+            group=65534,
+            timeout=60,
+            cwd="/",
+        )
+    finally:
+        for path, mode in modes.items():
+            path.chmod(stat.S_IMODE(mode))
+    assert (done.returncode, done.stdout) == (0, "no uid: this server serves its own user only\n"), done.stderr
+    assert served.stop()[:2] == (0, 0)
