@@ -44,6 +44,7 @@ from harness import (
     spawn,
     write_project,
 )
+from mcp_load_bench import mcp_load_rows
 from node_bench import node_rows
 from scale_bench import scale_rows
 
@@ -93,7 +94,7 @@ def added_row(measure: str, paired: Paired, bare_label: str, limit_ms: float, no
         measure,
         ms(paired.ours),
         f"{bare_label}: {ms(paired.bare)}",
-        f"+{added:.1f} ms",
+        f"{added:+.1f} ms",
         f"≤ +{limit_ms} ms",
         added <= limit_ms,
         note,
@@ -420,6 +421,47 @@ def warm_rows(b: Bench) -> list[Row]:
     ]
 
 
+def sandbox_rows(b: Bench) -> list[Row]:
+    """A no-op call unconfined, under the baseline alone and confined, per language: in-process and over MCP
+    (benchmarks/sandbox_bench.py and sandbox_mcp_bench.py, which print the same figures alone)."""
+    import sandbox_bench
+    import sandbox_mcp_bench
+
+    rows = []
+    for language, found in sandbox_bench.rows(max(RUNS // 2, 5)):
+        for mode in sandbox_bench.MODES[1:]:
+            limit = 3.0 if mode in ("baseline", "confined") else None
+            median, added = found[mode]
+            rows.append(
+                Row(
+                    f"{language} no-op, in-process, {mode}",
+                    ms(median),
+                    f"off: {ms(found['off'][0])}",
+                    f"{added:+.1f} ms",
+                    f"≤ +{limit} ms" if limit else "",
+                    added <= limit if limit else None,
+                )
+            )
+    if mcp_available(b):
+        with tempfile.TemporaryDirectory() as directory:
+            (Path(directory) / "functions" / "tools").mkdir(parents=True)
+            over_mcp = sandbox_mcp_bench.measure(Path(directory), max(RUNS // 2, 5))
+        for language, modes in over_mcp.items():
+            for mode in sandbox_mcp_bench.MODES[1:]:
+                median, added = modes[mode]
+                rows.append(
+                    Row(
+                        f"{language} no-op, MCP stdio, {mode}",
+                        ms(median),
+                        f"off: {ms(modes['off'][0])}",
+                        f"{added:+.1f} ms",
+                        "≤ +3.0 ms",
+                        added <= 3,
+                    )
+                )
+    return rows
+
+
 def breakdown_rows(b: Bench) -> list[Row]:
     """Where the time of a call goes, to show what stands in the way of the targets not met."""
     done = subprocess.run(
@@ -467,8 +509,8 @@ def breakdown_rows(b: Bench) -> list[Row]:
 
     processes = sum(name.isdigit() for name in os.listdir("/proc"))
     me, needle = os.getpid(), b"TOOLEXEC_BENCH_NOTHING=1"
-    walk = median_ms(lambda: process_linux._walk(needle, -1, me, None, []), runs=RUNS)
-    scan = median_ms(lambda: process_linux._scan(needle, -1, me, None, []), runs=RUNS)
+    walk = median_ms(lambda: process_linux._walk(needle, -1, me, None), runs=RUNS)
+    scan = median_ms(lambda: process_linux._scan(needle, -1, me, None), runs=RUNS)
     rows.append(
         Row(
             "per call: one pass of the escapee search, descendant tree (subreaper on)",
@@ -588,6 +630,8 @@ def main() -> None:
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
             ("Warm tools", warm_rows),
+            ("Sandbox: unconfined, the baseline, confined", sandbox_rows),
+            ("MCP under load, against FastMCP", mcp_load_rows),
             ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
             ("10,000 tools, and the one-shot rows with the sandbox off", scale_rows),
             ("Where the time goes", breakdown_rows),

@@ -126,11 +126,19 @@ class Executor:
         except DamagedCatalog:  # a record was lost (a cleared cache): rebuild once
             self.source.build()
             found = listing()
-        return [tool for tool in found if all(tag in tool.metadata.tags for tag in tags)]
+        return [self._enforced(tool) for tool in found if all(tag in tool.metadata.tags for tag in tags)]
+
+    def _enforced(self, tool: ToolDeclaration) -> ToolDeclaration:
+        """``tool`` showing the sandbox policy its calls run under (config's ``sandbox_policies`` and ``sandbox`` mode
+        applied), not only the one its script declares: what describe, declarations and MCP show."""
+        from toolexec.policy import enforced_tool
+
+        return enforced_tool(self.config.sandbox, self.config.sandbox_policies, tool)
 
     def listing(self, *, enabled_only: bool = True, tags: Sequence[str] = ()) -> list[dict[str, Any]]:
         """What ``toolexec list`` shows of the tools :meth:`tools` returns (``name``, ``language``, ``description``,
-        ``title``, ``summary``, ``tags``, ``annotations``, ``source``; ``error`` None), then, without ``tags``, of those
+        ``title``, ``summary``, ``tags``, ``annotations``, ``source``, ``declares_sandbox``: whether its script declares a
+        sandbox policy; ``error`` None), then, without ``tags``, of those
         :meth:`broken` returns (their ``error``, no description): one freshness check, and only the catalog's index is
         read (listing 10,000 tools reads no declaration)."""
 
@@ -139,7 +147,10 @@ class Executor:
             served = [{**row, "error": None} for row in catalog.listing(config, enabled_only=enabled_only)]
             if tags:  # a tool that failed to build has no tags to match
                 return [row for row in served if all(tag in row["tags"] for tag in tags)]
-            empty: dict[str, Any] = {"description": None, "title": None, "summary": None, "tags": [], "annotations": None}
+            empty: dict[str, Any] = {
+                **{"description": None, "title": None, "summary": None, "tags": [], "annotations": None},
+                "declares_sandbox": False,
+            }
             return served + [{**row, **empty} for row in catalog.broken(config, enabled_only=enabled_only)]
 
         try:
@@ -297,8 +308,8 @@ class Executor:
         return instructions(self.config, self.tools())
 
     def describe(self, name: str) -> ToolDeclaration:
-        """The declaration and metadata of one visible tool (``toolexec describe``)."""
-        return self.source.catalog(name).get(name, self.config)
+        """The declaration and metadata of one visible tool (``toolexec describe``), its sandbox policy the enforced one."""
+        return self._enforced(self.source.catalog(name).get(name, self.config))
 
     def call(
         self,

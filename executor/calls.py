@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 
 from toolexec import results
 from toolexec.engine import Engine, refused
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
     Admit = Callable[[str], None]
 
-__all__ = ["CLOSED", "Calls", "Pending", "missing_scopes", "runs_warm"]
+__all__ = ["CLOSED", "Calls", "Pending", "Slots", "Ticket", "missing_scopes", "runs_warm"]
 
 CLOSED = "the executor is closed; create a new Executor to call tools"
 
@@ -73,6 +74,84 @@ class Pending:
         return ApprovalRequest(tool=self.snapshot.declaration, arguments=self.arguments, call_id=self.call.call_id)
 
 
+class Ticket:
+    """One place in the queue for a slot: ``granted`` once the slot is this call's (at once, or handed over by a
+    call that ended); ``wake`` is called, on the releasing thread, when it is handed over."""
+
+    __slots__ = ("granted", "wake")
+
+    def __init__(self, wake: Callable[[], object]) -> None:
+        self.wake = wake
+        self.granted = False
+
+
+class Slots:
+    """The ``max_parallel`` slots, handed over in arrival order.
+
+    A slot freed goes straight to the first call waiting (its ``wake`` alone is called), so an ending call wakes one
+    waiter, not all of them; a waiter is a thread (:meth:`take`) or an event loop's task that waits without a thread
+    (:meth:`enqueue`, then its ``wake``)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.running = 0  # slots held
+        self._lock = threading.Lock()
+        self._waiting: deque[Ticket] = deque()
+
+    def enqueue(self, wake: Callable[[], object]) -> Ticket:
+        """A ticket granted now when a slot is free and nobody waits, else queued (``wake`` says when it is granted)."""
+        ticket = Ticket(wake)
+        with self._lock:
+            if self.running < self.total and not self._waiting:
+                self.running += 1
+                ticket.granted = True
+            else:
+                self._waiting.append(ticket)
+        return ticket
+
+    def take(self, control: CallControl) -> bool:
+        """Wait on this thread for a slot; False (and no slot) when ``control`` is cancelled first."""
+        woken = threading.Event()
+        ticket = self.enqueue(woken.set)
+        while not ticket.granted:
+            if control.cancelled:
+                self.give_up(ticket)
+                return False
+            # Woken when the slot is handed over (or by close()); a cancellation of this call alone (a pipe, not
+            # this event) is seen within the timeout.
+            woken.wait(0.05)
+            woken.clear()
+        if control.cancelled:
+            self.release()
+            return False
+        return True
+
+    def give_up(self, ticket: Ticket) -> None:
+        """``ticket`` is no longer wanted: out of the queue, or its slot released when it was granted meanwhile."""
+        with self._lock:
+            if not ticket.granted:
+                self._waiting.remove(ticket)
+                return
+        self.release()
+
+    def release(self) -> None:
+        """A slot held is freed: handed to the first waiter, if any."""
+        with self._lock:
+            if not self._waiting:
+                self.running -= 1
+                return
+            ticket = self._waiting.popleft()
+            ticket.granted = True
+        ticket.wake()
+
+    def wake_all(self) -> None:
+        """Wake every waiter (they look at their cancellation): close() has cancelled them."""
+        with self._lock:
+            waiting = list(self._waiting)
+        for ticket in waiting:
+            ticket.wake()
+
+
 class Calls:
     """The path every call takes (see the module's picture), with the one limiter and in-flight registry."""
 
@@ -93,9 +172,9 @@ class Calls:
         self.before_call = before_call
         self.caller = caller  # who asks, for the audit log: the surface (None: the Python API)
         self.max_parallel = max_parallel or source.config.max_parallel
-        self._registry = threading.Condition()  # guards _in_flight, _closed, _running and _threads
+        self._registry = threading.Condition()  # guards _in_flight, _closed and _threads
         self._in_flight: dict[object, CallControl] = {}
-        self._running = 0
+        self.slots = Slots(self.max_parallel)  # the one limiter
         self._closed = False
         self._threads: ThreadPoolExecutor | None = None
 
@@ -196,29 +275,54 @@ class Calls:
             decision = asyncio.run(_awaited(decision))
         return self.decide(pending, decision)
 
-    def execute(self, pending: Pending, control: CallControl, ask: Asker | None = None) -> ToolResult:
+    def execute(
+        self, pending: Pending, control: CallControl, ask: Asker | None = None, *, slot: Ticket | None = None
+    ) -> ToolResult:
         """Registered in flight, then a slot, then the engine; unregistered when it returns.
 
         With ``ask``, the tool may ask questions (:mod:`toolexec.asking`): each is put to ``ask`` with the slot given
         up, and the tool runs again with the answers so far; ``ask`` returning None hands the question back (the
-        ``input_required`` result). Without it the tool is told nobody can be asked."""
+        ``input_required`` result). Without it the tool is told nobody can be asked. ``slot``: a granted
+        :meth:`reserve` ticket, the slot of the first run (released here whatever happens)."""
         token = self._register(control)
         if token is None:
+            if slot is not None:
+                self.slots.give_up(slot)
             return _finished(pending.observation, not_run(pending.call, pending.call_id, "refused", CLOSED), pending.snapshot)
-        return self._execute(token, pending, control, ask)
+        return self._execute(token, pending, control, ask, slot)
 
-    def _execute(self, token: object, pending: Pending, control: CallControl, ask: Asker | None = None) -> ToolResult:
+    def reserve(self, pending: Pending, wake: Callable[[], object]) -> Ticket | None:
+        """A slot for the first run of ``pending``, for a caller that waits for it without a thread (an event loop):
+        granted now, or later (``wake`` is then called from the thread that freed it); hand the granted ticket to
+        :meth:`execute`, or to :meth:`withdraw` when the call is given up. None when the tool has caps of its own
+        (``max_concurrency``, ``rate``): their wait comes before a slot's, on the call's thread."""
+        if _capped(pending.snapshot.config, pending.snapshot.declaration):
+            return None
+        return self.slots.enqueue(wake)
+
+    def withdraw(self, pending: Pending, ticket: Ticket | None, message: str) -> ToolResult:
+        """``pending`` ends before it ran (cancelled while it waited for ``ticket``): the ticket given up, the
+        observation ended, the cancelled result."""
+        if ticket is not None:
+            self.slots.give_up(ticket)
+        result = not_run(pending.call, pending.call_id, "cancelled", message)
+        return _finished(pending.observation, result, pending.snapshot, pending.arguments)
+
+    def _execute(
+        self, token: object, pending: Pending, control: CallControl, ask: Asker | None = None, slot: Ticket | None = None
+    ) -> ToolResult:
         try:
-            return _finished(pending.observation, self._rounds(pending, control, ask), pending.snapshot, pending.arguments)
+            return _finished(pending.observation, self._rounds(pending, control, ask, slot), pending.snapshot, pending.arguments)
         finally:
             with self._registry:
                 del self._in_flight[token]
                 self._registry.notify_all()
 
-    def _rounds(self, pending: Pending, control: CallControl, ask: Asker | None) -> ToolResult:
-        """The tool's runs: one, or one more per question ``ask`` answers."""
+    def _rounds(self, pending: Pending, control: CallControl, ask: Asker | None, slot: Ticket | None = None) -> ToolResult:
+        """The tool's runs: one, or one more per question ``ask`` answers (``slot``: the first one's)."""
         while True:
-            result = self._run_once(pending, control, ask is not None)
+            result = self._run_once(pending, control, ask is not None, slot)
+            slot = None
             request = result.input_request
             if request is None or ask is None:
                 return result
@@ -234,15 +338,16 @@ class Calls:
                 return answer
             pending = replace(pending, call=replace(pending.call, input_responses={**_known(pending), request.key: answer}))
 
-    def _run_once(self, pending: Pending, control: CallControl, can_ask: bool) -> ToolResult:
-        """One run of the tool: under its own caps (max_concurrency, rate), in one of the ``max_parallel`` slots."""
-        holds = False
+    def _run_once(self, pending: Pending, control: CallControl, can_ask: bool, slot: Ticket | None = None) -> ToolResult:
+        """One run of the tool: under its own caps (max_concurrency, rate), in one of the ``max_parallel`` slots
+        (``slot``: taken already, by :meth:`reserve`)."""
+        holds = slot is not None
         observation = pending.observation
         held: Held | None = None
         try:
             waiting = time.monotonic()
             snapshot, tool = pending.snapshot, pending.snapshot.declaration
-            if _capped(snapshot.config, tool):  # the tool's own caps, before a slot
+            if not holds and _capped(snapshot.config, tool):  # the tool's own caps, before a slot
                 from toolexec.caps import effective, enter  # only a capped tool needs them
 
                 if (caps := effective(snapshot.config, tool)) is not None:
@@ -253,8 +358,8 @@ class Calls:
                         return refused(pending.call, error, started=pending.started, call_id=pending.call_id)
                     if held is None:
                         return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
-            holds = self._take_slot(control)
-            if not holds:  # closed (or cancelled) while waiting for a slot
+            holds = holds or self.slots.take(control)
+            if not holds or control.cancelled:  # closed (or cancelled) while waiting for a slot
                 return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
             if observation is not None:
                 observation.queued(time.monotonic() - waiting)
@@ -272,9 +377,8 @@ class Calls:
         finally:
             if held is not None:
                 held.release()
-            with self._registry:
-                self._running -= holds
-                self._registry.notify_all()
+            if holds:
+                self.slots.release()
 
     def _answer(
         self, pending: Pending, request: InputRequest, ask: Asker, control: CallControl
@@ -392,7 +496,7 @@ class Calls:
             self._closed = True
             for control in self._in_flight.values():
                 control.cancel()
-            self._registry.notify_all()  # calls waiting for a slot see their cancellation now
+            self.slots.wake_all()  # calls waiting for a slot see their cancellation now
             done = self._registry.wait_for(lambda: not self._in_flight, timeout)
             threads, self._threads = (self._threads, None) if done else (None, self._threads)
         if threads is not None:
@@ -415,18 +519,6 @@ class Calls:
             token = object()
             self._in_flight[token] = control
             return token
-
-    def _take_slot(self, control: CallControl) -> bool:
-        """Wait for one of the ``max_parallel`` slots; False when the call was cancelled first."""
-        with self._registry:
-            while self._running >= self.max_parallel and not control.cancelled:
-                # A slot freed or close() wakes this at once; a cancellation of this call alone
-                # (a pipe, not this condition) is seen within the timeout.
-                self._registry.wait(0.05)
-            if control.cancelled:
-                return False
-            self._running += 1
-            return True
 
 
 def runs_warm(config: Config, tool: ToolDeclaration, everything: bool | None) -> bool:

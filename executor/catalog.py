@@ -247,7 +247,7 @@ class Entry:
     __hash__ = None  # type: ignore[assignment]
 
 
-_LISTED = frozenset({"language", "description", "title", "summary", "tags", "annotations", "source"})
+_LISTED = frozenset({"language", "description", "title", "summary", "tags", "annotations", "source", "declares_sandbox"})
 
 
 def listing_of(tool: ToolDeclaration) -> dict[str, Any]:
@@ -263,6 +263,7 @@ def listing_of(tool: ToolDeclaration) -> dict[str, Any]:
         "tags": list(metadata.tags),
         "annotations": asdict(metadata.annotations),
         "source": tool.source,
+        "declares_sandbox": metadata.sandbox is not None,  # whether `list` flags it as unconfined under sandbox: declared
     }
 
 

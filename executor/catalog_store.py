@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import time
 
@@ -192,12 +193,11 @@ def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = No
         functions = _functions(catalog, previous, state)
         if functions is not None:
             write_text_atomic(state.functions_file, _json_lines(functions))
-        rows = [e.index_data() for e in catalog.entries]
         unchanged = (
             previous is not None
             and functions is None
             and catalog.pack == previous.pack
-            and rows == [e.index_data() for e in previous.entries]
+            and _same_rows(catalog.entries, previous.entries)
         )
         if not unchanged:
             write_text_atomic(state.catalog_file, _index_text(catalog))
@@ -209,6 +209,14 @@ def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = No
         raise StateUnavailable(str(state.root), exc.strerror or str(exc)) from None
     if not unchanged:
         _remove_stale(state, catalog)
+
+
+def _same_rows(entries: tuple[Entry, ...], before: tuple[Entry, ...]) -> bool:
+    """Whether the index rows of ``entries`` are those of ``before``: at once when a build reused every entry (a
+    no-change build of 10,000 tools makes no row), else row by row."""
+    if len(entries) == len(before) and all(map(operator.is_, entries, before)):
+        return True
+    return [e.index_data() for e in entries] == [e.index_data() for e in before]
 
 
 def _append_records(state: State, catalog: Catalog, previous: Catalog | None, fresh: list[tuple[Entry, bytes]]) -> str | None:

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Literal
 from toolexec.compilers import SUFFIXES, compile_source
 from toolexec.compilers.agent import compile_functions, dialect_of
 from toolexec.errors import CompileError, Problem
+from toolexec.policy import unconfined
 from toolexec.records import ToolDeclaration
 
 if TYPE_CHECKING:
+    from toolexec.config import Config
     from toolexec.records import Language
 
 Severity = Literal["error", "warning"]
@@ -80,8 +82,8 @@ _SAFE_REDIRECT = re.compile(r"\d*>>?\s*(?:\"?\$\{?LLM_OUTPUT\}?\"?|&\d|/dev/(?:n
 _META_LINE = re.compile(r"^\s*#\s*@(?:describe|option|flag|arg|env|meta)\b|argc --argc-eval")
 
 
-def check_file(path: str | Path) -> list[Finding]:
-    """Every finding for one tool file."""
+def check_file(path: str | Path, config: Config | None = None) -> list[Finding]:
+    """Every finding for one tool file (with ``config``: a warning when it would run unconfined under it)."""
     file = str(path)
     try:
         source = Path(path).read_text(encoding="utf-8")
@@ -99,11 +101,14 @@ def check_file(path: str | Path) -> list[Finding]:
         return [_from_problem(p, "error", exc.name) for p in exc.problems] or [Finding(file, 1, 1, "error", str(exc))]
     findings = [_from_text(w, file, declaration.name) for w in declaration.warnings]
     findings += _advice(declaration, source)
+    if config is not None:
+        findings += _unconfined(declaration, config)
     return sorted(findings, key=lambda f: (f.line, f.column, f.message))
 
 
-def check_paths(paths: Iterable[str | Path]) -> tuple[list[Finding], int]:
-    """Every finding for the given files, and how many files were checked.
+def check_paths(paths: Iterable[str | Path], config: Config | None = None) -> tuple[list[Finding], int]:
+    """Every finding for the given files, and how many files were checked; with ``config``, a warning for each
+    tool that would run unconfined under it (``sandbox: off``, or no policy under ``sandbox: declared``).
 
     A directory stands for the tool files directly in it (a name starting with ``_`` is a helper module the
     tools share, such as the file built-ins' ``_fsguard.py``, not a tool).
@@ -120,9 +125,22 @@ def check_paths(paths: Iterable[str | Path]) -> tuple[list[Finding], int]:
             findings.append(Finding(str(target), 1, 1, "error", "no such file or directory"))
             continue
         for file in files:
-            findings += check_file(file)
+            findings += check_file(file, config)
             checked += 1
     return findings, checked
+
+
+def _unconfined(declaration: ToolDeclaration, config: Config) -> Iterator[Finding]:
+    """A warning when the tool would run unconfined under ``config``, saying why and how to confine it."""
+    why = unconfined(config.sandbox, config.sandbox_policies, declaration.name, declaration.metadata.sandbox)
+    if why is not None:
+        hint = (
+            f"set sandbox: declared or strict in {config.path}"
+            if config.sandbox == "off"
+            else f"declare what it needs (Network: none, Writes: cache, …: docs/sandbox.md), set "
+            f"sandbox_policies.{declaration.name} in {config.path}, or sandbox: strict there"
+        )
+        yield Finding(declaration.source, 1, 1, "warning", f"{declaration.name} runs unconfined: {why}", hint, declaration.name)
 
 
 def _advice(declaration: ToolDeclaration, source: str) -> Iterator[Finding]:

@@ -515,6 +515,8 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
+    from toolexec.policy import unconfined
+    from toolexec.records import Sandbox
 
     tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
     if args.tags is not None and not tags:
@@ -524,6 +526,11 @@ def _list(args: argparse.Namespace) -> int:
     config = executor.config
     for row in rows:
         row["enabled"], row["enabled_why"] = config.enabling(row["name"])
+        # why its calls run unconfined (None: confined, or it does not build), from the index row alone
+        declared = Sandbox() if row.pop("declares_sandbox", False) else None  # (only whether it declares one counts)
+        row["unconfined"] = (
+            unconfined(config.sandbox, config.sandbox_policies, row["name"], declared) if row["error"] is None else None
+        )
     if args.verbose:
         for entry in executor.catalog.entries:
             print(f"toolexec: {entry.name}: {config.enabling(entry.name)[1]}", file=sys.stderr)
@@ -546,6 +553,8 @@ def _list(args: argparse.Namespace) -> int:
         else:
             summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
         summary = summary if row["enabled"] else f"(not enabled) {summary}"
+        summary += "  (unconfined: sandbox: off)" if config.sandbox == "off" and row.get("unconfined") else ""
+        summary += "  (unconfined: declares no sandbox policy)" if config.sandbox != "off" and row.get("unconfined") else ""
         print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
     return EXIT_OK
 
@@ -614,6 +623,8 @@ def _warm_text(config: Any, tool: Any) -> str:
         return "no: its sandbox policy is applied to each call's own start, so it runs cold"
     if tool.language in ("javascript", "typescript"):
         return "no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
+    if config.sandbox != "off":
+        return "no: each call runs under the sandbox's baseline (a PID namespace of its own), so it runs cold"
     return "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
 
 
@@ -693,12 +704,13 @@ def _new(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from toolexec.check import check_paths, summary
 
+    config = None  # given paths are checked as files alone; the config's tools also as that config runs them
     if args.paths:
         paths = list(args.paths)
     else:
         config = _executor(args).config
         paths = [config.tools_dir / file for file in config.visible_tools]
-    findings, files = check_paths(paths)
+    findings, files = check_paths(paths, config)
     if args.json:
         print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
     else:

@@ -11,6 +11,7 @@ call files) and what none may touch (toolexec's config, tools, state and ``.env`
 from __future__ import annotations
 
 import os
+import re
 
 from toolexec.config import Config
 from toolexec.errors import SandboxUnavailable
@@ -19,14 +20,19 @@ from toolexec.records import Sandbox
 from toolexec.runtimes.sandbox import Confinement, problem
 
 
-def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ...]) -> Confinement:
-    """What a call of ``tool`` under ``policy`` may do, or :class:`SandboxUnavailable` when this host cannot enforce it."""
-    if isinstance(policy.network, tuple):
-        raise SandboxUnavailable(
-            tool,
-            f"network allow-lists ({', '.join(policy.network)}) are not supported yet; "
-            f"declare network: all or none, or set sandbox_policies.{tool} in {config.path}",
-        )
+def baseline(timeout: float | None) -> Confinement:
+    """What a call gets that runs under no policy, in every mode but ``off``: its own PID namespace where the kernel
+    allows, and the default limits (:mod:`toolexec.runtimes.baseline`); never refused."""
+    from toolexec.runtimes import baseline as defaults
+
+    return Confinement(baseline=True, cpu=defaults.cpu_seconds(timeout), processes=defaults.processes())
+
+
+def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ...], timeout: float | None = None) -> Confinement:
+    """What a call of ``tool`` under ``policy`` may do, or :class:`SandboxUnavailable` when this host cannot enforce it.
+    A limit the policy does not declare is the baseline's (CPU seconds from ``timeout``, the process cap)."""
+    from toolexec.runtimes import baseline as defaults
+
     state = config.state
     cache = str(state.tool_cache(tool))
     writes = policy.writes if policy.writes is not None else ("cache",)
@@ -43,6 +49,7 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     protected = [str(path) for path in (config.path, config.functions_dir, state.root, user_cache_dir())]
     found = Confinement(
         network="all" if policy.network == "all" else "none",
+        allowed=policy.network if isinstance(policy.network, tuple) else (),
         visible=tuple(visible),
         writable=tuple(dict.fromkeys(writable)),
         files=files,
@@ -50,8 +57,8 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
         hidden=tuple(dict.fromkeys(hidden)),
         revealed=tuple(dict.fromkeys(revealed)),
         memory=policy.memory,
-        cpu=policy.cpu,
-        processes=policy.processes,
+        cpu=policy.cpu if policy.cpu is not None else defaults.cpu_seconds(timeout),
+        processes=policy.processes if policy.processes is not None else defaults.processes(),
         file_size=policy.file_size,
     )
     missing = problem(found)
@@ -62,3 +69,46 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
 
 def _expand(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
+
+
+# How a refused write reads in each language's own error (Python, Bash and coreutils, Node.js), with the path.
+_WRITE_DENIED = re.compile(
+    r"""(?:
+        (?:Read-only\ file\ system|Permission\ denied)(?:\]|:)?\s*:?\s*['"]?(?P<a>/[^'"\n,]+)
+      | (?P<b>/[^'"\n:]+)['"]?:\s*(?:Read-only\ file\ system|Permission\ denied)
+      | (?:EROFS|EACCES):\ [^,\n]*,\ \w+\ '(?P<c>/[^'\n]+)'
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# What a refused connection or name lookup says without a network (Python, curl, Node.js, glibc).
+_NETWORK_DENIED = re.compile(
+    r"Network is unreachable|ENETUNREACH|Connection refused|ECONNREFUSED|Temporary failure in name resolution"
+    r"|Name or service not known|Could not resolve host|EAI_AGAIN|getaddrinfo|No address associated with hostname"
+    r"|Failed to connect",
+    re.IGNORECASE,
+)
+
+
+def denial_notes(confined: Confinement, policy: Sandbox, text: str, source: str) -> list[str]:
+    """Notes naming the policy line that denied what the tool's own error (``text``: its stderr and reported
+    failure) says, where its words tell: a write refused under a path outside ``writes``, a connection or name
+    lookup that failed under ``network: none``. The error itself is left as it is; ``source`` says where the
+    policy came from (the script, config's ``sandbox_policies``, the strict baseline)."""
+    if confined.baseline or not text:
+        return []
+    notes = []
+    seen: set[str] = set()
+    for found in _WRITE_DENIED.finditer(text):
+        path = os.path.normpath((found.group("a") or found.group("b") or found.group("c")).strip())
+        allowed = (*confined.writable, *confined.files, "/tmp")
+        if path in seen or any(path == top or path.startswith(top.rstrip("/") + "/") for top in allowed):
+            continue
+        seen.add(path)
+        writes = ", ".join(policy.writes if policy.writes is not None else ("cache",)) or "none"
+        notes.append(
+            f"sandbox: writing {path} is outside this tool's `writes: {writes}` ({source}); only those places, its "
+            "private /tmp and LLM_OUTPUT are writable"
+        )
+    if confined.network == "none" and _NETWORK_DENIED.search(text):
+        notes.append(f"sandbox: this tool runs under `network: none` ({source}): no connection or name lookup can succeed")
+    return notes

@@ -19,11 +19,17 @@ from pathlib import Path
 from toolexec.config import Config
 from toolexec.errors import BadRequest, CacheFull, InternalError, RuntimeUnavailable, StateUnavailable, ToolexecError
 from toolexec.policy import effective as effective_policy
-from toolexec.records import ToolCall, ToolDeclaration, ToolResult
+from toolexec.records import Sandbox, ToolCall, ToolDeclaration, ToolResult
 from toolexec.recordtype import replace
 from toolexec.results import asking_result, outcome, refusal
 from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_process, runtime_for
-from toolexec.runtimes.environment import TRUSTED_PATHS_VARIABLE, dotenv_values, tool_environment, without_secrets
+from toolexec.runtimes.environment import (
+    TRUSTED_IDS_VARIABLE,
+    TRUSTED_PATHS_VARIABLE,
+    dotenv_values,
+    tool_environment,
+    without_secrets,
+)
 from toolexec.runtimes.process import disk_usage
 from toolexec.runtimes.warm import WarmStart
 from toolexec.sources import Snapshot
@@ -148,10 +154,14 @@ class Engine:
                 from toolexec.runtimes.sandbox import environment
 
                 private = (output_path, failure_path, artifacts_dir, *([request_path] if request_path else []))
-                confined = confinement(config, tool.name, policy, private)
+                confined = confinement(config, tool.name, policy, private, timeout)
                 argc_env = [variable.name for variable in getattr(tool.invocation, "env", ())]  # Bash's @env lines
                 own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions, *carrier}
-                launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE])
+                launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE, TRUSTED_IDS_VARIABLE])
+            elif config.sandbox != "off":  # undeclared, under declared: the baseline only (a PID namespace, limits)
+                from toolexec.confine import baseline
+
+                confined = baseline(timeout)
             launch = Launch(
                 argv=prepared.argv,
                 env=launch_env,
@@ -211,14 +221,28 @@ class Engine:
                 timeout=timeout,
                 failure=failure,
                 started=started,
-                notes=prepared.notes,
+                notes=prepared.notes + _refusal_notes(finished),
             )
             if result.status in ("ok", "error") and not _removed_empty(artifacts_dir):  # a timed-out or cancelled call's are not
                 from toolexec.artifacts import collect
 
                 found, notes = collect(artifacts_dir, self.config.artifacts, state)
                 result = replace(result, artifacts=found, notes=(*result.notes, *notes))
-            return _limited(result, confined, f"{failure or ''}\n{result.stderr}") if confined and not result.ok else result
+            if confined is None:
+                return result
+            if policy is not None:  # what the tool's own error says the sandbox denied, named by its policy line
+                result = _denied(result, confined, policy, f"{failure or ''}\n{result.stderr}", self._source(tool, policy))
+            if result.ok:
+                return result
+            return _limited(result, confined, f"{failure or ''}\n{result.stderr}", oom_killed=finished.oom_killed)
+
+    def _source(self, tool: ToolDeclaration, policy: Sandbox) -> str:
+        """Where the policy a call runs under comes from, as a denial note names it."""
+        if tool.name in self.config.sandbox_policies:
+            return f"sandbox_policies.{tool.name} in {self.config.path}"
+        if tool.metadata.sandbox is not None:
+            return f"declared in {tool.source}"
+        return f"the baseline of sandbox: strict in {self.config.path}; it declares no policy"
 
     def _result_text(self, output_path: str, finished: Finished, limit: int, call_id: str) -> Capture:
         """What the call returns: LLM_OUTPUT (else what the tool printed), capped, the whole of it kept in a
@@ -243,23 +267,41 @@ class Engine:
         return output
 
 
-def _limited(result: ToolResult, confined: Confinement, text: str) -> ToolResult:
+def _denied(result: ToolResult, confined: Confinement, policy: Sandbox, text: str, source: str) -> ToolResult:
+    """``result`` with a note per denial its own error reports that toolexec can pin on a policy line."""
+    from toolexec.confine import denial_notes
+
+    notes = denial_notes(confined, policy, text, source)
+    return replace(result, notes=(*result.notes, *notes)) if notes else result
+
+
+def _limited(result: ToolResult, confined: Confinement, text: str, *, oom_killed: bool = False) -> ToolResult:
     """``result`` with the reason and a message a model can act on when one of the sandbox's limits stopped the tool."""
     from toolexec.errors import SandboxUnavailable
     from toolexec.recordtype import replace
+    from toolexec.runtimes.launcher import PREFIX
     from toolexec.runtimes.sandbox import limit_reason
 
     if result.reason != "tool_failed":  # a timeout, or a limit of toolexec's own (max_kept_bytes, max_cache_bytes)
         return result
-    if result.exit_code == 1 and result.stderr.startswith("bwrap: ") and not result.output:
-        # bwrap could not set the sandbox up (user namespaces disabled, a mount refused): the tool never ran
+    if result.exit_code == 1 and result.stderr.startswith(("bwrap: ", PREFIX)) and not result.output:
+        # bwrap or the fallback's launcher could not set the sandbox up (a mount or a rule refused): the tool never ran
         error = SandboxUnavailable(result.tool_name, result.stderr.strip().splitlines()[0])
         return replace(result, status=error.status, reason=error.reason, exit_code=error.exit_code, error=str(error), ok=False)
-    found = limit_reason(confined, result.exit_code, result.signal, text)
+    found = limit_reason(confined, result.exit_code, result.signal, text, result.duration_ms / 1000, oom_killed=oom_killed)
     if found is None:
         return result
     reason, message = found
     return replace(result, reason=reason, error=f"{message} ({result.error})" if result.error else message)
+
+
+def _refusal_notes(finished: Finished) -> tuple[str, ...]:
+    """A note per connection the call's network proxy refused, naming the policy line (none without a proxy)."""
+    if not finished.refused:
+        return ()
+    from toolexec.runtimes.netproxy import refusal_notes
+
+    return refusal_notes(finished.refused)
 
 
 def last_good_note(snapshot: Snapshot) -> str:

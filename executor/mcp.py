@@ -13,6 +13,7 @@ uvicorn, watchfiles): a one-shot ``toolexec run`` never pays for them.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import base64
 import binascii
@@ -45,7 +46,7 @@ from referencing import Registry
 from toolexec import mcp_asking, mcp_results, strictjson
 from toolexec.agents import agent_config, instructions
 from toolexec.build import build
-from toolexec.calls import Calls
+from toolexec.calls import Calls, Pending, Ticket
 from toolexec.catalog import Catalog
 from toolexec.cli import exit_now
 from toolexec.config import Config, load_config
@@ -55,6 +56,7 @@ from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.mcp_tasks import McpTasks
 from toolexec.observe import Caller
+from toolexec.policy import enforced_tool
 from toolexec.providers import mcp as mcp_format
 from toolexec.providers.names import MCP_NAMES, NameMap
 from toolexec.records import ToolCall, ToolDeclaration, ToolResult
@@ -74,6 +76,9 @@ DESCRIBE_TOOL = "describe_tool"
 PROGRESS_PENDING = 16
 # How long a cancelled call may take to end its tree (SIGTERM, grace, SIGKILL) before the server stops waiting.
 CANCEL_WAIT_SECONDS = 10.0
+# Threads for calls beyond the max_parallel running: those that wait outside a slot (for a client's answer to a
+# tool's question, or for their tool's own caps). A call waiting for a slot waits on the event loop, in no thread.
+WAITING_THREADS = 64
 
 
 def log(message: str) -> None:
@@ -156,14 +161,19 @@ class Listing:
     """
 
     def __init__(self, config: Config, catalog: Catalog, *, summaries: bool) -> None:
-        self.tools = catalog.enabled(config)
+        # each showing the sandbox policy its calls run under (config's sandbox_policies and mode applied)
+        self.tools = [enforced_tool(config.sandbox, config.sandbox_policies, tool) for tool in catalog.enabled(config)]
         self.map = NameMap(catalog.tools, MCP_NAMES)
         self.names = {t.name: self.map.safe(t.name) for t in self.tools}  # enabled tool → its MCP name
         self.by_name = {t.name: t for t in self.tools}
         self.by_mcp_name = {self.names[t.name]: t for t in self.tools}
         self.entries = [mcp_tool(t, self.names[t.name], summaries=summaries) for t in self.tools]
-        # What a 2026-07-28 client is offered: output schemas of any shape.
-        self.modern_entries = [mcp_tool(t, self.names[t.name], summaries=summaries, any_shape=True) for t in self.tools]
+        # What a 2026-07-28 client is offered: output schemas of any shape. Only a tool whose output is not an object
+        # is listed otherwise; every other entry is the same object in both lists (1,000 tools: one set in memory).
+        self.modern_entries = [
+            mcp_tool(t, self.names[t.name], summaries=summaries, any_shape=True) if _any_shape_only(t, summaries) else entry
+            for t, entry in zip(self.tools, self.entries, strict=True)
+        ]
         if summaries and DESCRIBE_TOOL not in self.by_mcp_name:
             self.entries.append(DESCRIBE_TOOL_SPEC)
             self.modern_entries.append(DESCRIBE_TOOL_SPEC)
@@ -177,6 +187,12 @@ class Listing:
             check = jsonschema.Draft202012Validator(schema, registry=Registry()) if schema is not None else None
             self._checks[tool.name] = check
         return self._checks[tool.name]
+
+
+def _any_shape_only(tool: ToolDeclaration, summaries: bool) -> bool:
+    """Whether a 2026-07-28 client is offered more of ``tool`` than an earlier one: an output schema that is not an
+    object's (:func:`toolexec.providers.mcp.output_schema`), in the full listing."""
+    return not summaries and mcp_format.output_schema(tool, any_shape=True) != mcp_format.output_schema(tool)
 
 
 def _cursor(offset: int) -> str:
@@ -265,6 +281,7 @@ class ToolServer:
         self.authenticating = False  # whether HTTP requests carry a checked bearer token (for the audit log)
         self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
+        self._call_threads: anyio.CapacityLimiter | None = None  # the calls' worker threads (made in the loop)
         self.server: Server[Any] = Server(
             "toolexec",
             version=__version__,
@@ -407,12 +424,17 @@ class ToolServer:
     async def _invoke(
         self, ctx: ServerRequestContext[Any, Any], call: ToolCall, ask: mcp_asking.Answerer | None = None
     ) -> ToolResult:
-        """Run one call down the call path in a worker thread; progress events become notifications; cancelling
-        the request ends the call's tree.
+        """Run one call down the call path; progress events become notifications; cancelling the request ends the
+        call's tree.
 
-        Progress is wired (a pipe for the tool, a task forwarding its lines) only when the client sent a
-        progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
+        The call is prepared here, waits for its slot here (a queued call holds no thread), and runs in a worker
+        thread once it has it. Progress is wired (a pipe for the tool, a task forwarding its lines) only when the
+        client sent a progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
         """
+        pending = self.calls.prepare(call, caller=_caller(ctx, self.authenticating))
+        if isinstance(pending, ToolResult):
+            return pending
+        slot = await self._slot(pending)
         listening = (ctx.meta or {}).get("progress_token") is not None
         latest = LatestProgress()
 
@@ -422,11 +444,15 @@ class ToolServer:
 
         control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
-        caller = _caller(ctx, self.authenticating)
 
         def work() -> ToolResult:
             try:
-                return self.calls.run(call, control, ask=mcp_asking.with_answerer(ask, control), caller=caller)
+                approved = self.calls.approve(pending)
+                if isinstance(approved, ToolResult):
+                    if slot is not None:
+                        self.calls.slots.give_up(slot)
+                    return approved
+                return self.calls.execute(approved, control, mcp_asking.with_answerer(ask, control), slot=slot)
             finally:
                 done.set()
 
@@ -435,12 +461,14 @@ class ToolServer:
                 with contextlib.suppress(Exception):  # a closed stream must not fail the call
                     await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
 
+        if self._call_threads is None:
+            self._call_threads = anyio.CapacityLimiter(self.calls.max_parallel + WAITING_THREADS)
         try:
             async with anyio.create_task_group() as group:
                 if listening:
                     group.start_soon(forward)
                 try:
-                    result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+                    result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._call_threads)
                 finally:
                     latest.close()
             return result
@@ -452,6 +480,28 @@ class ToolServer:
         finally:
             if done.is_set():
                 control.close()
+
+    async def _slot(self, pending: Pending) -> Ticket | None:
+        """The call's slot under ``max_parallel``, waited for on the event loop (None: the call takes it on its
+        thread, after its tool's own caps). Cancelled while it waits, the call ends there: not run."""
+        if self.calls.before_call is not None:  # an approval comes first, and may take long: no slot held meanwhile
+            return None
+        loop = asyncio.get_running_loop()
+        granted = asyncio.Event()
+
+        def wake() -> None:  # on the thread that freed the slot
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+                loop.call_soon_threadsafe(granted.set)
+
+        ticket = self.calls.reserve(pending, wake)
+        if ticket is None or ticket.granted:
+            return ticket
+        try:
+            await granted.wait()
+        except BaseException:
+            self.calls.withdraw(pending, ticket, "the call was cancelled before it started")
+            raise
+        return ticket
 
     async def cancel_all(self) -> None:
         """Cancel every call in flight and wait until their process trees are gone (bounded); later calls are refused."""

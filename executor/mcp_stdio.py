@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,8 @@ STREAMS = (
     "subscriptions/listen",
 )  # requests answered by a stream that lasts as long as the client listens  # at the end, how long the replies still queued may take to go out
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# What the end of input cancels rather than waits for: a call may run for long, and its client has gone.
+ENDED_BY_EOF = ("tools/call",)
 Drained = Callable[[], Awaitable[None]]
 
 
@@ -165,13 +168,57 @@ def _claim() -> tuple[int, int, Any]:
     return wire_in, wire_out, restore
 
 
-async def _read_lines(fd: int, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire) -> None:
-    """Lines from ``fd`` until end of file: messages to the server, error responses to the writer."""
+class Channel:
+    """Reads and writes one descriptor of the wire without blocking the event loop.
+
+    A pipe or a socket (what an MCP client gives its server) is put in non-blocking mode and waited on by the event
+    loop itself: no thread, and no hop to one, per message. Anything else (a terminal shared with a shell, a regular
+    file) is left as it is, and read or written by a thread of its own."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        mode = os.fstat(fd).st_mode
+        self.polled = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        self._flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if self.polled:
+            fcntl.fcntl(fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
+        self._thread = anyio.CapacityLimiter(1)  # not the shared pool: a busy pool must never hold up the wire
+
+    async def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes; empty at end of file."""
+        if not self.polled:
+            return await anyio.to_thread.run_sync(os.read, self.fd, size, abandon_on_cancel=True, limiter=self._thread)
+        while True:
+            try:
+                return os.read(self.fd, size)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+
+    async def write(self, data: memoryview) -> int:
+        """Write some of ``data``; how many bytes went."""
+        if not self.polled:
+            return await anyio.to_thread.run_sync(os.write, self.fd, data, limiter=self._thread)
+        while True:
+            try:
+                return os.write(self.fd, data)
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+
+    def restore(self) -> None:
+        """The descriptor's flags as they were."""
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags)
+
+
+async def _read_lines(
+    wire_in: Channel, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire
+) -> None:
+    """Lines from ``wire_in`` until end of file: messages to the server, error responses to the writer."""
     pending = bytearray()
     skipping = False  # inside a line over MAX_LINE_BYTES: dropped up to its newline (and answered once)
     async with messages, replies:
         while True:
-            data = await anyio.to_thread.run_sync(os.read, fd, CHUNK, abandon_on_cancel=True)
+            data = await wire_in.read(CHUNK)
             if not data:
                 break
             pending += data
@@ -189,6 +236,8 @@ async def _read_lines(fd: int, replies: MemoryObjectSendStream[Any], messages: M
             pending = bytearray(rest)
         if pending and not skipping:
             await _hand_on(bytes(pending), replies, messages, wire)
+        with anyio.move_on_after(FLUSH_SECONDS):
+            await wire.settled()
 
 
 def _too_long() -> types.JSONRPCError:
@@ -209,18 +258,24 @@ class Wire:
     being written; so a stop can wait until every request read so far is answered on the wire."""
 
     def __init__(self) -> None:
-        self.unanswered: set[Any] = set()
+        self.unanswered: dict[Any, str] = {}  # request id -> method
         self.writing = False  # a line is being written (taken from the queue, not yet all out)
 
     def read(self, message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCRequest) and message.method not in STREAMS:
-            self.unanswered.add(message.id)
+            self.unanswered[message.id] = message.method
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-            self.unanswered.discard((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+            self.unanswered.pop((message.params or {}).get("requestId"), None)  # a cancelled request gets no answer
 
     def wrote(self, message: Any) -> None:
         if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
-            self.unanswered.discard(message.id)
+            self.unanswered.pop(message.id, None)
+
+    async def settled(self) -> None:
+        """Return once every request read is answered but the calls (which the end of input cancels): a request
+        that came before the end of input is answered, however quickly the end followed it."""
+        while any(method not in ENDED_BY_EOF for method in self.unanswered.values()):
+            await anyio.sleep(0.005)
 
     async def drained(self, outgoing: MemoryObjectReceiveStream[Any]) -> None:
         """Return once every request read is answered and written."""
@@ -228,7 +283,7 @@ class Wire:
             await anyio.sleep(0.005)
 
 
-async def _write_lines(fd: int, outgoing: MemoryObjectReceiveStream[Any], wire: Wire) -> None:
+async def _write_lines(wire_out: Channel, outgoing: MemoryObjectReceiveStream[Any], wire: Wire) -> None:
     """Every message handed to the writer, one line each, in order."""
     async with outgoing:
         async for item in outgoing:
@@ -236,7 +291,7 @@ async def _write_lines(fd: int, outgoing: MemoryObjectReceiveStream[Any], wire: 
             message = item.message if isinstance(item, SessionMessage) else item
             view = memoryview(encode(message))
             while view:
-                written = await anyio.to_thread.run_sync(os.write, fd, view)
+                written = await wire_out.write(view)
                 view = view[written:]
             wire.wrote(message)
             wire.writing = False
@@ -246,7 +301,8 @@ async def _write_lines(fd: int, outgoing: MemoryObjectReceiveStream[Any], wire: 
 async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any], Drained]]:
     """``(read_stream, write_stream, drained)`` over this process's stdin and stdout: the streams for ``Server.run``,
     and an awaitable function returning once every message handed over so far is written."""
-    wire_in, wire_out, restore = _claim()
+    fd_in, fd_out, restore = _claim()
+    wire_in, wire_out = Channel(fd_in), Channel(fd_out)
     to_server, from_wire = anyio.create_memory_object_stream[Any](0)
     to_wire, outgoing = anyio.create_memory_object_stream[Any](16)
     server_side, reader_side = to_wire.clone(), to_wire.clone()
@@ -277,4 +333,6 @@ async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any
                     await written.wait()
                 group.cancel_scope.cancel()
     finally:
+        wire_in.restore()
+        wire_out.restore()
         restore()

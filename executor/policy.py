@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from toolexec.records import Sandbox
+from toolexec.records import Sandbox, ToolDeclaration
 from toolexec.recordtype import asdict
 
 TYPE_CHECKING = False
@@ -109,6 +109,8 @@ def _paths(value: Any, *, places: tuple[str, ...]) -> tuple[str, ...]:
     found = words(value)
     if found is None:
         raise ValueError("a list of paths")
+    if [word.lower() for word in found] == ["none"]:  # Writes: none (only its private /tmp and LLM_OUTPUT)
+        return ()
     for path in found:
         if path not in places and not path.startswith(("/", "~/")) and path != "~":
             shown = ", ".join(places) + (", " if places else "")
@@ -173,3 +175,40 @@ def describe(policy: Sandbox) -> dict[str, Any]:
     """The declared fields only, JSON-ready (for ``describe`` and MCP ``_meta``)."""
     data = asdict(policy)
     return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items() if value not in (None, ())}
+
+
+def enforced(mode: str, policies: dict[str, Sandbox], name: str, declared: Sandbox | None) -> Sandbox | None:
+    """The policy a call of ``name`` runs under as :func:`effective` decides it, with what it leaves undeclared
+    spelt out as enforced (no network, writes only to its cache): what ``describe``, MCP's ``_meta`` and its
+    ``openWorldHint`` show. None when the call runs under the baseline alone, or unconfined."""
+    from toolexec.recordtype import replace
+
+    found = effective(mode, policies, name, declared)
+    if found is None:
+        return None
+    return replace(
+        found,
+        network=found.network if found.network is not None else "none",
+        writes=found.writes if found.writes is not None else ("cache",),
+    )
+
+
+def enforced_tool(mode: str, policies: dict[str, Sandbox], tool: ToolDeclaration) -> ToolDeclaration:
+    """``tool`` with the policy its calls run under (:func:`enforced`) in place of the one its script declares."""
+    from toolexec.recordtype import replace
+
+    policy = enforced(mode, policies, tool.name, tool.metadata.sandbox)
+    return tool if policy == tool.metadata.sandbox else replace(tool, metadata=replace(tool.metadata, sandbox=policy))
+
+
+def unconfined(mode: str, policies: dict[str, Sandbox], name: str, declared: Sandbox | None) -> str | None:
+    """Why a call of ``name`` runs unconfined (its files, network and environment as toolexec's), for ``list`` and
+    ``check`` to flag; None when a policy confines it."""
+    if mode == "off":
+        return "sandbox: off (no tool is confined, not even by the baseline)"
+    if effective(mode, policies, name, declared) is None:
+        return (
+            "it declares no sandbox policy (sandbox: declared): its files, network and environment are not confined, "
+            "only its own PID namespace and the baseline limits apply"
+        )
+    return None

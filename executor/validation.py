@@ -12,7 +12,6 @@ import functools
 import json
 import math
 import sys
-from types import CodeType
 
 from toolexec import strictjson
 from toolexec.errors import BadRequest, InvalidArguments, ToolBroken, brief, did_you_mean
@@ -260,7 +259,8 @@ def validator_from_code(schema: dict[str, Any], code: str, state: State | None =
     }
     source = "\n".join(line for line in code.splitlines() if not line.startswith(_IMPORTS))
     try:
-        exec(_compiled(source, state), namespace)
+        name = "<toolexec validator>"
+        exec(compile(source, name, "exec") if state is None else state.compiled(source, name), namespace)
         fast = namespace["validate"]
     except Exception:  # no code, or code nesting past Python's limit (arrays ~20 deep): jsonschema alone
         fast = _slow(strict)
@@ -285,37 +285,6 @@ def validator_from_code(schema: dict[str, Any], code: str, state: State | None =
         raise InvalidArguments(tool, problems or ["the arguments do not match the tool's parameters"])
 
     return validate
-
-
-def _compiled(source: str, state: State | None) -> CodeType:
-    """The code of a validator's ``source``, from the compiled copy kept in the state's private ``validators/`` (named
-    by the digest of the source and the Python version, checked against its own digest when read), else compiled and
-    kept there: Python's compiler costs a one-shot run ~1.4 ms the first time a process uses it."""
-    if state is None:
-        return compile(source, "<toolexec validator>", "exec")
-    import marshal
-
-    from toolexec.state import sha256_hex, write_bytes_atomic
-
-    key = sha256_hex(f"{sys.hexversion:x} {sys.implementation.cache_tag}\n{source}".encode("utf-8", "surrogateescape"))
-    path = state.validators_dir / key[:32]
-    try:
-        with open(path, "rb") as handle:
-            digest, _, payload = handle.read().partition(b"\n")
-        if digest == sha256_hex(payload).encode("ascii"):
-            code = marshal.loads(payload)
-            if isinstance(code, CodeType):
-                return code
-    except (OSError, ValueError, EOFError, TypeError):  # missing, damaged or of another Python: compiled again
-        pass
-    code = compile(source, "<toolexec validator>", "exec")
-    payload = marshal.dumps(code)
-    try:
-        state.private_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_bytes_atomic(path, sha256_hex(payload).encode("ascii") + b"\n" + payload)
-    except OSError:  # an optimisation: an unwritable state compiles each time
-        pass
-    return code
 
 
 def _unusable(schema: dict[str, Any]) -> Validator | None:

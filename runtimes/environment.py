@@ -26,6 +26,9 @@ RAW_JSON_LIMIT = 64 * 1024
 # What toolexec trusts (its config, functions directory, .env files, state), os.pathsep-separated: the
 # file built-ins refuse to write or remove any of it (functions/tools/_fsguard.py reads it).
 TRUSTED_PATHS_VARIABLE = "TOOLEXEC_PROTECTED_PATHS"
+# The same paths' identities (``DEVICE:INODE``, comma-separated, in their order), taken outside any sandbox: a confined tool sees a
+# hidden one covered by an empty file, so only these tell it a hard link or bind of the real one in a writable place.
+TRUSTED_IDS_VARIABLE = "TOOLEXEC_PROTECTED_IDS"
 
 # Variables that make a shell or an interpreter run code, load libraries or read modules before the
 # tool's own code: never taken from a .env file (a file a tool or a model might have written); set
@@ -148,6 +151,7 @@ def tool_environment(
     else:
         env.pop("LLM_ARTIFACTS_DIR", None)  # never a stale one from the caller's environment
     env[TRUSTED_PATHS_VARIABLE] = os.pathsep.join(str(path) for path in trusted)
+    env[TRUSTED_IDS_VARIABLE] = ",".join(_identities(trusted))
     if not env.get("TERM"):
         env["TERM"] = "dumb"
         env["TERMINFO_DIRS"] = f"{TERMINFO}:{env.get('TERMINFO_DIRS', '')}"  # an empty entry: the system's own
@@ -179,3 +183,16 @@ def prompt_utils(functions_dir: Path) -> Path:
     """The prompt helpers Bash tools source: the user's ``utils/prompt-utils.sh``, else toolexec's."""
     own = functions_dir / "utils" / "prompt-utils.sh"
     return own if own.is_file() else PROMPT_UTILS
+
+
+def _identities(paths: Sequence[Path]) -> list[str]:
+    """``DEVICE:INODE`` of each path (links followed, as the file tools resolve them), empty where it does not exist."""
+    found = []
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except OSError:
+            found.append("")
+            continue
+        found.append(f"{status.st_dev}:{status.st_ino}")
+    return found

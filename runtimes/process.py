@@ -30,7 +30,7 @@ import time
 
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
-from toolexec.runtimes import process_linux, sandbox
+from toolexec.runtimes import baseline, process_linux, sandbox
 from toolexec.runtimes.interpreter import which
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -285,6 +285,9 @@ class Finished:
     # Set when a bound stopped the tool: ("file", file_limit) or ("cache", watch_limit).
     limit: tuple[str, int] | None = None
     pid: int | None = None  # the tool's main process
+    # What the call's network proxy refused (its 403 bodies, naming the policy line), in order.
+    refused: tuple[str, ...] = ()
+    oom_killed: bool = False  # the kernel's OOM killer ended a process of the call's memory cgroup
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -308,7 +311,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
-    confinement, cgroup = launch.confinement, None
+    confinement, held, proxy = launch.confinement, None, None
+    gate: baseline.Gate | None = None
     if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
         confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
     argv = list(launch.argv)
@@ -329,8 +333,18 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 proc = _spawn_warm(launch, stdin, env, bound, progress_write)
             if proc is None:
                 argv, env, set_here = _bound_cold(launch, argv, env, bound)
-                if confinement is not None:
-                    argv, cgroup = sandbox.wrap(confinement, argv)
+                if confinement is not None and confinement.baseline:
+                    gate = baseline.Gate() if baseline.usable() else None
+                    argv, held = baseline.wrap(confinement, argv, gate)
+                elif confinement is not None:
+                    if confinement.allowed:  # the call's own proxy (nothing of it for a call without an allow-list)
+                        from toolexec.runtimes.netproxy import Proxy
+
+                        proxy = Proxy(confinement.allowed)
+                    if sandbox.mechanism()[0] == "bwrap":  # only to learn its init, reaped here should it outlive bwrap
+                        gate = baseline.Gate(block=False)
+                    forwarder = proxy.prefix(sys.executable) if proxy else ()
+                    argv, held = sandbox.wrap(confinement, argv, gate.args() if gate is not None else (), forwarder)
                 proc = subprocess.Popen(
                     system.with_death_signal(argv),
                     stdin=stdin,
@@ -340,27 +354,54 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                     cwd=launch.cwd,
                     start_new_session=True,
                     close_fds=True,
-                    pass_fds=(progress_write,) if launch.progress else (),
+                    pass_fds=((progress_write,) if launch.progress else ())
+                    + ((proxy.inside,) if proxy else ())
+                    + (gate.child_fds() if gate is not None else ())
+                    + (tuple(held.descriptors) if held is not None else ()),
                 )
+                if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
+                    assert confinement is not None
+                    try:
+                        gate.open(confinement, held)
+                    except BaseException:
+                        proc.kill()
+                        proc.wait()
+                        raise
         except BaseException:
             _close(progress_read)
             raise
         finally:
+            if gate is not None:
+                gate.close()
+            if held is not None:  # bwrap holds its own copies (its seccomp filter) now
+                held.close_descriptors()
             _close(stdin)
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
+            if proxy is not None:
+                proxy.launched()
         if getattr(proc, "progress", -1) >= 0:  # a warm server's own progress channel replaces the pipe
             _close(progress_read)
             progress_read = proc.progress  # type: ignore[union-attr]
-        if started_after:  # a warm call's process may be gone (and reaped by its server) already
-            system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after)
-        else:
-            system.register(proc.pid, mark, tuple(launch.private_files))
+        system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after)
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
-        finished = _supervise(proc, system, launch, control, start, mark, progress_read)
+        namespaced = held is not None and held.pid_namespace  # the kernel ended what the tool left (bwrap's own too)
+        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced)
+        if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
+            system.reap_orphan(gate.child, gate.child_start)
     finally:
         system.leave(proc.pid if proc is not None else None)
-        sandbox.release(cgroup)
+        oom_killed = sandbox.release(held)
+        if proxy is not None:
+            proxy.close()
+    if proxy is not None and proxy.refusals:
+        finished = replace(finished, refused=tuple(proxy.refusals))
+    if oom_killed:
+        finished = replace(finished, oom_killed=True)
+    code = finished.returncode
+    if namespaced and finished.signal is None and code is not None and 128 < code <= 128 + 64:
+        # bwrap reports a tool killed by a signal as 128 + the signal (as a shell does): reported as the signal again
+        finished = replace(finished, returncode=None, signal=code - 128)
     control.emit("exited", returncode=proc.returncode)
     xfsz = finished.signal == signal.SIGXFSZ or finished.returncode == 128 + signal.SIGXFSZ  # the tool, or a shell's child
     declared = launch.confinement.file_size if launch.confinement is not None else None
@@ -497,18 +538,24 @@ def _supervise(
     start: float,
     mark: str,
     progress_read: int,
+    namespaced: bool = False,
 ) -> Finished:
     """Supervise the started tool, then kill whatever of the call is left and release every descriptor."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
+    supervisor: _Supervisor | None = None
+    # SIGKILL goes to the whole tree at once, found while it is whole: a process that left the group is the call's
+    # by its descent, which a parent killed first would cut.
+    kill_tree = lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)  # noqa: E731
     try:
         exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
-        finished = _Supervisor(proc, exited, launch, control, start, progress_read).run()
+        supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)
+        finished = supervisor.run()
     finally:
         _close(progress_read)
+        escaped = kill_tree() + (supervisor.escaped if supervisor is not None else 0)
         _kill_group(proc.pid, signal.SIGKILL)
-        escaped = system.kill_marked(f"{MARKER}={mark}", proc.pid)
-        if launch.confinement is not None:  # its own PID namespace: the kernel ends what is left (bwrap's own, too)
+        if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
             escaped = 0
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
@@ -539,9 +586,12 @@ class _Supervisor:
         control: CallControl,
         start: float,
         progress_fd: int = -1,
+        kill_tree: Callable[[], int] | None = None,
     ):
         assert proc.stdout and proc.stderr
         self.proc, self.launch, self.control = proc, launch, control
+        self.kill_tree = kill_tree
+        self.escaped = 0  # processes outside the group killed with the tree
         self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
@@ -603,6 +653,8 @@ class _Supervisor:
         now = time.monotonic()
         ending = self.kill_at is not None or self.give_up_at is not None
         if self.kill_at is not None and now >= self.kill_at:
+            if self.kill_tree is not None:
+                self.escaped += self.kill_tree()
             _kill_group(self.proc.pid, signal.SIGKILL)
             self.kill_at, self.give_up_at = None, now + 1.0
         if not ending and self.deadline is not None and now >= self.deadline:

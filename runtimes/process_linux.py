@@ -5,9 +5,11 @@ one-shot ``toolexec run`` must not pay for importing psutil.
 
 What a tool cannot shed: while calls are in flight this process is a *child subreaper*
 (``PR_SET_CHILD_SUBREAPER``), so a descendant whose parent dies is re-parented here rather
-than to init, even after ``setsid`` and with its environment cleared (``setsid env -i …``).
-Such an orphan is attributed to the call whose tool was started before it, when no other
-call in flight could own it (every other one started after it); the last owner to finish kills it.
+than to init, where the search below finds it cheaply. A process is the call's when it is in the
+tool's group or session, carries the call's marker (a value new to this call, inherited at fork),
+or descends from one that is. An orphan that shed both (``setsid env -i …``) cannot be told from a
+child the host started itself, so it is not taken: a call that runs in a PID namespace of its own
+(the sandbox's baseline, docs/sandbox.md) loses it to the kernel instead; an unconfined one does not.
 The search repeats until a pass finds nothing alive, so a process that keeps forking loses the race.
 
 Where the subreaper is in effect (and the kernel lists children, ``/proc/PID/task/TID/children``) the
@@ -47,7 +49,7 @@ MAX_ROUNDS = 200  # passes over /proc before giving up on a process that forks f
 
 _usable: bool | None = None
 _lock = threading.Condition()
-_in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since boot)
+_in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since boot): only later processes carry its marker
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
@@ -311,8 +313,8 @@ def enter() -> None:
 
 
 def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0) -> None:
-    """The call's tool is ``pid``: remember when it started, to tell which orphans are its, and tell the guard the
-    call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die).
+    """The call's tool is ``pid``: remember when it started (only a later process can carry its marker), and tell the
+    guard the call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die).
 
     ``started_after`` (clock ticks since boot, :func:`boot_ticks`) stands for the start of a tool that is no longer
     there to be asked (a warm call's process is its server's child, which may have reaped it already)."""
@@ -408,8 +410,9 @@ def kill_marked(marker: str, pgid: int) -> int:
     """SIGKILL every live process of the call rooted at ``pgid`` until a pass finds none; wait until they are gone.
 
     A process belongs to the call when it is in the tool's group or session, carries
-    ``marker`` (``NAME=value``) in its environment, descends from one that does, or is an
-    orphan re-parented here that only this call can own. Returns how many had left the group.
+    ``marker`` (``NAME=value``) in its environment, or descends from one that does: never by
+    when it started alone (a child the host starts in the same clock tick as a call, in a session
+    of its own, is the host's). Returns how many had left the group.
     """
     needle = marker.encode()
     me = os.getpid()
@@ -421,9 +424,8 @@ def kill_marked(marker: str, pgid: int) -> int:
         with _lock:
             _lock.wait_for(lambda: _spawning == 0, timeout=5.0)
             call_start = _in_flight.get(pgid)
-            later = [start for pid, start in _in_flight.items() if pid != pgid]
             search = _walk if _subreaper_on and _lists_children() else _scan
-            victims, reaped = search(needle, pgid, me, call_start, later)
+            victims, reaped = search(needle, pgid, me, call_start)
         # A pass that reaped an orphan looks again: that orphan's exit may have handed its children
         # to this process after the pass had read its list of children.
         if not victims and not reaped:
@@ -441,9 +443,9 @@ def kill_marked(marker: str, pgid: int) -> int:
     return len(escaped)
 
 
-def _walk(needle: bytes, pgid: int, me: int, call_start: int | None, later: list[int]) -> tuple[dict[int, bool], bool]:
+def _walk(needle: bytes, pgid: int, me: int, call_start: int | None) -> tuple[dict[int, bool], bool]:
     """One pass over this process's descendant tree (the subreaper is on): the call's live processes, each with
-    whether it left the tool's group, and whether an orphan of the call was reaped.
+    whether it left the tool's group, and whether a dead process of the call was reaped.
 
     Of this process's own children only the call's are followed: what belongs to another call or to the
     host cannot have this call's processes below it (an orphan goes up to its nearest subreaper ancestor).
@@ -453,16 +455,15 @@ def _walk(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
     stack: list[int] = []
     for pid in _own_children(me):
         info = _stat(pid)
-        if not info.state:
-            continue
-        orphan = info.pid not in _in_flight and _owns(call_start, later, info)
+        if not info.state or info.pid in _guards or info.pid in _servers or (info.pid in _in_flight and info.pid != pgid):
+            continue  # a guard, a warm server, or another call's tool (this one's is taken: it may still run, at a timeout)
         in_call = info.pgrp == pgid or info.session == pgid
         if info.state in ("Z", "X"):
-            if info.pid not in _in_flight and (in_call or orphan):  # an orphan of the call that ended by itself
+            if in_call and info.pid != pgid:  # re-parented here from the call's group or session, ended by itself
                 with contextlib.suppress(ChildProcessError, OSError):
                     reaped = os.waitpid(info.pid, os.WNOHANG)[0] == info.pid or reaped
             continue
-        if in_call or orphan or (info.pid not in _in_flight and _carries(needle, info, call_start)):
+        if in_call or _carries(needle, info, call_start):
             found[info.pid] = info.pgrp != pgid
             stack.append(info.pid)
     # A warm call's tool is a child of its fork server, not of this process: its descendants are followed from it.
@@ -501,9 +502,9 @@ def _lists_children() -> bool:
     return _children_listed
 
 
-def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list[int]) -> tuple[dict[int, bool], bool]:
-    """One pass over /proc: the call's live processes, each with whether it left the tool's group, and whether an
-    orphan of the call was reaped."""
+def _scan(needle: bytes, pgid: int, me: int, call_start: int | None) -> tuple[dict[int, bool], bool]:
+    """One pass over /proc: the call's live processes, each with whether it left the tool's group, and whether a
+    dead process of the call re-parented here was reaped."""
     table: dict[int, _Proc] = {}
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) != me:
@@ -513,20 +514,15 @@ def _scan(needle: bytes, pgid: int, me: int, call_start: int | None, later: list
     found: dict[int, bool] = {}
     reaped = False
     for info in table.values():
+        in_call = info.pgrp == pgid or info.session == pgid
         if info.state in ("Z", "X"):
-            if (
-                info.ppid == me
-                and info.pid not in _in_flight
-                and (info.pgrp == pgid or info.session == pgid or _owns(call_start, later, info))
-            ):
-                with contextlib.suppress(ChildProcessError, OSError):  # an orphan of the call that ended by itself
+            if in_call and info.ppid == me and info.pid not in _in_flight:
+                with contextlib.suppress(ChildProcessError, OSError):  # re-parented here, ended by itself
                     reaped = os.waitpid(info.pid, os.WNOHANG)[0] == info.pid or reaped
             continue
-        if info.pgrp == pgid or info.session == pgid:
+        if in_call:
             found[info.pid] = info.pgrp != pgid
-        elif (info.ppid == me and info.pid not in _in_flight and _owns(call_start, later, info)) or _carries(
-            needle, info, call_start
-        ):
+        elif info.pid not in _in_flight and info.pid not in _guards and _carries(needle, info, call_start):
             found[info.pid] = True
     # whatever descends from one of them is the call's too, whatever it did to its group and environment
     children: dict[int, list[int]] = {}
@@ -547,17 +543,26 @@ def _carries(needle: bytes, info: _Proc, call_start: int | None) -> bool:
     return (call_start is None or info.start >= call_start) and needle in _read(f"/proc/{info.pid}/environ")
 
 
-def _owns(call_start: int | None, later: list[int], orphan: _Proc) -> bool:
-    """Whether an orphan re-parented here is this call's: in its own session (this process's other
-    children share ours), started after the call's tool and before every other call in flight."""
-    return (
-        call_start is not None
-        and orphan.pid not in _guards  # a guard is a child in a session of its own, but no call's
-        and orphan.pid not in _servers  # nor is a warm server
-        and orphan.session != os.getsid(0)  # read now: a forked server's child has a session of its own
-        and orphan.start >= call_start
-        and all(orphan.start < other for other in later)
-    )
+def start_of(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None once it is gone."""
+    info = _stat(pid)
+    return info.start if info.state else None
+
+
+def reap_orphan(pid: int, start: int | None) -> None:
+    """Wait for a confined call's namespace init (bwrap does not wait for it) and reap it when it was re-parented
+    here: it ends at once, its tool gone. ``start`` tells it from a later process that took its pid."""
+    me = os.getpid()
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        info = _stat(pid)
+        if not info.state or info.start != start or info.ppid != me:
+            return  # gone, another process now, or reaped by bwrap (or init) instead
+        if info.state in ("Z", "X"):
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            return
+        time.sleep(0.001)
 
 
 def _reap(victims: dict[int, bool], me: int) -> None:

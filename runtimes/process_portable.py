@@ -66,8 +66,8 @@ def enter() -> None:
     """Nothing to set up before a spawn."""
 
 
-def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
-    """Nothing to remember: the marker and the group find the call's processes."""
+def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0) -> None:
+    """Nothing to remember: the marker and the group find the call's processes (no call runs warm here)."""
 
 
 def leave(pid: int | None) -> None:
@@ -133,3 +133,7 @@ def _alive(process: psutil.Process) -> bool:
         return process.is_running() and process.status() not in _GONE
     except psutil.Error:
         return False
+
+
+def reap_orphan(pid: int, start: int | None) -> None:
+    """Nothing to do: this backend makes no subreaper, so a confined call's namespace init goes to init."""

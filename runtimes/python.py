@@ -14,6 +14,7 @@ from pathlib import Path
 from toolexec.records import Kwargs, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.interpreter import interpreter_for
+from toolexec.state import CODE_TAG
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -43,7 +44,10 @@ class PythonRuntime:
             arguments = {**arguments, **left_out} if left_out else arguments
             enums = [list(each) for each in call.enums if arguments.get(each[0]) is not None]
         warm = _warm_spec(tool, [*interpreter, str(ZYGOTE), *tail], site) if site.warm else None
-        return Prepared(argv=argv, stdin=request(arguments, site.code, enums), sets_file_limit=1, warm=warm)
+        # A warm call's server has already loaded the tool: its request carries no compiled code
+        compiled = _compiled(site.code, tool.source, site) if site.code is not None and warm is None else None
+        stdin = request(arguments, site.code, enums, compiled)
+        return Prepared(argv=argv, stdin=stdin, sets_file_limit=1, warm=warm)
 
 
 def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site) -> WarmSpec:
@@ -66,18 +70,37 @@ def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site) -> WarmSpec
     )
 
 
-def request(arguments: dict[str, Any], source: str | None = None, enums: list[list[Any]] | None = None) -> bytes:
+def _compiled(source: str, path: str, site: Site) -> tuple[str, bytes] | None:
+    """The tool's code compiled by this Python (kept in the private state), for a bootstrap running the same version to
+    execute instead of compiling (its interpreter would pay ~1.2 ms for its compiler's first use); None where this
+    Python cannot compile it (the tool's own interpreter then says why)."""
+    try:
+        return CODE_TAG, marshal.dumps(site.state.compiled(source, path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def request(
+    arguments: dict[str, Any],
+    source: str | None = None,
+    enums: list[list[Any]] | None = None,
+    compiled: tuple[str, bytes] | None = None,
+) -> bytes:
     """``{"arguments": …, "source": …}`` for the bootstrap (``source``: the text to run, None to read the file): in
     marshal's format version 2 (every Python 3 reads it; no shared references, so the tool gets distinct objects as
     from JSON), else JSON for what marshal cannot hold.
 
-    ``enums`` lists ``[parameter, Enum class, each item]`` for the arguments to pass as members of the tool's enum.
+    ``enums`` lists ``[parameter, Enum class, each item]`` for the arguments to pass as members of the tool's enum;
+    ``compiled`` is ``source`` compiled, with the tag of the Python that compiled it (:data:`toolexec.state.CODE_TAG`):
+    a bootstrap of that very version runs it, any other compiles ``source``.
     """
     data: dict[str, Any] = {"arguments": arguments}
     if source is not None:
         data["source"] = source
     if enums:
         data["enums"] = enums
+    if compiled is not None:
+        data["compiled"] = list(compiled)
     try:
         return MARSHALLED + marshal.dumps(data, 2)
     except ValueError:

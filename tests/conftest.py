@@ -180,6 +180,19 @@ def project(tmp_path: Path) -> Project:
     return Project(tmp_path / "project")
 
 
+@pytest.fixture
+def unconfined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Projects of the test write ``sandbox: off`` unless the test says otherwise: for tests of the process helper's
+    own search, groups and signals (what an unconfined call relies on), whose tools write their own process ids
+    (a PID namespace would give them others). The baseline's namespace is tested in tests/runtimes/test_baseline.py."""
+    real = Project.configure
+
+    def configure(self: Project, visible: list[str] | None = None, **settings: object) -> Path:
+        return real(self, visible, **{"sandbox": "off", **settings})
+
+    monkeypatch.setattr(Project, "configure", configure)
+
+
 def wrapper_interpreter(directory: Path, name: str, program: str) -> Path:
     """An executable that marks the environment (VIA_WRAPPER=yes) and runs ``program``: proof of which interpreter ran."""
     import stat

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -163,3 +164,31 @@ def check_case(case: Case, executor: Any, private_tmpdir: Path) -> None:
     assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
+
+
+def in_pid_namespace(namespace: str) -> list[int]:
+    """Live processes of the PID namespace ``namespace`` (as ``readlink /proc/self/ns/pid`` names it: ``pid:[N]``)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.readlink(f"/proc/{name}/ns/pid") == namespace and alive(int(name)):
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def host_pids(namespace: str, pids: list[int]) -> list[int]:
+    """The pids this process knows the processes by that the PID namespace ``namespace`` (``pid:[N]``) calls ``pids``
+    (a tool reports its own pids, and each call may run in a PID namespace of its own: the sandbox's baseline)."""
+    if namespace == os.readlink("/proc/self/ns/pid"):
+        return list(pids)
+    found = {}
+    for pid in in_pid_namespace(namespace):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("NSpid:"):
+                    found[int(line.split()[-1])] = pid
+    assert set(pids) <= set(found), (pids, found)
+    return [found[pid] for pid in pids]

@@ -22,6 +22,7 @@ import stat
 import tempfile
 
 PROTECTED_VARIABLE = "TOOLEXEC_PROTECTED_PATHS"
+IDS_VARIABLE = "TOOLEXEC_PROTECTED_IDS"
 
 # File systems whose files are not data at rest: sizes they report are not what a read returns, and
 # a read may never end or may block (/proc/kmsg).
@@ -273,11 +274,24 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def _named_identities() -> dict[tuple[int, int], str]:
+    """The identities toolexec took of what it trusts, outside any sandbox (``TOOLEXEC_PROTECTED_IDS``, one per path
+    of ``TOOLEXEC_PROTECTED_PATHS``, empty where it does not exist): inside a sandbox a hidden path is an empty file,
+    and only these tell that a hard link or a bind in a writable place is the real one."""
+    paths = os.environ.get(PROTECTED_VARIABLE, "").split(os.pathsep)
+    found = {}
+    for index, item in enumerate(os.environ.get(IDS_VARIABLE, "").split(",")):
+        device, _, inode = item.partition(":")
+        if device.isdigit() and inode.isdigit() and index < len(paths):
+            found[(int(device), int(inode))] = os.path.realpath(paths[index])
+    return found
+
+
 def check_writable(path: str) -> str:
     """The resolved path a write to ``path`` would change; Refused when it is (inside) what toolexec trusts."""
     real = os.path.realpath(path)
     protected = protected_paths()
-    identities = {i: p for p in protected if (i := _identity(p)) is not None}
+    identities = {**_named_identities(), **{i: p for p in protected if (i := _identity(p)) is not None}}
     for trusted in protected:
         if _inside(real, trusted):
             _refuse_trusted(path, trusted, "" if real == trusted else "inside ")
@@ -346,7 +360,7 @@ def _never_removed() -> tuple[dict[str, str], dict[tuple[int, int], str]]:
     for trusted in protected_paths():
         for step in _existing_chain(trusted)[1:]:
             named.setdefault(step, f"a directory holding {trusted}, which toolexec trusts")
-    identities: dict[tuple[int, int], str] = {}
+    identities: dict[tuple[int, int], str] = {i: f"{p} (which toolexec trusts)" for i, p in _named_identities().items()}
     for path, why in [*named.items(), *((t, "which toolexec trusts") for t in protected_paths())]:
         identity = _identity(path)
         if identity is not None:

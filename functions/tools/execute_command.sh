@@ -12,6 +12,8 @@ set -e
 # @meta destructive
 # @meta idempotent false
 # @meta open-world
+# @meta network all
+# @meta writes cwd
 # @meta example {"command": "ls -la | head"}
 # @meta error the command's own exit status and stderr
 

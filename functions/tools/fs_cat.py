@@ -27,6 +27,9 @@ def run(path: str) -> str:
     Destructive: false
     Idempotent: true
     Open-world: false
+    Network: none
+    Writes: none
+    Reads: /tmp
     Examples:
         {"path": "README.md"}
     Errors:

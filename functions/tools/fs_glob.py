@@ -32,6 +32,10 @@ def run(pattern: str, path: str = ".", limit: int = 500) -> str:
     Destructive: false
     Idempotent: true
     Open-world: false
+    Network: none
+    Writes: none
+    Reads: /tmp
+    Env: FS_GLOB_TIME_LIMIT
     Examples:
         {"pattern": "**/*.py"}
         {"pattern": "*.md", "path": "docs"}

@@ -41,6 +41,10 @@ def run(pattern: str, path: str = ".", include: str = "*", ignore_case: bool = F
     Destructive: false
     Idempotent: true
     Open-world: false
+    Network: none
+    Writes: none
+    Reads: /tmp
+    Env: FS_GREP_TIME_LIMIT
     Examples:
         {"pattern": "TODO", "path": "src", "include": "*.py"}
         {"pattern": "^import ", "path": "main.py", "ignore_case": false}

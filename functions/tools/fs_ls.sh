@@ -11,6 +11,9 @@ set -e
 # @meta destructive false
 # @meta idempotent
 # @meta open-world false
+# @meta network none
+# @meta writes none
+# @meta reads /tmp
 # @meta example {"path": "."}
 # @meta example {"path": "src", "all": true}
 # @meta error not a directory: the path does not exist or is a file

@@ -21,6 +21,8 @@ def run(path: str) -> str:
     Destructive: false
     Idempotent: true
     Open-world: false
+    Network: none
+    Writes: cwd, /tmp
     Examples:
         {"path": "build/reports"}
     Errors:

@@ -41,6 +41,8 @@ def run(path: str, patch: str) -> str:
     Destructive: true
     Idempotent: false
     Open-world: false
+    Network: none
+    Writes: cwd, /tmp
     Examples:
         {"path": "greeting.txt", "patch": "@@ -1,2 +1,2 @@\\n hello\\n-world\\n+there\\n"}
     Errors:

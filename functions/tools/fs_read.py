@@ -30,6 +30,9 @@ def run(path: str, offset: int = 1, limit: int = 2000) -> str:
     Destructive: false
     Idempotent: true
     Open-world: false
+    Network: none
+    Writes: none
+    Reads: /tmp
     Examples:
         {"path": "README.md"}
         {"path": "src/main.py", "offset": 120, "limit": 40}

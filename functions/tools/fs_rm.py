@@ -28,6 +28,8 @@ def run(path: str, recursive: bool = False) -> str:
     Destructive: true
     Idempotent: true
     Open-world: false
+    Network: none
+    Writes: cwd, /tmp
     Examples:
         {"path": "build/old.log"}
         {"path": "build/tmp", "recursive": true}
@@ -36,10 +38,10 @@ def run(path: str, recursive: bool = False) -> str:
         is a directory: give recursive to remove a directory
         refused: the root, a top-level or home directory (or above it), toolexec's own files, a mount point
     """
-    if not os.path.lexists(path):
-        return _failed(f"not found: {path}")
     try:
-        real = check_removable(path, recursive)
+        real = check_removable(path, recursive)  # first: what toolexec trusts is refused even where it is hidden
+        if not os.path.lexists(path):
+            return _failed(f"not found: {path}")
         if os.path.isdir(real) and not os.path.islink(real):
             if not recursive:
                 return _failed(f"{path} is a directory; set recursive to remove it and everything in it")

@@ -26,6 +26,8 @@ def run(path: str, contents: str) -> str:
     Destructive: true
     Idempotent: true
     Open-world: false
+    Network: none
+    Writes: cwd, /tmp
     Examples:
         {"path": "notes/todo.md", "contents": "- write the report\\n"}
     Errors:

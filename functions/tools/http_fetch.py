@@ -68,6 +68,9 @@ def run(url: str, method: str = "GET", headers: dict[str, str] = {}, timeout: fl
     Destructive: false
     Idempotent: true
     Open-world: true
+    Network: all
+    Writes: none
+    Env: HTTP_FETCH_ALLOW_HOSTS, HTTP_FETCH_HOSTS_FILE, SSL_CERT_FILE, SSL_CERT_DIR
     Timeout: 60
     Examples:
         {"url": "https://example.com/"}

@@ -325,10 +325,10 @@ def test_cli_list_run_declarations_instructions(trees: dict[str, Path], capsys: 
     status, out, err = cli(capsys, *agent, "list")
     assert (status, err) == (0, "")
     assert out.splitlines() == [
-        "add_entry  bash        Add an expense to the ledger.",
-        "show_env   bash        Report what the ledger's functions see of their environment.",
-        "total      bash        Total of the ledger",
-        "greet      bash        Greet someone by name.",
+        "add_entry  bash        Add an expense to the ledger.  (unconfined: declares no sandbox policy)",
+        "show_env   bash        Report what the ledger's functions see of their environment.  (unconfined: declares no sandbox policy)",
+        "total      bash        Total of the ledger  (unconfined: declares no sandbox policy)",
+        "greet      bash        Greet someone by name.  (unconfined: declares no sandbox policy)",
     ]
     assert cli(capsys, *agent, "run", "total", "{}") == (0, "total: 0 EUR\n", "")
     assert cli(capsys, "run", "total", "{}", *agent[:2], "--agent", "ledger_sh", "--var", "currency=JPY", "--var", "owner=A")[
@@ -435,7 +435,7 @@ def test_cli_list_without_agent_names_agent_functions(trees: dict[str, Path], ca
     status, out, err = cli(capsys, "--config", str(config_of(trees, "tally_sh")), "list")
     assert (status, err) == (0, "")
     assert out.splitlines() == [
-        "greet                 bash        Greet someone by name.",
+        "greet                 bash        Greet someone by name.  (unconfined: declares no sandbox policy)",
         "tally_py:count_batch  python      Count a batch of things.",
         "tally_py:show_env     python      Report what the tally's functions see of their environment.",
         "tally_py:countby      python      Count by keys.",

@@ -19,6 +19,7 @@ from toolexec.runtimes.process import CallControl
 CLOSED = "the executor is closed; create a new Executor to call tools"
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.usefixtures("process_backend")
 def test_cancel_a_sync_call_from_another_thread(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
@@ -66,6 +67,7 @@ with Executor(sys.argv[1]) as ex:
 """
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.usefixtures("process_backend")
 def test_an_interrupted_call_ends_the_tree_then_raises(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
@@ -80,6 +82,7 @@ def test_an_interrupted_call_ends_the_tree_then_raises(project: Project) -> None
     assert not alive(read_pid(pid_file))
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.usefixtures("process_backend")
 def test_cancelling_an_async_task_ends_the_tree(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
@@ -158,6 +161,7 @@ def test_calls_from_threads_and_a_batch_share_one_limit(project: Project) -> Non
     assert max_overlap(project.root / "functions" / "cache" / "recorder") == 3
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 def test_closing_cancels_calls_in_flight_and_refuses_later_calls(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
     project.tool("add.py", 'def run(a: int) -> int:\n    """Add one."""\n    return a + 1\n')
@@ -213,6 +217,7 @@ def test_closing_cancels_calls_in_flight_and_refuses_later_calls(project: Projec
     executor.close()  # twice is harmless
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 def test_close_cancels_an_async_call(project: Project) -> None:
     project.tool("escapes.py", ESCAPES)
     executor = project.executor()

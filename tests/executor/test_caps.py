@@ -27,6 +27,7 @@ from toolexec.runtimes.process import CallControl
 # Each call marks itself in flight (a file in DIR), looks how many are, and reports the most it saw.
 BUSY = '''import os
 import time
+import uuid
 
 
 def run(dir: str, seconds: float = 0.3) -> str:
@@ -34,7 +35,7 @@ def run(dir: str, seconds: float = 0.3) -> str:
 
     Max concurrency: 2
     """
-    mine = os.path.join(dir, f"{os.getpid()}")
+    mine = os.path.join(dir, uuid.uuid4().hex)  # not its pid: each call has a PID namespace of its own (the baseline)
     open(mine, "w").close()
     most = 0
     end = time.monotonic() + seconds

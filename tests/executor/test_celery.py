@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import Project
 from tests.executor.tasks_client import redis_server
-from tests.helpers import alive, wait_until
+from tests.helpers import alive, host_pids, in_pid_namespace, wait_until
 from toolexec import Executor
 
 celery = pytest.importorskip("celery")
@@ -29,7 +29,7 @@ NAP = """#!/usr/bin/env bash
 # @option --pids! Where to write the pids.
 main() {
     sleep 300 &
-    printf '%s %s\\n' "$$" "$!" > "$argc_pids.tmp"
+    printf '%s %s %s\\n' "$(readlink /proc/self/ns/pid)" "$$" "$!" > "$argc_pids.tmp"
     mv "$argc_pids.tmp" "$argc_pids"
     wait
 }
@@ -146,11 +146,26 @@ def test_a_killed_worker_leaves_no_tool_process(project: Project, workers: Worke
     pids = project.root / "pids"
     submit(workers.app, "nap", {"pids": str(pids)}, idempotent=False)
     wait_until(pids.exists, "the tool to start", WAIT)
-    tool, child = (int(p) for p in pids.read_text().split())
-    worker_child = int(Path(f"/proc/{tool}/stat").read_text().rsplit(")", 1)[1].split()[1])  # the tool's parent
-    assert worker_child in {c for p in workers.procs for c in _children(p.pid)}
+    tool, child = _pids(pids)
+    # the worker's child running the call: the tool's parent, or (the call in a PID namespace of its own) an ancestor
+    worker_children = {c for p in workers.procs for c in _children(p.pid)}
+    worker_child = _parent(tool)
+    while worker_child not in worker_children and worker_child > 1:
+        worker_child = _parent(worker_child)
+    assert worker_child in worker_children
     os.kill(worker_child, signal.SIGKILL)
     wait_until(lambda: not alive(tool) and not alive(child), "the tool's processes to end with their worker", 15)
+
+
+def _pids(path: Path) -> tuple[int, int]:
+    """The tool's pid and its child's, as this process knows them (the call may run in a PID namespace of its own)."""
+    namespace, tool, child = path.read_text().split()
+    found = host_pids(namespace, [int(tool), int(child)])
+    return found[0], found[1]
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def _children(pid: int) -> set[int]:
@@ -168,6 +183,9 @@ def test_a_timeout_on_the_worker_kills_the_tree(project: Project, workers: Worke
         call = submit(workers.app, "nap", {"pids": str(pids)}, timeout=1.0, executor=ex)  # idempotent: by its annotation
     result = call.get(timeout=WAIT)
     assert (result.status, result.reason) == ("timeout", "timeout")
-    tool, child = (int(p) for p in pids.read_text().split())
-    assert not alive(tool) and not alive(child)
+    namespace, tool, child = pids.read_text().split()
+    if namespace == os.readlink("/proc/self/ns/pid"):
+        assert not alive(int(tool)) and not alive(int(child))
+    else:  # its processes ended with their namespace
+        wait_until(lambda: in_pid_namespace(namespace) == [], "the kernel to end the call's namespace", 10)
     assert call.async_result.name == CALL_IDEMPOTENT

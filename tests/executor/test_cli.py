@@ -10,6 +10,11 @@ import pytest
 from tests.conftest import REPO, Project, cli, toolexec
 from tests.helpers import wait_until
 
+# What list says of a tool that declares no sandbox policy under the default sandbox: declared.
+UNCONFINED = (
+    "it declares no sandbox policy (sandbox: declared): its files, network and environment are not confined, "
+    "only its own PID namespace and the baseline limits apply"
+)
 ADD = 'def run(a: int, b: int = 1) -> int:\n    """Add two numbers."""\n    return a + b\n'
 FAIL = 'import sys\n\ndef run():\n    """Fail loudly."""\n    print("partial")\n    sys.stderr.write("it broke\\n")\n    sys.exit(4)\n'
 
@@ -214,7 +219,7 @@ def test_build_list_describe(project: Project) -> None:
     listed = toolexec("--config", config, "list")
     assert (listed.returncode, listed.stdout) == (
         0,
-        "add     python      Add two numbers.\n"
+        "add     python      Add two numbers.  (unconfined: declares no sandbox policy)\n"
         f"broken  python      FAILED TO BUILD: {project.tools / 'broken.py'}:1:5: function 'run' has no docstring\n",
     )
     as_json = json.loads(toolexec("--config", config, "list", "--json").stdout)
@@ -232,6 +237,7 @@ def test_build_list_describe(project: Project) -> None:
             "error": None,
             "enabled": True,
             "enabled_why": "enabled: no enabled_tools (the default: all)",
+            "unconfined": UNCONFINED,
         }
     ]
     assert broken == {
@@ -246,6 +252,7 @@ def test_build_list_describe(project: Project) -> None:
         "error": broken["error"],
         "enabled": True,
         "enabled_why": "enabled: no enabled_tools (the default: all)",
+        "unconfined": None,  # it does not build: no policy to judge
     }
     assert broken["error"].startswith(f"{project.tools / 'broken.py'}:1:5: function 'run' has no docstring\n")
     described = toolexec("--config", config, "describe", "add")
@@ -323,14 +330,20 @@ def test_verbose_says_which_config_and_why(
     argv = ["--verbose", "list"] if where == "before" else ["list", "--verbose"]
     assert cli(capsys, *argv) == (
         0,
-        "add  python      Add two numbers.\n",
+        "add  python      Add two numbers.  (unconfined: declares no sandbox policy)\n",
         f"toolexec: config: skipped {isolated / 'config.yaml'}: not a toolexec config (it has neither visible_tools nor functions_dir)\n"
         f"toolexec: config: using {user} (the user config)\n"
         "toolexec: add: enabled: no enabled_tools (the default: all)\n",
     )
     # --config after the command works too, and a later --config never resets an earlier one
-    assert cli(capsys, "list", "--config", str(project.config))[1] == "add  python      Add two numbers.\n"
-    assert cli(capsys, "--config", str(project.config), "list")[1] == "add  python      Add two numbers.\n"
+    assert (
+        cli(capsys, "list", "--config", str(project.config))[1]
+        == "add  python      Add two numbers.  (unconfined: declares no sandbox policy)\n"
+    )
+    assert (
+        cli(capsys, "--config", str(project.config), "list")[1]
+        == "add  python      Add two numbers.  (unconfined: declares no sandbox policy)\n"
+    )
 
 
 def test_list_shows_tools_that_failed_to_build(capsys: pytest.CaptureFixture[str], project: Project) -> None:
@@ -340,7 +353,10 @@ def test_list_shows_tools_that_failed_to_build(capsys: pytest.CaptureFixture[str
     status, out, err = cli(capsys, "--config", config, "list")
     problem = f"{project.tools / 'bad.py'}:1:9: parameter '*args' cannot be described to a model"
     assert (status, err) == (0, "")
-    assert out.splitlines() == ["add  python      Add two numbers.", f"bad  python      FAILED TO BUILD: {problem}"]
+    assert out.splitlines() == [
+        "add  python      Add two numbers.  (unconfined: declares no sandbox policy)",
+        f"bad  python      FAILED TO BUILD: {problem}",
+    ]
     rows = json.loads(cli(capsys, "--config", config, "list", "--json")[1])
     assert [(r["name"], r["error"] and r["error"].split("\n")[0]) for r in rows] == [("add", None), ("bad", problem)]
 
@@ -483,12 +499,12 @@ def test_list_tags_keeps_tools_with_every_tag(capsys: pytest.CaptureFixture[str]
     config = str(project.configure())
     assert cli(capsys, "--config", config, "list", "--tags", "fs") == (
         0,
-        "listing  python      List a directory.  [fs, read]\nwrite    bash        Write a file.  [fs, write]\n",
+        "listing  python      List a directory.  [fs, read]  (unconfined: declares no sandbox policy)\nwrite    bash        Write a file.  [fs, write]  (unconfined: declares no sandbox policy)\n",
         "",
     )
     assert cli(capsys, "--config", config, "list", "--tags", "fs, read") == (
         0,
-        "listing  python      List a directory.  [fs, read]\n",
+        "listing  python      List a directory.  [fs, read]  (unconfined: declares no sandbox policy)\n",
         "",
     )
     assert cli(capsys, "--config", config, "list", "--tags", "read,write") == (0, "", "")
@@ -506,6 +522,7 @@ def test_list_tags_keeps_tools_with_every_tag(capsys: pytest.CaptureFixture[str]
             "error": None,
             "enabled": True,
             "enabled_why": "enabled: no enabled_tools (the default: all)",
+            "unconfined": UNCONFINED,
         }
     ]
     assert cli(capsys, "--config", config, "list", "--tags", " , ") == (

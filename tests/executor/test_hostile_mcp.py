@@ -597,6 +597,7 @@ def test_keep_alive_requests_are_not_held_back_by_nagle(tools: Project) -> None:
     assert statistics.median(times) < 0.030, times  # Nagle with delayed ACKs costs 40 ms or more a reply
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 def test_sigterm_answers_every_call_in_flight_ends_their_trees_and_exits_0_quietly(tools: Project, tmp_path: Path) -> None:
     server = Http(tools, "--token-env", "T", env={"T": "sesame-sesame-sesame"})
     answers: list[str] = []
@@ -681,6 +682,7 @@ def test_a_broken_tool_stays_served_when_visible_tools_changes(tools: Project, t
     assert re.search(r"toolexec mcp: \S*echo\.py:\d+:\d+: ", (tmp_path / "server.err").read_text())
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 def test_sigterm_on_stdio_answers_the_calls_in_flight_before_exiting(tools: Project, tmp_path: Path) -> None:
     server = RawStdio(tools)
     for n in (2, 3):

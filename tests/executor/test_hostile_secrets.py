@@ -77,6 +77,18 @@ export function run() {
 }
 NAMES = ["probe_py", "probe_sh", "probe_js"]
 NOTHING_FOUND = "env=-\nenviron=denied\nmem=denied"
+
+
+def nothing_found(found: dict[str, str], sandbox: str) -> bool:
+    """Whether no probe found the secret. Unconfined, toolexec (the parent) refuses every look; under the baseline
+    the parent is the namespace's init, which holds the tool's own environment and nothing of toolexec's."""
+    if sandbox == "off":
+        return found == dict.fromkeys(NAMES, NOTHING_FOUND)
+    return set(found) == set(NAMES) and all(
+        text.startswith("env=-\nenviron=") and TOKEN not in text and "TOOLEXEC_CALL_MARK=" in text for text in found.values()
+    )
+
+
 TOKEN = "tok-" + os.urandom(12).hex()
 CONFIG = {"visible_tools": sorted(PROBES), "secret_env": ["MY_TOKEN"], "mcp": {"token_env": "MY_TOKEN"}}
 
@@ -92,8 +104,9 @@ with Executor(sys.argv[1]) as executor:
 class Unprivileged:
     """A project in a directory an ordinary user owns, and how to run a command as that user."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, sandbox: str) -> None:
         self.root = root
+        self.sandbox = sandbox
         self.config = root / "config.yaml"
         self.prefix: list[str] = []
         self.env = {
@@ -117,19 +130,20 @@ class Unprivileged:
         )
 
 
-@pytest.fixture
-def unprivileged() -> Iterator[Unprivileged]:
+@pytest.fixture(params=["off", "declared"])
+def unprivileged(request: pytest.FixtureRequest) -> Iterator[Unprivileged]:
+    """Unconfined, the tool's parent is toolexec; under the baseline (``declared``), its PID namespace's init."""
     import yaml
 
     root = Path(tempfile.mkdtemp(prefix="toolexec-secrets-", dir="/tmp"))
     try:
-        project = Unprivileged(root)
+        project = Unprivileged(root, request.param)
         (root / "functions" / "tools").mkdir(parents=True)
         for sub in ("home/.cache", "home/.config", "tmp"):
             (root / sub).mkdir(parents=True)
         for name, source in PROBES.items():
             (root / "functions" / "tools" / name).write_text(source)
-        project.config.write_text(yaml.safe_dump(CONFIG))
+        project.config.write_text(yaml.safe_dump({**CONFIG, "sandbox": request.param}))
         if os.geteuid() == 0:
             setpriv = shutil.which("setpriv")
             if setpriv is None:
@@ -155,13 +169,13 @@ def test_no_tool_finds_the_secret_through_the_cli(unprivileged: Unprivileged) ->
         done = unprivileged.run(sys.executable, "-m", "toolexec", "--config", str(unprivileged.config), "run", name)
         assert done.returncode == 0, done.stderr
         found[name] = done.stdout
-    assert found == dict.fromkeys(NAMES, NOTHING_FOUND)
+    assert nothing_found(found, unprivileged.sandbox), found
 
 
 def test_no_tool_finds_the_secret_through_the_api(unprivileged: Unprivileged) -> None:
     done = unprivileged.run(sys.executable, "-c", API, str(unprivileged.config), *NAMES)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == dict.fromkeys(NAMES, NOTHING_FOUND)
+    assert nothing_found(json.loads(done.stdout), unprivileged.sandbox), done.stdout
 
 
 def test_no_tool_finds_the_secret_through_the_mcp_server(unprivileged: Unprivileged) -> None:
@@ -197,7 +211,7 @@ def test_no_tool_finds_the_secret_through_the_mcp_server(unprivileged: Unprivile
         server.stdout.close()
     assert code == 0
     found = {name: replies[n]["result"]["content"][0]["text"] for n, name in enumerate(NAMES, 1)}
-    assert found == dict.fromkeys(NAMES, NOTHING_FOUND)
+    assert nothing_found(found, unprivileged.sandbox), found
 
 
 def test_secret_env_patterns_and_the_mcp_token_variable_are_kept_from_tools(tmp_path: Path) -> None:

@@ -391,8 +391,8 @@ def test_a_loki_config_without_enabled_tools_enables_no_tool_as_loki_does(tmp_pa
     everything = toolexec("--config", str(config), "--verbose", "list", "--all")
     none = "not enabled: a Loki and Coyote config with no enabled_tools enables none, as there"
     assert everything.stdout.splitlines() == [
-        "fs_cat           bash        (not enabled) Print a file.",
-        "execute_command  bash        (not enabled) Run a shell command.",
+        "fs_cat           bash        (not enabled) Print a file.  (unconfined: declares no sandbox policy)",
+        "execute_command  bash        (not enabled) Run a shell command.  (unconfined: declares no sandbox policy)",
     ]
     assert f"toolexec: fs_cat: {none}\ntoolexec: execute_command: {none}\n" in everything.stderr
     config.write_text(STOCK_LOKI.format(enabled="enabled_tools: fs\n"))

@@ -425,6 +425,7 @@ def read_pids(path: Path) -> list[int]:
     return [int(p) for p in wait_until(lambda: path.exists() and path.read_text()).split()]
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS)
 def test_a_client_timeout_kills_the_tools_tree(tools: Project, era: str, tmp_path: Path) -> None:
@@ -521,6 +522,7 @@ def raw_server(project: Project) -> subprocess.Popen[bytes]:
     return proc
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
 def test_stdin_eof_or_sigterm_cancels_calls_in_flight_and_exits_0(tools: Project, how: str, tmp_path: Path) -> None:
@@ -546,6 +548,7 @@ def test_stdin_eof_or_sigterm_cancels_calls_in_flight_and_exits_0(tools: Project
     proc.stdout.close()
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.slow
 def test_no_process_is_left_after_the_client_disconnects(tools: Project, tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
@@ -600,17 +603,27 @@ def test_summaries_catalog_and_describe_tool(tools: Project) -> None:
 
 
 def rpc(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any]:
-    """Send one JSON-RPC request to a raw server and return its reply (notifications on the way are skipped)."""
+    """Send one JSON-RPC request to a raw server and return its reply (notifications on the way are skipped).
+
+    Its stdout is read unbuffered: two lines that arrive together must not leave the second in a buffer that
+    select cannot see."""
     import select
 
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(message).encode() + b"\n")
     proc.stdin.flush()
+    pending = proc.__dict__.setdefault("unread", bytearray())  # read past the last line returned
     deadline = time.monotonic() + WAIT
     while True:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        assert ready, f"no reply to {message['method']} within {WAIT}s"
-        reply = json.loads(proc.stdout.readline())
+        while b"\n" not in pending:
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"no reply to {message['method']} within {WAIT}s"
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            assert chunk, "the server closed its stdout"
+            pending += chunk
+        line, _, rest = pending.partition(b"\n")
+        pending[:] = rest
+        reply = json.loads(line)
         if reply.get("id") == message["id"]:
             return reply
 
@@ -716,6 +729,7 @@ def test_a_one_shot_run_imports_no_mcp_machinery(tools: Project) -> None:
     assert done.stdout == "hello x[]\n", done.stderr
 
 
+@pytest.mark.usefixtures("unconfined")  # its tools write their process ids: those of the host
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
 def test_with_hot_reload_on_the_server_exits_promptly(tools: Project, how: str) -> None:
     """The file watcher stops with the server: the SDK client's close (stdin EOF) or a SIGTERM ends it within 0.5 s,

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import Project
-from tests.helpers import alive
+from tests.helpers import alive, host_pids
 
 pytest.importorskip("mcp")
 
@@ -62,7 +62,7 @@ def run(pid_file: str) -> str:
     """
     child = subprocess.Popen(["sleep", "300"])
     with open(pid_file + ".tmp", "w") as out:
-        out.write(f"{os.getpid()} {child.pid}")
+        out.write(f"{os.readlink('/proc/self/ns/pid')} {os.getpid()} {child.pid}")
     os.rename(pid_file + ".tmp", pid_file)
     time.sleep(300)
     return "woke"
@@ -155,7 +155,8 @@ async def read_pids(path: Path) -> list[int]:
     with anyio.fail_after(WAIT):
         while not (path.exists() and path.read_text()):
             await anyio.sleep(0.02)
-    return [int(pid) for pid in path.read_text().split()]
+    namespace, *pids = path.read_text().split()  # the tool's, which may be a PID namespace of its own (the baseline)
+    return host_pids(namespace, [int(pid) for pid in pids])
 
 
 async def gone(pids: list[int]) -> None:

@@ -23,7 +23,7 @@ import yaml
 from tests.conftest import Project
 from tests.executor.tasks_client import TasksExtension, free_port, redis_server
 from tests.executor.test_scale_out import NGINX_CONF, mcp_http_available, nginx, wait_for_port
-from tests.helpers import alive, wait_until
+from tests.helpers import alive, host_pids, wait_until
 
 pytestmark = pytest.mark.slow
 TOKEN = "a-token-of-the-fleet"
@@ -55,7 +55,7 @@ def run(pid_file: str) -> str:
     """
     child = subprocess.Popen(["sleep", "300"])
     with open(pid_file + ".tmp", "w") as out:
-        out.write(f"{os.getpid()} {child.pid}")
+        out.write(f"{os.readlink('/proc/self/ns/pid')} {os.getpid()} {child.pid}")
     os.rename(pid_file + ".tmp", pid_file)
     time.sleep(300)
     return "woke"
@@ -155,7 +155,7 @@ def test_a_task_is_polled_fetched_and_cancelled_through_another_instance(fleet: 
     pid_file = tmp_path / "pids"
     tree = rpc(fleet.first, "tools/call", {"name": "tree", "arguments": {"pid_file": str(pid_file)}, "task": {}})
     tree_id = tree["result"]["task"]["taskId"]
-    pids = [int(p) for p in wait_until_text(pid_file).split()]
+    pids = written_pids(pid_file)
     assert all(alive(pid) for pid in pids)
 
     for method in ("tasks/get", "tasks/cancel", "tasks/result"):  # another token, the same store: no such task
@@ -169,6 +169,12 @@ def test_a_task_is_polled_fetched_and_cancelled_through_another_instance(fleet: 
     wait_until(lambda: not any(alive(pid) for pid in pids), "the cancelled task's tree ended on the first instance")
     wait_until(lambda: rpc(fleet.front, "tasks/get", {"taskId": tree_id})["result"]["status"] == "cancelled", "cancelled")
     assert [t["taskId"] for t in rpc(fleet.second, "tasks/list")["result"]["tasks"]] == [task_id, tree_id]
+
+
+def written_pids(path: Path) -> list[int]:
+    """The pids the tree tool wrote, as this process knows them (the tool may run in a PID namespace of its own)."""
+    namespace, *pids = wait_until_text(path).split()
+    return host_pids(namespace, [int(pid) for pid in pids])
 
 
 def wait_until_text(path: Path) -> str:
@@ -213,7 +219,7 @@ def test_the_tasks_of_an_instance_that_died_are_reported_failed_by_another(fleet
     pid_file = tmp_path / "pids"
     tree = rpc(fleet.first, "tools/call", {"name": "tree", "arguments": {"pid_file": str(pid_file)}, "task": {}})
     task_id = tree["result"]["task"]["taskId"]
-    pids = [int(p) for p in wait_until_text(pid_file).split()]
+    pids = written_pids(pid_file)
     fleet.processes[0].send_signal(signal.SIGKILL)
     fleet.processes[0].wait(timeout=30)
     wait_until(lambda: not any(alive(pid) for pid in pids), "the dead instance's tool tree ended")

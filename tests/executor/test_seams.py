@@ -346,7 +346,7 @@ def test_a_broken_edit_keeps_the_last_good_version(capsys: pytest.CaptureFixture
     assert (result.ok, result.output) == (True, "ran")
     assert cli(capsys, "--config", config, "list") == (
         0,
-        f"foo  javascript  A module tool.\nfoo  javascript  FAILED TO BUILD: {problem.splitlines()[0]}\n",
+        f"foo  javascript  A module tool.  (unconfined: declares no sandbox policy)\nfoo  javascript  FAILED TO BUILD: {problem.splitlines()[0]}\n",
         "",
     )
 

@@ -460,14 +460,21 @@ def server() -> Iterator[int]:
 
 
 @pytest.fixture
-def hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test resolver: public-looking names that resolve to private addresses."""
-    table = tmp_path / "hosts"
+def hosts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The test resolver: public-looking names that resolve to private addresses. In /var/tmp: the shipped config's
+    sandbox gives http_fetch a /tmp of its own (docs/sandbox.md), which a file under the host's /tmp is not in."""
+    import shutil
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="toolexec-hosts-", dir="/var/tmp"))
+    table = directory / "hosts"
     table.write_text(
         "127.0.0.1 api.example.com\n10.1.2.3 internal.example.com\n169.254.169.254 metadata.example.org\n"
         "93.184.215.14 mixed.example.com\n10.9.8.7 mixed.example.com\n"
     )
     monkeypatch.setenv("HTTP_FETCH_HOSTS_FILE", str(table))
+    yield
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def fetch(executor: Executor, url: str, **arguments: Any) -> ToolResult:

@@ -1,6 +1,9 @@
 """How the Linux backend finds a call's escapees: through this process's descendant tree while it is a
 subreaper (a pass reads a few files however many processes the machine runs), through every process in
-/proc where the subreaper or the kernel's children lists are missing. Either way the escapee dies."""
+/proc where the subreaper or the kernel's children lists are missing. Either way the escapee dies, and a
+process the host started itself never does, whenever it started.
+
+These run unconfined (``sandbox: off``): a call in a PID namespace of its own loses its escapees to the kernel."""
 
 from __future__ import annotations
 
@@ -17,15 +20,8 @@ from toolexec.runtimes import process, process_linux
 
 pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
 
-# The escapee's parent (a subshell) exits at once: the escapee is re-parented, in its own session, without the marker.
-DAEMON = """# @describe Double-fork a daemon into its own session with an empty environment, then return.
-main() {
-    ( setsid env -i /bin/sh -c 'echo $$ > "$0"; exec sleep 1000' "$LLM_TOOL_CACHE_DIR/pid" & )
-    while [ ! -s "$LLM_TOOL_CACHE_DIR/pid" ]; do :; done
-    echo started >>"$LLM_OUTPUT"
-}
-"""
-# The same, keeping the environment (and so the call's marker): what the full scan finds without a subreaper.
+# The escapee's parent (a subshell) exits at once: the escapee is re-parented here, in its own session, and found
+# by the call's marker it still carries (one that also cleared its environment cannot be told from the host's own).
 MARKED_DAEMON = """# @describe Double-fork a daemon into its own session, then return.
 main() {
     ( setsid /bin/sh -c 'echo $$ > "$0"; exec sleep 1000' "$LLM_TOOL_CACHE_DIR/pid" & )
@@ -76,15 +72,17 @@ def host_child() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def _call(project: Project, file: str, source: str) -> int:
-    """Run the tool in-process; the pid its escapee wrote."""
+    """Run the tool in-process, unconfined; the pid its escapee wrote."""
     project.tool(file, source)
-    with project.executor() as executor:
+    with project.executor(sandbox="off") as executor:
         result = executor.call(file.split(".")[0], {})
     assert (result.status, result.exit_code, result.output) == ("ok", 0, "started\n"), result.error
     return read_pid(project.root / "functions" / "cache" / file.split(".")[0] / "pid")
 
 
-@pytest.mark.parametrize(("file", "source"), [("daemon.sh", DAEMON), ("nested.sh", NESTED)], ids=["orphaned", "parent-alive"])
+@pytest.mark.parametrize(
+    ("file", "source"), [("daemon.sh", MARKED_DAEMON), ("nested.sh", NESTED)], ids=["orphaned", "parent-alive"]
+)
 def test_with_the_subreaper_only_the_calls_own_subtrees_are_read_and_the_escapee_dies(
     project: Project, listed: list[str], host_child: subprocess.Popen[bytes], file: str, source: str
 ) -> None:
@@ -99,7 +97,7 @@ def test_without_the_kernels_children_lists_the_full_scan_finds_the_orphan(
     project: Project, listed: list[str], host_child: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(process_linux, "_children_listed", False)
-    escapee = _call(project, "daemon.sh", DAEMON)
+    escapee = _call(project, "daemon.sh", MARKED_DAEMON)
     assert not alive(escapee)
     assert "/proc" in listed
     assert alive(host_child.pid)
@@ -126,7 +124,7 @@ def test_one_pass_finds_what_descends_from_the_calls_processes() -> None:
     escapee = int(tool.stdout.readline())
     try:
         start = process_linux._stat(tool.pid).start
-        found = process_linux._walk(b"TOOLEXEC_CALL_MARK=none", tool.pid, os.getpid(), start, [])
+        found = process_linux._walk(b"TOOLEXEC_CALL_MARK=none", tool.pid, os.getpid(), start)
         assert found == ({tool.pid: False, escapee: True}, False)
     finally:
         os.kill(escapee, 9)
@@ -151,3 +149,42 @@ def test_the_process_modules_import_no_ctypes_tempfile_or_shutil(tmp_path: Path)
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+
+
+NAP = """# @describe Nap while the host starts a process of its own.
+main() {
+    sleep 0.5
+    echo started >>"$LLM_OUTPUT"
+}
+"""
+
+
+@pytest.mark.parametrize("search", ["walk", "scan"])
+def test_a_child_the_host_starts_in_a_session_of_its_own_while_a_call_runs_is_not_the_calls(
+    project: Project, monkeypatch: pytest.MonkeyPatch, search: str
+) -> None:
+    """The host's child starts in the tool's clock tick or after it, in a session of its own, re-parented nowhere:
+    only its start time could make it look like the call's, and that is not enough."""
+    if search == "scan":
+        monkeypatch.setattr(process_linux, "_children_listed", False)
+    project.tool("nap.sh", NAP)
+    children: list[subprocess.Popen[bytes]] = []
+    ticks: list[tuple[int, int]] = []
+
+    def on_event(event: dict[str, object]) -> None:
+        if event["event"] == "started":  # at once, from the call's own thread: the same tick as the tool, most often
+            children.append(subprocess.Popen(["sleep", "1000"], start_new_session=True))
+            ticks.append((process_linux._stat(int(str(event["pid"]))).start, process_linux._stat(children[0].pid).start))
+
+    control = process.CallControl(on_event=on_event)
+    try:
+        with project.executor(sandbox="off") as executor:
+            result = executor.call("nap", {}, cancel=control)
+        assert (result.status, result.output) == ("ok", "started\n"), result.error
+        assert len(children) == 1 and ticks[0][1] >= ticks[0][0]  # started no earlier than the call's tool
+        assert alive(children[0].pid)
+    finally:
+        control.close()
+        for child in children:
+            child.kill()
+            child.wait()

@@ -15,6 +15,8 @@ from tests.conftest import Project
 from tests.helpers import alive, wait_until
 from toolexec.runtimes import process, process_linux
 
+pytestmark = pytest.mark.usefixtures("unconfined")  # the process helper's own search: see the fixture
+
 ECHO = '#!/usr/bin/env bash\n# @describe Echo.\n# @option --text The text.\nmain() {\n    printf "%s" "$argc_text" >>"$LLM_OUTPUT"\n}\n'
 
 
@@ -108,6 +110,7 @@ def test_where_no_guard_can_start_the_tool_runs_under_setpriv(monkeypatch: pytes
 # included) becomes this wrapper's child, so it is counted here however soon it ends.
 SUBREAPER = """
 import ctypes, os, subprocess, sys
+
 ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
 done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 orphans = 0
@@ -147,10 +150,7 @@ main() {
 def test_a_tool_cannot_command_the_guard_through_proc(project: Project) -> None:
     guard = process_linux._start_guard()  # a guard of its own, so that the test can end it
     assert guard is not None
-    victim = subprocess.Popen(["sleep", "1000"], start_new_session=True)
-    # The escapee search takes a child in a session of its own that started in the same clock tick as a call
-    # for an orphan of that call (a known limit of the start-time rule): the victim is older than this call.
-    wait_until(lambda: _ticks_since_boot() > _start_tick(victim.pid) + 1, "a clock tick after the victim started")
+    victim = subprocess.Popen(["sleep", "1000"], start_new_session=True)  # the host's, whenever it started
     try:
         project.tool("hijack.sh", HIJACK)
         result = project.executor().call("hijack", {"guard": str(guard.proc.pid), "victim": str(victim.pid)})
@@ -251,13 +251,3 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def _start_tick(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as stat:
-        return int(stat.read().rsplit(")", 1)[1].split()[19])
-
-
-def _ticks_since_boot() -> float:
-    with open("/proc/uptime") as uptime:
-        return float(uptime.read().split()[0]) * os.sysconf("SC_CLK_TCK")

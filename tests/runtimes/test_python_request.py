@@ -32,16 +32,9 @@ def run(**kw):
 def _through_bootstrap(tmp_path: Path, data: bytes) -> dict:
     tool = tmp_path / "report.py"
     tool.write_text(REPORT)
-    output = tmp_path / "output"
-    done = subprocess.run(
-        [sys.executable, str(BOOTSTRAP), str(tool)],
-        input=data,
-        env={**os.environ, "LLM_OUTPUT": str(output)},
-        capture_output=True,
-        timeout=60,
-    )
-    assert (done.returncode, done.stderr) == (0, b"")
-    return json.loads(output.read_text())
+    status, output, stderr = _run_bootstrap(tmp_path, tool, data)
+    assert (status, stderr) == (0, "")
+    return json.loads(output)
 
 
 def test_a_request_is_marshalled_and_the_tool_gets_the_values_unshared(tmp_path: Path) -> None:
@@ -70,3 +63,51 @@ def test_a_call_passes_its_arguments_marshalled(project: Project) -> None:
     project.tool("report.py", declared)
     result = project.executor().call("report", {"a": [1], "b": [1]})
     assert (result.ok, json.loads(result.output)) == (True, {"kw": {"a": [1], "b": [1]}, "same": False, "json": False})
+
+
+def _run_bootstrap(tmp_path: Path, tool: Path, data: bytes) -> tuple[int, str, str]:
+    output = tmp_path / "output"
+    output.write_text("")
+    done = subprocess.run(
+        [sys.executable, str(BOOTSTRAP), str(tool)],
+        input=data,
+        env={**os.environ, "LLM_OUTPUT": str(output)},
+        capture_output=True,
+        timeout=60,
+    )
+    return done.returncode, output.read_text(), done.stderr.decode()
+
+
+def test_the_bootstrap_runs_the_code_toolexec_compiled_only_on_the_python_that_compiled_it(tmp_path: Path) -> None:
+    """A bootstrap of the same Python runs the code object handed over (its own compiler is never started); any other
+    compiles the source. Told apart here by handing over code compiled from another text."""
+    import marshal
+
+    from toolexec.state import CODE_TAG
+
+    tool = tmp_path / "which.py"
+    source = 'def run() -> str:\n    """Which."""\n    return "from the source"\n'
+    other = compile(source.replace("from the source", "from the code"), str(tool), "exec", dont_inherit=True)
+    handed = (CODE_TAG, marshal.dumps(other))
+    assert _run_bootstrap(tmp_path, tool, request({}, source, None, handed)) == (0, "from the code", "")
+    elsewhere = ("30b00f0 cpython-311", handed[1])  # another Python's tag: its code is never loaded
+    assert _run_bootstrap(tmp_path, tool, request({}, source, None, elsewhere)) == (0, "from the source", "")
+
+
+def test_a_python_tool_is_handed_its_code_compiled_once_and_its_failures_show_its_lines(project: Project) -> None:
+    """The runtime hands the bootstrap the tool compiled by this Python (kept in the private state: a second call
+    compiles nothing); a traceback still shows the tool's own lines."""
+    from toolexec.state import State
+
+    project.tool("fails.py", 'def run(x: int) -> int:\n    """Fail."""\n    return 1 // x  # the failing line\n')
+    executor = project.executor(runtimes={"python": sys.executable})
+    assert executor.call("fails", {"x": 1}).output == "1"
+    kept = sorted(State(project.root / "functions").validators_dir.iterdir())
+    assert kept  # the tool's code (and the stored validator's, once read from its record)
+    failed = executor.call("fails", {"x": 0})
+    assert (failed.ok, failed.error) == (
+        False,
+        "Tool call 'fails' exited with code 1: ZeroDivisionError: integer division or modulo by zero",
+    )
+    assert "return 1 // x  # the failing line" in failed.stderr
+    assert sorted(State(project.root / "functions").validators_dir.iterdir()) == kept

@@ -1,0 +1,232 @@
+"""The baseline every call gets in every sandbox mode but ``off``: its own PID namespace, and limits.
+
+A call that declares no policy (under ``sandbox: declared``) keeps its whole filesystem, network and
+environment, and still runs as ``bwrap --unshare-pid … -- prlimit … -- TOOL``: a PID namespace of its
+own (and a user namespace when toolexec is not root, which is what lets an ordinary user make one), so
+that no process it starts outlives the call (the kernel ends them all when its main process ends,
+``setsid env -i`` escapees included) and none can see or signal toolexec (``kill -STOP $PPID`` reaches
+the namespace's init, which ignores it); and limits an ordinary tool never meets: CPU seconds a tool
+cannot use up before its timeout fires, the largest file ``max_kept_bytes``, a process cap that stops
+a fork bomb. Where no namespace can be made (no bwrap, user namespaces disabled) the call runs as
+before, under the limits alone: the baseline is never a reason to refuse a call.
+
+A call under a declared policy (:mod:`toolexec.runtimes.sandbox`) gets the same default limits for what
+it does not declare.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from toolexec.recordtype import replace
+from toolexec.runtimes import sandbox
+from toolexec.runtimes.sandbox import Held
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from toolexec.runtimes.sandbox import Confinement
+
+# The process cap no ordinary tool meets (threads count too: a JVM or a browser has a few hundred at most); a fork
+# bomb stops there.
+PROCESSES = 1024
+_usable: dict[str, bool] = {}  # bwrap path -> whether it makes the baseline's namespaces on this host
+
+
+def cpu_seconds(timeout: float | None) -> int | None:
+    """The CPU seconds a call's processes may each use: more than they can use before ``timeout`` (on every CPU of
+    this machine at once), so only a call whose timeout cannot fire meets it. None without a timeout."""
+    if not timeout or timeout <= 0:
+        return None
+    return math.ceil(timeout) * (os.cpu_count() or 1) + 1
+
+
+def processes() -> int | None:
+    """The default process cap, or None where it cannot be applied to one call alone: the kernel exempts root from
+    ``RLIMIT_NPROC``, and a root toolexec caps a call only through a pids cgroup, where one can be made."""
+    return PROCESSES if os.geteuid() != 0 or sandbox._pids_root() is not None else None
+
+
+def usable() -> bool:
+    """Whether this host makes the baseline's namespaces (bwrap runs, and may make a PID namespace): tried once per
+    bwrap, boot and setting (a file in toolexec's cache says it worked, so a one-shot run does not try again)."""
+    binary = sandbox.bwrap()
+    if binary is None:
+        return False
+    if binary not in _usable:
+        seen = _seen(binary)
+        if seen is not None and os.path.exists(seen):
+            _usable[binary] = True
+        else:
+            _usable[binary] = _try(binary)
+            if _usable[binary] and seen is not None:
+                import contextlib
+
+                with contextlib.suppress(OSError):
+                    os.makedirs(os.path.dirname(seen), mode=0o700, exist_ok=True)
+                    open(seen, "w").close()  # an empty file: its name is the record
+    return _usable[binary]
+
+
+# What decides whether a namespace can be made, besides the binary: read into the name of the record of a success.
+_SETTINGS = (
+    "/proc/sys/kernel/random/boot_id",
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/user/max_pid_namespaces",
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+)
+
+
+def _seen(binary: str) -> str | None:
+    """Where a success of ``binary`` on this boot, with these settings and this user, is recorded (None: nowhere)."""
+    import zlib  # not hashlib: a one-shot run does without its import
+
+    from toolexec.paths import user_cache_dir
+
+    try:
+        status = os.stat(binary)
+    except OSError:
+        return None
+    key = [binary, str(status.st_mtime_ns), str(status.st_size), str(os.geteuid())]
+    for setting in _SETTINGS:
+        try:
+            with open(setting) as handle:
+                key.append(handle.read().strip())
+        except OSError:
+            key.append("-")
+    data = "\0".join(key).encode("utf-8", "surrogateescape")
+    digest = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+    return os.path.join(str(user_cache_dir()), "sandbox", f"namespaces-{digest}")
+
+
+def _try(binary: str) -> bool:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [*_namespaces(binary), "--", "/bin/true"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None) -> tuple[list[str], Held]:
+    """The argv that runs ``argv`` under the baseline, and what the call holds (its pids cgroup: give it back with
+    :func:`toolexec.runtimes.sandbox.release`; ``pid_namespace``: whether it runs in a PID namespace of its own). With
+    ``gate`` the limits are set from here (:meth:`Gate.open`) rather than by prlimit(1) inside: one exec less per call."""
+    if not usable():  # the limits alone; RLIMIT_NPROC would count every process of the user here, so none is set
+        limits = sandbox._limits(replace(confinement, processes=None))
+        program = sandbox._prlimit()
+        return ([program, *limits, "--", *argv] if limits and program else list(argv)), Held(pid_namespace=False)
+    binary = sandbox.bwrap()
+    assert binary is not None
+    args = _namespaces(binary)
+    cgroup = sandbox._cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
+    held = Held(cgroups=[cgroup] if cgroup is not None else [])
+    if gate is not None:
+        return [*args, *gate.args(), "--", *argv], held
+    limits = sandbox._limits(confinement)
+    program = sandbox._prlimit()
+    if limits and program:
+        args += ["--", program, *limits]
+    args += ["--", *argv]
+    if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
+        args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
+    return args, held
+
+
+class Gate:
+    """bwrap's ``--info-fd`` and ``--block-fd``: bwrap says which process will start the tool, and that process
+    waits, its namespaces made, until this one has set its limits (and moved it into its pids cgroup): the limits
+    are inherited by everything the tool starts, from its first instruction on, without a prlimit(1) exec."""
+
+    def __init__(self, *, block: bool = True) -> None:
+        self._info_read, self._info_write = os.pipe()
+        self._block_read, self._block_write = os.pipe() if block else (-1, -1)
+        self.child: int | None = None  # the namespace's init, once bwrap has said it (outside pid)
+        self.child_start: int | None = None  # and when it started (clock ticks), which tells it from a later one
+
+    def args(self) -> list[str]:
+        """bwrap's options naming the descriptors the child gets (:meth:`child_fds`)."""
+        block = ["--block-fd", str(self._block_read)] if self._block_read >= 0 else []
+        return ["--info-fd", str(self._info_write), *block]
+
+    def child_fds(self) -> tuple[int, ...]:
+        """The descriptors bwrap must inherit."""
+        return tuple(fd for fd in (self._info_write, self._block_read) if fd >= 0)
+
+    def open(self, confinement: Confinement, held: Held | None) -> None:
+        """Once bwrap runs: set the limits of the process that will start the tool, then let it go on. Where bwrap
+        could not make its namespaces it says nothing, and ends with its own error."""
+        import contextlib
+        import re
+
+        self._close_child_ends()
+        data = b""
+        while chunk := os.read(self._info_read, 4096):
+            data += chunk
+        found = re.search(rb'"child-pid":\s*(\d+)', data)
+        if found is not None:
+            self.child = int(found.group(1))
+            from toolexec.runtimes.process_linux import start_of
+
+            self.child_start = start_of(self.child)
+            if self._block_write >= 0:
+                _limit(self.child, confinement, held.cgroups if held is not None else ())
+                with contextlib.suppress(BrokenPipeError):  # it died setting up: it ends with its own error
+                    os.write(self._block_write, b"x")
+        self.close()
+
+    def _close_child_ends(self) -> None:
+        for name in ("_info_write", "_block_read"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+
+    def close(self) -> None:
+        """Release every descriptor left (on every path: a spawn that failed too)."""
+        self._close_child_ends()
+        for name in ("_info_read", "_block_write"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+
+
+def _limit(pid: int, confinement: Confinement, cgroups: Sequence[str]) -> None:
+    """Set ``pid``'s limits as prlimit(1) would (soft and hard; CPU's hard one a second later, so SIGXCPU comes
+    first), and move it into its pids cgroup. Best effort: the baseline never refuses a call."""
+    import contextlib
+    import resource
+
+    wanted = [
+        (resource.RLIMIT_AS, confinement.memory, 0),
+        (resource.RLIMIT_CPU, confinement.cpu, 1),
+        (resource.RLIMIT_NPROC, confinement.processes, 0),
+        (resource.RLIMIT_FSIZE, confinement.file_size, 0),
+    ]
+    for kind, soft, above in wanted:
+        if soft is not None:
+            with contextlib.suppress(OSError, ValueError):
+                resource.prlimit(pid, kind, (soft, soft + above))
+    for cgroup in cgroups:
+        with contextlib.suppress(OSError), open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+            procs.write(str(pid))
+
+
+def _namespaces(binary: str) -> list[str]:
+    """bwrap making a PID namespace (and, for an ordinary user, the user namespace that allows it) over the whole
+    filesystem as it is (devices, writes and all), with a /proc of the namespace's own. Root keeps its powers: a user
+    namespace would cut it off from every file it does not own."""
+    user = [] if os.geteuid() == 0 else ["--unshare-user"]
+    return [binary, *user, "--unshare-pid", "--die-with-parent", "--dev-bind", "/", "/", "--proc", "/proc"]

@@ -1,0 +1,169 @@
+"""A memory cgroup per confined call, where this host lets toolexec make one.
+
+``RLIMIT_AS`` bounds address space, not memory: a tool can map far more than it touches, and a runtime that
+reserves much (Node.js) needs a large one. Where a cgroup can be made, a call whose policy declares ``memory``
+also runs in a cgroup of its own whose ``memory.max`` (cgroup v2) or ``memory.limit_in_bytes`` (v1) is that
+amount, swap included where the kernel accounts it; when the kernel's OOM killer ends the tool there, the
+cgroup's ``oom_kill`` counter says so, and the call's reason is ``memory_limit`` whatever the tool printed.
+
+Where: a child of toolexec's own memory cgroup (v1), or (v2) of the nearest of its own cgroup and that
+cgroup's parent that hands the memory controller to its children and that this user may write. The tool
+stays inside every bound toolexec itself has, but the one of toolexec's own v2 cgroup (a cgroup with
+processes cannot hand controllers down). Nowhere writable: no cgroup, the rlimit alone. The cgroup is removed
+when the call is over (:func:`remove`); its processes are gone by then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import time
+
+_found: list[tuple[str, int] | None] = []  # (where calls' cgroups are made, cgroup version), once looked for
+
+
+def memory_parent() -> tuple[str, int] | None:
+    """Where a call's memory cgroup is made, and the cgroup version (1 or 2); None where none can be made."""
+    if not _found:
+        _found.append(look(_read("/proc/self/cgroup"), _read("/proc/self/mountinfo")))
+    return _found[0]
+
+
+def make_memory(limit: int) -> str | None:
+    """A new memory cgroup limited to ``limit`` bytes (a process joins it by writing 0 to its ``cgroup.procs``);
+    None where none can be made."""
+    found = memory_parent()
+    if found is None:
+        return None
+    parent, version = found
+    sweep_once(parent)
+    path = os.path.join(parent, f"toolexec-{os.getpid()}-{os.urandom(6).hex()}")
+    try:
+        os.mkdir(path, 0o755)
+    except OSError:
+        return None
+    try:
+        if version == 2:
+            _write(path, "memory.max", limit)
+            _write(path, "memory.swap.max", 0, optional=True)
+        else:
+            _write(path, "memory.limit_in_bytes", limit)
+            _write(path, "memory.memsw.limit_in_bytes", limit, optional=True)  # memory and swap together
+    except OSError:
+        remove(path)
+        return None
+    return path
+
+
+def oom_killed(path: str) -> bool:
+    """Whether the kernel's OOM killer ended a process of the cgroup at ``path``."""
+    for name in ("memory.events", "memory.oom_control"):  # v2, v1 (whose oom_kill line came with Linux 4.13)
+        for line in _read(os.path.join(path, name)).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value) > 0
+    return False
+
+
+_swept: set[str] = set()  # where this process has removed what dead toolexec processes left
+_LEFT_FOR = 60.0  # seconds: a cgroup younger than this may be another toolexec's (in another PID namespace) not yet joined
+
+
+def sweep_once(parent: str) -> None:
+    """:func:`sweep` ``parent``, the first time this process makes a cgroup there."""
+    if parent not in _swept:
+        _swept.add(parent)
+        sweep(parent)
+
+
+def sweep(parent: str) -> list[str]:
+    """Remove the empty call cgroups under ``parent`` that a toolexec process which is gone left behind (one killed by
+    SIGKILL mid-call never removes its own): ``toolexec-PID-…`` whose PID runs no process, made a while ago. A cgroup
+    with processes in it is not removed (the kernel refuses). The paths removed."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        owner = name.split("-")[1] if name.startswith("toolexec-") and name.count("-") == 2 else ""
+        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
+        path = os.path.join(parent, name)
+        try:
+            if now - os.stat(path).st_mtime >= _LEFT_FOR:
+                os.rmdir(path)
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def remove(path: str) -> None:
+    """Remove a call's cgroup. Its processes are gone (with its PID namespace, or killed), but the kernel may still be
+    finishing their exit (the cgroup is busy until then): it is tried again for a while, never left behind."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                return
+        time.sleep(0.001)
+
+
+def look(own: str, mountinfo: str) -> tuple[str, int] | None:
+    """Where a call's memory cgroup can be made, from this process's ``/proc/self/cgroup`` and ``mountinfo`` texts."""
+    mounts = _mounts(mountinfo)
+    for line in own.splitlines():
+        number, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        if "memory" in controllers.split(",") and "memory" in mounts:  # cgroup v1's memory hierarchy
+            own = os.path.join(mounts["memory"], path.lstrip("/"))
+            if os.path.isfile(os.path.join(own, "memory.limit_in_bytes")) and os.access(own, os.W_OK):
+                return own, 1
+        if number == "0" and controllers == "" and "" in mounts:  # the v2 hierarchy
+            own = os.path.join(mounts[""], path.lstrip("/"))
+            for place in (own, os.path.dirname(own)):
+                if not place.startswith(mounts[""]):
+                    break
+                delegated = "memory" in _read(os.path.join(place, "cgroup.subtree_control")).split()
+                if delegated and os.access(place, os.W_OK):
+                    return place, 2
+    return None
+
+
+def _mounts(mountinfo: str) -> dict[str, str]:
+    """Where each cgroup hierarchy is mounted: "memory" (v1's), "" (v2's)."""
+    found: dict[str, str] = {}
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, kind = left.split(), right.split()
+        if len(fields) < 5 or len(kind) < 3:
+            continue
+        point = fields[4].replace("\\040", " ")
+        if kind[0] == "cgroup2":
+            found.setdefault("", point)
+        elif kind[0] == "cgroup" and "memory" in kind[2].split(","):
+            found.setdefault("memory", point)
+    return found
+
+
+def _write(path: str, name: str, value: int, *, optional: bool = False) -> None:
+    try:
+        with open(os.path.join(path, name), "w") as handle:
+            handle.write(str(value))
+    except FileNotFoundError:
+        if not optional:
+            raise
+    except OSError:
+        if not optional:
+            raise
+
+
+def _read(path: str) -> str:
+    with contextlib.suppress(OSError), open(path) as handle:
+        return handle.read()
+    return ""

@@ -1,0 +1,134 @@
+"""A memory cgroup per confined call that declares ``memory``, where this host lets toolexec make one: the limit holds
+for the call's processes together (``RLIMIT_AS`` is per process), an OOM kill there is a ``memory_limit``, and no
+cgroup is left behind, under bubblewrap and under the fallback (Landlock)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from toolexec.runtimes import cgroup, fallback
+
+needs_cgroup = pytest.mark.skipif(cgroup.memory_parent() is None, reason="no memory cgroup can be made here")
+
+SPREAD = '''
+import os, time
+
+def run(count: int, each: int) -> str:
+    """Touch memory in several processes at once.
+
+    Args:
+        count: how many processes
+        each: bytes each one touches
+
+    Memory: 512 MiB
+    """
+    children = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            block = b"\\1" * each
+            time.sleep(1)
+            os._exit(len(block) and 0)
+        children.append(pid)
+    for pid in children:
+        if os.WIFSIGNALED(os.waitpid(pid, 0)[1]):
+            raise SystemExit("a process of mine was killed")
+    return "done"
+'''
+
+
+@pytest.fixture(params=["bwrap", "landlock"])
+def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    from toolexec.runtimes import sandbox
+
+    if request.param == "landlock":
+        if not fallback.abi():
+            pytest.skip("no Landlock here")
+        monkeypatch.setenv("TOOLEXEC_BWRAP", "/nonexistent/bwrap")
+    assert sandbox.mechanism()[0] == request.param
+    return str(request.param)
+
+
+def _ours() -> list[str]:
+    """This process's calls' cgroups still there: memory ones, and pids ones (made for a tool run by root)."""
+    from toolexec.runtimes.sandbox import _pids_root
+
+    parent = cgroup.memory_parent()
+    assert parent is not None
+    places = [parent[0], *([_pids_root()] if _pids_root() else [])]
+    return [name for place in places for name in os.listdir(place) if name.startswith(f"toolexec-{os.getpid()}-")]
+
+
+@needs_cgroup
+def test_the_memory_limit_holds_for_the_calls_processes_together(project: Project, mechanism: str) -> None:
+    project.tool("spread.py", SPREAD)
+    with project.executor(["spread.py"], timeout=30) as executor:
+        # four processes of 200 MiB: each within its 512 MiB of address space, together past the call's 512 MiB
+        result = executor.call("spread", {"count": 4, "each": 200 << 20})
+        assert (result.status, result.reason) == ("error", "memory_limit"), result
+        assert result.error.startswith("the tool needed more than its sandbox memory limit (536870912 bytes)")
+        assert not _ours()
+        fits = executor.call("spread", {"count": 2, "each": 100 << 20})
+        assert (fits.status, fits.output) == ("ok", "done"), fits
+        assert not _ours()
+
+
+@needs_cgroup
+def test_a_launch_that_fails_leaves_nothing_behind(mechanism: str, tmp_path: Path) -> None:
+    from toolexec.runtimes.process import Launch, run_process
+    from toolexec.runtimes.sandbox import Confinement
+
+    confinement = Confinement(memory=64 << 20, processes=8)
+    launch = Launch(argv=["/bin/true"], env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp_path / "gone"), confinement=confinement)
+    with pytest.raises(FileNotFoundError):  # the cgroups (and the fallback's TMPDIR) were made; the start fails
+        run_process(launch)
+    assert not _ours()
+    assert not list(Path(os.environ["TMPDIR"]).iterdir())
+
+
+@needs_cgroup
+def test_a_cgroup_is_made_with_its_limit_and_removed() -> None:
+    path = cgroup.make_memory(64 << 20)
+    assert path is not None
+    try:
+        parent = cgroup.memory_parent()
+        assert parent is not None
+        name = "memory.max" if parent[1] == 2 else "memory.limit_in_bytes"
+        assert Path(path, name).read_text().strip() == str(64 << 20)
+        assert not cgroup.oom_killed(path)
+    finally:
+        cgroup.remove(path)
+    assert not os.path.exists(path)
+
+
+V2_MOUNT = "30 25 0:26 / {root} rw,nosuid shared:9 - cgroup2 cgroup2 rw\n"
+V1_MOUNT = "31 25 0:27 / {root} rw,nosuid shared:10 - cgroup cgroup rw,memory\n"
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_cgroup_v2_uses_the_nearest_cgroup_that_hands_memory_down(tmp_path: Path) -> None:
+    root = tmp_path / "unified"
+    # toolexec runs in /user/app (processes: it cannot hand controllers down); /user does, and may be written
+    _tree(root, {"user/cgroup.subtree_control": "cpu memory pids\n", "user/app/cgroup.subtree_control": ""})
+    assert cgroup.look("0::/user/app\n", V2_MOUNT.format(root=root)) == (str(root / "user"), 2)
+    _tree(root, {"user/app/cgroup.subtree_control": "memory\n"})  # its own, when it hands memory down
+    assert cgroup.look("0::/user/app\n", V2_MOUNT.format(root=root)) == (str(root / "user" / "app"), 2)
+    _tree(root, {"user/app/cgroup.subtree_control": "", "user/cgroup.subtree_control": "cpu pids\n"})
+    assert cgroup.look("0::/user/app\n", V2_MOUNT.format(root=root)) is None  # memory not delegated: none
+
+
+def test_cgroup_v1_uses_toolexecs_own_memory_cgroup(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    _tree(root, {"jobs/mine/memory.limit_in_bytes": "9223372036854771712\n"})
+    own = "4:memory:/jobs/mine\n8:pids:/\n0::/\n"
+    assert cgroup.look(own, V1_MOUNT.format(root=root)) == (str(root / "jobs" / "mine"), 1)
+    assert cgroup.look(own, "") is None  # no memory hierarchy mounted
