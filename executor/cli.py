@@ -623,9 +623,16 @@ def _warm_text(config: Any, tool: Any) -> str:
         return "no: its sandbox policy is applied to each call's own start, so it runs cold"
     if tool.language in ("javascript", "typescript"):
         return "no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
-    if config.sandbox != "off":
-        return "no: each call runs under the sandbox's baseline (a PID namespace of its own), so it runs cold"
-    return "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+    yes = "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+    if config.sandbox == "off":
+        return yes
+    from toolexec.runtimes import baseline
+
+    if tool.language != "python":
+        return "no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
+    if not baseline.usable():
+        return "no: this host makes no PID namespace (bwrap) for the sandbox baseline to give each call, so it runs cold"
+    return yes.replace("once", "once, in a PID namespace of its own")
 
 
 def describe_text(tool: Any, *, warm: str = "") -> list[str]:

@@ -13,6 +13,17 @@ directory and file size bound, and runs the call as the cold bootstrap does (:fu
 zygote writes ``P<pid>\\n`` on the reply socket once the child exists and ``X<wait status>\\n`` once it has reaped
 it, then closes it. The zygote itself runs no thread: it waits in ``select`` for calls and for SIGCHLD.
 
+Isolated (``TOOLEXEC_ZYGOTE_ISOLATE=1``: the zygote runs inside the sandbox baseline's namespaces, made once by bwrap,
+holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote unshares a new PID namespace
+for its next child (and returns to its own at once), so the call's first process is the init of a namespace of its
+own; that init takes a mount namespace of its own with a fresh /proc (the call sees its own processes only, no
+other call's and never toolexec's), its limits (the call's ``limits``: CPU seconds, address space, processes, file
+size) and its pids cgroup, drops every capability (as bwrap leaves an ordinary user's tool), says ``P`` itself (its
+pid reaches toolexec as the socket's credentials, in toolexec's own numbering) and forks the tool's process, which
+runs the call. A namespace's init ignores every signal it has no handler for (even from toolexec, but SIGKILL), so
+the tool is not the init: it gets toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's
+status (128 + the signal, as bwrap's own init reports it) and the kernel ends whatever else the call left.
+
 Like the cold bootstrap, this runs under whatever Python the tool names: no syntax newer than 3.8, no third-party
 import.
 """
@@ -29,6 +40,54 @@ import _python_runner
 
 _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 5
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWPID = 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+
+
+class _Namespaces:
+    """What an isolated zygote needs to give each call a PID namespace of its own (made once, at its start)."""
+
+    def __init__(self):
+        import ctypes
+
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.ctypes = ctypes
+        self.own = os.open("/proc/self/ns/pid", os.O_RDONLY)  # where the zygote's next children go back to
+
+    def _check(self, result, what):
+        if result != 0:
+            errno = self.ctypes.get_errno()
+            raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+    def next_child_alone(self):
+        """The next process this one forks is the init of a new PID namespace."""
+        self._check(self.libc.unshare(_CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+
+    def back(self):
+        """Later children are born in this process's own PID namespace again (so that the next unshare may work)."""
+        self._check(self.libc.setns(self.own, _CLONE_NEWPID), "setns")
+
+    def own_proc(self):
+        """In the new namespace's init: a mount namespace of its own, private, with a /proc of the new namespace."""
+        self._check(self.libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        self._check(self.libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+        flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
+
+    def drop_capabilities(self):
+        """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's)."""
+        if os.getuid() == 0:
+            return
+        ctypes = self.ctypes
+        for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, dropped next)
+            if self.libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP; EINVAL past the last capability
+                break
+        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice (64 capabilities), all empty
+        self._check(self.libc.capset(header, data), "capset")
 
 
 def _threads():
@@ -60,13 +119,68 @@ def _load(control):
     return module
 
 
-def _child(module, request, fds):
-    """In the forked child: become the call's process, run it and exit."""
-    stdin, stdout, stderr = fds[:3]  # fds[3], the reply socket, is the server's
-    progress = fds[4] if len(fds) > 4 else -1
+def _init(namespaces, module, request, fds):
+    """In the forked child, the init of the call's own PID namespace: its /proc, limits and cgroup, no capability;
+    say ``P`` (the credentials carry the pid), fork the call's process, wait for it and exit with its status."""
     os.setsid()
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    reply = socket.socket(fileno=fds[3])
+    try:
+        reply.sendall(b"P\n")
+    except OSError:
+        os._exit(70)
+    reply.close()
+    try:
+        namespaces.own_proc()
+        _limit(request.get("limits") or {})
+        namespaces.drop_capabilities()
+    except (ImportError, OSError, ValueError) as exc:
+        os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
+        os._exit(70)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _child(module, request, fds[:3] + fds[4:], session=False)
+        finally:
+            os._exit(70)
+    for fd in fds[:3] + fds[4:]:
+        os.close(fd)
+    while True:  # orphans of the call come here too: reaped until the tool's own process ends
+        try:
+            ended, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(70)
+        if ended == pid:
+            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+
+
+def _limit(limits):
+    """The call's limits on this process (inherited by everything it starts): soft and hard, CPU's hard one a second
+    later (so that SIGXCPU comes first); then its pids cgroup."""
+    import resource
+
+    for name, kind, above in (("memory", "RLIMIT_AS", 0), ("cpu", "RLIMIT_CPU", 1), ("processes", "RLIMIT_NPROC", 0)):
+        value = limits.get(name)
+        if value is not None:
+            resource.setrlimit(getattr(resource, kind), (value, value + above))
+    cgroup = limits.get("cgroup")
+    if cgroup:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+            procs.write("0")
+
+
+def _child(module, request, fds, session=True):
+    """In the forked child: become the call's process, run it and exit (``fds``: stdin, stdout, stderr and, when the
+    call listens for progress, its pipe; with ``session``, the reply socket after stderr, which is the server's)."""
+    stdin, stdout, stderr = fds[:3]
+    progress = (fds[4] if len(fds) > 4 else -1) if session else (fds[3] if len(fds) > 3 else -1)
+    if session:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a cold call's interpreter has it
     os.dup2(stdin, 0)
     os.dup2(stdout, 1)
@@ -103,7 +217,7 @@ def _max_fd():
         return 1 << 16
 
 
-def _take(control, module, children):
+def _take(control, module, children, namespaces=None):
     """One call from toolexec; False once it has closed the socket."""
     try:
         data, ancillary, _, _ = (
@@ -121,18 +235,37 @@ def _take(control, module, children):
             os.close(fd)
         return True
     request = marshal.loads(data)
-    pid = os.fork()
+    if namespaces is not None:
+        try:
+            namespaces.next_child_alone()
+        except OSError:  # the call is not started (toolexec runs it cold)
+            for fd in fds:
+                os.close(fd)
+            return True
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid != 0 and namespaces is not None:  # (the child is in the new namespace: it cannot go back)
+        namespaces.back()
+    if pid < 0:  # the call is not started (toolexec runs it cold)
+        for fd in fds:
+            os.close(fd)
+        return True
     if pid == 0:
         try:
             control.close()
+            if namespaces is not None:
+                _init(namespaces, module, request, fds)
             _child(module, request, fds)
         finally:
             os._exit(70)
     reply = socket.socket(fileno=fds[3])
     for fd in fds[:3] + fds[4:]:
         os.close(fd)
-    with contextlib.suppress(OSError):
-        reply.sendall(b"P%d\n" % pid)
+    if namespaces is None:  # (an isolated call's init says it, with its credentials)
+        with contextlib.suppress(OSError):
+            reply.sendall(b"P%d\n" % pid)
     children[pid] = reply
     return True
 
@@ -167,6 +300,15 @@ def _reap(children):
 def serve():
     control = socket.socket(fileno=int(os.environ.pop("TOOLEXEC_ZYGOTE_FD")))
     os.environ.pop("TOOLEXEC_WARM_SERVER", None)  # (left in what /proc shows: see warm_fork.SERVER_VARIABLE)
+    namespaces = None
+    if os.environ.pop("TOOLEXEC_ZYGOTE_ISOLATE", None) == "1":
+        try:
+            namespaces = _Namespaces()
+            namespaces.next_child_alone()  # proof that it can, before the tool loads
+            namespaces.back()
+        except OSError as exc:
+            control.send(b"F" + f"no PID namespace can be made for each call: {exc}".encode("utf-8", "replace"))
+            os._exit(0)
     module = _load(control)
     if module is None:
         os._exit(0)
@@ -191,5 +333,5 @@ def serve():
                 pass
         _reap(children)
         if open_ and control in ready:
-            open_ = _take(control, module, children)
+            open_ = _take(control, module, children, namespaces)
     os._exit(0)

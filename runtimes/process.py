@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, Protocol
 
-    from toolexec.runtimes.sandbox import Confinement
+    from toolexec.runtimes.sandbox import Confinement, Held
     from toolexec.runtimes.warm import WarmProcess, WarmStart
 else:
     Protocol = object  # at run time _ExitWaiter is a plain base class; type checkers see the protocol
@@ -328,9 +328,14 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         stdin = -1
         try:
             stdin = _stdin_file(launch.stdin)
-            if launch.warm is not None and confinement is None and system is process_linux:
+            if launch.warm is not None and system is process_linux and _warm_holds(confinement):
                 started_after = process_linux.boot_ticks()
-                proc = _spawn_warm(launch, stdin, env, bound, progress_write)
+                isolated, held = _isolation(confinement)
+                fsize = confinement.file_size if confinement is not None else bound
+                proc = _spawn_warm(launch, stdin, env, fsize, progress_write, isolated)
+                if proc is None and held is not None:  # run cold: the cold launch makes its own
+                    sandbox.release(held)
+                    held = None
             if proc is None:
                 argv, env, set_here = _bound_cold(launch, argv, env, bound)
                 if confinement is not None and confinement.baseline:
@@ -428,14 +433,47 @@ def _bound_cold(
     return argv, env, set_here
 
 
-def _spawn_warm(launch: Launch, stdin: int, env: dict[str, str], bound: int | None, progress: int) -> WarmProcess | None:
+def _warm_holds(confinement: Confinement | None) -> bool:
+    """Whether a warm call keeps what ``confinement`` guarantees: nothing to keep, or the baseline alone where this host
+    makes its namespaces (a warm server inside them gives each call a PID namespace of its own). A declared policy's
+    filesystem, network and environment are made by each call's own bwrap: such a call runs cold."""
+    return confinement is None or (confinement.baseline and baseline.usable())
+
+
+def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:
+    """The limits a warm call under the baseline sets in its own namespace (as :func:`baseline._limit` sets a cold
+    call's), and what it holds: its pids cgroup (root's process cap), given back with :func:`sandbox.release`."""
+    if confinement is None:
+        return None, None
+    limits: dict[str, int | str] = {}
+    for name in ("memory", "cpu", "processes"):
+        if getattr(confinement, name) is not None:
+            limits[name] = getattr(confinement, name)
+    held = None
+    if confinement.processes is not None and os.geteuid() == 0:  # the kernel exempts root from RLIMIT_NPROC
+        cgroup = sandbox._cgroup(confinement.processes)
+        if cgroup is not None:
+            limits["cgroup"] = cgroup
+            held = sandbox.Held(cgroups=[cgroup])
+    return limits, held
+
+
+def _spawn_warm(
+    launch: Launch,
+    stdin: int,
+    env: dict[str, str],
+    bound: int | None,
+    progress: int,
+    isolated: dict[str, int | str] | None = None,
+) -> WarmProcess | None:
     """The call forked by its tool's warm server (:mod:`toolexec.runtimes.warm`), or None: it runs cold."""
     from toolexec.runtimes.warm import WarmCall
 
     assert launch.warm is not None
     if progress >= 0:
         env = {**env, PROGRESS_VARIABLE: f"/dev/fd/{WARM_PROGRESS_FD}"}
-    call = WarmCall(stdin=stdin, env=env, cwd=launch.cwd or os.getcwd(), file_limit=bound, progress=progress)
+    cwd = launch.cwd or os.getcwd()
+    call = WarmCall(stdin=stdin, env=env, cwd=cwd, file_limit=bound, progress=progress, isolated=isolated)
     return launch.warm.spawn(call)
 
 

@@ -25,7 +25,7 @@ import time
 import weakref
 from importlib import import_module
 
-from toolexec.recordtype import field, record
+from toolexec.recordtype import field, record, replace
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ class WarmSpec:
     cwd: str | None = None
     # A digest of everything the server's loaded state depends on (source text, interpreter, env): equal keys share it.
     key: str = ""
+    # The server runs inside the sandbox baseline's namespaces and gives each call a PID namespace of its own
+    # (:mod:`toolexec.runtimes.warm_fork`); its key says so.
+    isolated: bool = False
 
 
 @record
@@ -69,6 +72,9 @@ class WarmCall:
     cwd: str | None
     file_limit: int | None = None  # RLIMIT_FSIZE (soft and hard) for the call's process
     progress: int = -1  # write end of the progress pipe (-1: none); the call sees it as LLM_PROGRESS
+    # Under the sandbox's baseline: the call runs in a PID namespace of its own, with these limits ("memory", "cpu",
+    # "processes", "cgroup": its pids cgroup's directory). None: as toolexec's own child would.
+    isolated: Mapping[str, int | str] | None = None
 
 
 class WarmProcess(Protocol):
@@ -272,16 +278,23 @@ class WarmStart:
     pool: WarmPool
     spec: WarmSpec
 
+    def spec_for(self, call: WarmCall) -> WarmSpec:
+        """The server ``call`` runs in: an isolated call's is a server of its own, inside the baseline's namespaces."""
+        if call.isolated is None:
+            return self.spec
+        return replace(self.spec, isolated=True, key=f"{self.spec.key}:isolated")
+
     def spawn(self, call: WarmCall) -> WarmProcess | None:
         """Start ``call`` in the tool's warm server; None: run it cold (the tool cannot run warm, or the pool is
         closed)."""
-        server = self.pool.server(self.spec)
+        spec = self.spec_for(call)
+        server = self.pool.server(spec)
         if server is None:
             return None
         proc = server.spawn(call)
         if proc is None and not server.alive():  # the server died since its last call: one new start, else cold
-            self.pool.discard(self.spec, server)
-            server = self.pool.server(self.spec)
+            self.pool.discard(spec, server)
+            server = self.pool.server(spec)
             proc = server.spawn(call) if server is not None else None
         return proc
 

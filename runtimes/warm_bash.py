@@ -29,6 +29,8 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from toolexec.runtimes.warm import WarmCall, WarmSpec
 
+# A bash cannot unshare a PID namespace for each call it forks (the sandbox's baseline): such a call runs cold.
+ISOLATION_PROBLEM = "a warm bash cannot give each call a PID namespace of its own (the sandbox's baseline)"
 BLOCK = 1024  # `ulimit -f` counts 1024-byte blocks: a bound that is no multiple of it runs cold
 
 
@@ -41,6 +43,9 @@ class BashServer(ServerProcess):
 
     def start(self) -> bool:
         """Start bash, source the tool, and wait until it says it is ready."""
+        if self.spec.isolated:
+            self.problem = ISOLATION_PROBLEM
+            return False
         ready_read, ready_write = os.pipe()
         requests_read, requests_write = os.pipe()
         try:

@@ -15,9 +15,10 @@ import os
 import select
 import socket
 import subprocess
+import sys
 import threading
 
-from toolexec.runtimes import process_linux
+from toolexec.runtimes import baseline, process_linux, sandbox
 from toolexec.runtimes.process import _stdin_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -48,6 +49,19 @@ def unregister(pid: int) -> None:
     """``pid`` was a warm server of this process and has been reaped."""
     _running.discard(pid)
     process_linux.unexempt(pid)
+
+
+ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
+
+
+def isolated_argv(argv: list[str]) -> list[str]:
+    """``argv`` run inside the sandbox baseline's namespaces (bwrap: :func:`toolexec.runtimes.baseline._namespaces`),
+    made once for a server that makes a PID namespace per call: it keeps CAP_SYS_ADMIN there (an ordinary user's,
+    only inside its own user namespace; each call drops it)."""
+    binary = sandbox.bwrap()
+    assert binary is not None
+    keep = ["--cap-add", "CAP_SYS_ADMIN"] if os.geteuid() != 0 else []
+    return [*baseline._namespaces(binary), *keep, "--", *argv]
 
 
 START_SECONDS = 60.0  # the longest a tool may take to load before it runs cold instead
@@ -133,8 +147,12 @@ class ForkServer(ServerProcess):
         try:
             stdin = _stdin_file(self.spec.payload)
             env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
+            argv = list(self.spec.argv)
+            if self.spec.isolated:
+                env[ISOLATE_VARIABLE] = "1"
+                argv = isolated_argv(argv)
             self._proc = subprocess.Popen(
-                list(self.spec.argv),  # no death signal: it ends at the end of its socket (or stdin), as when this process dies
+                argv,  # no death signal: it ends at the end of its socket (or stdin), as when this process dies
                 stdin=stdin,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -183,8 +201,13 @@ class ForkServer(ServerProcess):
 
     def _spawn(self, call: WarmCall, stdout: int, stderr: int, out_read: int, err_read: int) -> ForkedCall | None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        if call.isolated is not None:  # its init's pid comes as the credentials of its message, in this namespace's numbers
+            mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         fds = [call.stdin, stdout, stderr, theirs.fileno(), *([call.progress] if call.progress >= 0 else [])]
-        message = marshal.dumps({"env": dict(call.env), "cwd": call.cwd, "fsize": call.file_limit}, 2)
+        request: dict[str, object] = {"env": dict(call.env), "cwd": call.cwd, "fsize": call.file_limit}
+        if call.isolated is not None:
+            request["limits"] = dict(call.isolated)
+        message = marshal.dumps(request, 2)
         control = self._control
         if control is None or not self._take():
             mine.close()
@@ -232,6 +255,7 @@ class CallProcess:
         self._counted = True
         self._out, self._err = stdout, stderr
         self.pid = 0
+        self._sender = 0  # the pid in the credentials of the last message read (0: none came)
         self.progress = progress  # -1: progress goes to the pipe the call was given
         self.returncode: int | None = None
         self.stdout: IO[bytes] | None = None  # opened once started: until then the caller owns the descriptors
@@ -244,7 +268,7 @@ class CallProcess:
             if not ready:
                 return b""
             try:
-                data = os.read(self.waiter.fileno(), 64)
+                data = self._read()
             except BlockingIOError:
                 continue
             except OSError:
@@ -260,10 +284,15 @@ class CallProcess:
         line = self._line(REPLY_SECONDS)
         if line[:1] != b"P":
             return False
-        self.pid = int(line[1:])
+        self.pid = int(line[1:]) if line[1:] else self._sender
+        if self.pid <= 0:
+            return False
         self.stdout = open(self._out, "rb", buffering=0)  # noqa: SIM115 - closed by the process helper
         self.stderr = open(self._err, "rb", buffering=0)  # noqa: SIM115
         return True
+
+    def _read(self) -> bytes:
+        return os.read(self.waiter.fileno(), 64)
 
     def exit_code(self, status: int) -> int:
         """``returncode`` from the status the server wrote: a wait status (negative: the signal that ended it)."""
@@ -293,3 +322,15 @@ class ForkedCall(CallProcess):
 
     def __init__(self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int) -> None:
         super().__init__(server, _Waiter(reply), stdout, stderr)
+        self._reply = reply
+
+    def _read(self) -> bytes:
+        """What came on the reply socket, noting its sender's pid (an isolated call's init says ``P`` alone)."""
+        data, ancillary, _, _ = self._reply.recvmsg(64, _CREDENTIALS_SPACE)
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(value) >= 12:
+                self._sender = int.from_bytes(value[:4], sys.byteorder, signed=True)
+        return data
+
+
+_CREDENTIALS_SPACE = socket.CMSG_SPACE(12)  # struct ucred: pid, uid, gid

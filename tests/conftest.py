@@ -66,7 +66,7 @@ def launch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
     def spawn_or_say(self: warm.WarmStart, *args: object) -> object:
         proc = spawn(self, *args)  # type: ignore[arg-type]
-        if proc is None and not self.pool.closed and self.pool.refused(self.spec) is None:
+        if proc is None and not self.pool.closed and self.pool.refused(self.spec_for(args[0])) is None:  # type: ignore[arg-type]
             cold.append(self.spec.tool)
         return proc
 

@@ -22,7 +22,9 @@ from toolexec.runtimes.warm_fork import running_servers
 
 pytestmark = [
     pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)"),
-    pytest.mark.usefixtures("unconfined"),  # a call under the sandbox's baseline runs cold (docs/performance.md)
+    # The pool's own behaviour, read through the tools' process ids (which a PID namespace per call would renumber):
+    # tests/runtimes/test_warm_baseline.py runs warm calls under the sandbox's baseline.
+    pytest.mark.usefixtures("unconfined"),
 ]
 
 # Reports the process that loaded it, the one running the call, and what a call must see of its own.
@@ -345,6 +347,7 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
     project.tool("named.py", plain)
     project.tool("confined.py", PIDS)
     project.tool("flat.js", "/**\n * Answer.\n * @warm\n */\nexport function run() {\n  return 1;\n}\n")
+    project.tool("fast.sh", FAST["fast.sh"])
     config = project.configure(warm_tools=["named"], sandbox=sandbox, sandbox_policies={"confined": {"network": "none"}})
 
     def warm_line(tool: str) -> list[str]:
@@ -354,10 +357,11 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
 
     yes = "Warm: yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
     js = "Warm: no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
-    if sandbox == "off":  # no policy applies
-        expected = [[yes], [], [yes], [yes], [js]]
+    if sandbox == "off":  # no policy applies, nor the baseline
+        expected = [[yes], [], [yes], [yes], [js], [yes]]
     else:
-        baseline = "Warm: no: each call runs under the sandbox's baseline (a PID namespace of its own), so it runs cold"
+        alone = yes.replace("once", "once, in a PID namespace of its own")
         policy = "Warm: no: its sandbox policy is applied to each call's own start, so it runs cold"
-        expected = [[baseline], [], [baseline], [policy], [js]]
-    assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat")] == expected
+        bash = "Warm: no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
+        expected = [[alone], [], [alone], [policy], [js], [bash]]
+    assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat", "fast")] == expected
