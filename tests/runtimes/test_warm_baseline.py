@@ -222,3 +222,40 @@ def test_a_timeout_ends_a_warm_call_by_sigterm_as_a_cold_one(project: Project) -
             results[warm] = (result.status, result.reason, result.signal, result.exit_code)
     assert results[True] == results[False]
     assert results[True][:3] == ("timeout", "timeout", 15)  # SIGTERM, not the SIGKILL that follows a grace period
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+    return found
+
+
+@pytest.mark.parametrize("sandbox", ["declared", "off"])
+def test_the_spare_a_server_keeps_ends_with_it(project: Project, sandbox: str) -> None:
+    """Each server forks the next call's process (under the baseline: its namespace's init) ahead: one at a time, and
+    none left once the server is closed."""
+    project.tool("probe.py", PROBE)
+    with project.executor(sandbox=sandbox) as executor:
+        for _ in range(3):
+            _call(executor, "look")
+        (server,) = running_servers()
+        inside = _descendants(server)
+        waiting = [pid for pid in inside if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        # bwrap, its init, the zygote and one spare (under the baseline); the zygote and its spare (off)
+        assert len(waiting) == (3 if sandbox == "declared" else 1)
+    assert not any(alive(pid) for pid in inside | {server})
