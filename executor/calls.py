@@ -502,6 +502,9 @@ class Calls:
         if threads is not None:
             threads.shutdown(wait=True)  # every call has returned: the threads are idle
         self.close_warm()
+        cgroups = sys.modules.get("toolexec.runtimes.cgroup")  # loaded only where a call made a cgroup
+        if done and cgroups is not None:
+            cgroups.drain()  # the cgroups of calls that are over are removed off their path: nothing is left at close
         return done
 
     def close_warm(self) -> None:

@@ -313,8 +313,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
     confinement, held, proxy = launch.confinement, None, None
     gate: baseline.Gate | None = None
-    if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
-        confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
+    if confinement is not None and confinement.file_size is None and launch.file_limit is not None:
+        # the sandbox sets the bound: a declared file size (wider or narrower), else max_kept_bytes's
+        confinement = replace(confinement, file_size=launch.file_limit)
     argv = list(launch.argv)
     # Who bounds the files (a confined call's launcher does it for itself): the bootstrap (its first line), this
     # process once the bootstrap has started (which waits for it), or prlimit(1) around the program; a warm call's

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from toolexec.records import Kwargs, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
-from toolexec.runtimes.interpreter import interpreter_for
+from toolexec.runtimes.interpreter import launcher_for
 from toolexec.state import CODE_TAG
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -34,7 +34,7 @@ class PythonRuntime:
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments and source text as :func:`request` makes them."""
-        interpreter = interpreter_for(tool, site)
+        interpreter, env = launcher_for(tool, site)
         tail = [tool.source] if tool.function is None else [tool.source, tool.function]  # one function of a tools.py
         argv = [*interpreter, str(BOOTSTRAP), *tail]
         call = tool.invocation
@@ -43,22 +43,23 @@ class PythonRuntime:
             left_out = {name: value for name, value in call.defaults if name not in arguments}
             arguments = {**arguments, **left_out} if left_out else arguments
             enums = [list(each) for each in call.enums if arguments.get(each[0]) is not None]
-        warm = _warm_spec(tool, [*interpreter, str(ZYGOTE), *tail], site) if site.warm else None
+        warm = _warm_spec(tool, [*interpreter, str(ZYGOTE), *tail], site, env) if site.warm else None
         # A warm call's server has already loaded the tool: its request carries no compiled code
         compiled = _compiled(site.code, tool.source, site) if site.code is not None and warm is None else None
         stdin = request(arguments, site.code, enums, compiled)
-        return Prepared(argv=argv, stdin=stdin, sets_file_limit=1, warm=warm)
+        return Prepared(argv=argv, stdin=stdin, env_additions=env, sets_file_limit=1, warm=warm)
 
 
-def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site) -> WarmSpec:
-    """A fork server (``server``: its argv) that has loaded the tool's source text (see ``_python_zygote.py``)."""
+def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site, additions: dict[str, str]) -> WarmSpec:
+    """A fork server (``server``: its argv, in the environment with the launcher's ``additions``) that has loaded the
+    tool's source text (see ``_python_zygote.py``)."""
     from toolexec.runtimes.warm import WarmSpec, server_environment, spec_key
 
     source = site.code
     if source is None:
         source = Path(tool.source).read_text(encoding="utf-8", errors="surrogateescape")
     payload = MARSHALLED + marshal.dumps({"source": source}, 2)
-    env = server_environment(site.env)
+    env = server_environment({**site.env, **additions})
     return WarmSpec(
         kind="python-fork",
         tool=tool.name,
