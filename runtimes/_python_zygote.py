@@ -21,8 +21,12 @@ other call's and never toolexec's), its limits (the call's ``limits``: CPU secon
 size) and its pids cgroup, drops every capability (as bwrap leaves an ordinary user's tool), says ``P`` itself (its
 pid reaches toolexec as the socket's credentials, in toolexec's own numbering) and forks the tool's process, which
 runs the call. A namespace's init ignores every signal it has no handler for (even from toolexec, but SIGKILL), so
-the tool is not the init: it gets toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's
-status (128 + the signal, as bwrap's own init reports it) and the kernel ends whatever else the call left.
+the tool is not the init: it gets toolexec's SIGTERM as a cold call's tool would. The init writes the tool's status
+itself (128 + the signal, as bwrap's own init reports it) and exits; the kernel ends whatever else the call left.
+
+The call's first process is forked ahead (a spare: :func:`_spare`), isolated or not, and waits for its call: the
+zygote hands it the next call (as toolexec handed it over) and forks the next spare, so neither the fork nor the
+namespaces are on a call's path. A call that finds no spare (it died, or could not be made) is forked at once.
 
 Like the cold bootstrap, this runs under whatever Python the tool names: no syntax newer than 3.8, no third-party
 import.
@@ -42,7 +46,7 @@ _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 5
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_SLAVE = 2, 4, 8, 0x4000, 0x80000
 
 
 class _Namespaces:
@@ -68,10 +72,15 @@ class _Namespaces:
         """Later children are born in this process's own PID namespace again (so that the next unshare may work)."""
         self._check(self.libc.setns(self.own, _CLONE_NEWPID), "setns")
 
+    def die_with_parent(self):
+        """SIGKILL when the zygote ends (a namespace's init takes it from its parent's namespace)."""
+        self._check(self.libc.prctl(1, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+
     def own_proc(self):
         """In the new namespace's init: a mount namespace of its own, private, with a /proc of the new namespace."""
         self._check(self.libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-        self._check(self.libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+        # A slave of the zygote's mounts: what the host mounts later still shows; what is mounted here goes nowhere.
+        self._check(self.libc.mount(b"none", b"/", None, _MS_REC | _MS_SLAVE, None), "mount --make-rslave /")
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
 
@@ -119,20 +128,49 @@ def _load(control):
     return module
 
 
-def _init(namespaces, module, request, fds):
-    """In the forked child, the init of the call's own PID namespace: its /proc, limits and cgroup, no capability;
-    say ``P`` (the credentials carry the pid), fork the call's process, wait for it and exit with its status."""
-    os.setsid()
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+def _spare(namespaces, module, calls):
+    """A spare, forked ahead of its call (off the call's path), waiting on ``calls`` for it: without ``namespaces``
+    the call's process itself (:func:`_child`); with them, the call's init, alone in a new PID namespace, with a mount
+    namespace and a /proc of its own, it waits on ``calls`` for one call (the zygote hands it over as toolexec handed
+    it: the request and its descriptors), says ``P`` (the credentials carry its pid), takes the call's limits and
+    cgroup, drops every capability and forks the call's process; it writes the tool's status itself once that has
+    ended (before its own namespace is torn down), then exits, and the kernel ends whatever else the call left."""
+    if namespaces is not None:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        try:
+            namespaces.die_with_parent()
+            namespaces.own_proc()
+        except OSError:
+            os._exit(70)  # the zygote hands the call to no spare that died: it makes the call's init at once instead
+    try:
+        data, fds = _receive(calls)
+    except OSError:
+        os._exit(0)
+    calls.close()
+    if not data or len(fds) < 4:  # the zygote is closing: no call comes
+        os._exit(0)
+    if namespaces is None:
+        _child(module, marshal.loads(data), fds)
+    _init(namespaces, module, marshal.loads(data), fds)
+
+
+def _init(namespaces, module, request, fds, own_proc=False):
+    """The init of the call's own PID namespace (``own_proc``: its /proc is still to be made): say ``P``, take the
+    call's limits, fork the call's process, report its status and exit (see :func:`_spare`)."""
+    if own_proc:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     reply = socket.socket(fileno=fds[3])
     try:
         reply.sendall(b"P\n")
     except OSError:
         os._exit(70)
-    reply.close()
     try:
-        namespaces.own_proc()
+        if own_proc:
+            namespaces.own_proc()
         _limit(request.get("limits") or {})
         namespaces.drop_capabilities()
     except (ImportError, OSError, ValueError) as exc:
@@ -141,6 +179,7 @@ def _init(namespaces, module, request, fds):
     pid = os.fork()
     if pid == 0:
         try:
+            reply.close()
             _child(module, request, fds[:3] + fds[4:], session=False)
         finally:
             os._exit(70)
@@ -154,7 +193,10 @@ def _init(namespaces, module, request, fds):
         except ChildProcessError:
             os._exit(70)
         if ended == pid:
-            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+            code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            with contextlib.suppress(OSError):  # now: the namespace's end (the kernel's) is no part of the call
+                reply.sendall(b"X%d\n" % (code << 8))
+            os._exit(code)
 
 
 def _limit(limits):
@@ -217,15 +259,17 @@ def _max_fd():
         return 1 << 16
 
 
-def _take(control, module, children, namespaces=None):
+def _receive(sock):
+    data, ancillary, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, _MAX_FDS) if hasattr(socket, "recv_fds") else _recv_fds(sock)
+    return data, list(ancillary)
+
+
+def _take(control, module, children, spares):
     """One call from toolexec; False once it has closed the socket."""
     try:
-        data, ancillary, _, _ = (
-            socket.recv_fds(control, _MAX_MESSAGE, _MAX_FDS) if hasattr(socket, "recv_fds") else _recv_fds(control)
-        )
+        data, fds = _receive(control)
     except InterruptedError:
         return True
-    fds = list(ancillary)
     if not data:
         for fd in fds:
             os.close(fd)
@@ -234,40 +278,112 @@ def _take(control, module, children, namespaces=None):
         for fd in fds:
             os.close(fd)
         return True
-    request = marshal.loads(data)
-    if namespaces is not None:
-        try:
-            namespaces.next_child_alone()
-        except OSError:  # the call is not started (toolexec runs it cold)
-            for fd in fds:
-                os.close(fd)
-            return True
+    _hand_over(spares, module, data, fds, children)
+    return True
+
+
+def _fork():
     try:
-        pid = os.fork()
+        return os.fork()
     except OSError:
-        pid = -1
-    if pid != 0 and namespaces is not None:  # (the child is in the new namespace: it cannot go back)
-        namespaces.back()
-    if pid < 0:  # the call is not started (toolexec runs it cold)
-        for fd in fds:
-            os.close(fd)
-        return True
-    if pid == 0:
+        return -1
+
+
+class _Spares:
+    """The zygote's spare (:func:`_spare`): one forked ahead, handed the next call."""
+
+    def __init__(self, namespaces, control):
+        self.namespaces = namespaces
+        self.control = control
+        self.waiting = None  # (pid, the socket it waits on)
+        self.made = set()  # spares alive without a call: reaped quietly
+
+    def make(self, module):
+        """A new spare (none when it cannot be made: the next call is forked when it comes)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = self.fork()
+        if pid == -2:
+            ours.close()
+            theirs.close()
+            return
+        if pid == 0:
+            try:
+                self.control.close()
+                ours.close()
+                if self.waiting is not None:
+                    self.waiting[1].close()
+                _spare(self.namespaces, module, theirs)
+            finally:
+                os._exit(70)
+        theirs.close()
+        if pid < 0:
+            ours.close()
+            return
+        self.waiting = (pid, ours)
+        self.made.add(pid)
+
+    def fork(self):
+        """os.fork(); isolated, the child is alone in a new PID namespace. -1: fork failed, -2: no namespace."""
+        if self.namespaces is None:
+            return _fork()
         try:
-            control.close()
-            if namespaces is not None:
-                _init(namespaces, module, request, fds)
-            _child(module, request, fds)
-        finally:
-            os._exit(70)
+            self.namespaces.next_child_alone()
+        except OSError:
+            return -2
+        pid = _fork()
+        if pid != 0:  # (the child is in the new namespace: it cannot go back)
+            self.namespaces.back()
+        return pid
+
+    def close(self):
+        if self.waiting is not None:
+            self.waiting[1].close()  # it sees the end of file and exits
+            self.waiting = None
+
+
+def _hand_over(spares, module, data, fds, children):
+    """Give the call to the spare init, else (none, or it died) to an init made now; then make the next spare."""
     reply = socket.socket(fileno=fds[3])
+    handed = False
+    if spares.waiting is not None:
+        pid, sock = spares.waiting
+        spares.waiting = None
+        try:
+            socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
+            handed = True
+        except OSError:
+            pass
+        sock.close()
+        if handed:
+            spares.made.discard(pid)
+    if not handed:
+        pid = spares.fork()
+        if pid == 0:
+            try:
+                spares.control.close()
+                spares.close()
+                if spares.namespaces is None:
+                    _child(module, marshal.loads(data), fds)
+                _init(spares.namespaces, module, marshal.loads(data), fds, own_proc=True)
+            finally:
+                os._exit(70)
     for fd in fds[:3] + fds[4:]:
         os.close(fd)
-    if namespaces is None:  # (an isolated call's init says it, with its credentials)
-        with contextlib.suppress(OSError):
-            reply.sendall(b"P%d\n" % pid)
-    children[pid] = reply
-    return True
+    if pid < 0:  # the call is not started (toolexec runs it cold)
+        reply.close()
+    else:
+        if spares.namespaces is None:  # (an isolated call's init says it, with its credentials)
+            with contextlib.suppress(OSError):
+                reply.sendall(b"P%d\n" % pid)
+        children[pid] = reply
+    spares.make(module)
+
+
+def _send_fds(sock, data, fds):
+    """socket.send_fds for Pythons before 3.9."""
+    import array
+
+    sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
 
 
 def _recv_fds(sock):
@@ -282,7 +398,7 @@ def _recv_fds(sock):
     return data, list(fds), flags, addr
 
 
-def _reap(children):
+def _reap(children, spares):
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -290,8 +406,9 @@ def _reap(children):
             return
         if pid == 0:
             return
+        spares.made.discard(pid)
         reply = children.pop(pid, None)
-        if reply is not None:
+        if reply is not None:  # (an isolated call's init wrote the tool's status already: a second line is not read)
             with contextlib.suppress(OSError):
                 reply.sendall(b"X%d\n" % status)
             reply.close()
@@ -300,7 +417,6 @@ def _reap(children):
 def serve():
     control = socket.socket(fileno=int(os.environ.pop("TOOLEXEC_ZYGOTE_FD")))
     os.environ.pop("TOOLEXEC_WARM_SERVER", None)  # (left in what /proc shows: see warm_fork.SERVER_VARIABLE)
-    namespaces = None
     if os.environ.pop("TOOLEXEC_ZYGOTE_ISOLATE", None) == "1":
         try:
             namespaces = _Namespaces()
@@ -309,6 +425,9 @@ def serve():
         except OSError as exc:
             control.send(b"F" + f"no PID namespace can be made for each call: {exc}".encode("utf-8", "replace"))
             os._exit(0)
+    else:
+        namespaces = None
+    spares = _Spares(namespaces, control)
     module = _load(control)
     if module is None:
         os._exit(0)
@@ -319,8 +438,9 @@ def serve():
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
     children = {}
+    spares.make(module)
     open_ = True
-    while open_ or children:
+    while open_ or children or spares.made:
         try:
             ready, _, _ = select.select([control, wake_read] if open_ else [wake_read], [], [])
         except InterruptedError:
@@ -331,7 +451,9 @@ def serve():
                     pass
             except BlockingIOError:
                 pass
-        _reap(children)
+        _reap(children, spares)
         if open_ and control in ready:
-            open_ = _take(control, module, children, namespaces)
+            open_ = _take(control, module, children, spares)
+            if not open_:
+                spares.close()
     os._exit(0)

@@ -329,7 +329,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         stdin = -1
         try:
             stdin = _stdin_file(launch.stdin)
-            if launch.warm is not None and system is process_linux and _warm_holds(confinement):
+            if launch.warm is not None and system is process_linux and _warm_holds(confinement, launch.warm):
                 started_after = process_linux.boot_ticks()
                 isolated, held = _isolation(confinement)
                 fsize = confinement.file_size if confinement is not None else bound
@@ -434,11 +434,12 @@ def _bound_cold(
     return argv, env, set_here
 
 
-def _warm_holds(confinement: Confinement | None) -> bool:
+def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
     """Whether a warm call keeps what ``confinement`` guarantees: nothing to keep, or the baseline alone where this host
-    makes its namespaces (a warm server inside them gives each call a PID namespace of its own). A declared policy's
-    filesystem, network and environment are made by each call's own bwrap: such a call runs cold."""
-    return confinement is None or (confinement.baseline and baseline.usable())
+    makes its namespaces and the tool's server can give each call a PID namespace of its own (Python's can, a bash
+    cannot). A declared policy's filesystem, network and environment are made by each call's own bwrap: such a call
+    runs cold."""
+    return confinement is None or (confinement.baseline and warm.isolates and baseline.usable())
 
 
 def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:

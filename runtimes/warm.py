@@ -39,6 +39,8 @@ SERVERS: dict[str, str] = {
     "python-fork": "toolexec.runtimes.warm_fork:ForkServer",
     "bash-fork": "toolexec.runtimes.warm_bash:BashServer",
 }
+# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash cannot.
+ISOLATING: frozenset[str] = frozenset({"python-fork"})
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
 
@@ -277,6 +279,11 @@ class WarmStart:
 
     pool: WarmPool
     spec: WarmSpec
+
+    @property
+    def isolates(self) -> bool:
+        """Whether this tool's server can give each call a PID namespace of its own (the sandbox's baseline)."""
+        return self.spec.kind in ISOLATING
 
     def spec_for(self, call: WarmCall) -> WarmSpec:
         """The server ``call`` runs in: an isolated call's is a server of its own, inside the baseline's namespaces."""
