@@ -21,8 +21,9 @@ other call's and never toolexec's), its limits (the call's ``limits``: CPU secon
 size) and its pids cgroup, drops every capability (as bwrap leaves an ordinary user's tool), says ``P`` itself (its
 pid reaches toolexec as the socket's credentials, in toolexec's own numbering) and forks the tool's process, which
 runs the call. A namespace's init ignores every signal it has no handler for (even from toolexec, but SIGKILL), so
-the tool is not the init: it gets toolexec's SIGTERM as a cold call's tool would. The init writes the tool's status
-itself (128 + the signal, as bwrap's own init reports it) and exits; the kernel ends whatever else the call left.
+the tool is not the init: it gets toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's
+status (128 + the signal, as bwrap's own init reports it); the kernel ends whatever else the call left before the
+zygote can reap the init, so the status the zygote then writes means the whole call is gone.
 
 The call's first process is forked ahead (a spare: :func:`_spare`), isolated or not, and waits for its call: the
 zygote hands it the next call (as toolexec handed it over) and forks the next spare, so neither the fork nor the
@@ -133,12 +134,15 @@ def _spare(namespaces, module, calls):
     the call's process itself (:func:`_child`); with them, the call's init, alone in a new PID namespace, with a mount
     namespace and a /proc of its own, it waits on ``calls`` for one call (the zygote hands it over as toolexec handed
     it: the request and its descriptors), says ``P`` (the credentials carry its pid), takes the call's limits and
-    cgroup, drops every capability and forks the call's process; it writes the tool's status itself once that has
-    ended (before its own namespace is torn down), then exits, and the kernel ends whatever else the call left."""
+    cgroup, drops every capability and forks the call's process; it exits with the tool's status once that has
+    ended, and the kernel ends whatever else the call left."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # Nothing of the zygote's but ``calls``: another call's reply socket held here would keep its end from toolexec
+    os.closerange(3, calls.fileno())
+    os.closerange(calls.fileno() + 1, _max_fd())
     if namespaces is not None:
         os.setsid()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         try:
             namespaces.die_with_parent()
             namespaces.own_proc()
@@ -176,10 +180,10 @@ def _init(namespaces, module, request, fds, own_proc=False):
     except (ImportError, OSError, ValueError) as exc:
         os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
         os._exit(70)
+    reply.close()
     pid = os.fork()
     if pid == 0:
         try:
-            reply.close()
             _child(module, request, fds[:3] + fds[4:], session=False)
         finally:
             os._exit(70)
@@ -192,11 +196,8 @@ def _init(namespaces, module, request, fds, own_proc=False):
             continue
         except ChildProcessError:
             os._exit(70)
-        if ended == pid:
-            code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-            with contextlib.suppress(OSError):  # now: the namespace's end (the kernel's) is no part of the call
-                reply.sendall(b"X%d\n" % (code << 8))
-            os._exit(code)
+        if ended == pid:  # the zygote says the status once this init is reaped: its namespace is empty by then
+            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
 def _limit(limits):
@@ -408,7 +409,7 @@ def _reap(children, spares):
             return
         spares.made.discard(pid)
         reply = children.pop(pid, None)
-        if reply is not None:  # (an isolated call's init wrote the tool's status already: a second line is not read)
+        if reply is not None:
             with contextlib.suppress(OSError):
                 reply.sendall(b"X%d\n" % status)
             reply.close()

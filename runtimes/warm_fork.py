@@ -244,6 +244,25 @@ class _Waiter:
         self._sock.close()
 
 
+class _Ready:
+    """A waiter already readable: the call's status is read (a descriptor with a byte waiting), and its channel."""
+
+    def __init__(self, channel: WaiterLike) -> None:
+        self._channel = channel
+        self._read, write = os.pipe()
+        os.write(write, b"x")
+        os.close(write)
+
+    def fileno(self) -> int:
+        return self._read
+
+    def close(self) -> None:
+        if self._read >= 0:
+            os.close(self._read)
+            self._read = -1
+        self._channel.close()
+
+
 class CallProcess:
     """A warm call's process: as much of ``subprocess.Popen`` as the process helper uses. Its server writes
     ``P<pid>`` on the ``waiter`` channel once the process exists and ``X<status>`` once it has ended (end of file
@@ -287,6 +306,8 @@ class CallProcess:
         self.pid = int(line[1:]) if line[1:] else self._sender
         if self.pid <= 0:
             return False
+        if b"\n" in self._buffer:  # the status came in the same read: the channel has nothing more to say so
+            self.waiter = _Ready(self.waiter)
         self.stdout = open(self._out, "rb", buffering=0)  # noqa: SIM115 - closed by the process helper
         self.stderr = open(self._err, "rb", buffering=0)  # noqa: SIM115
         return True

@@ -365,3 +365,37 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
         bash = "Warm: no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
         expected = [[alone], [], [alone], [policy], [js], [bash]]
     assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat", "fast")] == expected
+
+
+def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
+    """A call can end before toolexec reads its pid: both lines come in one read, and the channel (still open at the
+    other end, as a copy held elsewhere may keep it) has nothing more to say. The waiter must say so all the same."""
+    import select
+    import socket
+
+    from toolexec.runtimes.warm_fork import ForkedCall
+
+    class Server:
+        done = 0
+
+        def _done(self) -> None:
+            self.done += 1
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    server = Server()
+    call = ForkedCall(server, ours, out_read, err_read)  # type: ignore[arg-type]
+    try:
+        theirs.sendall(b"P4242\nX%d\n" % (3 << 8))
+        assert call.started()
+        assert select.select([call.waiter.fileno()], [], [], 5)[0] == [call.waiter.fileno()]
+        assert (call.pid, call.wait(), server.done) == (4242, 3, 1)
+    finally:
+        call.waiter.close()
+        for channel in (call.stdout, call.stderr):
+            assert channel is not None
+            channel.close()
+        for fd in (out_write, err_write):
+            os.close(fd)
+        theirs.close()
