@@ -95,7 +95,9 @@ def _project(root: Path, tools: dict[str, str], sandbox: str = "off") -> Path:
     for file, source in tools.items():
         (root / "functions" / "tools" / file).write_text(source)
     config = root / f"config-{sandbox}.yaml"
-    config.write_text(yaml.safe_dump({"visible_tools": sorted(tools), "sandbox": sandbox}))
+    # The tools' Python is the bare figure's (no PATH shim in between: a pyenv shim alone takes longer than a call).
+    settings = {"visible_tools": sorted(tools), "sandbox": sandbox, "runtimes": {"python": sys.executable}}
+    config.write_text(yaml.safe_dump(settings))
     return config
 
 
@@ -113,7 +115,7 @@ MODES = ("declared", "off")  # the default (every call under the sandbox's basel
 def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
     """The figures: name → (ours ms, reference ms, ratio, label), for each sandbox mode of :data:`MODES`
     (``noop:declared``, ``heavy:off`` …): a warm no-op against ``python -c pass``, a heavy tool warm against cold."""
-    python = which("python3") or sys.executable
+    python = sys.executable
     modules, label = heavy_modules(python)
     figures: dict[str, tuple[float, float, float, str]] = {}
     bare = [python, "-c", "pass"]
