@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -62,6 +63,8 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     if argv is None:
         argv = sys.argv[1:]
     args = quick_run(argv) or _parse(argv)
+    if handle_signals and args.command != "run":
+        gc.enable()  # the program started without the cyclic collector (toolexec.entry); only a one-shot run goes on so
     args.handle_signals = handle_signals
     return dispatch(args)
 

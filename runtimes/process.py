@@ -325,6 +325,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     started_after = 0
     system.enter()
     proc: subprocess.Popen[bytes] | WarmProcess | None = None
+    registered: int | None = None
     try:
         stdin = -1
         try:
@@ -347,10 +348,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                         from toolexec.runtimes.netproxy import Proxy
 
                         proxy = Proxy(confinement.allowed)
-                    if sandbox.mechanism()[0] == "bwrap":  # only to learn its init, reaped here should it outlive bwrap
-                        gate = baseline.Gate(block=False)
+                    if sandbox.mechanism()[0] == "bwrap":  # its init (reaped here should it outlive bwrap) waits for its limits
+                        gate = baseline.Gate()
                     forwarder = proxy.prefix(sys.executable) if proxy else ()
-                    argv, held = sandbox.wrap(confinement, argv, gate.args() if gate is not None else (), forwarder)
+                    info = gate.args() if gate is not None else ()
+                    argv, held = sandbox.wrap(confinement, argv, info, forwarder, gated=gate is not None)
                 proc = subprocess.Popen(
                     system.with_death_signal(argv),
                     stdin=stdin,
@@ -368,10 +370,13 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
                     assert confinement is not None
                     try:
-                        gate.open(confinement, held)
+                        gate.open(confinement, held, strict=not confinement.baseline)
                     except BaseException:
                         proc.kill()
                         proc.wait()
+                        for stream in (proc.stdout, proc.stderr):
+                            if stream is not None:
+                                stream.close()
                         raise
         except BaseException:
             _close(progress_read)
@@ -389,6 +394,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             _close(progress_read)
             progress_read = proc.progress  # type: ignore[union-attr]
         system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after)
+        registered = proc.pid
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
         namespaced = held is not None and held.pid_namespace  # the kernel ended what the tool left (bwrap's own too)
@@ -396,7 +402,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:
-        system.leave(proc.pid if proc is not None else None)
+        system.leave(registered)  # None: no tool was registered (its spawn, or its limits, failed)
         oom_killed = sandbox.release(held)
         if proxy is not None:
             proxy.close()

@@ -38,6 +38,7 @@ LAYERS = [
         "toolexec.toolkit",
         "toolexec.mcp",
         "toolexec.mcp_http",
+        "toolexec.mcp_http_memo",
         "toolexec.mcp_auth",
         "toolexec.mcp_paths",
         "toolexec.mcp_stdio",
