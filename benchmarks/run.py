@@ -379,6 +379,57 @@ def mcp_rows(b: Bench) -> list[Row]:
         return [Row(label, "", note=f"MCP measurement failed: {exc}") for label in labels]
 
 
+def warm_rows(b: Bench) -> list[Row]:
+    """Warm tools (benchmarks/warm_bench.py): each figure against its reference, in the same run."""
+    from warm_bench import measure, measure_mcp
+
+    figures = measure(RUNS)
+    rows = []
+    for mode, where in (("declared", "the sandbox's baseline (the default)"), ("off", "`sandbox: off`")):
+        ours, bare, ratio, _ = figures[f"noop:{mode}"]
+        warm, cold, heavy, label = figures[f"heavy:{mode}"]
+        rows += [
+            Row(
+                f"in-process call of a warm Python no-op tool vs `python -c pass`, {where}",
+                ms(ours),
+                f"`python -c pass`: {ms(bare)}",
+                f"{ratio:.2f}x",
+                "≤ 0.2x",
+                ratio <= 0.2,
+            ),
+            Row(
+                f"heavy-import tool ({label}), warm vs the same tool cold, {where}",
+                ms(warm),
+                f"cold: {ms(cold)}",
+                f"{1 / heavy:.1f}x faster",
+                "≥ 20x faster",
+                1 / heavy >= 20,
+            ),
+        ]
+    try:
+        served, bash, added = measure_mcp(RUNS)
+    except Exception as exc:  # never stops the rest of the suite
+        return [
+            *rows,
+            Row(
+                "MCP stdio `tools/call`, warm Bash tool (`sandbox: off`: under the baseline it runs cold) vs `bash -c :`",
+                "",
+                note=f"failed: {exc}",
+            ),
+        ]
+    return [
+        *rows,
+        Row(
+            "MCP stdio `tools/call`, warm Bash tool (`sandbox: off`: under the baseline it runs cold) vs `bash -c :`",
+            ms(served),
+            f"`bash -c :`: {ms(bash)}",
+            f"{added:+.1f} ms",
+            "≤ +1 ms",
+            added <= 1,
+        ),
+    ]
+
+
 def sandbox_rows(b: Bench) -> list[Row]:
     """A no-op call unconfined, under the baseline alone and confined, per language: in-process and over MCP
     (benchmarks/sandbox_bench.py and sandbox_mcp_bench.py, which print the same figures alone)."""
@@ -600,6 +651,7 @@ def main() -> None:
             ("Throughput and concurrency", throughput_rows),
             ("Memory", memory_rows),
             ("MCP", mcp_rows),
+            ("Warm tools", warm_rows),
             ("Sandbox: unconfined, the baseline, confined", sandbox_rows),
             ("MCP under load, against FastMCP", mcp_load_rows),
             ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),

@@ -241,6 +241,7 @@ _META_KEYS = {
     "task": "task",
     "max-concurrency": "max_concurrency",
     "rate": "rate",
+    "warm": "warm",
 }
 # argc's own @meta keys, and toolexec's others: never reported as unknown.
 _ARGC_META = {"require-tools", "dotenv", "symbol", "combine-shorts", "inherit-flag-options", "man-section", "default-subcommand"}
@@ -269,6 +270,8 @@ def _meta(rest: str, meta: dict[str, Any], reader: MetadataReader, diag: Diagnos
         reader.set_icon(value, at)
     elif field == "task":
         reader.set_task(value, at)
+    elif field == "warm":
+        reader.set_warm(value, at)
     elif field in ("max_concurrency", "rate"):
         reader.set_cap(field, value, at)
     elif field is not None:

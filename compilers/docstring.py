@@ -50,6 +50,7 @@ META_FIELDS = {
     "Task": "task",
     "Max concurrency": "max_concurrency",
     "Rate": "rate",
+    "Warm": "warm",
 }
 # Sections holding indented entries.
 LIST_FIELDS = {"Examples": "examples", "Example": "examples", "Errors": "errors"}

@@ -39,6 +39,7 @@ _MODULE_META_KEYS = (
     "task",
     "maxConcurrency",
     "rate",
+    "warm",
 )
 
 
@@ -268,7 +269,7 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
         if key in known and key not in _HINTS:
             continue
         meant = (
-            near_miss(key, [*_MODULE_META, "annotations", "outputSchema", "sandbox", "task", "maxConcurrency", "rate"])
+            near_miss(key, [*_MODULE_META, "annotations", "outputSchema", "sandbox", "task", "maxConcurrency", "rate", "warm"])
             if key not in _HINTS
             else "annotations"
         )
@@ -322,6 +323,9 @@ def _module_metadata(fields: dict[str, Node], diag: Diagnostics, parameters: dic
         _module_sandbox(fields["sandbox"], reader, diag)
     if "task" in fields and (value := _literal_or_error(fields["task"], "task", diag)) is not _MISSING:
         reader.set_task(value, fields["task"])
+    if "warm" in fields and (value := _literal_or_error(fields["warm"], "warm", diag)) is not _MISSING:
+        reader.spell.setdefault("warm", "warm:")
+        reader.set_warm(value, fields["warm"], shared=True)
     for key, field in (("maxConcurrency", "max_concurrency"), ("rate", "rate")):
         if key in fields and (value := _literal_or_error(fields[key], key, diag)) is not _MISSING:
             reader.spell.setdefault(field, key)

@@ -58,6 +58,8 @@ class MetadataReader:
         self.icon: str | None = None
         self.task: str | None = None
         self.caps: dict[str, Any] = {}
+        self.warm: str | None = None
+        self._warm_given = False
 
     def _name(self, field: str) -> str:
         return self.spell.get(field, field)
@@ -222,6 +224,30 @@ class MetadataReader:
             return
         self.caps[field] = found
 
+    def set_warm(self, value: Any, at: At, *, shared: bool = False) -> None:
+        """``warm``: true (empty means true) or false; ``shared`` too where the language has a shared worker
+        (JavaScript, TypeScript)."""
+        word = value.strip().lower() if isinstance(value, str) else value
+        choices = "true, false or shared" if shared else "true or false"
+        if word in _TRUE or word is True:
+            found: str | None = "fork"
+        elif word in _FALSE or word is False:
+            found = None
+        elif word == "shared" and shared:
+            found = "shared"
+        else:
+            shown = repr(value) if isinstance(value, str) else json.dumps(value)
+            hint = f"write {self._name('warm')} true" + (" (or shared: one worker serves every call)" if shared else "")
+            if word == "shared":
+                hint = f"a shared worker is for JavaScript and TypeScript tools; write {self._name('warm')} true"
+            self.diag.error(at, f"{self._name('warm')} {shown} is not {choices}", hint)
+            return
+        if self._warm_given:
+            self.diag.error(at, f"{self._name('warm')} is declared twice", "keep one")
+            return
+        self._warm_given = True
+        self.warm = found
+
     def build(self, parameters: dict[str, Any], description: str) -> Metadata:
         """The checked record: examples validated against ``parameters``; the summary defaulted."""
         self._check_examples(parameters)
@@ -247,6 +273,7 @@ class MetadataReader:
             task=self.task,  # type: ignore[arg-type]  # checked by set_task
             max_concurrency=self.caps.get("max_concurrency"),
             rate=self.caps.get("rate"),
+            warm=self.warm,  # type: ignore[arg-type]  # checked by set_warm
         )
 
     def _check_examples(self, parameters: dict[str, Any]) -> None:

@@ -119,6 +119,8 @@ def _metadata(
             reader.set_sandbox(name, field.value, where)
         elif name == "task":
             reader.set_task(field.value, where)
+        elif name == "warm":
+            reader.set_warm(field.value, where)
         elif name in ("max_concurrency", "rate"):
             reader.set_cap(name, field.value, where)
         elif name in ("timeout", "max_output_bytes"):

@@ -122,6 +122,7 @@ _META_TAGS = {
     "task": "task",
     "maxConcurrency": "max_concurrency",
     "rate": "rate",
+    "warm": "warm",
     **SANDBOX_TAGS,
 }
 # Tags of JSDoc itself (or read elsewhere) that are never reported as misspelt metadata.
@@ -189,6 +190,8 @@ def jsdoc_metadata(doc: JSDoc, diag: Diagnostics, parameters: dict[str, Any], ou
             reader.set_sandbox(field, content, at)
         elif field == "task":
             reader.set_task(content, at)
+        elif field == "warm":
+            reader.set_warm(content, at, shared=True)
         elif field in ("max_concurrency", "rate"):
             reader.set_cap(field, content, at)
         else:

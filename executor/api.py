@@ -61,6 +61,7 @@ class Executor:
         variables: dict[str, str] | None = None,
         agent_tools_only: bool = False,
         on_input: OnInput | None = None,
+        warm: bool | None = None,
     ) -> None:
         """Load ``config`` (a path, a :class:`Config`, or None for the usual lookup).
 
@@ -76,6 +77,10 @@ class Executor:
         With ``agent``, the executor serves that agent of the config (:mod:`toolexec.agents`): its own
         functions, then its shared tools (only its own with ``agent_tools_only``); ``variables``
         gives values to the agent's variables (over ``agent_variables`` in config and the environment).
+
+        ``warm=True`` runs every tool warm (each call a fresh process forked from a server that loaded the tool
+        once; docs/performance.md); the default runs warm the tools whose script says ``Warm: true`` or that
+        ``warm_tools`` names; ``warm=False`` none. :meth:`close` stops the warm servers.
         """
         loaded = config if isinstance(config, Config) else load_config(config)
         if agent is not None:
@@ -87,7 +92,7 @@ class Executor:
         self.config = loaded
         self.source = PolledSource(self.config)
         # The one call path: its limiter (max_parallel slots) and in-flight registry, which close() ends.
-        self.calls = Calls(self.source, before_call=before_call)
+        self.calls = Calls(self.source, before_call=before_call, warm=warm)
         self.on_input = on_input
 
     @property
@@ -421,7 +426,7 @@ class Executor:
 
         A running call's process tree ends and the call returns a ``cancelled``
         result; a call still waiting for a slot returns ``cancelled`` without starting.
-        Closing twice is harmless.
+        Closing twice is harmless. The warm servers end too (each once its calls are over).
         """
         self.calls.close()
 

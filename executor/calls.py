@@ -46,11 +46,12 @@ if TYPE_CHECKING:
     from toolexec.observe import Caller, Observation
     from toolexec.records import InputRequest, InputResponse, ToolDeclaration
     from toolexec.runtimes.process import CallControl
+    from toolexec.runtimes.warm import WarmPool
 
     # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
     Admit = Callable[[str], None]
 
-__all__ = ["CLOSED", "Calls", "Pending", "Slots", "Ticket", "missing_scopes"]
+__all__ = ["CLOSED", "Calls", "Pending", "Slots", "Ticket", "missing_scopes", "runs_warm"]
 
 CLOSED = "the executor is closed; create a new Executor to call tools"
 
@@ -161,8 +162,13 @@ class Calls:
         before_call: BeforeCall | None = None,
         max_parallel: int | None = None,
         caller: Caller | None = None,
+        warm: bool | None = None,
     ) -> None:
+        """``warm``: True runs every tool warm (docs/performance.md), None those the config or their script name,
+        False none (a one-shot run, which would only pay for the server's start)."""
         self.source = source
+        self.warm = warm
+        self._pool: WarmPool | None = None
         self.before_call = before_call
         self.caller = caller  # who asks, for the audit log: the surface (None: the Python API)
         self.max_parallel = max_parallel or source.config.max_parallel
@@ -357,7 +363,7 @@ class Calls:
                 return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
             if observation is not None:
                 observation.queued(time.monotonic() - waiting)
-            engine = Engine(pending.snapshot.config)
+            engine = Engine(pending.snapshot.config, pool=self._warm_pool(snapshot.config, tool))
             return engine.execute(
                 pending.snapshot,
                 pending.call,
@@ -462,6 +468,19 @@ class Calls:
             raise
         return [future.result() for future in work]
 
+    # --- warm servers -----------------------------------------------------------------------------
+
+    def _warm_pool(self, config: Config, tool: ToolDeclaration) -> WarmPool | None:
+        """The pool a call of ``tool`` forks from (made on the first warm call), or None: it runs cold."""
+        if not runs_warm(config, tool, self.warm):
+            return None
+        with self._registry:
+            if self._pool is None and not self._closed:
+                from toolexec.runtimes.warm import WarmPool
+
+                self._pool = WarmPool(max_servers=config.warm_max, idle=config.warm_idle)
+            return self._pool
+
     # --- the registry and the limiter ----------------------------------------------------------
 
     @property
@@ -482,10 +501,19 @@ class Calls:
             threads, self._threads = (self._threads, None) if done else (None, self._threads)
         if threads is not None:
             threads.shutdown(wait=True)  # every call has returned: the threads are idle
+        self.close_warm()
         cgroups = sys.modules.get("toolexec.runtimes.cgroup")  # loaded only where a call made a cgroup
         if done and cgroups is not None:
             cgroups.drain()  # the cgroups of calls that are over are removed off their path: nothing is left at close
         return done
+
+    def close_warm(self) -> None:
+        """Stop the warm servers (each ends once its calls are over, and is reaped); later calls run cold."""
+        with self._registry:
+            pool, self._pool = self._pool, None
+            self.warm = False
+        if pool is not None:
+            pool.close()
 
     def _register(self, control: CallControl) -> object | None:
         with self._registry:
@@ -494,6 +522,14 @@ class Calls:
             token = object()
             self._in_flight[token] = control
             return token
+
+
+def runs_warm(config: Config, tool: ToolDeclaration, everything: bool | None) -> bool:
+    """Whether calls of ``tool`` fork from a warm server: never when ``everything`` is False, always when True, else
+    when its script says ``Warm: true`` or ``warm_tools`` names it (or says ``all``)."""
+    if everything is not None:
+        return everything
+    return tool.metadata.warm is not None or tool.name in config.warm_tools or "all" in config.warm_tools
 
 
 def _capped(config: Config, tool: ToolDeclaration) -> bool:

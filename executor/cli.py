@@ -343,6 +343,9 @@ def _agent_commands(commands: Any) -> None:
     mcp.add_argument("--page-size", type=int, metavar="N", help="tools per tools/list page (default: mcp.page_size, 100)")
     mcp.add_argument("--no-reload", action="store_true", help="do not watch functions/tools/ and config.yaml for changes")
     mcp.add_argument(
+        "--warm", action="store_true", help="run every tool warm: each call forked from a server that loaded the tool once"
+    )
+    mcp.add_argument(
         "--agent-tools-only",
         action="store_true",
         help="with --agent: offer only the agent's own functions, not its shared tools (also AGENT_TOOLS_ONLY=1)",
@@ -411,9 +414,9 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), **agent)
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), warm=False, **agent)
     else:
-        executor = Executor(args.config, **agent)
+        executor = Executor(args.config, warm=False, **agent)  # one run: a warm server would only cost its start
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
@@ -585,12 +588,36 @@ def _describe(args: argparse.Namespace) -> int:
     if args.json:
         print(_json(declaration.to_dict(), indent=2))
         return EXIT_OK
-    print("\n".join(describe_text(declaration)))
+    print("\n".join(describe_text(declaration, warm=_warm_text(executor.config, declaration))))
     return EXIT_OK
 
 
-def describe_text(tool: Any) -> list[str]:
-    """The lines ``toolexec describe`` prints: the declaration, then whatever metadata the script declares."""
+def _warm_text(config: Any, tool: Any) -> str:
+    """Whether the tool runs warm where servers are kept (docs/performance.md), and why not when it asks to."""
+    from toolexec.calls import runs_warm
+    from toolexec.policy import effective
+
+    if not runs_warm(config, tool, None):
+        return ""
+    if effective(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox) is not None:
+        return "no: its sandbox policy is applied to each call's own start, so it runs cold"
+    if tool.language in ("javascript", "typescript"):
+        return "no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
+    yes = "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+    if config.sandbox == "off":
+        return yes
+    from toolexec.runtimes import baseline
+
+    if tool.language != "python":
+        return "no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
+    if not baseline.usable():
+        return "no: this host makes no PID namespace (bwrap) for the sandbox baseline to give each call, so it runs cold"
+    return yes.replace("once", "once, in a PID namespace of its own")
+
+
+def describe_text(tool: Any, *, warm: str = "") -> list[str]:
+    """The lines ``toolexec describe`` prints: the declaration, then whatever metadata the script declares (``warm``:
+    whether it runs warm, as :func:`_warm_text` says)."""
     meta = tool.metadata
     lines = [f"{tool.name}  ({tool.language}, {tool.source})", ""]
     if meta.title:
@@ -627,6 +654,7 @@ def describe_text(tool: Any) -> list[str]:
                 "required": "required (MCP clients run it as a task)",
             }.get(meta.task or ""),
         ),
+        ("Warm", warm),
     ]
     lines += [f"{label}: {value}" for label, value in rows if value]
     if meta.examples:
@@ -700,6 +728,7 @@ def _mcp(args: argparse.Namespace) -> int:
         agent=args.agent,
         variables=agent_variables(args.variables),
         agent_tools_only=tools_only,
+        warm=True if args.warm else None,
     )
     return main(args.config, http=args.http, token_env=args.token_env, no_token=args.no_token, options=options)
 

@@ -55,6 +55,9 @@ DEFAULTS: dict[str, Any] = {
     "artifacts": {},
     "audit_log": None,
     "tool_limits": {},
+    "warm_tools": [],
+    "warm_max": 8,
+    "warm_idle": 300,
 }
 MAX_PARALLEL = 1024
 MCP_KEYS = (
@@ -175,6 +178,11 @@ class Config:
     audit_arguments: bool = False
     # Per-tool caps that replace the script's (tool name -> {"max_concurrency": N, "rate": "N/unit"}).
     tool_limits: dict[str, dict[str, int | str]] = field(default_factory=dict)
+    # Tools that run warm (docs/performance.md) besides those whose script says so ("all": every tool that can).
+    warm_tools: tuple[str, ...] = ()
+    # At most this many warm servers at once; each stopped after warm_idle seconds without a call.
+    warm_max: int = 8
+    warm_idle: float = 300.0
     # How the file was found and which candidates were skipped, for ``--verbose``.
     lookup: tuple[str, ...] = field(default=(), compare=False)
 
@@ -420,7 +428,20 @@ def from_mapping(data: dict[str, Any], path: Path, *, embedded: bool = False) ->
         enabled_given=enabled_given,
         **_audit_log(values["audit_log"], path, where),
         tool_limits=_tool_limits(values["tool_limits"], where),
+        warm_tools=_names(values["warm_tools"], "warm_tools", where),
+        warm_max=int(_positive(values["warm_max"], "warm_max", where, int)),
+        warm_idle=_seconds(values["warm_idle"], "warm_idle", where),
     )
+
+
+MAX_IDLE_SECONDS = 7 * 24 * 3600
+
+
+def _seconds(value: Any, key: str, where: str) -> float:
+    """A positive number of seconds, up to a week."""
+    if not is_positive(value) or value > MAX_IDLE_SECONDS:
+        raise ConfigError(where, f"expected a positive number of seconds up to {MAX_IDLE_SECONDS}, got {brief(value)}", key=key)
+    return float(value)
 
 
 def _tool_limits(value: Any, where: str) -> dict[str, dict[str, int | str]]:

@@ -31,6 +31,7 @@ from toolexec.runtimes.environment import (
     without_secrets,
 )
 from toolexec.runtimes.process import disk_usage
+from toolexec.runtimes.warm import WarmStart
 from toolexec.sources import Snapshot
 from toolexec.state import State, call_id_for, check_call_id
 from toolexec.validation import prepare_numbers
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from toolexec.observe import Observation
     from toolexec.records import InputRequest
     from toolexec.runtimes.sandbox import Confinement
+    from toolexec.runtimes.warm import WarmPool
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
 # The private channel on which a bootstrap reports a failure (JSON: type, message, stack).
@@ -49,8 +51,10 @@ FAILURE_VARIABLE = "TOOLEXEC_FAILURE_FILE"
 class Engine:
     """Runs calls of one config, each against its own :class:`~toolexec.sources.Snapshot`."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, pool: WarmPool | None = None) -> None:
+        """``pool``: the warm servers this call may fork from (None: it is spawned cold)."""
         self.config = config
+        self.pool = pool
 
     def execute(
         self,
@@ -136,6 +140,7 @@ class Engine:
                 runtimes=self.config.runtimes,
                 env=env,
                 code=code,
+                warm=self.pool is not None,
             )
             prepared = runtime_for(tool.language).prepare(tool, arguments, site)
             timeout = call.timeout or tool.limits.timeout or self.config.timeout
@@ -173,6 +178,9 @@ class Engine:
                 awaits_file_limit=prepared.awaits_file_limit,
                 watch_dir=str(cache_dir),
                 watch_limit=cache_limit,
+                warm=WarmStart(pool=self.pool, spec=prepared.warm)
+                if self.pool is not None and prepared.warm is not None
+                else None,
             )
             try:
                 finished = run_process(launch, control)

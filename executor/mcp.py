@@ -97,6 +97,8 @@ class ServeOptions:
     agent: str | None = None
     variables: dict[str, str] | None = None
     agent_tools_only: bool = False  # only the agent's own functions (llm-functions' AGENT_TOOLS_ONLY)
+    # True: every tool runs warm (--warm; docs/performance.md); None: those the config or their script name.
+    warm: bool | None = None
 
 
 def summary_of(tool: ToolDeclaration) -> str:
@@ -266,7 +268,9 @@ class ToolServer:
         report = build(config)
         self._report_problems(report.problems)
         self.source = WatchedSource(config, report.catalog)
-        self.calls = Calls(self.source, caller=Caller(surface="mcp"))  # the one call path: its limiter and in-flight registry
+        self.calls = Calls(
+            self.source, caller=Caller(surface="mcp"), warm=options.warm
+        )  # the one call path: its limiter and in-flight registry
         self.listing = Listing(config, report.catalog, summaries=options.catalog == "summaries")
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed
@@ -556,8 +560,9 @@ class ToolServer:
         return changed
 
     def close(self) -> None:
-        """Stop the file watcher (the server keeps nothing on disk)."""
+        """Stop the file watcher and the warm servers (the server keeps nothing on disk)."""
         self._stop_watching.set()
+        self.calls.close_warm()
 
     async def announce(self) -> None:
         """notifications/tools/list_changed to the handshake-era stdio client, and the event to 2026 listeners."""

@@ -259,6 +259,9 @@ class Metadata:
     # Per-tool caps (docs/operations.md): calls in flight at once, and calls per unit of time ("30/minute").
     max_concurrency: int | None = None
     rate: str | None = None
+    # Run warm (docs/performance.md): "fork" (a fresh process per call, forked from a server that loaded the tool
+    # once) or, for JavaScript/TypeScript, "shared" (one worker process serves every call); None: cold.
+    warm: Literal["fork", "shared"] | None = None
 
 
 @record
@@ -308,7 +311,14 @@ class ToolDeclaration:
         del data["positions"]
         if data["function"] is None:
             del data["function"]
-        for key in ("sandbox", "icon", "task", "max_concurrency", "rate"):  # kept out of records of tools that declare none
+        for key in (
+            "sandbox",
+            "icon",
+            "task",
+            "max_concurrency",
+            "rate",
+            "warm",
+        ):  # kept out of records of tools that declare none
             if data["metadata"][key] is None:
                 del data["metadata"][key]
         if not data["metadata"]["scopes"]:

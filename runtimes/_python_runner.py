@@ -169,17 +169,19 @@ def _report(kind, message, stack=""):
             json.dump({"type": kind, "message": message, "stack": stack}, out)
 
 
-def main():
+def main(module=None, data=None):
+    """One call: ``module`` is the tool already loaded (by a warm fork server), ``data`` the request it read."""
     path = sys.argv[1]
     function = sys.argv[2] if len(sys.argv) > 2 else "run"
-    request = _parse(sys.stdin.buffer.read())
+    request = _parse(sys.stdin.buffer.read() if data is None else data)
     # The tool gets an empty stdin, like any process run without input.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     sys.argv = [path]
     try:
-        module = _load(path, request.get("source"), request.get("compiled"))
+        if module is None:
+            module = _load(path, request.get("source"), request.get("compiled"))
         arguments = request["arguments"]
         for name, enum, each in request.get("enums", ()):  # the members of the tool's own Enum, as pydantic gives
             kind = getattr(module, enum)
@@ -266,10 +268,10 @@ def _exit(code):
         os._exit(code)
 
 
-def start():
-    """Run the call and end the process with its exit status."""
+def start(module=None, data=None):
+    """Run the call and end the process with its exit status (``module``, ``data``: see :func:`main`)."""
     try:
-        code = main()
+        code = main(module, data)
     except SystemExit as exc:  # the tool's own sys.exit()
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from toolexec.records import ToolDeclaration
+    from toolexec.runtimes.warm import WarmSpec
     from toolexec.state import State
 else:
     Protocol = object  # at run time Runtime is a plain base class; type checkers see the protocol
@@ -30,6 +31,8 @@ class Site:
     # The source text the declaration was compiled from: a runtime that can hand it to the interpreter runs
     # exactly it (None: read the file).
     code: str | None = None
+    # The call may run warm (:mod:`toolexec.runtimes.warm`): a runtime that can says how in Prepared.warm.
+    warm: bool = False
 
 
 @record
@@ -47,6 +50,8 @@ class Prepared:
     sets_file_limit: int = 0
     # ... or its bootstrap waits until toolexec has set it on the started process (Linux).
     awaits_file_limit: bool = False
+    # How to start this tool warm, when the site asked and the runtime can (None: the call is spawned cold).
+    warm: WarmSpec | None = None
 
 
 class Runtime(Protocol):

@@ -22,7 +22,10 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from typing import Any
 
+    from toolexec.runtimes.warm import WarmSpec
+
 BOOTSTRAP = Path(__file__).with_name("bash_bootstrap.sh")
+WARM_SERVER = Path(__file__).with_name("bash_warm.sh")
 
 
 class BashRuntime:
@@ -38,9 +41,29 @@ class BashRuntime:
         if invocation.built:  # its own parser reads the argv and calls main (or the @cmd function) once
             argv = [*interpreter_for(tool, site), tool.source, *command, *built_argv(tool, invocation, arguments)]
             return Prepared(argv=argv, stdin=b"", env_additions=additions)
-        argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source, *command]
+        interpreter = interpreter_for(tool, site)
+        argv = [*interpreter, str(BOOTSTRAP), tool.source, *command]
+        warm = _warm_spec(tool, [*interpreter, str(WARM_SERVER), tool.source, *command], site, additions) if site.warm else None
         # `ulimit -f` counts in 1024-byte blocks (512 in POSIX mode, which the bootstrap doubles for)
-        return Prepared(argv=argv, stdin=_records(tool, invocation, arguments), env_additions=additions, sets_file_limit=1024)
+        return Prepared(
+            argv=argv,
+            stdin=_records(tool, invocation, arguments),
+            env_additions=additions,
+            sets_file_limit=1024,
+            warm=warm,
+        )
+
+
+def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site, additions: dict[str, str]) -> WarmSpec:
+    """A bash that has sourced the tool (``server``: its argv; see bash_warm.sh), keyed by the source text too."""
+    from toolexec.runtimes.warm import WarmSpec, server_environment, spec_key
+
+    env = server_environment({**site.env, **additions})
+    source = site.code
+    if source is None:
+        source = Path(tool.source).read_text(encoding="utf-8", errors="surrogateescape")
+    digest = source.encode("utf-8", "surrogateescape")
+    return WarmSpec(kind="bash-fork", tool=tool.name, argv=server, env=env, cwd=str(site.cwd), key=spec_key(server, digest, env))
 
 
 def _records(tool: ToolDeclaration, invocation: Argc, arguments: dict[str, Any]) -> bytes:

@@ -60,7 +60,9 @@ done
 unset __toolexec_in __toolexec_i __toolexec_n __toolexec_name
 argc__fn=$__toolexec_call
 
-. "$0"
+# A warm server (bash_warm.sh) sourced the tool already: this runs in a subshell forked from it.
+[[ -n ${__toolexec_warm-} ]] || . "$0"
+unset __toolexec_warm __toolexec_boot __toolexec_function __toolexec_dir
 
 for ((__toolexec_i = 0; __toolexec_i < ${#__toolexec_late[@]}; __toolexec_i += 3)); do
   __toolexec_name=${__toolexec_late[__toolexec_i + 1]}

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, Protocol
 
-    from toolexec.runtimes.sandbox import Confinement
+    from toolexec.runtimes.sandbox import Confinement, Held
+    from toolexec.runtimes.warm import WarmProcess, WarmStart
 else:
     Protocol = object  # at run time _ExitWaiter is a plain base class; type checkers see the protocol
 
@@ -51,6 +52,7 @@ PROGRESS_VARIABLE = "LLM_PROGRESS"
 FILE_LIMIT_VARIABLE = "TOOLEXEC_FILE_LIMIT"
 PROGRESS_LINE_LIMIT = 1 << 16  # runtimes.progress.LINE_LIMIT: a longer line is dropped unread
 BACKEND_VARIABLE = "TOOLEXEC_PROCESS_BACKEND"
+WARM_PROGRESS_FD = 3  # where a warm call's process finds its progress pipe
 BACKENDS = ("auto", "linux", "portable")
 
 
@@ -263,6 +265,9 @@ class Launch:
     watch_limit: int | None = None
     # Run confined by the kernel (namespaces, rlimits: :mod:`toolexec.runtimes.sandbox`); None: as it is.
     confinement: Confinement | None = None
+    # Fork the call from the tool's warm server (:mod:`toolexec.runtimes.warm`) when it can run warm; None: spawn it.
+    # A confined call is always spawned (its policy is applied by the launcher), as on systems without pidfd.
+    warm: WarmStart | None = None
 
 
 @record
@@ -313,63 +318,66 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         confinement = replace(confinement, file_size=launch.file_limit)
     argv = list(launch.argv)
     # Who bounds the files (a confined call's launcher does it for itself): the bootstrap (its first line), this
-    # process once the bootstrap has started (which waits for it), or prlimit(1) around the program.
+    # process once the bootstrap has started (which waits for it), or prlimit(1) around the program; a warm call's
+    # server sets it in the forked process.
     bound = None if launch.file_limit is None or confinement is not None else file_bound(launch.file_limit)
     set_here = False
-    if bound is not None:
-        if launch.sets_file_limit and bound % launch.sets_file_limit == 0:
-            env[FILE_LIMIT_VARIABLE] = str(bound)
-        elif launch.awaits_file_limit and _PRLIMIT_CALL:
-            env[FILE_LIMIT_VARIABLE] = str(bound)
-            set_here = True
-        else:
-            argv = _with_file_limit(argv, bound)
-            set_here = len(argv) == len(launch.argv)  # no prlimit(1): set after the start (see limit_file_size)
+    started_after = 0
     system.enter()
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | WarmProcess | None = None
     registered: int | None = None
     try:
         stdin = -1
         try:
             stdin = _stdin_file(launch.stdin)
-            if confinement is not None and confinement.baseline:
-                gate = baseline.Gate() if baseline.usable() else None
-                argv, held = baseline.wrap(confinement, argv, gate)
-            elif confinement is not None:
-                if confinement.allowed:  # the call's own proxy (nothing of it for a call without an allow-list)
-                    from toolexec.runtimes.netproxy import Proxy
+            if launch.warm is not None and system is process_linux and _warm_holds(confinement, launch.warm):
+                started_after = process_linux.boot_ticks()
+                isolated, held = _isolation(confinement)
+                fsize = confinement.file_size if confinement is not None else bound
+                proc = _spawn_warm(launch, stdin, env, fsize, progress_write, isolated)
+                if proc is None and held is not None:  # run cold: the cold launch makes its own
+                    sandbox.release(held)
+                    held = None
+            if proc is None:
+                argv, env, set_here = _bound_cold(launch, argv, env, bound)
+                if confinement is not None and confinement.baseline:
+                    gate = baseline.Gate() if baseline.usable() else None
+                    argv, held = baseline.wrap(confinement, argv, gate)
+                elif confinement is not None:
+                    if confinement.allowed:  # the call's own proxy (nothing of it for a call without an allow-list)
+                        from toolexec.runtimes.netproxy import Proxy
 
-                    proxy = Proxy(confinement.allowed)
-                if sandbox.mechanism()[0] == "bwrap":  # its init (reaped here should it outlive bwrap) waits for its limits
-                    gate = baseline.Gate()
-                forwarder = proxy.prefix(sys.executable) if proxy else ()
-                info = gate.args() if gate is not None else ()
-                argv, held = sandbox.wrap(confinement, argv, info, forwarder, gated=gate is not None)
-            proc = subprocess.Popen(
-                system.with_death_signal(argv),
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=launch.cwd,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=((progress_write,) if launch.progress else ())
-                + ((proxy.inside,) if proxy else ())
-                + (gate.child_fds() if gate is not None else ())
-                + (tuple(held.descriptors) if held is not None else ()),
-            )
-            if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
-                assert confinement is not None
-                try:
-                    gate.open(confinement, held, strict=not confinement.baseline)
-                except BaseException:
-                    proc.kill()
-                    proc.wait()
-                    for stream in (proc.stdout, proc.stderr):
-                        if stream is not None:
-                            stream.close()
-                    raise
+                        proxy = Proxy(confinement.allowed)
+                    if sandbox.mechanism()[0] == "bwrap":  # its init (reaped here should it outlive bwrap) waits for its limits
+                        gate = baseline.Gate()
+                    forwarder = proxy.prefix(sys.executable) if proxy else ()
+                    info = gate.args() if gate is not None else ()
+                    argv, held = sandbox.wrap(confinement, argv, info, forwarder, gated=gate is not None)
+                proc = subprocess.Popen(
+                    system.with_death_signal(argv),
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    cwd=launch.cwd,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=((progress_write,) if launch.progress else ())
+                    + ((proxy.inside,) if proxy else ())
+                    + (gate.child_fds() if gate is not None else ())
+                    + (tuple(held.descriptors) if held is not None else ()),
+                )
+                if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
+                    assert confinement is not None
+                    try:
+                        gate.open(confinement, held, strict=not confinement.baseline)
+                    except BaseException:
+                        proc.kill()
+                        proc.wait()
+                        for stream in (proc.stdout, proc.stderr):
+                            if stream is not None:
+                                stream.close()
+                        raise
         except BaseException:
             _close(progress_read)
             raise
@@ -382,7 +390,10 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
             if proxy is not None:
                 proxy.launched()
-        system.register(proc.pid, mark, tuple(launch.private_files))
+        if getattr(proc, "progress", -1) >= 0:  # a warm server's own progress channel replaces the pipe
+            _close(progress_read)
+            progress_read = proc.progress  # type: ignore[union-attr]
+        system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after)
         registered = proc.pid
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
@@ -409,6 +420,69 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if finished.limit is None and launch.file_limit is not None and xfsz and not (declared and declared < launch.file_limit):
         finished = replace(finished, limit=("file", launch.file_limit))
     return finished
+
+
+def _bound_cold(
+    launch: Launch, argv: list[str], env: dict[str, str], bound: int | None
+) -> tuple[list[str], dict[str, str], bool]:
+    """How a spawned call takes its file bound: ``argv`` and ``env`` for it, and whether this process sets it after
+    the start."""
+    set_here = False
+    if bound is not None:
+        if launch.sets_file_limit and bound % launch.sets_file_limit == 0:
+            env[FILE_LIMIT_VARIABLE] = str(bound)
+        elif launch.awaits_file_limit and _PRLIMIT_CALL:
+            env[FILE_LIMIT_VARIABLE] = str(bound)
+            set_here = True
+        else:
+            argv = _with_file_limit(argv, bound)
+            set_here = len(argv) == len(launch.argv)  # no prlimit(1): set after the start (see limit_file_size)
+    return argv, env, set_here
+
+
+def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
+    """Whether a warm call keeps what ``confinement`` guarantees: nothing to keep, or the baseline alone where this host
+    makes its namespaces and the tool's server can give each call a PID namespace of its own (Python's can, a bash
+    cannot). A declared policy's filesystem, network and environment are made by each call's own bwrap: such a call
+    runs cold."""
+    return confinement is None or (confinement.baseline and warm.isolates and baseline.usable())
+
+
+def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:
+    """The limits a warm call under the baseline sets in its own namespace (as :func:`baseline._limit` sets a cold
+    call's), and what it holds: its pids cgroup (root's process cap), given back with :func:`sandbox.release`."""
+    if confinement is None:
+        return None, None
+    limits: dict[str, int | str] = {}
+    for name in ("memory", "cpu", "processes"):
+        if getattr(confinement, name) is not None:
+            limits[name] = getattr(confinement, name)
+    held = None
+    if confinement.processes is not None and os.geteuid() == 0:  # the kernel exempts root from RLIMIT_NPROC
+        cgroup = sandbox._cgroup(confinement.processes)
+        if cgroup is not None:
+            limits["cgroup"] = cgroup
+            held = sandbox.Held(cgroups=[cgroup])
+    return limits, held
+
+
+def _spawn_warm(
+    launch: Launch,
+    stdin: int,
+    env: dict[str, str],
+    bound: int | None,
+    progress: int,
+    isolated: dict[str, int | str] | None = None,
+) -> WarmProcess | None:
+    """The call forked by its tool's warm server (:mod:`toolexec.runtimes.warm`), or None: it runs cold."""
+    from toolexec.runtimes.warm import WarmCall
+
+    assert launch.warm is not None
+    if progress >= 0:
+        env = {**env, PROGRESS_VARIABLE: f"/dev/fd/{WARM_PROGRESS_FD}"}
+    cwd = launch.cwd or os.getcwd()
+    call = WarmCall(stdin=stdin, env=env, cwd=cwd, file_limit=bound, progress=progress, isolated=isolated)
+    return launch.warm.spawn(call)
 
 
 _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for
@@ -503,7 +577,7 @@ def _stdin_file(data: bytes) -> int:
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    proc: subprocess.Popen[bytes] | WarmProcess,
     system: ModuleType,
     launch: Launch,
     control: CallControl,
@@ -520,7 +594,7 @@ def _supervise(
     # by its descent, which a parent killed first would cut.
     kill_tree = lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)  # noqa: E731
     try:
-        exited = system.ExitWaiter(proc)
+        exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
         supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)
         finished = supervisor.run()
     finally:
@@ -552,7 +626,7 @@ class _Supervisor:
 
     def __init__(
         self,
-        proc: subprocess.Popen[bytes],
+        proc: subprocess.Popen[bytes] | WarmProcess,
         waiter: _ExitWaiter,
         launch: Launch,
         control: CallControl,

@@ -181,6 +181,7 @@ class _Guard:
 
 _guard: _Guard | None = None
 _guards: set[int] = set()  # the pids of every guard this process started: never taken for a call's orphan
+_servers: set[int] = set()  # the warm servers this process runs (toolexec.runtimes.warm): no call's either
 
 
 def _start_guard() -> _Guard | None:
@@ -327,11 +328,14 @@ def enter() -> None:
             _subreaper_on = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or _subreaper_was_set
 
 
-def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
-    """The call's tool is ``pid``: remember when it started (only a later process can carry its marker), and tell the guard the
-    call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die)."""
+def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0) -> None:
+    """The call's tool is ``pid``: remember when it started (only a later process can carry its marker), and tell the
+    guard the call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die).
+
+    ``started_after`` (clock ticks since boot, :func:`boot_ticks`) stands for the start of a tool that is no longer
+    there to be asked (a warm call's process is its server's child, which may have reaped it already)."""
     global _spawning, _guard
-    start = _stat(pid).start
+    start = _stat(pid).start or started_after
     with _lock:
         _in_flight[pid] = start
         _announced[pid] = _announcement(pid, mark, files)
@@ -346,6 +350,21 @@ def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
             _guard = _start_guard()
             for announcement in _announced.values():
                 _tell_guard(announcement)
+
+
+def boot_ticks() -> int:
+    """Now, in the unit of a process's start time in ``/proc`` (clock ticks since boot)."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
+
+
+def exempt(pid: int) -> None:
+    """``pid`` is a warm server of this process: a child in a session of its own that is no call's orphan."""
+    _servers.add(pid)
+
+
+def unexempt(pid: int) -> None:
+    """``pid`` is no longer a warm server of this process (it has been reaped)."""
+    _servers.discard(pid)
 
 
 def _announcement(pid: int, mark: str, files: tuple[str, ...]) -> str:
@@ -452,8 +471,8 @@ def _walk(needle: bytes, pgid: int, me: int, call_start: int | None) -> tuple[di
     stack: list[int] = []
     for pid in _own_children(me):
         info = _stat(pid)
-        if not info.state or info.pid in _guards or (info.pid in _in_flight and info.pid != pgid):
-            continue  # a guard, or another call's tool (this one's is taken: it may still run, at a timeout)
+        if not info.state or info.pid in _guards or info.pid in _servers or (info.pid in _in_flight and info.pid != pgid):
+            continue  # a guard, a warm server, or another call's tool (this one's is taken: it may still run, at a timeout)
         in_call = info.pgrp == pgid or info.session == pgid
         if info.state in ("Z", "X"):
             if in_call and info.pid != pgid:  # re-parented here from the call's group or session, ended by itself
@@ -463,6 +482,8 @@ def _walk(needle: bytes, pgid: int, me: int, call_start: int | None) -> tuple[di
         if in_call or _carries(needle, info, call_start):
             found[info.pid] = info.pgrp != pgid
             stack.append(info.pid)
+    # A warm call's tool is a child of its fork server, not of this process: its descendants are followed from it.
+    stack.append(pgid)
     while stack:  # whatever descends from one of them is the call's too, whatever it did to its group and environment
         for child in _children(stack.pop()):
             if child not in found:

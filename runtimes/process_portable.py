@@ -66,8 +66,8 @@ def enter() -> None:
     """Nothing to set up before a spawn."""
 
 
-def register(pid: int, mark: str = "", files: tuple[str, ...] = ()) -> None:
-    """Nothing to remember: the marker and the group find the call's processes."""
+def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0) -> None:
+    """Nothing to remember: the marker and the group find the call's processes (no call runs warm here)."""
 
 
 def leave(pid: int | None) -> None:

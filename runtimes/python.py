@@ -20,7 +20,10 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from typing import Any
 
+    from toolexec.runtimes.warm import WarmSpec
+
 BOOTSTRAP = Path(__file__).with_name("python_bootstrap.py")
+ZYGOTE = Path(__file__).with_name("python_zygote.py")
 # Starts a request in marshal's format (no JSON text starts with a NUL): the bootstrap reads it with a module every
 # interpreter has loaded at start, where JSON would load the C scanner (~0.25 ms of a ~10 ms start).
 MARSHALLED = b"\0"
@@ -32,18 +35,40 @@ class PythonRuntime:
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments and source text as :func:`request` makes them."""
         interpreter, env = launcher_for(tool, site)
-        argv = [*interpreter, str(BOOTSTRAP), tool.source]
-        if tool.function is not None:  # one function of an agent's tools.py
-            argv.append(tool.function)
+        tail = [tool.source] if tool.function is None else [tool.source, tool.function]  # one function of a tools.py
+        argv = [*interpreter, str(BOOTSTRAP), *tail]
         call = tool.invocation
         enums: list[list[Any]] = []
         if isinstance(call, Kwargs):
             left_out = {name: value for name, value in call.defaults if name not in arguments}
             arguments = {**arguments, **left_out} if left_out else arguments
             enums = [list(each) for each in call.enums if arguments.get(each[0]) is not None]
-        compiled = _compiled(site.code, tool.source, site) if site.code is not None else None
+        warm = _warm_spec(tool, [*interpreter, str(ZYGOTE), *tail], site, env) if site.warm else None
+        # A warm call's server has already loaded the tool: its request carries no compiled code
+        compiled = _compiled(site.code, tool.source, site) if site.code is not None and warm is None else None
         stdin = request(arguments, site.code, enums, compiled)
-        return Prepared(argv=argv, stdin=stdin, env_additions=env, sets_file_limit=1)
+        return Prepared(argv=argv, stdin=stdin, env_additions=env, sets_file_limit=1, warm=warm)
+
+
+def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site, additions: dict[str, str]) -> WarmSpec:
+    """A fork server (``server``: its argv, in the environment with the launcher's ``additions``) that has loaded the
+    tool's source text (see ``_python_zygote.py``)."""
+    from toolexec.runtimes.warm import WarmSpec, server_environment, spec_key
+
+    source = site.code
+    if source is None:
+        source = Path(tool.source).read_text(encoding="utf-8", errors="surrogateescape")
+    payload = MARSHALLED + marshal.dumps({"source": source}, 2)
+    env = server_environment({**site.env, **additions})
+    return WarmSpec(
+        kind="python-fork",
+        tool=tool.name,
+        argv=server,
+        payload=payload,
+        env=env,
+        cwd=str(site.cwd),
+        key=spec_key(server, payload, env),
+    )
 
 
 def _compiled(source: str, path: str, site: Site) -> tuple[str, bytes] | None:

@@ -31,6 +31,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-goldens", action="store_true", help="rewrite golden files from current output")
 
 
+# How a call's process starts (docs/performance.md): spawned, or forked from the tool's warm server. A test marked
+# ``launch_modes`` (a module: ``pytestmark = pytest.mark.launch_modes``) runs once in each.
+LAUNCH_MODES = ("cold", "warm")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "launch_modes: run the test with cold calls and with warm ones (every tool warm)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("launch_modes") is not None:
+        if "launch_mode" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("launch_mode")
+        metafunc.parametrize("launch_mode", LAUNCH_MODES, indirect=True)
+
+
+@pytest.fixture
+def launch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``warm``: every Executor and server of the test runs every tool warm that can (as ``warm=True``); a one-shot
+    CLI run stays cold, as it is. The pools it leaves open are closed after the test, and must leave nothing."""
+    mode = getattr(request, "param", "cold")
+    if mode == "cold":
+        yield mode
+        return
+    from toolexec import calls
+    from toolexec.runtimes import warm
+    from toolexec.runtimes.warm_fork import running_servers
+
+    before = running_servers()
+    monkeypatch.setattr(calls, "runs_warm", lambda config, tool, everything: everything is not False)
+    cold: list[str] = []  # calls that were to run warm and ran cold, though their tool can run warm
+    spawn = warm.WarmStart.spawn
+
+    def spawn_or_say(self: warm.WarmStart, *args: object) -> object:
+        proc = spawn(self, *args)  # type: ignore[arg-type]
+        if proc is None and not self.pool.closed and self.pool.refused(self.spec_for(args[0])) is None:  # type: ignore[arg-type]
+            cold.append(self.spec.tool)
+        return proc
+
+    monkeypatch.setattr(warm.WarmStart, "spawn", spawn_or_say)
+    yield mode
+    for pool in warm.live_pools():
+        pool.close()
+    assert running_servers() <= before
+    assert cold == []
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """HOME and the XDG dirs of a temporary tree for the whole session too: module-scoped fixtures build before

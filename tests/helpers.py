@@ -104,8 +104,13 @@ def max_overlap(log: Path) -> int:
 
 
 def marked_processes(tmpdir: Path) -> list[int]:
-    """Live processes started by a call of this test: they carry a call marker and our TMPDIR."""
+    """Live processes started by a call of this test: they carry a call marker and our TMPDIR (a process forked by a
+    warm server, which shows the server's environment, carries the server's marker; the servers themselves are not
+    calls' processes)."""
+    from toolexec.runtimes.warm_fork import running_servers
+
     ours = f"TMPDIR={tmpdir}\0".encode()
+    servers = running_servers()
     alive = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -115,7 +120,8 @@ def marked_processes(tmpdir: Path) -> list[int]:
             if state in (b"Z", b"X"):
                 continue
             environ = Path(f"/proc/{name}/environ").read_bytes()
-            if b"TOOLEXEC_CALL_MARK=" in environ and ours in environ:
+            marked = b"TOOLEXEC_CALL_MARK=" in environ or b"TOOLEXEC_WARM_SERVER=" in environ
+            if marked and ours in environ and int(name) not in servers:
                 alive.append(int(name))
         except (OSError, IndexError):
             continue

@@ -17,6 +17,8 @@ from toolexec.artifacts import clean_name
 from toolexec.mediatype import sniff
 from toolexec.records import Artifact
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 
 def png(width: int = 3, height: int = 2, seed: int = 0) -> bytes:
     """A real PNG (RGB, one row filter byte per line), different for each ``seed``."""

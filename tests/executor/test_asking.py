@@ -19,6 +19,8 @@ from tests.executor.test_loki_compat import LOKI_PROMPT_UTILS
 from toolexec.api import Executor
 from toolexec.records import InputRequest, InputResponse
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 HELPERS = """#!/usr/bin/env bash
 set -e
 # @describe Ask with every helper.

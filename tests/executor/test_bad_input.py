@@ -16,6 +16,8 @@ import pytest
 from tests.conftest import Project
 from tests.helpers import Case, check_case
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 TOOLS = {
     "typed.py": '''from typing import Literal
 

@@ -22,6 +22,8 @@ from tests.conftest import Project, toolexec
 from toolexec import ToolCall
 from toolexec import catalog as catalog_module
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 # (file, good source, broken edit that would print "v2" if it ran, what the broken edit's error says)
 LANGUAGES = {
     "python": (

@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import Project
 from tests.helpers import Case, check_case
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 TOOLS = {
     "fifo.sh": '# @describe Put a FIFO at LLM_OUTPUT.\nmain() { rm "$LLM_OUTPUT"; mkfifo "$LLM_OUTPUT"; }\n',
     "link.sh": '# @describe Link LLM_OUTPUT to /etc/passwd.\nmain() { rm "$LLM_OUTPUT"; ln -s /etc/passwd "$LLM_OUTPUT"; }\n',

@@ -7,7 +7,11 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Project
+
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
 
 WRITER = '''
 import os, sys

@@ -16,7 +16,10 @@ from tests.conftest import Project
 from tests.helpers import in_pid_namespace, marked_processes, wait_until
 from toolexec.runtimes import baseline
 
-pytestmark = pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+pytestmark = [
+    pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace"),
+    pytest.mark.launch_modes,  # cold, then warm: a warm Python call gets a PID namespace of its own from its server
+]
 
 # Each tool takes ``action``: "stop" (SIGSTOP its parent, then hang), "escape" (a setsid env -i sleeper, then
 # return), "limits" (return /proc/self/limits and its PID namespace), "write" (write ``arg``), "env" (read ``arg``).

@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import Project, wrapper_interpreter
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 ECHO = """#!/usr/bin/env bash
 set -eo pipefail
 # @describe Write back every value received, NUL-separated.

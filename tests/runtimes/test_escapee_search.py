@@ -18,6 +18,8 @@ from tests.conftest import Project
 from tests.helpers import alive, read_pid
 from toolexec.runtimes import process, process_linux
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 # The escapee's parent (a subshell) exits at once: the escapee is re-parented here, in its own session, and found
 # by the call's marker it still carries (one that also cleared its environment cannot be told from the host's own).
 MARKED_DAEMON = """# @describe Double-fork a daemon into its own session, then return.

@@ -19,7 +19,8 @@ from tests.conftest import Project
 from tests.helpers import in_pid_namespace, marked_processes, wait_until
 from toolexec.runtimes import baseline
 
-pytestmark = pytest.mark.usefixtures("unconfined")  # the process helper's own search: see the fixture
+# The process helper's own search (see the fixture); every call here runs cold, then warm (tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("unconfined"), pytest.mark.launch_modes]
 
 SETSID_ENV_I = """# @describe Leave a child in its own session with an empty environment.
 main() {

@@ -17,7 +17,7 @@ from tests.helpers import ESCAPES, alive, read_pid, wait_until
 
 # Every test here runs twice: through the Linux backend and through the portable one, unconfined (the process
 # helper's own search: see the fixture).
-pytestmark = pytest.mark.usefixtures("process_backend", "unconfined")
+pytestmark = [pytest.mark.usefixtures("process_backend", "unconfined"), pytest.mark.launch_modes]  # cold and warm calls
 
 LEAVES_CHILD = """#!/usr/bin/env bash
 # @describe Start a child that ignores SIGTERM and keeps our stdout open, then return.

@@ -9,7 +9,11 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from tests.conftest import REPO, Project
+
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
 
 CASES = REPO / "tests" / "compilers" / "cases" / "python"
 

@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Project
 from toolexec.runtimes.python import BOOTSTRAP, MARSHALLED, request
+
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
 
 REPORT = '''import sys
 

@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import Project
 from toolexec.runtimes.environment import PROMPT_UTILS
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
+
 ECHO_ENV = '''
 import os, stat
 

@@ -1,0 +1,213 @@
+"""Warm tools (docs/performance.md) against what they replace, side by side in one run (in-process ``Executor.call``).
+
+    python benchmarks/warm_bench.py [RUNS]
+
+Each Python figure is taken under ``sandbox: declared`` (the default: every call, warm or cold, in a PID namespace of
+its own under the sandbox's baseline) and under ``sandbox: off``:
+
+* a warm Python no-op call against starting Python at all (``python -c pass``): target ≤ 0.2×;
+* a tool that imports a heavy set (numpy and pandas where the tool's Python has them, else a heavy set of the
+  standard library) called warm against the same tool called cold: target ≥ 20× faster;
+* a ``tools/call`` of a warm Bash no-op tool through ``toolexec mcp --warm`` over stdio (a raw JSON-RPC client:
+  one line out, one line back) against ``bash -c :``: target ≤ +1 ms.
+
+Each pair runs alternately; the medians and the median ratio of adjacent pairs are printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from toolexec import Executor
+from toolexec.runtimes.interpreter import which
+
+NOOP = 'def run() -> str:\n    """Do nothing."""\n    return "ok"\n'
+NOOP_SH = '#!/usr/bin/env bash\n# @describe Do nothing.\nmain() { :; }\neval "$(argc --argc-eval "$0" "$@")"\n'
+STDLIB_HEAVY = (
+    "asyncio",
+    "email.mime.multipart",
+    "http.client",
+    "http.server",
+    "decimal",
+    "xml.etree.ElementTree",
+    "xml.dom.minidom",
+    "json",
+    "sqlite3",
+    "ssl",
+    "urllib.request",
+    "logging.handlers",
+    "argparse",
+    "dataclasses",
+    "typing",
+    "unittest.mock",
+    "concurrent.futures",
+    "multiprocessing.pool",
+    "csv",
+    "zipfile",
+    "tarfile",
+    "statistics",
+    "fractions",
+    "difflib",
+    "inspect",
+    "pydoc",
+    "smtplib",
+    "imaplib",
+    "wsgiref.simple_server",
+    "xmlrpc.client",
+)
+
+
+def heavy_modules(python: str) -> tuple[tuple[str, ...], str]:
+    """numpy and pandas when ``python`` has them, else the standard library set; and a label saying which."""
+    found = subprocess.run([python, "-c", "import numpy, pandas"], capture_output=True, check=False).returncode == 0
+    return (("numpy", "pandas"), "numpy+pandas") if found else (STDLIB_HEAVY, f"{len(STDLIB_HEAVY)} stdlib modules")
+
+
+def heavy_tool(modules: tuple[str, ...]) -> str:
+    imports = "".join(f"import {module}\n" for module in modules)
+    return f'{imports}\n\ndef run() -> str:\n    """Import a lot, then do nothing."""\n    return "ok"\n'
+
+
+def paired(ours: Callable[[], object], bare: Callable[[], object], runs: int) -> tuple[float, float, float]:
+    """Medians (ms) of ``ours`` and ``bare`` run alternately, and the median ratio ours/bare of adjacent pairs."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        for index, action in enumerate((ours, bare)):
+            start = time.perf_counter()
+            action()
+            times[index].append((time.perf_counter() - start) * 1000)
+    ratios = [a / b for a, b in zip(*times, strict=True)]
+    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(ratios)
+
+
+def _project(root: Path, tools: dict[str, str], sandbox: str = "off") -> Path:
+    (root / "functions" / "tools").mkdir(parents=True, exist_ok=True)
+    for file, source in tools.items():
+        (root / "functions" / "tools" / file).write_text(source)
+    config = root / f"config-{sandbox}.yaml"
+    # The tools' Python is the bare figure's (no PATH shim in between: a pyenv shim alone takes longer than a call).
+    settings = {"visible_tools": sorted(tools), "sandbox": sandbox, "runtimes": {"python": sys.executable}}
+    config.write_text(yaml.safe_dump(settings))
+    return config
+
+
+def _call(executor: Executor, name: str) -> Callable[[], object]:
+    def action() -> None:
+        result = executor.call(name, {})
+        assert result.ok, result
+
+    return action
+
+
+MODES = ("declared", "off")  # the default (every call under the sandbox's baseline: its own PID namespace), and none
+
+
+def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
+    """The figures: name → (ours ms, reference ms, ratio, label), for each sandbox mode of :data:`MODES`
+    (``noop:declared``, ``heavy:off`` …): a warm no-op against ``python -c pass``, a heavy tool warm against cold."""
+    python = sys.executable
+    modules, label = heavy_modules(python)
+    figures: dict[str, tuple[float, float, float, str]] = {}
+    bare = [python, "-c", "pass"]
+    with tempfile.TemporaryDirectory() as directory:
+        for mode in MODES:
+            config = _project(Path(directory), {"noop.py": NOOP, "heavy.py": heavy_tool(modules)}, mode)
+            with Executor(config, warm=True) as warm, Executor(config, warm=False) as cold:
+                for executor in (warm, cold):  # the build, the first start of each server
+                    for name in ("noop", "heavy"):
+                        _call(executor, name)()
+                noop = paired(_call(warm, "noop"), lambda: subprocess.run(bare, check=True), runs)
+                figures[f"noop:{mode}"] = (*noop, "")
+                figures[f"heavy:{mode}"] = (*paired(_call(warm, "heavy"), _call(cold, "heavy"), runs), label)
+    return figures
+
+
+class StdioClient:
+    """``toolexec mcp`` over stdio, spoken to line by line (no SDK: its own overhead is not toolexec's)."""
+
+    def __init__(self, config: Path, *options: str) -> None:
+        argv = [sys.executable, "-m", "toolexec", "--config", str(config), "mcp", "--no-reload", *options]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ))
+        self.next_id = 0
+        self.request(
+            "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("id") == self.next_id:
+                return reply
+
+    def call(self, name: str) -> None:
+        reply = self.request("tools/call", {"name": name, "arguments": {}})
+        assert not reply["result"].get("isError"), reply
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def measure_mcp(runs: int) -> tuple[float, float, float]:
+    """Medians (ms) of a warm Bash tool's tools/call over stdio and of ``bash -c :``, and the median difference."""
+    bash = which("bash") or "bash"
+    with tempfile.TemporaryDirectory() as directory:
+        config = _project(Path(directory), {"noop.sh": NOOP_SH})
+        client = StdioClient(config, "--warm")
+        try:
+            for _ in range(3):  # the build, the server's start
+                client.call("noop")
+            times: tuple[list[float], list[float]] = ([], [])
+            for _ in range(runs):
+                for index, action in enumerate(
+                    (lambda: client.call("noop"), lambda: subprocess.run([bash, "-c", ":"], check=True))
+                ):
+                    start = time.perf_counter()
+                    action()
+                    times[index].append((time.perf_counter() - start) * 1000)
+        finally:
+            client.close()
+    added = [a - b for a, b in zip(*times, strict=True)]
+    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(added)
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+    figures = measure(runs)
+    print("| measure | ours | reference | ratio | target |")
+    print("| --- | --- | --- | --- | --- |")
+    for mode in MODES:
+        ours, bare, ratio, _ = figures[f"noop:{mode}"]
+        print(
+            f"| warm Python no-op call, sandbox {mode} | {ours:.2f} ms | `python -c pass`: {bare:.1f} ms "
+            f"| {ratio:.3f}x | ≤ 0.2x |"
+        )
+        ours, cold, ratio, label = figures[f"heavy:{mode}"]
+        print(
+            f"| heavy-import tool ({label}), warm vs cold, sandbox {mode} | {ours:.2f} ms | cold: {cold:.1f} ms "
+            f"| {1 / ratio:.1f}x faster | ≥ 20x |"
+        )
+
+
+if __name__ == "__main__":
+    main()

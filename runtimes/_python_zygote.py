@@ -1,0 +1,460 @@
+"""A warm Python tool's fork server (zygote): it loads the tool once, then forks a fresh child per call.
+
+Started by ``python python_zygote.py TOOL_PATH [FUNCTION]`` (see :mod:`toolexec.runtimes.warm_fork`) with the tool's
+source text on stdin (marshal's format after a NUL, as the cold bootstrap's request) and, named by
+``TOOLEXEC_ZYGOTE_FD``, one end of a ``SOCK_SEQPACKET`` socket to toolexec. It loads the tool (its imports run here,
+once), answers ``R`` (ready) or ``F`` + why not (the load failed, or the tool started threads: a process with threads
+cannot fork safely), and then serves calls until toolexec closes the socket.
+
+A call is one message: marshal's ``{"env", "cwd", "fsize", "progress"}`` with the call's descriptors (SCM_RIGHTS):
+stdin (its request), stdout, stderr, a reply socket and, when the call listens for progress, the progress pipe. The
+child starts a new session, takes those as its descriptors 0, 1, 2 (and 3), the call's environment, working
+directory and file size bound, and runs the call as the cold bootstrap does (:func:`_python_runner.start`). The
+zygote writes ``P<pid>\\n`` on the reply socket once the child exists and ``X<wait status>\\n`` once it has reaped
+it, then closes it. The zygote itself runs no thread: it waits in ``select`` for calls and for SIGCHLD.
+
+Isolated (``TOOLEXEC_ZYGOTE_ISOLATE=1``: the zygote runs inside the sandbox baseline's namespaces, made once by bwrap,
+holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote unshares a new PID namespace
+for its next child (and returns to its own at once), so the call's first process is the init of a namespace of its
+own; that init takes a mount namespace of its own with a fresh /proc (the call sees its own processes only, no
+other call's and never toolexec's), its limits (the call's ``limits``: CPU seconds, address space, processes, file
+size) and its pids cgroup, drops every capability (as bwrap leaves an ordinary user's tool), says ``P`` itself (its
+pid reaches toolexec as the socket's credentials, in toolexec's own numbering) and forks the tool's process, which
+runs the call. A namespace's init ignores every signal it has no handler for (even from toolexec, but SIGKILL), so
+the tool is not the init: it gets toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's
+status (128 + the signal, as bwrap's own init reports it); the kernel ends whatever else the call left before the
+zygote can reap the init, so the status the zygote then writes means the whole call is gone.
+
+The call's first process is forked ahead (a spare: :func:`_spare`), isolated or not, and waits for its call: the
+zygote hands it the next call (as toolexec handed it over) and forks the next spare, so neither the fork nor the
+namespaces are on a call's path. A call that finds no spare (it died, or could not be made) is forked at once.
+
+Like the cold bootstrap, this runs under whatever Python the tool names: no syntax newer than 3.8, no third-party
+import.
+"""
+
+import contextlib
+import marshal
+import os
+import select
+import signal
+import socket
+import sys
+
+import _python_runner
+
+_MAX_MESSAGE = 1 << 20
+_MAX_FDS = 5
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWPID = 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_SLAVE = 2, 4, 8, 0x4000, 0x80000
+
+
+class _Namespaces:
+    """What an isolated zygote needs to give each call a PID namespace of its own (made once, at its start)."""
+
+    def __init__(self):
+        import ctypes
+
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.ctypes = ctypes
+        self.own = os.open("/proc/self/ns/pid", os.O_RDONLY)  # where the zygote's next children go back to
+
+    def _check(self, result, what):
+        if result != 0:
+            errno = self.ctypes.get_errno()
+            raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+    def next_child_alone(self):
+        """The next process this one forks is the init of a new PID namespace."""
+        self._check(self.libc.unshare(_CLONE_NEWPID), "unshare(CLONE_NEWPID)")
+
+    def back(self):
+        """Later children are born in this process's own PID namespace again (so that the next unshare may work)."""
+        self._check(self.libc.setns(self.own, _CLONE_NEWPID), "setns")
+
+    def die_with_parent(self):
+        """SIGKILL when the zygote ends (a namespace's init takes it from its parent's namespace)."""
+        self._check(self.libc.prctl(1, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+
+    def own_proc(self):
+        """In the new namespace's init: a mount namespace of its own, private, with a /proc of the new namespace."""
+        self._check(self.libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        # A slave of the zygote's mounts: what the host mounts later still shows; what is mounted here goes nowhere.
+        self._check(self.libc.mount(b"none", b"/", None, _MS_REC | _MS_SLAVE, None), "mount --make-rslave /")
+        flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
+
+    def drop_capabilities(self):
+        """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's)."""
+        if os.getuid() == 0:
+            return
+        ctypes = self.ctypes
+        for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, dropped next)
+            if self.libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP; EINVAL past the last capability
+                break
+        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+        data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice (64 capabilities), all empty
+        self._check(self.libc.capset(header, data), "capset")
+
+
+def _threads():
+    """The threads of this process (the kernel's count: threads a C extension started count too)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
+
+
+def _load(control):
+    data = sys.stdin.buffer.read()
+    request = marshal.loads(data[1:]) if data[:1] == b"\0" else {}
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):  # what the tool prints while it loads is not any call's output
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    try:
+        module = _python_runner._load(sys.argv[1], request.get("source"))
+    except BaseException as exc:  # the cold call reports it, as it always does
+        control.send(b"F" + f"the tool failed to load: {type(exc).__name__}: {exc}".encode("utf-8", "replace"))
+        return None
+    if _threads() > 1:
+        control.send(b"F" + b"the tool starts threads when it loads; a process with threads cannot be forked safely")
+        return None
+    control.send(b"R")
+    return module
+
+
+def _spare(namespaces, module, calls):
+    """A spare, forked ahead of its call (off the call's path), waiting on ``calls`` for it: without ``namespaces``
+    the call's process itself (:func:`_child`); with them, the call's init, alone in a new PID namespace, with a mount
+    namespace and a /proc of its own, it waits on ``calls`` for one call (the zygote hands it over as toolexec handed
+    it: the request and its descriptors), says ``P`` (the credentials carry its pid), takes the call's limits and
+    cgroup, drops every capability and forks the call's process; it exits with the tool's status once that has
+    ended, and the kernel ends whatever else the call left."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # Nothing of the zygote's but ``calls``: another call's reply socket held here would keep its end from toolexec
+    os.closerange(3, calls.fileno())
+    os.closerange(calls.fileno() + 1, _max_fd())
+    if namespaces is not None:
+        os.setsid()
+        try:
+            namespaces.die_with_parent()
+            namespaces.own_proc()
+        except OSError:
+            os._exit(70)  # the zygote hands the call to no spare that died: it makes the call's init at once instead
+    try:
+        data, fds = _receive(calls)
+    except OSError:
+        os._exit(0)
+    calls.close()
+    if not data or len(fds) < 4:  # the zygote is closing: no call comes
+        os._exit(0)
+    if namespaces is None:
+        _child(module, marshal.loads(data), fds)
+    _init(namespaces, module, marshal.loads(data), fds)
+
+
+def _init(namespaces, module, request, fds, own_proc=False):
+    """The init of the call's own PID namespace (``own_proc``: its /proc is still to be made): say ``P``, take the
+    call's limits, fork the call's process, report its status and exit (see :func:`_spare`)."""
+    if own_proc:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    reply = socket.socket(fileno=fds[3])
+    try:
+        reply.sendall(b"P\n")
+    except OSError:
+        os._exit(70)
+    try:
+        if own_proc:
+            namespaces.own_proc()
+        _limit(request.get("limits") or {})
+        namespaces.drop_capabilities()
+    except (ImportError, OSError, ValueError) as exc:
+        os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
+        os._exit(70)
+    reply.close()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _child(module, request, fds[:3] + fds[4:], session=False)
+        finally:
+            os._exit(70)
+    for fd in fds[:3] + fds[4:]:
+        os.close(fd)
+    while True:  # orphans of the call come here too: reaped until the tool's own process ends
+        try:
+            ended, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(70)
+        if ended == pid:  # the zygote says the status once this init is reaped: its namespace is empty by then
+            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+
+
+def _limit(limits):
+    """The call's limits on this process (inherited by everything it starts): soft and hard, CPU's hard one a second
+    later (so that SIGXCPU comes first); then its pids cgroup."""
+    import resource
+
+    for name, kind, above in (("memory", "RLIMIT_AS", 0), ("cpu", "RLIMIT_CPU", 1), ("processes", "RLIMIT_NPROC", 0)):
+        value = limits.get(name)
+        if value is not None:
+            resource.setrlimit(getattr(resource, kind), (value, value + above))
+    cgroup = limits.get("cgroup")
+    if cgroup:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+            procs.write("0")
+
+
+def _child(module, request, fds, session=True):
+    """In the forked child: become the call's process, run it and exit (``fds``: stdin, stdout, stderr and, when the
+    call listens for progress, its pipe; with ``session``, the reply socket after stderr, which is the server's)."""
+    stdin, stdout, stderr = fds[:3]
+    progress = (fds[4] if len(fds) > 4 else -1) if session else (fds[3] if len(fds) > 3 else -1)
+    if session:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a cold call's interpreter has it
+    os.dup2(stdin, 0)
+    os.dup2(stdout, 1)
+    os.dup2(stderr, 2)
+    if progress >= 0:
+        os.dup2(progress, 3)
+    os.closerange(4 if progress >= 0 else 3, _max_fd())
+    os.environ.clear()
+    os.environ.update(request["env"])
+    try:
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+        if request.get("fsize") is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_FSIZE, (request["fsize"], request["fsize"]))
+    except (ImportError, OSError, ValueError) as exc:
+        os.write(2, f"toolexec: cannot start the call in its directory with its limits ({exc})\n".encode())
+        os._exit(70)
+    _python_runner._FAILURE_FILE = os.environ.pop("TOOLEXEC_FAILURE_FILE", None)
+    data = b""
+    while True:
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    _python_runner.start(module, data)
+
+
+def _max_fd():
+    try:
+        return os.sysconf("SC_OPEN_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 16
+
+
+def _receive(sock):
+    data, ancillary, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, _MAX_FDS) if hasattr(socket, "recv_fds") else _recv_fds(sock)
+    return data, list(ancillary)
+
+
+def _take(control, module, children, spares):
+    """One call from toolexec; False once it has closed the socket."""
+    try:
+        data, fds = _receive(control)
+    except InterruptedError:
+        return True
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return False
+    if len(fds) < 4:
+        for fd in fds:
+            os.close(fd)
+        return True
+    _hand_over(spares, module, data, fds, children)
+    return True
+
+
+def _fork():
+    try:
+        return os.fork()
+    except OSError:
+        return -1
+
+
+class _Spares:
+    """The zygote's spare (:func:`_spare`): one forked ahead, handed the next call."""
+
+    def __init__(self, namespaces, control):
+        self.namespaces = namespaces
+        self.control = control
+        self.waiting = None  # (pid, the socket it waits on)
+        self.made = set()  # spares alive without a call: reaped quietly
+
+    def make(self, module):
+        """A new spare (none when it cannot be made: the next call is forked when it comes)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = self.fork()
+        if pid == -2:
+            ours.close()
+            theirs.close()
+            return
+        if pid == 0:
+            try:
+                self.control.close()
+                ours.close()
+                if self.waiting is not None:
+                    self.waiting[1].close()
+                _spare(self.namespaces, module, theirs)
+            finally:
+                os._exit(70)
+        theirs.close()
+        if pid < 0:
+            ours.close()
+            return
+        self.waiting = (pid, ours)
+        self.made.add(pid)
+
+    def fork(self):
+        """os.fork(); isolated, the child is alone in a new PID namespace. -1: fork failed, -2: no namespace."""
+        if self.namespaces is None:
+            return _fork()
+        try:
+            self.namespaces.next_child_alone()
+        except OSError:
+            return -2
+        pid = _fork()
+        if pid != 0:  # (the child is in the new namespace: it cannot go back)
+            self.namespaces.back()
+        return pid
+
+    def close(self):
+        if self.waiting is not None:
+            self.waiting[1].close()  # it sees the end of file and exits
+            self.waiting = None
+
+
+def _hand_over(spares, module, data, fds, children):
+    """Give the call to the spare init, else (none, or it died) to an init made now; then make the next spare."""
+    reply = socket.socket(fileno=fds[3])
+    handed = False
+    if spares.waiting is not None:
+        pid, sock = spares.waiting
+        spares.waiting = None
+        try:
+            socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
+            handed = True
+        except OSError:
+            pass
+        sock.close()
+        if handed:
+            spares.made.discard(pid)
+    if not handed:
+        pid = spares.fork()
+        if pid == 0:
+            try:
+                spares.control.close()
+                spares.close()
+                if spares.namespaces is None:
+                    _child(module, marshal.loads(data), fds)
+                _init(spares.namespaces, module, marshal.loads(data), fds, own_proc=True)
+            finally:
+                os._exit(70)
+    for fd in fds[:3] + fds[4:]:
+        os.close(fd)
+    if pid < 0:  # the call is not started (toolexec runs it cold)
+        reply.close()
+    else:
+        if spares.namespaces is None:  # (an isolated call's init says it, with its credentials)
+            with contextlib.suppress(OSError):
+                reply.sendall(b"P%d\n" % pid)
+        children[pid] = reply
+    spares.make(module)
+
+
+def _send_fds(sock, data, fds):
+    """socket.send_fds for Pythons before 3.9."""
+    import array
+
+    sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+
+
+def _recv_fds(sock):
+    """socket.recv_fds for Pythons before 3.9."""
+    import array
+
+    fds = array.array("i")
+    data, ancdata, flags, addr = sock.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(_MAX_FDS * fds.itemsize))
+    for level, kind, cdata in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(cdata[: len(cdata) - (len(cdata) % fds.itemsize)])
+    return data, list(fds), flags, addr
+
+
+def _reap(children, spares):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        spares.made.discard(pid)
+        reply = children.pop(pid, None)
+        if reply is not None:
+            with contextlib.suppress(OSError):
+                reply.sendall(b"X%d\n" % status)
+            reply.close()
+
+
+def serve():
+    control = socket.socket(fileno=int(os.environ.pop("TOOLEXEC_ZYGOTE_FD")))
+    os.environ.pop("TOOLEXEC_WARM_SERVER", None)  # (left in what /proc shows: see warm_fork.SERVER_VARIABLE)
+    if os.environ.pop("TOOLEXEC_ZYGOTE_ISOLATE", None) == "1":
+        try:
+            namespaces = _Namespaces()
+            namespaces.next_child_alone()  # proof that it can, before the tool loads
+            namespaces.back()
+        except OSError as exc:
+            control.send(b"F" + f"no PID namespace can be made for each call: {exc}".encode("utf-8", "replace"))
+            os._exit(0)
+    else:
+        namespaces = None
+    spares = _Spares(namespaces, control)
+    module = _load(control)
+    if module is None:
+        os._exit(0)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
+    children = {}
+    spares.make(module)
+    open_ = True
+    while open_ or children or spares.made:
+        try:
+            ready, _, _ = select.select([control, wake_read] if open_ else [wake_read], [], [])
+        except InterruptedError:
+            continue
+        if wake_read in ready:
+            try:
+                while os.read(wake_read, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        _reap(children, spares)
+        if open_ and control in ready:
+            open_ = _take(control, module, children, spares)
+            if not open_:
+                spares.close()
+    os._exit(0)

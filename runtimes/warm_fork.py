@@ -1,0 +1,357 @@
+"""The host side of a fork server (zygote): start it, hand it calls, read back each call's pid and wait status.
+
+The server program is the runtime's (``python_zygote.py`` for Python); the protocol is
+``_python_zygote.py``'s: one ``SOCK_SEQPACKET`` socket for calls (a marshal'ed message with the call's descriptors
+passed by SCM_RIGHTS), and per call a reply socket on which the server writes ``P<pid>`` once the call's process
+exists and ``X<wait status>`` once it has reaped it. The reply socket is the call's exit waiter: it becomes readable
+when the status comes, or at end of file should the server die (then the call counts as killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+
+from toolexec.runtimes import baseline, process_linux, sandbox
+from toolexec.runtimes.process import _stdin_file
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from typing import IO
+
+    from toolexec.runtimes.warm import WaiterLike, WarmCall, WarmSpec
+
+FD_VARIABLE = "TOOLEXEC_ZYGOTE_FD"
+# In a server's environment, so in what /proc shows of every process it forks that has not run a program since (a
+# process's environment there is the one it started with): such a process is a warm call's or the server's.
+SERVER_VARIABLE = "TOOLEXEC_WARM_SERVER"
+_running: set[int] = set()  # the pids of the servers alive in this process (a test tells them from their calls)
+
+
+def running_servers() -> frozenset[int]:
+    """The process ids of the warm servers this process runs."""
+    return frozenset(_running)
+
+
+def register(pid: int) -> None:
+    """``pid`` is a warm server of this process (until :func:`unregister`): never taken for a call's orphan."""
+    _running.add(pid)
+    process_linux.exempt(pid)
+
+
+def unregister(pid: int) -> None:
+    """``pid`` was a warm server of this process and has been reaped."""
+    _running.discard(pid)
+    process_linux.unexempt(pid)
+
+
+ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
+
+
+def isolated_argv(argv: list[str]) -> list[str]:
+    """``argv`` run inside the sandbox baseline's namespaces (bwrap: :func:`toolexec.runtimes.baseline._namespaces`),
+    made once for a server that makes a PID namespace per call: it keeps CAP_SYS_ADMIN there (an ordinary user's,
+    only inside its own user namespace; each call drops it)."""
+    binary = sandbox.bwrap()
+    assert binary is not None
+    keep = ["--cap-add", "CAP_SYS_ADMIN"] if os.geteuid() != 0 else []
+    return [*baseline._namespaces(binary), *keep, "--", *argv]
+
+
+START_SECONDS = 60.0  # the longest a tool may take to load before it runs cold instead
+REPLY_SECONDS = 30.0  # the longest a live server takes to fork a call (a loaded machine is slow)
+
+
+class ServerProcess:
+    """What every warm server's host side shares: its process, the count of calls in flight, and an end that waits
+    for them. A subclass starts ``_proc``, counts a call with :meth:`_take` and :meth:`_done`, and says in
+    :meth:`_stop_taking` how its process learns that no call will come (it then ends once its calls are over)."""
+
+    def __init__(self, spec: WarmSpec) -> None:
+        self.spec = spec
+        self.problem: str | None = None  # why the tool cannot run warm, once start() said so
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._closed = False
+
+    def busy(self) -> int:
+        """Calls handed over and not yet waited for."""
+        with self._lock:
+            return self._busy
+
+    def alive(self) -> bool:
+        """Whether the server's process still runs."""
+        proc = self._proc
+        return proc is not None and proc.poll() is None
+
+    def close(self) -> None:
+        """Take no more calls; the server ends once its calls are over (and is reaped then)."""
+        with self._lock:
+            self._closed = True
+            idle = self._busy == 0
+        self._stop_taking()
+        if idle:
+            self._end()
+
+    def _stop_taking(self) -> None:
+        raise NotImplementedError
+
+    def _take(self) -> bool:
+        """Count one more call in flight; False once closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._busy += 1
+            return True
+
+    def _done(self) -> None:
+        """A call is over (or never started); the last one of a closed server reaps it."""
+        with self._lock:
+            self._busy -= 1
+            last = self._closed and self._busy == 0
+        if last:
+            self._end()
+
+    def _end(self) -> None:
+        """Reap the server (it exits by itself once closed and idle; killed if it does not)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            proc.wait()
+        unregister(proc.pid)
+
+
+class ForkServer(ServerProcess):
+    """One tool's fork server (see the module's docstring); thread-safe."""
+
+    def __init__(self, spec: WarmSpec) -> None:
+        super().__init__(spec)
+        self._control: socket.socket | None = None
+
+    def start(self) -> bool:
+        """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        stdin = -1
+        try:
+            stdin = _stdin_file(self.spec.payload)
+            env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
+            argv = list(self.spec.argv)
+            if self.spec.isolated:
+                env[ISOLATE_VARIABLE] = "1"
+                argv = isolated_argv(argv)
+            self._proc = subprocess.Popen(
+                argv,  # no death signal: it ends at the end of its socket (or stdin), as when this process dies
+                stdin=stdin,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=self.spec.cwd,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(theirs.fileno(),),
+            )
+            register(self._proc.pid)
+        except OSError as exc:
+            ours.close()
+            self.problem = f"the warm server cannot start: {exc}"
+            return False
+        finally:
+            theirs.close()
+            if stdin >= 0:
+                os.close(stdin)
+        ours.settimeout(START_SECONDS)
+        try:
+            answer = ours.recv(1 << 16)
+        except OSError:
+            answer = b""
+        ours.settimeout(None)
+        if answer != b"R":
+            self.problem = answer[1:].decode("utf-8", "replace") if answer[:1] == b"F" else "the warm server ended at start"
+            ours.close()
+            self._end()
+            return False
+        self._control = ours
+        return True
+
+    def spawn(self, call: WarmCall) -> ForkedCall | None:
+        """Hand ``call`` to the server; the started call, or None when the server is gone (or closed)."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            forked = self._spawn(call, out_write, err_write, out_read, err_read)
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        if forked is None:
+            os.close(out_read)
+            os.close(err_read)
+        return forked
+
+    def _spawn(self, call: WarmCall, stdout: int, stderr: int, out_read: int, err_read: int) -> ForkedCall | None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        if call.isolated is not None:  # its init's pid comes as the credentials of its message, in this namespace's numbers
+            mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        fds = [call.stdin, stdout, stderr, theirs.fileno(), *([call.progress] if call.progress >= 0 else [])]
+        request: dict[str, object] = {"env": dict(call.env), "cwd": call.cwd, "fsize": call.file_limit}
+        if call.isolated is not None:
+            request["limits"] = dict(call.isolated)
+        message = marshal.dumps(request, 2)
+        control = self._control
+        if control is None or not self._take():
+            mine.close()
+            theirs.close()
+            return None
+        try:
+            socket.send_fds(control, [message], fds)
+        except OSError:
+            self._done()
+            mine.close()
+            return None
+        finally:
+            theirs.close()
+        forked = ForkedCall(self, mine, out_read, err_read)
+        if not forked.started():
+            forked.abandon()
+            return None
+        return forked
+
+    def _stop_taking(self) -> None:
+        control, self._control = self._control, None
+        if control is not None:
+            control.close()  # the server sees the end of file: it exits once its children are reaped
+
+
+class _Waiter:
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class _Ready:
+    """A waiter already readable: the call's status is read (a descriptor with a byte waiting), and its channel."""
+
+    def __init__(self, channel: WaiterLike) -> None:
+        self._channel = channel
+        self._read, write = os.pipe()
+        os.write(write, b"x")
+        os.close(write)
+
+    def fileno(self) -> int:
+        return self._read
+
+    def close(self) -> None:
+        if self._read >= 0:
+            os.close(self._read)
+            self._read = -1
+        self._channel.close()
+
+
+class CallProcess:
+    """A warm call's process: as much of ``subprocess.Popen`` as the process helper uses. Its server writes
+    ``P<pid>`` on the ``waiter`` channel once the process exists and ``X<status>`` once it has ended (end of file
+    without a status: the server died with the call, which counts as killed)."""
+
+    def __init__(self, server: ServerProcess, waiter: WaiterLike, stdout: int, stderr: int, progress: int = -1) -> None:
+        self._server = server
+        self._buffer = b""
+        self._counted = True
+        self._out, self._err = stdout, stderr
+        self.pid = 0
+        self._sender = 0  # the pid in the credentials of the last message read (0: none came)
+        self.progress = progress  # -1: progress goes to the pipe the call was given
+        self.returncode: int | None = None
+        self.stdout: IO[bytes] | None = None  # opened once started: until then the caller owns the descriptors
+        self.stderr: IO[bytes] | None = None
+        self.waiter = waiter
+
+    def _line(self, timeout: float | None) -> bytes:
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self.waiter.fileno()], [], [], timeout)
+            if not ready:
+                return b""
+            try:
+                data = self._read()
+            except BlockingIOError:
+                continue
+            except OSError:
+                return b""
+            if not data:
+                return b""
+            self._buffer += data
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def started(self) -> bool:
+        """Read the call's pid; False when the server did not start the call."""
+        line = self._line(REPLY_SECONDS)
+        if line[:1] != b"P":
+            return False
+        self.pid = int(line[1:]) if line[1:] else self._sender
+        if self.pid <= 0:
+            return False
+        if b"\n" in self._buffer:  # the status came in the same read: the channel has nothing more to say so
+            self.waiter = _Ready(self.waiter)
+        self.stdout = open(self._out, "rb", buffering=0)  # noqa: SIM115 - closed by the process helper
+        self.stderr = open(self._err, "rb", buffering=0)  # noqa: SIM115
+        return True
+
+    def _read(self) -> bytes:
+        return os.read(self.waiter.fileno(), 64)
+
+    def exit_code(self, status: int) -> int:
+        """``returncode`` from the status the server wrote: a wait status (negative: the signal that ended it)."""
+        return os.waitstatus_to_exitcode(status)
+
+    def wait(self) -> int:
+        """The call's exit status, once the server has it."""
+        if self.returncode is None:
+            line = self._line(None)
+            self.returncode = self.exit_code(int(line[1:])) if line[:1] == b"X" else -9
+            self._release()
+        return self.returncode
+
+    def abandon(self) -> None:
+        """The server did not start the call: release its channel (the caller keeps the output descriptors)."""
+        self._release()
+        self.waiter.close()
+
+    def _release(self) -> None:
+        if self._counted:
+            self._counted = False
+            self._server._done()
+
+
+class ForkedCall(CallProcess):
+    """A call's process forked by a :class:`ForkServer`; its reply socket is the waiter."""
+
+    def __init__(self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int) -> None:
+        super().__init__(server, _Waiter(reply), stdout, stderr)
+        self._reply = reply
+
+    def _read(self) -> bytes:
+        """What came on the reply socket, noting its sender's pid (an isolated call's init says ``P`` alone)."""
+        data, ancillary, _, _ = self._reply.recvmsg(64, _CREDENTIALS_SPACE)
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(value) >= 12:
+                self._sender = int.from_bytes(value[:4], sys.byteorder, signed=True)
+        return data
+
+
+_CREDENTIALS_SPACE = socket.CMSG_SPACE(12)  # struct ucred: pid, uid, gid

@@ -1,0 +1,8 @@
+/**
+ * Answer fast.
+ * @warm
+ * @param {string} name - Who.
+ */
+export function run(name) {
+  return `hi ${name}`;
+}

@@ -1,0 +1,6 @@
+def run() -> str:
+    """Share a worker.
+
+    Warm: shared
+    """
+    return "no"

@@ -1,0 +1,7 @@
+def run() -> str:
+    """Twice.
+
+    Warm: yes
+    Warm: no
+    """
+    return "no"

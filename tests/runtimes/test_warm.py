@@ -1,0 +1,401 @@
+"""Warm tools (toolexec.runtimes.warm): each call a fresh process forked from a server that loaded the tool once.
+
+Real interpreters throughout: the process boundary is what is tested. The cold-call behaviour suite runs warm too
+(modules marked ``launch_modes``); here is what only warm calls have: one load per tool, restarts on edits and
+config changes, the pool's bounds, what runs cold instead, and that nothing outlives the pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive, marked_processes, wait_until
+from toolexec import Executor
+from toolexec.records import ToolCall
+from toolexec.runtimes import process_linux
+from toolexec.runtimes.warm_fork import running_servers
+
+pytestmark = [
+    pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)"),
+    # The pool's own behaviour, read through the tools' process ids (which a PID namespace per call would renumber):
+    # tests/runtimes/test_warm_baseline.py runs warm calls under the sandbox's baseline.
+    pytest.mark.usefixtures("unconfined"),
+]
+
+# Reports the process that loaded it, the one running the call, and what a call must see of its own.
+PIDS = '''
+import os, sys
+
+LOADED = os.getpid()
+LOADS = os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "loads")
+with open(LOADS, "a") as f:
+    f.write("x")
+
+
+def run(text: str) -> dict:
+    """Report pids.
+
+    Warm: true
+    """
+    print("out:" + text)
+    print("err:" + text, file=sys.stderr)
+    return {
+        "text": text,
+        "loaded": LOADED,
+        "pid": os.getpid(),
+        "leads_session": os.getsid(0) == os.getpid(),
+        "leads_group": os.getpgid(0) == os.getpid(),
+        "call_id": os.environ.get("LLM_TOOL_CALL_ID"),
+        "cwd": os.getcwd(),
+        "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+        "stdin": sys.stdin.read(),
+        "version": 1,
+    }
+'''
+
+
+def _servers_of(tool: str) -> list[int]:
+    """Live warm servers of ``tool`` (by the marker in their environment)."""
+    found = []
+    for pid in running_servers():
+        try:
+            if f"TOOLEXEC_WARM_SERVER={tool}\0".encode() in Path(f"/proc/{pid}/environ").read_bytes() and alive(pid):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_each_call_is_a_fresh_process_forked_from_one_load(project: Project, private_tmpdir: Path) -> None:
+    project.tool("pids.py", PIDS)
+    descriptors = None
+    with project.executor() as executor:
+        executor.build()
+        descriptors = sorted(os.listdir("/proc/self/fd"))
+        results = [executor.call("pids", {"text": f"t{n}"}, call_id=f"call-{n}") for n in range(3)]
+        seen = [json.loads(result.output) for result in results]
+        assert [(r.ok, r.stderr) for r in results] == [(True, f"err:t{n}\n") for n in range(3)]
+        assert len({s["loaded"] for s in seen}) == 1  # one load
+        assert len({s["pid"] for s in seen} | {seen[0]["loaded"]}) == 4  # every call a new process
+        assert [(s["text"], s["call_id"], s["leads_session"], s["leads_group"]) for s in seen] == [
+            (f"t{n}", f"call-{n}", True, True) for n in range(3)
+        ]
+        assert {s["cwd"] for s in seen} == {os.getcwd()}
+        assert {tuple(s["fds"]) for s in seen} == {(0, 1, 2, 3)}  # 3: the listing's own descriptor
+        assert {s["stdin"] for s in seen} == {""}
+        assert (executor.config.state.tool_cache("pids") / "loads").read_text() == "x"
+        assert _servers_of("pids") == [seen[0]["loaded"]]
+    assert _servers_of("pids") == []
+    assert not alive(seen[0]["loaded"])
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors
+    assert marked_processes(private_tmpdir) == []
+
+
+def test_an_edited_tool_runs_its_new_code_on_the_next_call(project: Project) -> None:
+    path = project.tool("pids.py", PIDS)
+    with project.executor() as executor:
+        first = json.loads(executor.call("pids", {"text": "a"}).output)
+        path.write_text(PIDS.replace('"version": 1', '"version": 2'), encoding="utf-8")
+        second = json.loads(executor.call("pids", {"text": "b"}).output)
+        assert (first["version"], second["version"]) == (1, 2)
+        assert first["loaded"] != second["loaded"]
+        wait_until(lambda: not alive(first["loaded"]), "the old server to end")
+        assert _servers_of("pids") == [second["loaded"]]
+
+
+def test_a_config_change_of_the_environment_restarts_the_server(project: Project) -> None:
+    project.tool(
+        "env.py",
+        'import os\nAT_LOAD = os.environ.get("GREETING")\n\ndef run() -> str:\n    """Env.\n\n    Warm: true\n    """\n    return f"{AT_LOAD} {os.environ.get(\'GREETING\')}"\n',
+    )
+    (project.root / "functions" / ".env").write_text("GREETING=hello\n")
+    with project.executor() as executor:
+        assert executor.call("env", {}).output == "hello hello"
+        (project.root / "functions" / ".env").write_text("GREETING=bonjour\n")
+        assert executor.call("env", {}).output == "bonjour bonjour"
+
+
+def test_warm_opt_in_spellings_and_the_executor_switch(project: Project) -> None:
+    plain = PIDS.replace("\n    Warm: true\n", "\n")
+    project.tool("plain.py", plain)
+    project.tool("named.py", plain)
+    project.tool("pids.py", PIDS)
+
+    def loaded_by_a_server(executor: Executor, tool: str) -> bool:
+        one, two = (json.loads(executor.call(tool, {"text": "x"}).output) for _ in range(2))
+        return one["loaded"] == two["loaded"]
+
+    with project.executor(warm_tools=["named"]) as executor:
+        assert [loaded_by_a_server(executor, tool) for tool in ("plain", "named", "pids")] == [False, True, True]
+    with Executor(project.configure(), warm=True) as executor:
+        assert loaded_by_a_server(executor, "plain")
+    with Executor(project.configure(warm_tools="all"), warm=False) as executor:
+        assert [loaded_by_a_server(executor, tool) for tool in ("plain", "pids")] == [False, False]
+    with project.executor(warm_tools="all") as executor:
+        assert loaded_by_a_server(executor, "plain")
+
+
+def test_the_pool_keeps_at_most_warm_max_servers(project: Project) -> None:
+    for name in ("a", "b", "c"):
+        project.tool(f"{name}.py", PIDS)
+    with project.executor(warm_max=2) as executor:
+        loaded = [json.loads(executor.call(name, {"text": "x"}).output)["loaded"] for name in ("a", "b", "c")]
+        wait_until(lambda: not alive(loaded[0]), "the least recently used server to end")
+        assert len(executor.calls._pool) == 2  # type: ignore[arg-type]
+        assert [alive(pid) for pid in loaded] == [False, True, True]
+
+
+def test_an_idle_server_ends_after_warm_idle(project: Project) -> None:
+    project.tool("pids.py", PIDS)
+    with project.executor(warm_idle=0.2) as executor:
+        loaded = json.loads(executor.call("pids", {"text": "x"}).output)["loaded"]
+        wait_until(lambda: not alive(loaded), "the idle server to end")
+        again = json.loads(executor.call("pids", {"text": "y"}).output)
+        assert again["loaded"] != loaded  # started anew, and the call is served as ever
+
+
+@pytest.mark.parametrize(
+    ("case", "source"),
+    [
+        (
+            "a thread started at load",
+            "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n",
+        ),
+        ("a failing import", "import no_such_module_anywhere\n"),
+    ],
+)
+def test_a_tool_that_cannot_be_forked_runs_cold_with_the_same_result(project: Project, case: str, source: str) -> None:
+    body = source + 'import os\n\ndef run() -> str:\n    """T.\n\n    Warm: true\n    """\n    return str(os.getpid())\n'
+    project.tool("t.py", body)
+    with project.executor() as executor:
+        warm = executor.call("t", {})
+        assert _servers_of("t") == []
+    with project.executor() as executor:
+        cold = Executor(executor.config, warm=False).call("t", {})
+    assert (warm.status, warm.exit_code, warm.error is None) == (cold.status, cold.exit_code, cold.error is None)
+    if not cold.ok:
+        assert warm.stderr == cold.stderr
+
+
+def test_a_killed_server_is_replaced_and_the_call_still_runs(project: Project) -> None:
+    project.tool("pids.py", PIDS)
+    with project.executor() as executor:
+        first = json.loads(executor.call("pids", {"text": "a"}).output)["loaded"]
+        os.kill(first, 9)
+        wait_until(lambda: not alive(first), "the server to die")
+        result = executor.call("pids", {"text": "b"})
+        assert result.ok, result.error
+        assert json.loads(result.output)["loaded"] != first
+
+
+def test_concurrent_calls_share_one_server(project: Project) -> None:
+    project.tool("pids.py", PIDS)
+    with project.executor() as executor:
+        results = executor.call_many([ToolCall(name="pids", arguments={"text": str(n)}) for n in range(8)])
+        seen = [json.loads(r.output) for r in results]
+        assert sorted(s["text"] for s in seen) == [str(n) for n in range(8)]
+        assert len({s["loaded"] for s in seen}) == 1
+        assert len({s["pid"] for s in seen}) == 8
+
+
+FAST = {
+    "fast.py": 'import os\n\nLOADED = os.getpid()\n\ndef run() -> str:\n    """F.\n\n    Warm: true\n    """\n    return str(LOADED)\n',
+    "fast.sh": '#!/usr/bin/env bash\n# @describe F.\n# @meta warm\nLOADED=$$\nmain() { echo "$LOADED" >> "$LLM_OUTPUT"; }\n',
+}
+
+
+@pytest.mark.parametrize("file", sorted(FAST))
+def test_concurrent_calls_share_one_server_and_never_take_it_for_theirs(project: Project, file: str) -> None:
+    """A call that ends before toolexec looks at its process (its server reaped it) must not take the server, a
+    child of toolexec started after the call's first moment, for an orphan of its own and kill it."""
+    project.tool(file, FAST[file])
+    with project.executor() as executor:
+        results = [r for _ in range(6) for r in executor.call_many([ToolCall(name="fast", arguments={}) for _ in range(8)])]
+        assert {(r.ok, r.error) for r in results} == {(True, None)}
+        assert len({r.output.strip() for r in results}) == 1
+
+
+BASH_PIDS = """#!/usr/bin/env bash
+set -euo pipefail
+# @describe Report pids.
+# @meta warm
+# @option --text! What to echo.
+# @flag --loud Shout.
+LOADED=$$
+trap 'echo "trap:$argc_text" >&2' EXIT
+main() {
+    echo "out:$argc_text"
+    printf '%s\\n' "$argc_text" "${argc_loud-}" "$LOADED" "$BASHPID" "$(cut -d' ' -f5 /proc/$BASHPID/stat)" \\
+        "$LLM_TOOL_CALL_ID" "$PWD" "$-" "$(cat)" "version 1" >> "$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+def test_a_warm_bash_tool_forks_a_subshell_per_call_from_one_sourcing(project: Project, private_tmpdir: Path) -> None:
+    path = project.tool("pids.sh", BASH_PIDS)
+    with project.executor() as executor:
+        executor.build()
+        descriptors = sorted(os.listdir("/proc/self/fd"))
+        results = [executor.call("pids", {"text": f"t {n}", "loud": n == 1}, call_id=f"call-{n}") for n in range(3)]
+        seen = [result.output.split("\n") for result in results]
+        assert [(r.ok, r.stderr) for r in results] == [(True, f"trap:t {n}\n") for n in range(3)]
+        assert [s[:2] for s in seen] == [["t 0", ""], ["t 1", "1"], ["t 2", ""]]
+        assert len({s[2] for s in seen}) == 1  # one sourcing
+        assert len({s[3] for s in seen} | {seen[0][2]}) == 4  # every call a new process ...
+        assert [s[3] == s[4] for s in seen] == [True] * 3  # ... leading its own process group
+        assert [s[5:] for s in seen] == [[f"call-{n}", os.getcwd(), "ehuB", "", "version 1", ""] for n in range(3)]
+        path.write_text(BASH_PIDS.replace("version 1", "version 2"), encoding="utf-8")
+        again = executor.call("pids", {"text": "x"}).output.split("\n")
+        assert (again[-2], again[2] != seen[0][2]) == ("version 2", True)
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors  # the servers' own, too, are closed
+    assert not alive(int(seen[0][2])) and not alive(int(again[2]))
+    assert marked_processes(private_tmpdir) == []
+    assert os.listdir(private_tmpdir) == []
+
+
+@pytest.mark.parametrize(
+    ("file", "source"),
+    [
+        (
+            "prog.py",
+            'import json, os\n\ndef run() -> str:\n    """P.\n\n    Warm: true\n    """\n'
+            '    with open(os.environ["LLM_PROGRESS"], "a") as out:\n'
+            '        out.write(json.dumps({"progress": 1, "total": 2}) + "\\n")\n'
+            '        out.write(json.dumps({"progress": 2, "total": 2}) + "\\n")\n'
+            '    return "ok"\n',
+        ),
+        (
+            "prog.sh",
+            "#!/usr/bin/env bash\n# @describe P.\n# @meta warm\nmain() {\n"
+            '    echo \'{"progress": 1, "total": 2}\' >> "$LLM_PROGRESS"\n'
+            '    echo \'{"progress": 2, "total": 2}\' >> "$LLM_PROGRESS"\n'
+            '    echo ok >> "$LLM_OUTPUT"\n}\n',
+        ),
+    ],
+)
+def test_progress_of_a_warm_call(project: Project, file: str, source: str) -> None:
+    from toolexec.runtimes import CallControl
+
+    project.tool(file, source)
+    with project.executor() as executor:
+        for _ in range(2):  # the server's first call, and a later one
+            events: list[dict] = []
+            control = CallControl(on_event=events.append)
+            try:
+                result = executor.call("prog", {}, cancel=control)
+            finally:
+                control.close()
+            assert (result.ok, result.output.strip()) == (True, "ok")
+            assert [(e["progress"], e["total"]) for e in events if e["event"] == "progress"] == [(1, 2), (2, 2)]
+        assert len(executor.calls._pool) == 1  # type: ignore[arg-type]
+
+
+def test_toolexec_mcp_warm_serves_every_tool_warm_and_leaves_nothing(project: Project, private_tmpdir: Path) -> None:
+    import subprocess
+    import sys
+
+    project.tool("pids.py", PIDS.replace("\n    Warm: true\n", "\n"))
+    project.tool("bpids.sh", BASH_PIDS.replace("# @meta warm\n", ""))
+    config = project.configure()
+    argv = [sys.executable, "-m", "toolexec", "--config", str(config), "mcp", "--no-reload", "--warm"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def request(number: int, method: str, params: dict) -> dict:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}).encode() + b"\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    try:
+        request(
+            1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        )
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        loaded = []
+        for number, (tool, arguments) in enumerate(
+            [("pids", {"text": "a"}), ("pids", {"text": "b"}), ("bpids", {"text": "c"}), ("bpids", {"text": "d"})]
+        ):
+            reply = request(10 + number, "tools/call", {"name": tool, "arguments": arguments})
+            text = reply["result"]["content"][0]["text"]
+            loaded.append(json.loads(text)["loaded"] if tool == "pids" else int(text.split("\n")[2]))
+        assert loaded[0] == loaded[1] and loaded[2] == loaded[3] and loaded[0] != loaded[2]
+        assert all(alive(pid) for pid in loaded)
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    wait_until(lambda: not any(alive(pid) for pid in loaded), "the warm servers to end with the MCP server")
+    assert marked_processes(private_tmpdir) == []
+
+
+@pytest.mark.parametrize("sandbox", ["off", "declared"])
+def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sandbox: str) -> None:
+    from tests.conftest import toolexec
+
+    plain = PIDS.replace("\n    Warm: true\n", "\n")
+    project.tool("pids.py", PIDS)
+    project.tool("plain.py", plain)
+    project.tool("named.py", plain)
+    project.tool("confined.py", PIDS)
+    project.tool("flat.js", "/**\n * Answer.\n * @warm\n */\nexport function run() {\n  return 1;\n}\n")
+    project.tool("fast.sh", FAST["fast.sh"])
+    config = project.configure(warm_tools=["named"], sandbox=sandbox, sandbox_policies={"confined": {"network": "none"}})
+
+    def warm_line(tool: str) -> list[str]:
+        described = toolexec("--config", str(config), "describe", tool)
+        assert described.returncode == 0, described.stderr
+        return [line for line in described.stdout.splitlines() if line.startswith("Warm:")]
+
+    yes = "Warm: yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+    js = "Warm: no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
+    if sandbox == "off":  # no policy applies, nor the baseline
+        expected = [[yes], [], [yes], [yes], [js], [yes]]
+    else:
+        alone = yes.replace("once", "once, in a PID namespace of its own")
+        policy = "Warm: no: its sandbox policy is applied to each call's own start, so it runs cold"
+        bash = "Warm: no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
+        expected = [[alone], [], [alone], [policy], [js], [bash]]
+    assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat", "fast")] == expected
+
+
+def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
+    """A call can end before toolexec reads its pid: both lines come in one read, and the channel (still open at the
+    other end, as a copy held elsewhere may keep it) has nothing more to say. The waiter must say so all the same."""
+    import select
+    import socket
+
+    from toolexec.runtimes.warm_fork import ForkedCall
+
+    class Server:
+        done = 0
+
+        def _done(self) -> None:
+            self.done += 1
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    server = Server()
+    call = ForkedCall(server, ours, out_read, err_read)  # type: ignore[arg-type]
+    try:
+        theirs.sendall(b"P4242\nX%d\n" % (3 << 8))
+        assert call.started()
+        assert select.select([call.waiter.fileno()], [], [], 5)[0] == [call.waiter.fileno()]
+        assert (call.pid, call.wait(), server.done) == (4242, 3, 1)
+    finally:
+        call.waiter.close()
+        for channel in (call.stdout, call.stderr):
+            assert channel is not None
+            channel.close()
+        for fd in (out_write, err_write):
+            os.close(fd)
+        theirs.close()

@@ -1,0 +1,261 @@
+"""Warm Python calls under the sandbox's baseline (``sandbox: declared``, the default): the server lives inside the
+baseline's namespaces, made once, and each call it forks is alone in a PID namespace of its own, with a /proc of
+its own and the default limits, as a cold call under bwrap is. The hostile tools of tests/runtimes/test_baseline.py
+run warm too (its ``launch_modes``); these check what only a warm call could get wrong: that the call was forked
+from the one load, and that nothing of toolexec, of its server or of another call can be seen or signalled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive, in_pid_namespace, marked_processes
+from toolexec import Executor
+from toolexec.records import ToolCall
+from toolexec.runtimes import baseline, process_linux
+from toolexec.runtimes.warm_fork import running_servers
+
+pytestmark = pytest.mark.skipif(
+    not (baseline.usable() and process_linux.available()), reason="needs bwrap, PID namespaces, pidfd and /proc"
+)
+
+PROBE = '''
+import os, signal, subprocess, time
+
+LOADED = os.readlink("/proc/self/ns/pid")
+with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "loads"), "a") as f:
+    f.write("x")
+
+
+def run(action: str, arg: str = "") -> dict:
+    """Look around, or attack.
+
+    Warm: true
+
+    Args:
+        action: what to do
+        arg: its argument
+    """
+    seen = {
+        "loaded_in": LOADED,
+        "namespace": os.readlink("/proc/self/ns/pid"),
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "processes": sorted(int(name) for name in os.listdir("/proc") if name.isdigit()),
+    }
+    if action == "environments":  # every environment this call can read, its own but for the secret's name
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/environ", "rb") as handle:
+                    found.append(handle.read().decode("utf-8", "replace"))
+            except OSError:
+                continue
+        seen["secret_seen"] = any(arg in text for text in found)
+    if action == "signal":  # toolexec's own pid, as toolexec numbers it
+        try:
+            os.kill(int(arg), signal.SIGSTOP)
+            seen["signalled"] = "sent"
+        except ProcessLookupError:
+            seen["signalled"] = "no such process"
+        os.kill(os.getppid(), signal.SIGSTOP)
+    if action == "escape":
+        subprocess.Popen(["setsid", "env", "-i", "sleep", arg], start_new_session=True)
+    if action == "wait":
+        time.sleep(float(arg))
+    return seen
+'''
+
+
+def _call(executor: object, action: str, arg: str = "") -> dict:
+    result = executor.call("probe", {"action": action, "arg": arg})  # type: ignore[attr-defined]
+    assert (result.status, result.stderr) == ("ok", ""), result.error
+    return json.loads(result.output)
+
+
+def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(project: Project) -> None:
+    project.tool("probe.py", PROBE)
+    with project.executor(sandbox="declared") as executor:
+        seen = [_call(executor, "look") for _ in range(3)]
+        assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "x"  # one load for three calls
+        servers = running_servers()
+        assert len(servers) == 1
+    mine = os.readlink("/proc/self/ns/pid")
+    namespaces = [s["namespace"] for s in seen]
+    # (a namespace's number is reused once it is gone: concurrent calls' differ, see the next test)
+    assert mine not in namespaces and seen[0]["loaded_in"] not in namespaces and seen[0]["loaded_in"] != mine
+    # As a cold call under bwrap: the tool is process 2, under the namespace's init, and sees no other process.
+    assert [(s["pid"], s["ppid"], s["processes"]) for s in seen] == [(2, 1, [1, 2])] * 3
+    assert not any(alive(pid) for pid in servers)
+    for namespace in namespaces:
+        assert in_pid_namespace(namespace) == []
+
+
+def test_concurrent_warm_calls_see_nothing_of_one_another(project: Project) -> None:
+    project.tool("probe.py", PROBE)
+    with project.executor(sandbox="declared") as executor:
+        _call(executor, "look")  # the server is up
+        results = executor.call_many([ToolCall(name="probe", arguments={"action": "wait", "arg": "0.5"}) for _ in range(4)])
+    seen = [json.loads(result.output) for result in results]
+    assert len({s["namespace"] for s in seen}) == 4
+    assert [(s["pid"], s["processes"]) for s in seen] == [(2, [1, 2])] * 4
+
+
+def test_a_warm_calls_setsid_escapee_is_gone_when_the_call_ends(project: Project, private_tmpdir: Path) -> None:
+    project.tool("probe.py", PROBE)
+    token = f"{1000 + int.from_bytes(os.urandom(2), 'big')}.{os.getpid()}"  # a sleep argument no other process has
+    with project.executor(sandbox="declared") as executor:
+        _call(executor, "look")
+        seen = _call(executor, "escape", token)
+        assert _sleepers(token) == []  # gone by the time the call returned: the kernel ended its namespace
+        assert in_pid_namespace(seen["namespace"]) == []
+    assert marked_processes(private_tmpdir) == []
+
+
+def _sleepers(argument: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if Path(f"/proc/{name}/cmdline").read_bytes() == b"sleep\0" + argument.encode() + b"\0":
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+# The executor runs in a process of its own, which the test can watch (and wake, should the tool stop it).
+EXECUTOR = textwrap.dedent(
+    """
+    import json, os, sys
+    from toolexec import Executor
+
+    with Executor(sys.argv[1]) as executor:
+        for action in ("look", sys.argv[2]):
+            arg = str(os.getpid()) if sys.argv[2] == "signal" else sys.argv[3]
+            result = executor.call("probe", {"action": action, "arg": arg}, timeout=20)
+            print(json.dumps([result.status, result.output, result.error]), flush=True)
+    """
+)
+
+
+def _run_executor(project: Project, action: str, arg: str = "", **env: str) -> list[list]:
+    config = project.configure(sandbox="declared", secret_env=["WARM_SECRET"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EXECUTOR, str(config), action, arg],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        stopped = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        os.kill(proc.pid, 18)  # SIGCONT, then end it
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"the executor did not finish (stopped: {stopped})")
+    assert proc.returncode == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_a_warm_tool_cannot_stop_toolexec(project: Project) -> None:
+    project.tool("probe.py", PROBE)
+    (look, attack) = _run_executor(project, "signal")
+    assert look[0] == "ok" and attack[0] == "ok", attack
+    seen = json.loads(attack[1])
+    # toolexec's pid names no process in the call's namespace; its parent is the namespace's init, which ignores it
+    assert (seen["signalled"], seen["ppid"]) == ("no such process", 1)
+
+
+def test_a_warm_tool_cannot_read_toolexecs_environment(project: Project) -> None:
+    project.tool("probe.py", PROBE)
+    secret = f"warm-secret-{os.urandom(8).hex()}"
+    (_look, probe) = _run_executor(project, "environments", secret, WARM_SECRET=secret)
+    assert probe[0] == "ok", probe
+    seen = json.loads(probe[1])
+    assert (seen["secret_seen"], seen["processes"]) == (False, [1, 2])
+
+
+def test_warm_calls_run_under_the_default_limits_and_leave_no_cgroup(project: Project) -> None:
+    from toolexec.runtimes import sandbox
+
+    project.tool(
+        "probe.py",
+        PROBE.replace(
+            '    if action == "wait":',
+            '    if action == "limits":\n        seen["limits"] = open("/proc/self/limits").read()\n    if action == "wait":',
+        ),
+    )
+    root = sandbox._pids_root() if os.geteuid() == 0 else None
+    mine = f"toolexec-{os.getpid()}-"
+    with project.executor(sandbox="declared", max_kept_bytes=3 << 20) as executor:
+        _call(executor, "look")
+        result = executor.call("probe", {"action": "limits"}, timeout=9)
+        assert result.status == "ok", result.error
+        limits = {" ".join(line.split()[:-3]): line.split()[-3] for line in json.loads(result.output)["limits"].splitlines()[1:]}
+    assert (limits["Max cpu time"], limits["Max file size"], limits["Max processes"]) == (
+        str(baseline.cpu_seconds(9)),
+        str(3 << 20),
+        str(baseline.PROCESSES),
+    )
+    if root is not None:
+        assert [name for name in os.listdir(root) if name.startswith(mine)] == []
+
+
+def test_a_timeout_ends_a_warm_call_by_sigterm_as_a_cold_one(project: Project) -> None:
+    """The tool is not its namespace's init (which ignores every signal it has no handler for): toolexec's SIGTERM
+    at the timeout reaches it, and the call reports the timeout without waiting for the kill."""
+    project.tool("probe.py", PROBE)
+    results = {}
+    for warm in (False, True):
+        with Executor(project.configure(sandbox="declared"), warm=warm) as executor:
+            result = executor.call("probe", {"action": "wait", "arg": "100"}, timeout=1.5)
+            results[warm] = (result.status, result.reason, result.signal, result.exit_code)
+    assert results[True] == results[False]
+    assert results[True][:3] == ("timeout", "timeout", 15)  # SIGTERM, not the SIGKILL that follows a grace period
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+    return found
+
+
+@pytest.mark.parametrize("sandbox", ["declared", "off"])
+def test_the_spare_a_server_keeps_ends_with_it(project: Project, sandbox: str) -> None:
+    """Each server forks the next call's process (under the baseline: its namespace's init) ahead: one at a time, and
+    none left once the server is closed."""
+    project.tool("probe.py", PROBE)
+    with project.executor(sandbox=sandbox) as executor:
+        for _ in range(3):
+            _call(executor, "look")
+        (server,) = running_servers()
+        inside = _descendants(server)
+        waiting = [pid for pid in inside if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        # bwrap, its init, the zygote and one spare (under the baseline); the zygote and its spare (off)
+        assert len(waiting) == (3 if sandbox == "declared" else 1)
+    assert not any(alive(pid) for pid in inside | {server})
