@@ -369,6 +369,27 @@ def test_with_neither_bwrap_nor_landlock_a_policy_is_refused(
     assert not marker.exists()
 
 
+def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """toolexec sets a confined call's limits on the namespace's init before the tool starts: one it cannot set is
+    never skipped (the baseline's are best effort; a declared policy's are not), and the tool never runs."""
+    import resource
+
+    def refuse(pid: int, kind: int, limits: tuple[int, int] | None = None) -> tuple[int, int]:
+        raise PermissionError(1, "Operation not permitted")
+
+    marker = project.root / "out" / "ran"
+    marker.parent.mkdir(parents=True)
+    with monkeypatch.context() as patched:
+        patched.setattr(resource, "prlimit", refuse)
+        result = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
+    assert (result.status, result.reason) == ("unavailable", "unavailable"), result
+    assert "Operation not permitted" in (result.error or "")
+    assert not marker.exists()
+    # the refused launch left nothing that holds up the next call
+    again = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
+    assert (again.status, again.output, marker.exists()) == ("ok", "wrote", True), again
+
+
 def test_sandbox_off_runs_as_before(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
     project.tool("hostile.py", PYTHON)
