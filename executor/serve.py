@@ -41,20 +41,19 @@ import stat
 import struct
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
+from importlib import import_module
 from typing import Any
-
-import jsonschema  # noqa: F401 - what explains a refused argument (a run with bad input would import it)
 
 import toolexec.api
 import toolexec.catalog_store
 import toolexec.confine
 import toolexec.runtimes.argc_built
 import toolexec.schemarefs
+import toolexec.state
 import toolexec.tracing
-import toolexec.validation  # noqa: F401
+import toolexec.validation
 from toolexec.cli import dispatch, quick_run
 from toolexec.config import Config, load_config, locate
 from toolexec.errors import BadRequest
@@ -78,6 +77,16 @@ REQUEST_SECONDS = 5.0  # a client has this long to send its request: a slow one 
 SPARES = 1  # children forked ahead, each waiting for a connection: a call never waits for a fork
 STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to print their result, then are killed
 _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
+# What a call may import besides the runtimes, imported by the server so that no child pays for it (a test checks
+# that a served call imports nothing more): explaining a refused argument, suggesting a name, reading a result's
+# media type, a tool's caps, building a changed tool (the compilers and their grammars).
+PRELOADED = (
+    "difflib", "hashlib", "mimetypes", "shlex", "encodings.unicode_escape", "jsonschema", "fastjsonschema",
+    "toolexec.build", "toolexec.capspec", "toolexec.mcp_settings", "toolexec.mediatype", "toolexec.runtimes.seccomp",
+    "toolexec.runtimes.netproxy",
+    *(f"toolexec.compilers.{language}" for language in ("python", "bash", "javascript", "typescript")),
+    "tree_sitter_python", "tree_sitter_bash", "tree_sitter_javascript", "tree_sitter_typescript",
+)  # fmt: skip
 
 
 def serve(config: str | os.PathLike[str] | None, *, max_clients: int = 64, for_mcp: bool = False, verbose: bool = False) -> int:
@@ -225,6 +234,9 @@ class Server:
         never copy) the server's objects. Nothing of the config's is read or written here: the catalog is the calls'
         to check (and rebuild) as a local run does, never the server's at its start."""
         look_up_host()
+        for name in PRELOADED:
+            import_module(name)
+        toolexec.state.sha256_hex(b"")  # the interpreter's own SHA-256 module
         gc.collect()
         gc.freeze()
 
@@ -399,6 +411,7 @@ class Server:
                     os.close(fd)
             if process_linux.available():
                 process_linux.ensure_guard()  # before the call: a call's first spawn would start it
+                process_linux.own_pages()  # the copy-on-write faults a call would take, taken while waiting
             listener = self._listener
             assert listener is not None
             conn = _accept_one(listener)
@@ -448,12 +461,12 @@ class Child:
             with contextlib.suppress(OSError):
                 os.write(self.ran, b"+")
                 os.close(self.ran)
-            threading.Thread(target=self._watch, name="toolexec-serve-client", daemon=True).start()
+            self._watch()
             code = dispatch(args)
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
-            self.done = True
+            self._unwatch()
             self._send(f"exit {code}\n".encode())
             return code
         finally:
@@ -559,8 +572,11 @@ class Child:
         except OSError as error:
             raise Refused(f"cwd: {error.strerror}") from None
         os.umask(mask)
-        os.environb.clear()
-        os.environb.update(environ)
+        for name in [name for name in os.environb if name not in environ]:
+            del os.environb[name]
+        for name, value in environ.items():  # (only what differs is set: each setting is a putenv)
+            if os.environb.get(name) != value:
+                os.environb[name] = value
         try:
             used = os.path.realpath(locate(args.config).path)
         except Exception as error:  # the local run says what is wrong with its config
@@ -577,22 +593,37 @@ class Child:
         return args
 
     def _watch(self) -> None:
-        """Raise each signal the client forwards in this process (the CLI's handlers cancel the call); the client
-        gone (its connection closed) is a SIGTERM, as a local run's end is."""
+        """From now on, raise each signal the client forwards in this process (the CLI's handlers cancel the call);
+        the client gone (its connection closed) is a SIGTERM, as a local run's end is. The kernel says when the
+        client spoke (SIGIO): no thread is started for it (its start waited for the scheduler on a busy machine)."""
+        fd = self.conn.fileno()
+        self.conn.setblocking(False)
+        signal.signal(signal.SIGIO, self._client_spoke)
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+        self._client_spoke()  # what it said before the kernel was asked to tell
+
+    def _client_spoke(self, *_: object) -> None:
         allowed = {getattr(signal, name) for name in FORWARDED if hasattr(signal, name)}
-        while True:
+        while not self.done:
             try:
                 data = self.conn.recv(64)
+            except BlockingIOError:
+                return
             except OSError:
                 data = b""
-            if self.done:
-                return
             if not data:
+                self.done = True
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
             for number in data:
                 if number in allowed:
                     os.kill(os.getpid(), number)
+
+    def _unwatch(self) -> None:
+        self.done = True
+        signal.signal(signal.SIGIO, signal.SIG_IGN)
+        self.conn.setblocking(True)
 
 
 def _take(token: int) -> bool:
