@@ -570,19 +570,20 @@ class FakeServer:
         self.path.unlink()
 
 
-def test_a_server_that_never_answers_is_passed_over_and_cannot_run_the_call_later(project: Project, tmp_path: Path) -> None:
-    """The client waits 3 seconds for an answer, takes its token back and runs the call locally: the server's token
-    pipe is then empty, so a server that wakes up late finds nothing to run."""
+def _marking_client(project: Project, cwd: Path) -> tuple[FakeServer, subprocess.Popen[bytes]]:
+    """A fake server of the project's config, and a client running the mark tool in ``cwd`` through it."""
     project.tool("mark.sh", MARK_SH)
     project.configure()
     fake = FakeServer(project.config)
+    command = [sys.executable, "-m", "toolexec", "--config", str(project.config), "run", "mark", "{}"]
+    return fake, subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_server_that_never_answers_is_passed_over_and_cannot_run_the_call_later(project: Project, tmp_path: Path) -> None:
+    """The client waits 3 seconds for an answer, takes its token back and runs the call locally: the server's token
+    pipe is then empty, so a server that wakes up late finds nothing to run."""
+    fake, client = _marking_client(project, tmp_path)
     try:
-        client = subprocess.Popen(
-            [sys.executable, "-m", "toolexec", "--config", str(project.config), "run", "mark", "{}"],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
         conn, token = fake.take()
         out, err = client.communicate(timeout=120)  # no answer: the client runs it itself after READY_SECONDS
         assert (client.returncode, out, err) == (0, b"ok", b"")
@@ -597,16 +598,8 @@ def test_a_server_that_never_answers_is_passed_over_and_cannot_run_the_call_late
 def test_a_server_that_took_the_token_has_the_call_even_when_it_answers_late(project: Project, tmp_path: Path) -> None:
     """Once the server holds the token, the client never runs the call itself: it waits for the server's status,
     however late (here 4 seconds, past the client's 3), and exits with it."""
-    project.tool("mark.sh", MARK_SH)
-    project.configure()
-    fake = FakeServer(project.config)
+    fake, client = _marking_client(project, tmp_path)
     try:
-        client = subprocess.Popen(
-            [sys.executable, "-m", "toolexec", "--config", str(project.config), "run", "mark", "{}"],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
         conn, token = fake.take()
         assert os.read(token, 2) == b"t"  # the server's: the call is its now
         os.close(token)
