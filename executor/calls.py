@@ -482,6 +482,9 @@ class Calls:
             threads, self._threads = (self._threads, None) if done else (None, self._threads)
         if threads is not None:
             threads.shutdown(wait=True)  # every call has returned: the threads are idle
+        cgroups = sys.modules.get("toolexec.runtimes.cgroup")  # loaded only where a call made a cgroup
+        if done and cgroups is not None:
+            cgroups.drain()  # the cgroups of calls that are over are removed off their path: nothing is left at close
         return done
 
     def _register(self, control: CallControl) -> object | None:

@@ -10,7 +10,7 @@ Where: a child of toolexec's own memory cgroup (v1), or (v2) of the nearest of i
 cgroup's parent that hands the memory controller to its children and that this user may write. The tool
 stays inside every bound toolexec itself has, but the one of toolexec's own v2 cgroup (a cgroup with
 processes cannot hand controllers down). Nowhere writable: no cgroup, the rlimit alone. The cgroup is removed
-when the call is over (:func:`remove`); its processes are gone by then.
+when the call is over (:func:`remove_soon`); its processes are gone by then.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import threading
 import time
 
 _found: list[tuple[str, int] | None] = []  # (where calls' cgroups are made, cgroup version), once looked for
@@ -113,6 +114,60 @@ def remove(path: str) -> None:
             if exc.errno != errno.EBUSY or time.monotonic() > deadline:
                 return
         time.sleep(0.001)
+
+
+_doomed: list[str] = []  # cgroups of calls that are over, not yet removed
+_doomed_changed = threading.Condition()
+_remover: threading.Thread | None = None  # removes them, one after another; ends when none is left
+_drain_at_exit: list[bool] = []
+
+
+def remove_soon(path: str) -> None:
+    """Remove a call's cgroup off the call's path: the kernel takes a grace period to remove one (~10 ms, mostly
+    waiting), which the call's result need not wait for. :func:`drain` waits until every one is removed; so does the
+    end of this process."""
+    global _remover
+    with _doomed_changed:
+        _doomed.append(path)
+        if _remover is None:
+            if not _drain_at_exit:
+                import atexit
+
+                atexit.register(drain)
+                _drain_at_exit.append(True)
+            _remover = threading.Thread(target=_remove_doomed, name="toolexec-cgroup-remover", daemon=True)
+            _remover.start()
+
+
+def _remove_doomed() -> None:
+    global _remover
+    while True:
+        with _doomed_changed:
+            if not _doomed:
+                _remover = None
+                _doomed_changed.notify_all()
+                return
+            path = _doomed[0]
+        remove(path)
+        with _doomed_changed:
+            _doomed.remove(path)
+
+
+def drain(timeout: float = 10.0) -> None:
+    """Wait until the cgroups of calls that are over are removed (an executor's close, this process's exit)."""
+    with _doomed_changed:
+        _doomed_changed.wait_for(lambda: _remover is None, timeout)
+
+
+def _forget_after_fork() -> None:
+    """A forked child removes only its own calls' cgroups (its parent removes those it was removing)."""
+    global _remover, _doomed_changed
+    _doomed.clear()
+    _remover = None
+    _doomed_changed = threading.Condition()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def look(own: str, mountinfo: str) -> tuple[str, int] | None:

@@ -57,13 +57,25 @@ def _executable(path: str) -> bool:
 def interpreter_for(tool: ToolDeclaration, site: Site) -> list[str]:
     """The argv prefix that runs ``tool``, its program made absolute: the shebang, else ``runtimes:`` in
     config, else the language default; RuntimeUnavailable naming the program when it is missing."""
+    return launcher_for(tool, site)[0]
+
+
+def launcher_for(tool: ToolDeclaration, site: Site) -> tuple[list[str], dict[str, str]]:
+    """:func:`interpreter_for`, with a version manager's shim (pyenv, asdf) replaced by the interpreter it picks, and
+    the variables to set for it to run as the shim would have run it (:mod:`toolexec.runtimes.shims`)."""
     if tool.shebang:
         chosen = list(tool.shebang)
     elif tool.language in site.runtimes:
         chosen = list(site.runtimes[tool.language])
     else:
         chosen = default_interpreter(tool.language, site)
-    return resolve(chosen, tool.language)
+    argv = resolve(chosen, tool.language)
+    if os.path.basename(os.path.dirname(argv[0])) != "shims":  # the common case, decided without importing shims
+        return argv, {}
+    from toolexec.runtimes.shims import unshimmed
+
+    program, env = unshimmed(argv[0], tool.language, str(site.cwd), site.env)
+    return [program, *argv[1:]], env
 
 
 def default_interpreter(language: str, site: Site) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from toolexec.records import Module, Positional, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
-from toolexec.runtimes.interpreter import interpreter_for
+from toolexec.runtimes.interpreter import launcher_for
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -24,11 +24,12 @@ class JavaScriptRuntime:
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen runtime (node, bun, deno…)."""
-        argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
+        interpreter, env = launcher_for(tool, site)
+        argv = [*interpreter, str(BOOTSTRAP), tool.source]
         return Prepared(
             argv=argv,
             stdin=request(tool, arguments),
-            env_additions=compile_cache(argv, site),
+            env_additions={**compile_cache(argv, site), **env},
             awaits_file_limit=awaits_file_limit(argv),
         )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from toolexec.records import Kwargs, ToolDeclaration
 from toolexec.runtimes.base import Prepared, Site
-from toolexec.runtimes.interpreter import interpreter_for
+from toolexec.runtimes.interpreter import launcher_for
 from toolexec.state import CODE_TAG
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -31,7 +31,8 @@ class PythonRuntime:
 
     def prepare(self, tool: ToolDeclaration, arguments: dict[str, Any], site: Site) -> Prepared:
         """The bootstrap under the chosen Python, the arguments and source text as :func:`request` makes them."""
-        argv = [*interpreter_for(tool, site), str(BOOTSTRAP), tool.source]
+        interpreter, env = launcher_for(tool, site)
+        argv = [*interpreter, str(BOOTSTRAP), tool.source]
         if tool.function is not None:  # one function of an agent's tools.py
             argv.append(tool.function)
         call = tool.invocation
@@ -41,7 +42,8 @@ class PythonRuntime:
             arguments = {**arguments, **left_out} if left_out else arguments
             enums = [list(each) for each in call.enums if arguments.get(each[0]) is not None]
         compiled = _compiled(site.code, tool.source, site) if site.code is not None else None
-        return Prepared(argv=argv, stdin=request(arguments, site.code, enums, compiled), sets_file_limit=1)
+        stdin = request(arguments, site.code, enums, compiled)
+        return Prepared(argv=argv, stdin=stdin, env_additions=env, sets_file_limit=1)
 
 
 def _compiled(source: str, path: str, site: Site) -> tuple[str, bytes] | None:

@@ -295,7 +295,7 @@ def release(held: Held | None) -> bool:
 
     killed = held.memory is not None and cgroup.oom_killed(held.memory)
     for path in held.cgroups:
-        cgroup.remove(path)
+        cgroup.remove_soon(path)
     if held.tmpdir is not None:
         import shutil  # only a call confined by the fallback has a private TMPDIR on disk
 

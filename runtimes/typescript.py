@@ -16,7 +16,7 @@ from toolexec.errors import RuntimeUnavailable
 from toolexec.records import ToolDeclaration
 from toolexec.recordtype import replace
 from toolexec.runtimes.base import Prepared, Site
-from toolexec.runtimes.interpreter import default_node, find_program, interpreter_for, is_plain_node, resolve
+from toolexec.runtimes.interpreter import default_node, find_program, is_plain_node, launcher_for, resolve
 from toolexec.runtimes.javascript import BOOTSTRAP, awaits_file_limit, compile_cache, request
 from toolexec.runtimes.transpile import ESBUILD_FLAGS, stripped, transpiled
 
@@ -41,12 +41,12 @@ class TypeScriptRuntime:
         """The launch: a named runtime (bun, deno, tsx) gets the ``.ts`` file itself."""
         notes: tuple[str, ...] = ()
         try:
-            interpreter = interpreter_for(tool, site)
+            interpreter, env = launcher_for(tool, site)
         except RuntimeUnavailable:
             if not (tool.shebang and Path(tool.shebang[0]).name in FALLBACK_RUNNERS):
                 raise
             # A runner named by the shebang but not installed: Node is right there.
-            interpreter = interpreter_for(replace(tool, shebang=()), site)
+            interpreter, env = launcher_for(replace(tool, shebang=()), site)
             notes = (
                 f"the shebang names {tool.shebang[0]}, which is not installed; ran with toolexec's own TypeScript runtime instead",
             )
@@ -57,7 +57,7 @@ class TypeScriptRuntime:
         return Prepared(
             argv=argv,
             stdin=request(tool, arguments),
-            env_additions=compile_cache(argv, site),
+            env_additions={**compile_cache(argv, site), **env},
             notes=notes,
             awaits_file_limit=awaits_file_limit(argv),
         )

@@ -54,8 +54,11 @@ def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 
 def _ours() -> list[str]:
-    """This process's calls' cgroups still there: memory ones, and pids ones (made for a tool run by root)."""
+    """This process's calls' cgroups still there once their removals are done (off the calls' path): memory ones, and
+    pids ones (made for a tool run by root)."""
     from toolexec.runtimes.sandbox import _pids_root
+
+    cgroup.drain()
 
     parent = cgroup.memory_parent()
     assert parent is not None
@@ -132,3 +135,42 @@ def test_cgroup_v1_uses_toolexecs_own_memory_cgroup(tmp_path: Path) -> None:
     own = "4:memory:/jobs/mine\n8:pids:/\n0::/\n"
     assert cgroup.look(own, V1_MOUNT.format(root=root)) == (str(root / "jobs" / "mine"), 1)
     assert cgroup.look(own, "") is None  # no memory hierarchy mounted
+
+
+def test_a_calls_cgroup_is_removed_off_its_path_and_drained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel takes a grace period to remove a cgroup (~10 ms, more under load): a call's result does not wait for
+    it, an executor's close (and the process's exit) does."""
+    import threading
+
+    made = [tmp_path / f"toolexec-{os.getpid()}-{n}" for n in range(3)]
+    for path in made:
+        path.mkdir()
+    go = threading.Event()
+    real = cgroup.remove
+
+    def slow_remove(path: str) -> None:
+        go.wait(10)
+        real(path)
+
+    monkeypatch.setattr(cgroup, "remove", slow_remove)
+    for path in made:
+        cgroup.remove_soon(str(path))  # returns at once
+    assert all(path.exists() for path in made)
+    go.set()
+    cgroup.drain()
+    assert [path for path in made if path.exists()] == []
+    assert cgroup._remover is None  # no thread is left waiting for more
+
+
+def test_an_executor_closes_only_once_its_calls_cgroups_are_removed(project: Project) -> None:
+    from toolexec.runtimes import sandbox
+
+    root = sandbox._pids_root()
+    if root is None or os.geteuid() != 0:
+        pytest.skip("a root toolexec with a writable pids cgroup makes one per call")
+    project.tool("noop.sh", "# @describe Nothing.\nmain() { :; }\n")
+    mine = f"toolexec-{os.getpid()}-"
+    with project.executor(sandbox="declared") as executor:
+        for _ in range(3):
+            assert executor.call("noop", {}).status == "ok"
+    assert [name for name in os.listdir(root) if name.startswith(mine)] == []

@@ -512,7 +512,7 @@ def test_typescript_runtime_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     class Runtime:  # the argv prepared when the interpreter chosen for the tool is `chosen`
         @staticmethod
         def command(declaration: object, chosen: list[str], _: object) -> list[str]:
-            monkeypatch.setattr(typescript, "interpreter_for", lambda tool, site: list(chosen))
+            monkeypatch.setattr(typescript, "launcher_for", lambda tool, site: (list(chosen), {}))
             return runtime.prepare(declaration, {}, site).argv  # type: ignore[arg-type]
 
     context = None
