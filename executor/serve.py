@@ -83,7 +83,7 @@ _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
 PRELOADED = (
     "difflib", "hashlib", "mimetypes", "shlex", "encodings.unicode_escape", "jsonschema", "fastjsonschema",
     "toolexec.build", "toolexec.capspec", "toolexec.mcp_settings", "toolexec.mediatype", "toolexec.runtimes.seccomp",
-    "toolexec.runtimes.netproxy",
+    "toolexec.runtimes.netproxy", "toolexec.runtimes.shims",
     *(f"toolexec.compilers.{language}" for language in ("python", "bash", "javascript", "typescript")),
     "tree_sitter_python", "tree_sitter_bash", "tree_sitter_javascript", "tree_sitter_typescript",
 )  # fmt: skip
