@@ -173,6 +173,29 @@ def test_the_client_imports_almost_nothing(tools: Project, served: Served) -> No
     assert served.stop()[1] == 1
 
 
+def test_a_served_call_leaves_nothing_behind(tools: Project, served: Served, tmp_path: Path) -> None:
+    """After served calls (one that succeeds, one that fails, one that times out with a grandchild), the server is as
+    it was when idle: itself, one spare and the spare's guard; no call file is left in the temporary folder."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    for argv in (["run", "echo", '{"text": "x"}'], ["run", "fail", "{}"], ["run", "py", '{"mode": "sleep"}', "--timeout", "0.5"]):
+        done = toolexec("--config", str(tools.config), *argv, env=env)
+        assert done.returncode in (0, 3, 124), done.stderr
+    wait_until(lambda: _idle(served.process.pid), "the server to be idle again")
+    assert list(temporary.iterdir()) == []
+    assert served.stop()[:2] == (0, 3)
+
+
+def _idle(server: int) -> bool:
+    """Whether the server's processes are those of an idle server: one spare child, whose only child is its guard."""
+    spares = _children(server)
+    if len(spares) != 1:
+        return False
+    guards = _children(spares[0])
+    return len(guards) == 1 and not _children(guards[0]) and Path(f"/proc/{guards[0]}/comm").read_text() == "sh\n"
+
+
 # --- falling back ---------------------------------------------------------------------------------------------
 
 
