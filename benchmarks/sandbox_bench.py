@@ -36,6 +36,9 @@ TOOLS = {
 }
 POLICY = {"network": "none", "writes": ["cache"], "memory": "4GiB", "cpu": 60}
 MODES = ("off", "baseline", "confined", "allow-listed", "fallback")
+# Measured as an ordinary user too (:func:`as_user`): the modes the ≤ +3 ms target is for. (A root-owned venv under a
+# mode-700 /root, as on the benchmark machine, cannot start the allow-list's forwarder for nobody.)
+USER_MODES = ("off", "baseline", "confined")
 
 
 def _settings(mode: str, tool: str) -> dict[str, object]:
@@ -61,7 +64,7 @@ def _call(executor: Executor, name: str, mode: str) -> float:
     return elapsed
 
 
-def measure(language: str, runs: int) -> dict[str, tuple[float, float]]:
+def measure(language: str, runs: int, modes: tuple[str, ...] = MODES) -> dict[str, tuple[float, float]]:
     """Per mode: the median call (ms), and the median of its differences from the adjacent ``off`` call."""
     file, source = TOOLS[language]
     name = Path(file).stem
@@ -70,13 +73,13 @@ def measure(language: str, runs: int) -> dict[str, tuple[float, float]]:
         (root / "functions" / "tools").mkdir(parents=True)
         (root / "functions" / "tools" / file).write_text(source)
         executors = {}
-        for mode in MODES:
+        for mode in modes:
             config = root / f"{mode}.yaml"
             config.write_text(yaml.safe_dump({"visible_tools": [file], **_settings(mode, name)}))
             executors[mode] = Executor(config)
         for mode, executor in executors.items():  # warm: build, transpile, first spawn, the namespace probes
             _call(executor, name, mode)
-        times: dict[str, list[float]] = {mode: [] for mode in MODES}
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
         for _ in range(runs):
             for mode, executor in executors.items():
                 times[mode].append(_call(executor, name, mode))
@@ -84,22 +87,69 @@ def measure(language: str, runs: int) -> dict[str, tuple[float, float]]:
             executor.close()
     return {
         mode: (statistics.median(times[mode]), statistics.median(b - a for a, b in zip(times["off"], times[mode], strict=True)))
-        for mode in MODES
+        for mode in modes
     }
 
 
-def rows(runs: int) -> list[tuple[str, dict[str, tuple[float, float]]]]:
+def rows(runs: int, modes: tuple[str, ...] = MODES) -> list[tuple[str, dict[str, tuple[float, float]]]]:
     """(language, its figures) for every language this machine runs."""
     found = []
     for language in TOOLS:
         if language in ("javascript", "typescript") and which("node") is None:
             continue
-        found.append((language, measure(language, runs)))
+        found.append((language, measure(language, runs, modes)))
     return found
+
+
+def as_user(runs: int) -> list[tuple[str, dict[str, tuple[float, float]]]]:
+    """:func:`rows` measured by an ordinary user (nobody, through util-linux's setpriv), where this runs as root: root
+    caps a call's processes through a pids cgroup of its own (the kernel exempts root from ``RLIMIT_NPROC``), whose
+    making and joining an ordinary user's call does without. Empty where that cannot be done."""
+    import json
+    import shutil
+    import subprocess
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return []
+    with tempfile.TemporaryDirectory() as directory:
+        home = Path(directory)
+        for sub in ("tmp", ".cache", ".config"):
+            (home / sub).mkdir()
+        for path in [home, *home.rglob("*")]:
+            os.chown(path, 65534, 65534)
+        env = {
+            **os.environ,
+            "HOME": directory,
+            "TMPDIR": str(home / "tmp"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+        }
+        command = [
+            setpriv,
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            sys.executable,
+            __file__,
+            str(runs),
+            "--json",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=directory, check=False)
+    if done.returncode != 0:
+        print(f"as an ordinary user: {done.stderr.strip()[-500:]}", file=sys.stderr)
+        return []
+    return [(language, {mode: (a, b) for mode, (a, b) in found.items()}) for language, found in json.loads(done.stdout)]
 
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+    if "--json" in sys.argv:
+        import json
+
+        print(json.dumps(rows(runs, USER_MODES)))
+        return
     print(f"| language | {' | '.join(MODES)} | target ≤ +3 ms (baseline, confined) |")
     print(f"| --- |{' --- |' * len(MODES)} --- |")
     for language, found in rows(runs):

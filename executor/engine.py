@@ -180,10 +180,10 @@ class Engine:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
             if observation is not None:
                 observation.launched(prepared.argv, finished)
-            smaller = confined is not None and (confined.file_size or self.config.max_kept_bytes) < self.config.max_kept_bytes
+            declared = confined is not None and confined.file_size is not None  # its bound replaces max_kept_bytes's
             if (
                 finished.limit is None
-                and not smaller
+                and not declared
                 and _hit_file_limit(output_path, failure_path, finished, self.config.max_kept_bytes)
             ):
                 finished = replace(finished, limit=("file", self.config.max_kept_bytes))

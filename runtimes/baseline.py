@@ -164,9 +164,11 @@ class Gate:
         """The descriptors bwrap must inherit."""
         return tuple(fd for fd in (self._info_write, self._block_read) if fd >= 0)
 
-    def open(self, confinement: Confinement, held: Held | None) -> None:
+    def open(self, confinement: Confinement, held: Held | None, *, strict: bool = False) -> None:
         """Once bwrap runs: set the limits of the process that will start the tool, then let it go on. Where bwrap
-        could not make its namespaces it says nothing, and ends with its own error."""
+        could not make its namespaces it says nothing, and ends with its own error. ``strict`` (a declared policy's
+        limits, never the baseline's best effort): a limit or cgroup that cannot be set raises OSError, and the tool
+        never starts (the caller ends bwrap)."""
         import contextlib
         import re
 
@@ -181,7 +183,7 @@ class Gate:
 
             self.child_start = start_of(self.child)
             if self._block_write >= 0:
-                _limit(self.child, confinement, held.cgroups if held is not None else ())
+                _limit(self.child, confinement, held.cgroups if held is not None else (), strict=strict)
                 with contextlib.suppress(BrokenPipeError):  # it died setting up: it ends with its own error
                     os.write(self._block_write, b"x")
         self.close()
@@ -203,9 +205,10 @@ class Gate:
                 setattr(self, name, -1)
 
 
-def _limit(pid: int, confinement: Confinement, cgroups: Sequence[str]) -> None:
+def _limit(pid: int, confinement: Confinement, cgroups: Sequence[str], *, strict: bool = False) -> None:
     """Set ``pid``'s limits as prlimit(1) would (soft and hard; CPU's hard one a second later, so SIGXCPU comes
-    first), and move it into its pids cgroup. Best effort: the baseline never refuses a call."""
+    first), and move it into its cgroups. Best effort (the baseline never refuses a call), unless ``strict``: then
+    the first that cannot be set raises OSError (ValueError for a limit above the hard one becomes OSError too)."""
     import contextlib
     import resource
 
@@ -217,10 +220,13 @@ def _limit(pid: int, confinement: Confinement, cgroups: Sequence[str]) -> None:
     ]
     for kind, soft, above in wanted:
         if soft is not None:
-            with contextlib.suppress(OSError, ValueError):
-                resource.prlimit(pid, kind, (soft, soft + above))
+            with contextlib.suppress(*(() if strict else (OSError, ValueError))):
+                try:
+                    resource.prlimit(pid, kind, (soft, soft + above))
+                except ValueError as exc:
+                    raise OSError(f"cannot set the call's limit {kind}: {exc}") from None
     for cgroup in cgroups:
-        with contextlib.suppress(OSError), open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+        with contextlib.suppress(*(() if strict else (OSError,))), open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
             procs.write(str(pid))
 
 

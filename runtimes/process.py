@@ -308,8 +308,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
     confinement, held, proxy = launch.confinement, None, None
     gate: baseline.Gate | None = None
-    if confinement is not None and launch.file_limit is not None:  # the sandbox's prlimit sets the lower of the two
-        confinement = replace(confinement, file_size=min(confinement.file_size or launch.file_limit, launch.file_limit))
+    if confinement is not None and confinement.file_size is None and launch.file_limit is not None:
+        # the sandbox sets the bound: a declared file size (wider or narrower), else max_kept_bytes's
+        confinement = replace(confinement, file_size=launch.file_limit)
     argv = list(launch.argv)
     # Who bounds the files (a confined call's launcher does it for itself): the bootstrap (its first line), this
     # process once the bootstrap has started (which waits for it), or prlimit(1) around the program.
@@ -326,6 +327,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             set_here = len(argv) == len(launch.argv)  # no prlimit(1): set after the start (see limit_file_size)
     system.enter()
     proc: subprocess.Popen[bytes] | None = None
+    registered: int | None = None
     try:
         stdin = -1
         try:
@@ -338,10 +340,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                     from toolexec.runtimes.netproxy import Proxy
 
                     proxy = Proxy(confinement.allowed)
-                if sandbox.mechanism()[0] == "bwrap":  # only to learn its init, reaped here should it outlive bwrap
-                    gate = baseline.Gate(block=False)
+                if sandbox.mechanism()[0] == "bwrap":  # its init (reaped here should it outlive bwrap) waits for its limits
+                    gate = baseline.Gate()
                 forwarder = proxy.prefix(sys.executable) if proxy else ()
-                argv, held = sandbox.wrap(confinement, argv, gate.args() if gate is not None else (), forwarder)
+                info = gate.args() if gate is not None else ()
+                argv, held = sandbox.wrap(confinement, argv, info, forwarder, gated=gate is not None)
             proc = subprocess.Popen(
                 system.with_death_signal(argv),
                 stdin=stdin,
@@ -359,10 +362,13 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             if gate is not None:  # the limits, set before the tool starts; a sandbox left without them never runs
                 assert confinement is not None
                 try:
-                    gate.open(confinement, held)
+                    gate.open(confinement, held, strict=not confinement.baseline)
                 except BaseException:
                     proc.kill()
                     proc.wait()
+                    for stream in (proc.stdout, proc.stderr):
+                        if stream is not None:
+                            stream.close()
                     raise
         except BaseException:
             _close(progress_read)
@@ -377,6 +383,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             if proxy is not None:
                 proxy.launched()
         system.register(proc.pid, mark, tuple(launch.private_files))
+        registered = proc.pid
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
         namespaced = held is not None and held.pid_namespace  # the kernel ended what the tool left (bwrap's own too)
@@ -384,7 +391,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:
-        system.leave(proc.pid if proc is not None else None)
+        system.leave(registered)  # None: no tool was registered (its spawn, or its limits, failed)
         oom_killed = sandbox.release(held)
         if proxy is not None:
             proxy.close()

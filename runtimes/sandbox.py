@@ -164,13 +164,20 @@ class Held:
 
 
 def wrap(
-    confinement: Confinement, argv: Sequence[str], info: Sequence[str] = (), forwarder: Sequence[str] = ()
+    confinement: Confinement,
+    argv: Sequence[str],
+    info: Sequence[str] = (),
+    forwarder: Sequence[str] = (),
+    *,
+    gated: bool = False,
 ) -> tuple[list[str], Held]:
     """The argv that runs ``argv`` confined, and what the call holds (its cgroups: give them back with :func:`release`);
     under bwrap, ``info``: its options that say which process is the namespace's init
     (:class:`~toolexec.runtimes.baseline.Gate`), and ``forwarder`` (the call's proxy's,
-    :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside. Under the fallback (:func:`mechanism`) neither
-    is given: it has no init to name, and refuses allow-lists."""
+    :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside. ``gated``: ``info`` blocks the init until the
+    caller has set its limits and moved it into its cgroups (:meth:`~toolexec.runtimes.baseline.Gate.open`), so
+    neither prlimit(1) nor a shell joining the cgroups starts before the tool. Under the fallback (:func:`mechanism`)
+    none is given: it has no init to name, and refuses allow-lists."""
     if mechanism()[0] == "landlock":
         from toolexec.runtimes import fallback
 
@@ -190,7 +197,7 @@ def wrap(
     try:
         args += ["--seccomp", str(_seccomp(held))]
         args += ["--", *forwarder]
-        limits = _limits(confinement)
+        limits = [] if gated else _limits(confinement)
         if limits:
             args += [str(_prlimit()), *limits, "--"]
         args += argv
@@ -199,7 +206,7 @@ def wrap(
     except BaseException:
         release(held)
         raise
-    if held.cgroups:  # the shell moves itself into the cgroups, then becomes bwrap
+    if held.cgroups and not gated:  # the shell moves itself into the cgroups, then becomes bwrap
         join = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
         args = ["/bin/sh", "-c", join, "sh", *held.cgroups, "--", *args]
     return args, held

@@ -148,13 +148,16 @@ def test_declarations_widen_or_tighten_the_default_limits(project: Project) -> N
     project.tool(
         "declares.py",
         PYTHON.replace(
-            '        arg: its argument\n    """', '        arg: its argument\n\n    CPU: 3 s\n    Writes: none\n    """'
+            '        arg: its argument\n    """',
+            '        arg: its argument\n\n    CPU: 3 s\n    Writes: none\n    File size: 8 MiB\n    """',
         ),
     )
-    with project.executor(sandbox="declared", sandbox_policies={}) as executor:
+    with project.executor(sandbox="declared", sandbox_policies={}, max_kept_bytes=1 << 20) as executor:
         result = executor.call("declares", {"action": "limits"}, timeout=600)
     assert result.status == "ok", result.error
-    assert _limits(result.output)["Max cpu time"] == "3"  # declared: 3 s, where the baseline gives the timeout's
+    limits = _limits(result.output)
+    assert limits["Max cpu time"] == "3"  # declared: 3 s, where the baseline gives the timeout's
+    assert limits["Max file size"] == str(8 << 20)  # declared: wider than max_kept_bytes's 1 MiB
 
 
 def test_an_undeclared_tool_under_declared_keeps_its_files_and_environment(

@@ -193,6 +193,9 @@ def _started(entries: list[str]) -> tuple[Proxy, tuple[str, int]]:
 
 
 def _state() -> tuple[set[str], set[str]]:
+    from toolexec.runtimes import cgroup
+
+    cgroup.drain()  # the cgroups of calls that are over are removed off their path, by a thread that then ends
     fds = set()
     for fd in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):

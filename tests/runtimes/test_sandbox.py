@@ -86,6 +86,11 @@ def run(action: str, arg: str = "") -> str:
     if action == "cpu":
         while True:
             pass
+    if action == "spin":  # CPU seconds, then done
+        end = time.process_time() + float(arg)
+        while time.process_time() < end:
+            pass
+        return "spun"
     if action == "big-file":
         with open(os.path.join(os.environ["TMPDIR"], "big"), "wb") as f:
             for _ in range(int(arg) >> 20):
@@ -118,6 +123,10 @@ main() {
         stop-parent) kill -STOP $PPID; sleep 30 ;;
         fork) for i in $(seq "$argc_arg"); do sleep 5 & done; echo forked >> "$LLM_OUTPUT" ;;
         cpu) while :; do :; done ;;
+        spin) spent=0 ticks=$((argc_arg * $(getconf CLK_TCK)))  # its CPU ticks (user and system) until it used them
+              while [ "$spent" -lt "$ticks" ]; do
+                  read -r -a stat < /proc/$BASHPID/stat; spent=$((stat[13] + stat[14])); done
+              echo spun >> "$LLM_OUTPUT" ;;
         big-file) head -c "$argc_arg" /dev/zero > "$TMPDIR/big" && echo written >> "$LLM_OUTPUT" ;;
     esac
 }
@@ -173,6 +182,7 @@ export async function run(action, arg = "") {{
   if (action === "stop-parent") {{ process.kill(process.ppid, "SIGSTOP"); await new Promise((r) => setTimeout(r, 30000)); }}
   if (action === "memory") {{ const blocks = []; for (let i = 0; i < Number(arg) / 2 ** 26; i++) blocks.push(Buffer.alloc(1 << 26, 1)); return "allocated"; }}
   if (action === "cpu") {{ for (;;) {{}} }}
+  if (action === "spin") {{ const used = () => {{ const u = process.cpuUsage(); return (u.user + u.system) / 1e6; }}; for (const end = used() + Number(arg); used() < end;) {{}} return "spun"; }}
   if (action === "big-file") {{
     const fd = fs.openSync(`${{process.env.TMPDIR}}/big`, "w"), block = Buffer.alloc(1 << 20, 1);
     for (let i = 0; i < Number(arg) / (1 << 20); i++) fs.writeSync(fd, block);
@@ -359,6 +369,27 @@ def test_with_neither_bwrap_nor_landlock_a_policy_is_refused(
     assert not marker.exists()
 
 
+def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """toolexec sets a confined call's limits on the namespace's init before the tool starts: one it cannot set is
+    never skipped (the baseline's are best effort; a declared policy's are not), and the tool never runs."""
+    import resource
+
+    def refuse(pid: int, kind: int, limits: tuple[int, int] | None = None) -> tuple[int, int]:
+        raise PermissionError(1, "Operation not permitted")
+
+    marker = project.root / "out" / "ran"
+    marker.parent.mkdir(parents=True)
+    with monkeypatch.context() as patched:
+        patched.setattr(resource, "prlimit", refuse)
+        result = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
+    assert (result.status, result.reason) == ("unavailable", "unavailable"), result
+    assert "Operation not permitted" in (result.error or "")
+    assert not marker.exists()
+    # the refused launch left nothing that holds up the next call
+    again = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
+    assert (again.status, again.output, marker.exists()) == ("ok", "wrote", True), again
+
+
 def test_sandbox_off_runs_as_before(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
     project.tool("hostile.py", PYTHON)
@@ -507,6 +538,29 @@ def test_the_same_tool_passes_a_limit_it_is_granted(
     passed = _call(project, language, action, arg, granted={"memory": "4GiB", **granted})
     assert passed.status == "ok" and passed.output.strip().startswith(("written", "forked")), passed
     wait_until(lambda: not _sleepers(project), "the call's processes to end with it", timeout=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("action", "arg", "reason", "granted"),
+    [
+        ("memory", str(4 << 30), "memory_limit", {"memory": "8GiB"}),
+        ("big-file", str(2 << 30), "file_size_limit", {"file_size": "3GiB"}),
+        ("spin", "4", "cpu_limit", {"cpu": 30}),
+    ],
+)
+def test_four_gib_two_gib_files_and_cpu_seconds_pass_when_granted(
+    project: Project, language: str, action: str, arg: str, reason: str, granted: dict[str, Any]
+) -> None:
+    """The issue's sizes: 4 GiB allocated, a 2 GiB file written, 4 CPU seconds used. Each is stopped under the tool's
+    own policy (512 MiB or 2 GiB, 1 MiB files, 2 CPU seconds) and done when config grants it."""
+    if language == "bash" and action == "memory":
+        pytest.skip("bash has no allocation of its own to try")
+    stopped = _call(project, language, action, arg, timeout=30)
+    assert (stopped.status, stopped.reason) == ("error", reason), stopped
+    passed = _call(project, language, action, arg, granted={"memory": "8GiB", **granted}, timeout=90)
+    assert passed.status == "ok" and passed.output.strip().startswith(("allocated", "written", "spun")), passed
+    assert not list(Path(os.environ["TMPDIR"]).iterdir())
 
 
 def test_what_the_launch_needs_under_tmp_is_bound_once_at_its_top(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -485,6 +485,11 @@ def _target(fd: str) -> str:
 
 
 def _threads() -> set[str]:
+    """This process's threads, once the cgroups of calls that are over are removed (off the calls' path, by a thread
+    that ends when none is left: toolexec's own, not the call's)."""
+    from toolexec.runtimes import cgroup
+
+    cgroup.drain()
     return {f"{thread.name}:{thread.ident}" for thread in threading.enumerate()}
 
 
