@@ -4,7 +4,9 @@
 
 * stdio, 100 ``tools/call`` of a no-op Bash tool in flight at once: calls/s of ``toolexec mcp`` against FastMCP
   whose tool runs the same script with ``asyncio.create_subprocess_exec`` (``fastmcp_reference.py``), driven by the
-  same bare JSON-RPC client, round by round alternately. Target: at least FastMCP's calls/s.
+  same bare JSON-RPC client, round by round alternately. Target: at least FastMCP's calls/s. Twice: under the default
+  sandbox (every call in the baseline's PID namespace) and with ``sandbox: off``, which separates the server's own
+  cost from the sandbox's.
 * Streamable HTTP, one keep-alive connection: ``tools/list`` (target ≤ 1.2× FastMCP's time), and ``tools/call`` of a
   no-op Python tool at concurrency 1 against FastMCP calling the same function in-process (target ≥ 1.0× its calls/s
   with a warm tool; the tool says ``Warm: true``, which a toolexec without warm tools reads as description).
@@ -194,9 +196,10 @@ def http_figures(config: Path, toolexec: list[str], env: dict[str, str], runs: i
     return {"list": listing, "list_cpu": cpu, "call": calling, "warm": warm_in(json.loads(described.stdout))}
 
 
-def project(root: Path) -> Path:
+def project(root: Path, **settings: object) -> Path:
     """The project both servers serve: the four no-op tools (the Python one marked warm)."""
-    return write_project(root, {"noop_py.py": WARM_PY, "noop_sh.sh": NOOP_SH, "noop_ts.ts": NOOP_TS, "noop_js.js": NOOP_JS})
+    tools = {"noop_py.py": WARM_PY, "noop_sh.sh": NOOP_SH, "noop_ts.ts": NOOP_TS, "noop_js.js": NOOP_JS}
+    return write_project(root, tools, **settings)
 
 
 def mcp_load_rows(b: Any) -> list[Any]:
@@ -215,18 +218,22 @@ def measured_rows(b: Any) -> list[Any]:
     config = project(b.root / "mcp-load")
     toolexec = [b.toolexec]
     subprocess.run([*toolexec, "--config", str(config), "build"], env=b.env, check=True, capture_output=True)
-    ours, reference, ratio, ours_cpu, reference_cpu = stdio_load(config, toolexec, b.env, max(5, RUNS // 4))
-    found = [
-        Row(
-            f"calls/s through `toolexec mcp` (stdio), {IN_FLIGHT} Bash calls in flight",
-            f"{ours:.0f} calls/s",
-            f"FastMCP + asyncio subprocess: {reference:.0f} calls/s",
-            f"{ratio:.2f}x",
-            "≥ 1.0x",
-            ratio >= 1.0,
-            f"the same script and client, rounds alternating; server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms",
+    unconfined = project(b.root / "mcp-load-off", sandbox="off")
+    subprocess.run([*toolexec, "--config", str(unconfined), "build"], env=b.env, check=True, capture_output=True)
+    found = []
+    for where, sandbox in ((config, ""), (unconfined, ", `sandbox: off`")):
+        ours, reference, ratio, ours_cpu, reference_cpu = stdio_load(where, toolexec, b.env, max(5, RUNS // 4))
+        found.append(
+            Row(
+                f"calls/s through `toolexec mcp` (stdio), {IN_FLIGHT} Bash calls in flight{sandbox}",
+                f"{ours:.0f} calls/s",
+                f"FastMCP + asyncio subprocess: {reference:.0f} calls/s",
+                f"{ratio:.2f}x",
+                "≥ 1.0x",
+                ratio >= 1.0,
+                f"the same script and client, rounds alternating; server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms",
+            )
         )
-    ]
     figures = http_figures(config, toolexec, b.env, RUNS)
     cpu = figures["list_cpu"]
     note = f"4 tools, stateless; server CPU per request {cpu[0]:.2f} ms against FastMCP's {cpu[1]:.2f} ms"
@@ -251,15 +258,17 @@ def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 11
     env = clean_env()
     with tempfile.TemporaryDirectory() as tmp:
-        config = project(Path(tmp))
+        config = project(Path(tmp) / "default")
+        unconfined = project(Path(tmp) / "off", sandbox="off")
         toolexec = [sys.executable, "-m", "toolexec"]
-        subprocess.run([*toolexec, "--config", str(config), "build"], env=env, check=True, capture_output=True)
-        ours, reference, ratio, ours_cpu, reference_cpu = stdio_load(config, toolexec, env, rounds)
         print(f"load average {os.getloadavg()[0]:.2f}")
-        print(
-            f"stdio, {IN_FLIGHT} Bash calls in flight: toolexec {ours:.0f} calls/s, FastMCP {reference:.0f} calls/s, ratio {ratio:.2f}x (target ≥ 1.0x); "
-            f"server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms"
-        )
+        for where, sandbox in ((config, "default sandbox"), (unconfined, "sandbox: off")):
+            subprocess.run([*toolexec, "--config", str(where), "build"], env=env, check=True, capture_output=True)
+            ours, reference, ratio, ours_cpu, reference_cpu = stdio_load(where, toolexec, env, rounds)
+            print(
+                f"stdio, {IN_FLIGHT} Bash calls in flight ({sandbox}): toolexec {ours:.0f} calls/s, FastMCP {reference:.0f} calls/s, "
+                f"ratio {ratio:.2f}x (target ≥ 1.0x); server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms"
+            )
         figures = http_figures(config, toolexec, env, RUNS)
         listing, call = figures["list"], figures["call"]
         print(

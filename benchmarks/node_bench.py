@@ -1,11 +1,13 @@
 """JavaScript and TypeScript: the one-shot TypeScript call against its peers on the same Node, and the warm designs.
 
-    python benchmarks/node_bench.py [RUNS]
+    python benchmarks/node_bench.py [RUNS] [--one-shot]
 
 One-shot (issue 25): ``toolexec run`` of a no-op TypeScript tool against the same Node running the same file by
 its own type stripping through a minimal runner (``node runner.ts``: import the tool, call it, write the output),
 and against ``tsx`` on that Node (its CLI, which starts that Node again with its loader). Our command and the
-reference alternate; ratios are the medians of adjacent pairs.
+reference alternate; ratios are the medians of adjacent pairs. Each is measured four ways: cold (no server
+tried) and through a running ``toolexec serve`` of its config, each under the default sandbox baseline (the call in
+a PID namespace of its own) and with ``sandbox: off``. ``--one-shot`` measures these alone.
 
 Warm designs (issue 25, part 2): what one call of a loaded no-op tool costs when a fresh process runs each call,
 against one process running many. Each is measured as its caller sees it, from the request written to the
@@ -27,13 +29,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,6 +50,8 @@ if TYPE_CHECKING:
     from run import Bench, Row
 
 NOOP_TS = harness.NOOP_TS
+# The sandbox modes the one-shot rows run under: the default (every call in the baseline's PID namespace) and off.
+MODES: dict[str, dict[str, object]] = {"baseline": {}, "off": {"sandbox": "off"}}
 RUNNER_TS = """import { writeFileSync } from "node:fs";
 import { run } from "./functions/tools/noop_ts.ts";
 const args = JSON.parse(process.argv[2] ?? "{}");
@@ -131,6 +138,25 @@ def paired(ours: Callable[[], object], theirs: Callable[[], object], runs: int) 
     return harness.paired_ms(ours, theirs, runs)
 
 
+def paired_cpu(ours: Callable[[], object], theirs: Callable[[], object], runs: int) -> harness.Paired:
+    """As :func:`paired`, in CPU milliseconds (user + system of the finished children) instead of wall time."""
+
+    def cpu(action: Callable[[], object]) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        action()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
+
+    ours(), theirs()
+    samples = [(cpu(ours), cpu(theirs)) for _ in range(runs)]
+    return harness.Paired(
+        statistics.median(o for o, _ in samples),
+        statistics.median(t for _, t in samples),
+        statistics.median(o / t for o, t in samples),
+        statistics.median(o - t for o, t in samples),
+    )
+
+
 class Spare:
     """A pre-warmed spare node: started ahead, the tool imported, waiting for its one call."""
 
@@ -182,17 +208,31 @@ class Figures:
         tools = root / "functions" / "tools"
         tools.mkdir(parents=True, exist_ok=True)
         (tools / "noop_ts.ts").write_text(NOOP_TS)
-        (root / "config.yaml").write_text(json.dumps({"visible_tools": ["noop_ts.ts"]}) + "\n")
+        self.configs = {}
+        for mode, settings in MODES.items():
+            self.configs[mode] = root / f"config-{mode}.yaml"
+            self.configs[mode].write_text(json.dumps({"visible_tools": ["noop_ts.ts"], **settings}) + "\n")
         (root / "runner.ts").write_text(RUNNER_TS)
         self.output = root / "output"
         self.output.write_text("")
         self.tool_env = {**env, "LLM_OUTPUT": str(self.output)}
         self.version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
 
-    def one_shot(self) -> Callable[[], object]:
-        return harness.spawn(
-            [self.toolexec, "--config", str(self.root / "config.yaml"), "run", "noop_ts", '{"text": "x"}'], env=self.env
-        )
+    def one_shot(self, mode: str = "baseline", *, served: bool = False) -> Callable[[], object]:
+        """``toolexec run`` of the no-op TypeScript tool under the sandbox ``mode``; through the running server of
+        its config when ``served`` (the run fails loudly unless that server answered), else never tried."""
+        argv = [self.toolexec, "--config", str(self.configs[mode]), "run", "noop_ts", '{"text": "x"}']
+        if not served:
+            return harness.spawn(argv, env={**self.env, "TOOLEXEC_NO_SERVER": "1"})
+        sockets = Path(self.env["XDG_RUNTIME_DIR"]) / "toolexec"
+
+        def run() -> None:
+            done = subprocess.run(argv, check=True, capture_output=True, env=self.env)
+            assert done.stdout == b"x", done
+
+        if not any(sockets.glob("serve-*.sock")):
+            raise RuntimeError(f"no server socket in {sockets}")
+        return run
 
     def runner(self) -> Callable[[], object]:
         return harness.spawn([self.node, str(self.root / "runner.ts"), '{"text": "x"}'], env=self.tool_env, cwd=self.root)
@@ -330,18 +370,134 @@ class Figures:
         return figures
 
 
-def figures_for(root: Path, python: str, env: dict[str, str], runs: int) -> tuple[Figures, dict[str, object]]:
+@contextmanager
+def serving(toolexec: str, configs: list[Path], env: dict[str, str]) -> Iterator[None]:
+    """A ``toolexec serve`` of each config while the block runs; each must have served a call by its end (a run that
+    fell back to a local run silently would otherwise be timed as a served one)."""
+    servers = []
+    try:
+        for config in configs:
+            server = subprocess.Popen(
+                [toolexec, "--config", str(config), "serve", "--verbose"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            servers.append(server)
+            assert server.stderr is not None
+            banner = server.stderr.readline()
+            assert banner.startswith("toolexec: serving "), banner
+        yield
+    finally:
+        reports = []
+        for server in servers:
+            server.terminate()
+            reports.append(server.communicate(timeout=60)[1])
+    for report in reports:
+        served = re.search(r"served (\d+) call", report)
+        assert served and int(served.group(1)) > 0, f"a server served no call: {report!r}"
+
+
+def one_shot_pairs(figures: Figures, runs: int) -> dict[tuple[str, str, str], harness.Paired]:
+    """Every one-shot figure, keyed (how: cold or served, sandbox mode, reference: runner or tsx), each pair of our
+    run and the reference alternating. Cold runs never try a server; served runs go through a running
+    ``toolexec serve`` of their config (issue 25's separate "one-shot with a server running" condition)."""
+    references = {"runner": figures.runner(), "tsx": figures.tsx()}
+    found: dict[tuple[str, str, str], harness.Paired] = {}
+
+    def measure(how: str) -> None:
+        for mode in MODES:
+            ours = figures.one_shot(mode, served=how == "served")
+            for name, reference in references.items():
+                if reference is not None:
+                    found[how, mode, name] = paired(ours, reference, runs)
+
+    measure("cold")
+    # CPU (user + system) each run costs, which a loaded machine disturbs far less than wall time: only where every
+    # process of the run is a waited-for descendant (not under bwrap, whose namespace's init reaps the tool; not
+    # through a server, whose child runs the call).
+    if references["runner"] is not None:
+        found["cold", "off", "runner cpu"] = paired_cpu(figures.one_shot("off"), references["runner"], runs)
+    figures.env["XDG_RUNTIME_DIR"] = str(figures.root / "run")
+    Path(figures.env["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
+    with serving(figures.toolexec, list(figures.configs.values()), figures.env):
+        measure("served")
+    return found
+
+
+def figures_for(
+    root: Path, python: str, env: dict[str, str], runs: int, *, one_shot_only: bool = False
+) -> tuple[Figures, dict[str, object]]:
     from toolexec.runtimes.interpreter import bundled_node
 
     node = bundled_node() or shutil.which("node") or "node"
     toolexec = str(Path(python).parent / "toolexec")
-    figures = Figures(root, node, toolexec, env, runs)
-    measured: dict[str, object] = {"runner": paired(figures.one_shot(), figures.runner(), runs)}
-    tsx = figures.tsx()
-    measured["tsx"] = paired(figures.one_shot(), tsx, runs) if tsx is not None else None
-    measured["warm"] = figures.warm()
-    measured["compile cache"] = figures.compile_cache()
+    figures = Figures(root, node, toolexec, dict(env), runs)
+    measured: dict[str, object] = {"one-shot": one_shot_pairs(figures, runs)}
+    measured["warm"] = {} if one_shot_only else figures.warm()
+    measured["compile cache"] = None if one_shot_only else figures.compile_cache()
     return figures, measured
+
+
+ONE_SHOT_LABELS = {
+    ("cold", "baseline"): "",
+    ("cold", "off"): ", `sandbox: off`",
+    ("served", "baseline"): ", `toolexec serve` running",
+    ("served", "off"): ", `toolexec serve` running, `sandbox: off`",
+}
+ONE_SHOT_NOTES = {
+    "cold": "no server: the issue's row (the baseline: every call in a PID namespace of its own, by default)",
+    "served": "through a running server (the issue's separate served condition; not the cold row's claim)",
+}
+
+
+def one_shot_rows(pairs: dict[tuple[str, str, str], harness.Paired], node: str) -> list[Row]:
+    """The one-shot rows: against ``node runner.ts`` (≤ 1.0x) and against tsx (≥ 2x faster), each on the same Node."""
+    from run import Row, ms, ratio_row
+
+    rows = []
+    for (how, mode), label in ONE_SHOT_LABELS.items():
+        note = ONE_SHOT_NOTES[how] if mode == "baseline" else ""
+        runner = pairs.get((how, mode, "runner"))
+        if runner is not None:
+            rows.append(
+                ratio_row(
+                    f"TS one-shot `toolexec run`{label}, no-op tool, against the same Node's own type stripping",
+                    runner,
+                    f"`{node} runner.ts` (a 5-line runner importing the .ts)",
+                    1.0,
+                    note,
+                )
+            )
+        tsx = pairs.get((how, mode, "tsx"))
+        if tsx is not None:
+            speedup = 1 / tsx.ratio
+            rows.append(
+                Row(
+                    f"TS one-shot `toolexec run`{label}, no-op tool, against tsx on the same Node",
+                    ms(tsx.ours),
+                    f"`tsx` (its CLI) on {node}: {ms(tsx.bare)}",
+                    f"{speedup:.1f}x faster",
+                    "≥ 2x faster",
+                    speedup >= 2,
+                    note,
+                )
+            )
+    cpu = pairs.get(("cold", "off", "runner cpu"))
+    if cpu is not None:
+        rows.append(
+            Row(
+                "TS one-shot `toolexec run`, `sandbox: off`, no-op tool: CPU per run (user + system, all processes)",
+                ms(cpu.ours),
+                f"`{node} runner.ts`: {ms(cpu.bare)}",
+                f"{cpu.ratio:.2f}x",
+                note="CPU, which a loaded machine disturbs less than wall time",
+            )
+        )
+    if not any(name == "tsx" for _, _, name in pairs):
+        rows.append(Row("TS one-shot vs tsx on the same Node", "", note="tsx not installed (`make .venv/.test` installs it)"))
+    return rows
 
 
 def node_rows(b: Bench) -> list[Row]:
@@ -351,29 +507,7 @@ def node_rows(b: Bench) -> list[Row]:
     root = b.root / "node-bench"
     figures, measured = figures_for(root, b.python, b.env, harness.RUNS)
     node = f"node {figures.version}"
-    rows = [
-        ratio_row(
-            "TS one-shot `toolexec run`, no-op tool, against the same Node's own type stripping",
-            measured["runner"],  # type: ignore[arg-type]
-            f"`{node} runner.ts` (a 5-line runner importing the .ts)",
-            1.0,
-        )
-    ]
-    tsx = measured["tsx"]
-    if isinstance(tsx, harness.Paired):
-        speedup = 1 / tsx.ratio
-        rows.append(
-            Row(
-                "TS one-shot `toolexec run`, no-op tool, against tsx on the same Node",
-                ms(tsx.ours),
-                f"`tsx` (its CLI) on {node}: {ms(tsx.bare)}",
-                f"{speedup:.1f}x faster",
-                "≥ 2x faster",
-                speedup >= 2,
-            )
-        )
-    else:
-        rows.append(Row("TS one-shot vs tsx on the same Node", "", note="tsx not installed (`make .venv/.test` installs it)"))
+    rows = one_shot_rows(measured["one-shot"], node)  # type: ignore[arg-type]
     warm: dict[str, float] = measured["warm"]  # type: ignore[assignment]
     cold = warm["cold"]
     labels = {
@@ -403,21 +537,29 @@ def main() -> None:
     if os.environ.get("TOOLEXEC_BENCH_INSTALLED") != "1":
         python = harness.installed_python()
         os.execve(str(python), [str(python), __file__, *sys.argv[1:]], {**os.environ, "TOOLEXEC_BENCH_INSTALLED": "1"})
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else harness.RUNS
+    numbers = [word for word in sys.argv[1:] if word.isdigit()]
+    runs = int(numbers[0]) if numbers else harness.RUNS
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         env = harness.clean_env(XDG_CACHE_HOME=str(root / "xdg-cache"), XDG_CONFIG_HOME=str(root / "xdg-config"))
-        figures, measured = figures_for(root / "project", sys.executable, env, runs)
+        figures, measured = figures_for(root / "project", sys.executable, env, runs, one_shot_only="--one-shot" in sys.argv)
         print(f"node {figures.version}, {runs} runs, load average {os.getloadavg()[0]:.2f}")
-        labels = {
-            "runner": ("one-shot TS `toolexec run`", "`node runner.ts`"),
-            "tsx": ("one-shot TS `toolexec run`", "tsx"),
-            "compile cache": ("heavy JS tool, compile cache on", "off"),
-        }
-        for name, (ours, reference) in labels.items():
-            pair = measured[name]
-            if isinstance(pair, harness.Paired):
-                print(f"{ours}: {pair.ours:.1f} ms; {reference}: {pair.bare:.1f} ms; ratio {pair.ratio:.2f}x")
+        pairs: dict[tuple[str, str, str], harness.Paired] = measured["one-shot"]  # type: ignore[assignment]
+        references = {"runner": "`node runner.ts`", "tsx": "tsx"}
+        for (how, mode, name), pair in pairs.items():
+            if name == "runner cpu":
+                print(
+                    f"one-shot TS `toolexec run` ({how}, sandbox {mode}), CPU per run: {pair.ours:.1f} ms; "
+                    f"`node runner.ts`: {pair.bare:.1f} ms; ratio {pair.ratio:.2f}x"
+                )
+                continue
+            print(
+                f"one-shot TS `toolexec run` ({how}, sandbox {mode}): {pair.ours:.1f} ms; {references[name]}: "
+                f"{pair.bare:.1f} ms; ratio {pair.ratio:.2f}x ({1 / pair.ratio:.2f}x faster)"
+            )
+        cache = measured["compile cache"]
+        if isinstance(cache, harness.Paired):
+            print(f"heavy JS tool, compile cache on: {cache.ours:.1f} ms; off: {cache.bare:.1f} ms; ratio {cache.ratio:.2f}x")
         for design, value in measured["warm"].items():  # type: ignore[attr-defined]
             print(f"per call, {design}: {value:.2f} ms")
 

@@ -3,7 +3,9 @@
     python benchmarks/scale_bench.py        (re-executes under the installed wheel, as run.py does)
 
 Issue 25 asks `toolexec list`, a no-change `toolexec build` and a one-shot `toolexec run` at 10,000 tools
-within 1.1x of the same at 1,000: each pair below alternates the two catalogs command by command. Issue 20
+within 1.1x of the same at 1,000: each pair below alternates the two catalogs command by command. The row after
+them is what `list` and a no-change `build` cannot do without: the no-change check, one stat per visible file (a file
+edited in place changes no directory; see docs/architecture.md), with what the system calls alone cost. Issue 20
 asks the one-shot rows not to be slower than before the call path moved (no-op Bash ≤ 4.35x `python -c pass`,
 Python ≤ 5.37x); they are measured here with ``sandbox: off`` as well as in run.py at the config's default, so
 that the call path's own cost shows apart from the sandbox's.
@@ -41,6 +43,7 @@ def scale_rows(b: Any) -> list[Any]:
     ]:
         paired = paired_ms(spawn(b.cli(huge, *argv), env=b.env), spawn(b.cli(thousand, *argv), env=b.env), runs)
         rows.append(ratio_row(f"{label}, 10,000 tools", paired, "1,000 tools", 1.1, f"issue 25 ({what})"))
+    rows.append(check_row(huge, thousand))
     off = write_project(b.root / "sandbox-off", {"noop_py.py": NOOP_PY, "noop_sh.sh": NOOP_SH}, runtimes=runtimes, sandbox="off")
     bare = spawn([b.interpreter, "-c", "pass"], env=b.env)
     for tool, before in (("noop_sh", 4.35), ("noop_py", 5.37)):
@@ -51,6 +54,46 @@ def scale_rows(b: Any) -> list[Any]:
             ratio_row(f"one-shot `toolexec run`, no-op {kind} tool, `sandbox: off`", paired, "`python -c pass`", before, note)
         )
     return rows
+
+
+def check_row(huge: Path, thousand: Path) -> Any:
+    """What `list` and a no-change `build` cannot do without at 10,000 tools: one stat per visible file (the no-change
+    check, :func:`toolexec.catalog.files_digest`), in this process, against the same at 1,000; with what the system
+    call alone costs (``os.access`` of the same names) in the note."""
+    from run import Row, ms
+
+    from toolexec.catalog import files_digest
+    from toolexec.config import load_config
+
+    def check(path: Path) -> Any:
+        config = load_config(path)
+        folder, files = str(config.tools_dir), config.visible_tools
+        return lambda: files_digest(folder, files)
+
+    folders: list[int] = []
+
+    def access(path: Path) -> Any:
+        config = load_config(path)
+        folders.append(folder := os.open(config.tools_dir, os.O_RDONLY))
+        files = config.visible_tools
+        return lambda: [os.access(file, os.F_OK, dir_fd=folder) for file in files]
+
+    paired = paired_ms(check(huge), check(thousand))
+    try:
+        calls = paired_ms(access(huge), access(thousand))
+    finally:
+        for folder in folders:
+            os.close(folder)
+    note = f"the floor of the rows above: the system calls alone cost {ms(calls.ours)} against {ms(calls.bare)}"
+    return Row(
+        "no-change check alone (a stat per visible file), 10,000 tools",
+        ms(paired.ours),
+        f"1,000 tools: {ms(paired.bare)}",
+        f"+{paired.added:.1f} ms",
+        "",
+        None,
+        note,
+    )
 
 
 def main() -> None:

@@ -119,7 +119,7 @@ class Executor:
         try:
             found = listing()
         except DamagedCatalog:  # a record was lost (a cleared cache): rebuild once
-            self.source.build()
+            self.source.build(trust_index=False)
             found = listing()
         return [self._enforced(tool) for tool in found if all(tag in tool.metadata.tags for tag in tags)]
 
@@ -151,7 +151,7 @@ class Executor:
         try:
             return listing()
         except DamagedCatalog:  # a damaged row or a lost record (a cleared cache): rebuild once
-            self.source.build()
+            self.source.build(trust_index=False)
             return listing()
 
     # --- the registry --------------------------------------------------------------------

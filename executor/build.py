@@ -42,13 +42,32 @@ class BuildReport:
     @property
     def problems(self) -> list[str]:
         """Every error: config-level ones first, then each file's."""
-        found = [*self.catalog.problems(self.config), *(p for e in self.catalog.entries for p in e.problems)]
+        files = (p for e in self.catalog.entries for p in e.problems) if self._noted else ()
+        found = [*self.catalog.problems(self.config), *files]
         return list(dict.fromkeys(found))  # an agent's broken tools file is the problem of each of its functions: once
 
     @property
     def warnings(self) -> list[str]:
         """Every warning, file by file."""
-        return [w for e in self.catalog.entries for w in e.warnings]
+        return [w for e in self.catalog.entries for w in e.warnings] if self._noted else []
+
+    @property
+    def built(self) -> int:
+        """How many tools the catalog serves."""
+        stored = self.catalog.stored
+        return stored.tally.served if stored is not None else len(self.catalog.tools)
+
+    @property
+    def failed(self) -> int:
+        """How many visible files do not build (a broken edit may still serve its last good version)."""
+        stored = self.catalog.stored
+        return stored.tally.failed if stored is not None else sum(1 for e in self.catalog.entries if e.problems)
+
+    @property
+    def _noted(self) -> bool:
+        """Whether any entry has a problem or a warning (known from the index without reading a row once saved)."""
+        stored = self.catalog.stored
+        return stored is None or stored.tally.noted > 0
 
     @property
     def ok(self) -> bool:
@@ -56,12 +75,19 @@ class BuildReport:
         return not self.problems
 
 
-def build(config: Config, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
+def build(
+    config: Config, *, force: bool = False, on_file: Callable[[str], None] | None = None, trust_index: bool = True
+) -> BuildReport:
     """Compile what changed since the stored catalog (everything with ``force``) and write the catalog.
 
-    ``on_file`` is told each visible file's name once it is done (a progress display).
+    ``on_file`` is told each visible file's name once it is done (a progress display). When nothing changed, the
+    stored catalog is returned as it is, known from its index's first line; ``trust_index=False`` (after a damaged
+    row was met) reads every row instead, so that a damaged index is rebuilt.
     """
     previous = load_catalog(config)
+    if trust_index and not force and previous is not None and _unchanged(config, previous):
+        _prune_last_good(config, previous)
+        return BuildReport(previous, 0, config)
     same_config = previous is not None and previous.fingerprint == catalog_fingerprint(config)
     known: dict[str, list[Entry]] = {}
     try:
@@ -92,6 +118,21 @@ def build(config: Config, *, force: bool = False, on_file: Callable[[str], None]
     return BuildReport(catalog, compiled, config)
 
 
+def _unchanged(config: Config, stored: Catalog) -> bool:
+    """Whether the stored catalog is what a build would write, known from its index's first line alone: the same
+    config, every visible file's stat as built (one digest), its records and functions.json as written."""
+    index = stored.stored
+    if index is None or index.functions is None or not stored.is_fresh(config):
+        return False
+    if index.tally.served and not stored.records_present():
+        return False
+    try:
+        st = os.stat(config.state.functions_file)
+    except OSError:
+        return False
+    return (st.st_mtime_ns, st.st_size, st.st_ino) == index.functions
+
+
 def _prune_last_good(config: Config, catalog: Catalog) -> None:
     """Remove the copies of last good sources (``State.last_good_copy``) no entry serves any more and nothing has
     written for ``LAST_GOOD_GRACE`` seconds (a call that took its snapshot before this build may still run one)."""
@@ -100,7 +141,12 @@ def _prune_last_good(config: Config, catalog: Catalog) -> None:
         found = list(os.scandir(folder))
     except OSError:  # none yet (the common case: one failed call, nothing read)
         return
-    serving = {digest(e.last_good_code) for e in catalog.entries if e.problems and e.last_good_code is not None}
+    if not found:
+        return
+    failing = catalog.stored is None or catalog.stored.tally.failed > 0  # (none: no entry's row needs reading)
+    serving = (
+        {digest(e.last_good_code) for e in catalog.entries if e.problems and e.last_good_code is not None} if failing else set()
+    )
     cutoff = time.time() - LAST_GOOD_GRACE
     for copy in found:
         with contextlib.suppress(OSError):

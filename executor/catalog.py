@@ -9,6 +9,7 @@ stays callable as it was (byte for byte), and the build reports the error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -17,13 +18,13 @@ from collections.abc import Mapping
 from toolexec.config import Config
 from toolexec.errors import BuildError, NotEnabled, ToolBroken, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
-from toolexec.recordtype import record, replace
-from toolexec.state import State
+from toolexec.recordtype import record
+from toolexec.state import State, sha256_hex
 from toolexec.version import __version__
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any
 
     from toolexec.catalog_store import StoredRows
@@ -36,10 +37,33 @@ class DamagedCatalog(Exception):
     """A record the index names is missing or unreadable: the catalog is rebuilt."""
 
 
+class IndexReplaced(DamagedCatalog):
+    """catalog.json is another file than the one whose first line was read (another process's build): read it anew."""
+
+
 # declaration, last_good, and the source text each was compiled from
 # declaration, last_good, their source texts, and the generated validator of the one served
 Loaded = tuple[ToolDeclaration | None, ToolDeclaration | None, str | None, str | None, str | None]
 Slice = tuple[int, int]  # (offset, length) of a record in the pack
+
+
+@record(kw_only=False)
+class Tally:
+    """Counts of a catalog's entries, kept in its index so that a no-change build reports without reading a row."""
+
+    served: int  # entries a call of their name runs
+    failed: int  # entries whose file does not build
+    noted: int  # entries with problems or warnings (0: a build has nothing to print)
+
+
+@record(kw_only=False)
+class Stored:
+    """What a catalog's index says about the index itself, read from its first line."""
+
+    identity: tuple[int, int, int]  # catalog.json's (inode, size, mtime_ns) as read: a new index is a new catalog
+    files: str  # files_digest of the visible files as they were built (see Catalog.is_fresh)
+    tally: Tally
+    functions: tuple[int, ...] | None  # functions.json's (mtime_ns, size, inode) as written, None when unknown
 
 
 class Entry:
@@ -318,8 +342,10 @@ class Catalog:
         state: State | None = None,
         pack: str | None = None,
         rows: StoredRows | None = None,
+        stored: Stored | None = None,
     ) -> None:
         self.fingerprint = fingerprint
+        self.stored = stored  # what its index says of itself (None: not saved yet)
         self.state = state  # where records live (None: an unsaved catalog)
         self.pack = pack  # the name of the pack holding the records
         self._rows = rows
@@ -344,8 +370,7 @@ class Catalog:
         if entry is None:
             assert self._rows is not None
             try:
-                offset, length = self._rows.at(number)
-                row = json.loads(self._rows.body[offset : offset + length])
+                row = json.loads(self._rows.row(number))
                 entry = self._parsed[number] = Entry.from_index(row, self._rows.loader)
             except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
                 raise DamagedCatalog(f"catalog.json row {number}: {exc}") from None
@@ -357,8 +382,9 @@ class Catalog:
         if self._entries is None:
             assert self._rows is not None
             rows = self._rows
+            body = rows.body()  # one read of the index's body (a DamagedCatalog when it is another file by now)
             try:  # every row at once (one parse of a JSON array); a damaged one is found row by row
-                data = json.loads(b"[" + rows.body.rstrip(b"\n").replace(b"\n", b",") + b"]") if len(rows) else []
+                data = json.loads(b"[" + body.rstrip(b"\n").replace(b"\n", b",") + b"]") if len(rows) else []
                 if len(data) == len(rows):
                     for number, row in enumerate(data):
                         if number not in self._parsed:
@@ -366,7 +392,6 @@ class Catalog:
             except (ValueError, KeyError, TypeError, AttributeError):
                 pass
             self._entries = tuple(self._row(n) for n in range(len(rows)))
-            self._rows = replace(rows, body=b"")  # every row is parsed: the index's text is not kept
         return self._entries
 
     def listing(self, config: Config, *, enabled_only: bool = True) -> list[dict[str, Any]]:
@@ -484,7 +509,14 @@ class Catalog:
 
     def problems(self, config: Config) -> list[str]:
         """Config-level problems (enabled_tools or mapping_tools naming no tool), computed from the config in use."""
-        names = [e.name for e in self.entries]
+        if not config.mapping_tools and not config.enabled_tools:
+            return []
+        names = None
+        if self._entries is None and self._rows is not None:
+            with contextlib.suppress(ValueError):  # a damaged first line: the rows say
+                names = self._rows.all_names()
+        if names is None:
+            names = [e.name for e in self.entries]
         found = []
         for alias, tools in config.mapping_tools.items():
             for tool in tools:
@@ -497,14 +529,17 @@ class Catalog:
         return found
 
     def is_fresh(self, config: Config, *, tool: str | None = None) -> bool:
-        """Whether nothing the catalog was built from changed (config fingerprint, every file's stat).
+        """Whether nothing the catalog was built from changed (config fingerprint, every visible file's stat).
 
         With ``tool``, only what a call of it depends on is checked: the config and the files
-        holding that name (every file when no entry has it, since a new one may now).
+        holding that name (every file when no entry has it, since a new one may now). A whole check of a
+        saved catalog compares one digest of the files' stats with its index's, reading no row.
         """
         if self.fingerprint != catalog_fingerprint(config):
             return False
         entries = self.named(tool) if tool is not None else []
+        if not entries and self.stored is not None:
+            return files_digest(str(config.tools_dir), config.visible_tools) == self.stored.files
         tools_dir = str(config.tools_dir)
         return all(file_stat(os.path.join(tools_dir, e.file)) == e.stat for e in entries or self.entries)
 
@@ -575,6 +610,52 @@ def compilers_fingerprint() -> str:
     return ";".join(sorted(seen))
 
 
+def files_digest(tools_dir: str, files: Iterable[str]) -> str:
+    """One digest of the :func:`file_stat` of each of ``files`` (relative to ``tools_dir``), in order: what a
+    no-change check compares, so that it reads no index row.
+
+    This is a stat per file, not per directory: a file edited in place (an editor that writes over it, ``cp``,
+    ``>>``) changes its own mtime and ctime but not its directory's, so no directory-level check can see it
+    without a watcher. The loop is the cheapest form of it (names relative to one open directory, no path
+    joined, no tuple kept).
+    """
+    from array import array
+
+    times, sizes = array("q"), array("Q")  # mtime and ctime may be negative; size and inode may use 64 bits
+    add_times, add_sizes = times.extend, sizes.extend
+    stat = os.stat
+    try:
+        folder = os.open(tools_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        folder = None
+    try:
+        for file in files:
+            try:
+                st = stat(file, dir_fd=folder)
+            except (OSError, ValueError):  # missing, or a name no stat takes: as file_stat says, no stat
+                add_times((-1, -1))
+                add_sizes((0, 0))
+                continue
+            add_times((st.st_mtime_ns, st.st_ctime_ns))
+            add_sizes((st.st_size, st.st_ino))
+    finally:
+        if folder is not None:
+            os.close(folder)
+    return sha256_hex(times.tobytes() + b"\0" + sizes.tobytes())
+
+
+def stats_digest(stats: Iterable[Stat | None]) -> str:
+    """:func:`files_digest` of files whose :func:`file_stat` were ``stats``."""
+    from array import array
+
+    times, sizes = array("q"), array("Q")
+    for found in stats:
+        mtime, size, inode, ctime = found if found is not None else (-1, 0, 0, -1)
+        times.extend((mtime, ctime))
+        sizes.extend((size, inode))
+    return sha256_hex(times.tobytes() + b"\0" + sizes.tobytes())
+
+
 def file_stat(path: str | os.PathLike[str]) -> Stat | None:
     """What says a file changed without reading it: mtime, size, inode and ctime (so a file replaced by
     one of the same size and mtime, as ``cp -p`` or ``tar x`` do, is noticed)."""
@@ -585,4 +666,17 @@ def file_stat(path: str | os.PathLike[str]) -> Stat | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-__all__ = ["BuildError", "Catalog", "DamagedCatalog", "Diff", "Entry", "catalog_fingerprint", "file_stat"]
+__all__ = [
+    "BuildError",
+    "Catalog",
+    "DamagedCatalog",
+    "Diff",
+    "Entry",
+    "IndexReplaced",
+    "Stored",
+    "Tally",
+    "catalog_fingerprint",
+    "file_stat",
+    "files_digest",
+    "stats_digest",
+]

@@ -16,13 +16,14 @@ import contextlib
 import json
 import operator
 import os
+import stat
 import time
 
-from toolexec.catalog import Catalog, DamagedCatalog, Entry, Loaded, Slice
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, IndexReplaced, Loaded, Slice, Stat, Stored, Tally, stats_digest
 from toolexec.config import Config
 from toolexec.errors import StateUnavailable
 from toolexec.records import ToolDeclaration
-from toolexec.recordtype import record
+from toolexec.recordtype import record, replace
 from toolexec.state import State, sha256_hex, write_text_atomic
 from toolexec.version import __version__
 
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT", "StoredRows", "load_catalog", "record_text", "save_catalog"]
 
-FORMAT = 7  # of catalog.json; another value means rebuild (5: records keep the compiled source text; 6: and the validator;
-# 7: the names and row offsets are two strings, searched rather than parsed)
+FORMAT = 8  # of catalog.json; another value means rebuild (5: records keep the compiled source text; 6: and the validator;
+# 7: the names and row offsets are two strings, searched rather than parsed; 8: the first line holds a digest of the
+# files' stats and the entries' counts, so that a no-change check and build read no row)
 # A pack or validator no index names is removed by a later build once it is this old (a
 # concurrent build or reader may still use it).
 STALE_RECORD_SECONDS = 600
@@ -50,24 +52,33 @@ class StoredRows:
     """An index as read from disk: a row is found without reading the others, and parsed only when its entry is wanted.
 
     ``names`` holds each row's tool name as a JSON string, one per line in row order; ``offsets`` where each row
-    starts in ``body`` (and where the last ends), :data:`OFFSET_DIGITS` hex digits each. Finding a name is a search
-    of one string, so a call costs the same whatever the number of tools.
+    starts in the index's body (and where the last ends), :data:`OFFSET_DIGITS` hex digits each; ``read`` returns
+    ``length`` bytes of the body from ``offset``. Finding a name is a search of one string and reading its row one
+    ``pread``, so a call costs the same whatever the number of tools.
     """
 
     names: str
     offsets: str
-    body: bytes
+    read: Callable[[int, int], bytes]
     loader: Callable[[str, Slice], Loaded]
 
     def __len__(self) -> int:
         return len(self.offsets) // OFFSET_DIGITS - 1
 
     def at(self, number: int) -> Slice:
-        """Where row ``number`` is in ``body`` (offset, length); IndexError past the last."""
+        """Where row ``number`` is in the body (offset, length); IndexError past the last."""
         if not 0 <= number < len(self):
             raise IndexError(f"no row {number}")
         start, end = (int(self.offsets[i * OFFSET_DIGITS : (i + 1) * OFFSET_DIGITS], 16) for i in (number, number + 1))
         return start, end - start - 1
+
+    def row(self, number: int) -> bytes:
+        """The text of row ``number``."""
+        return self.read(*self.at(number))
+
+    def body(self) -> bytes:
+        """Every row, one per line."""
+        return self.read(0, int(self.offsets[-OFFSET_DIGITS:], 16)) if len(self) else b""
 
     def numbers(self, name: str) -> list[int]:
         """The rows holding tool ``name`` (more than one when files clash), in order."""
@@ -76,6 +87,10 @@ class StoredRows:
             found.append(self.names.count("\n", 0, at))
             at += 1
         return found
+
+    def all_names(self) -> list[str]:
+        """Every row's tool name, in order, without reading a row."""
+        return json.loads("[" + self.names.strip("\n").replace("\n", ",") + "]") if len(self) else []
 
 
 def record_text(data: dict[str, Any]) -> tuple[str, str]:
@@ -93,32 +108,90 @@ def record_key(data: bytes) -> str:
 def load_catalog(config: Config) -> Catalog | None:
     """The stored catalog, or None when there is none or it cannot be read (then it is rebuilt).
 
-    Only the index's first line (names and where each row is) is parsed here; a row is parsed
-    when its entry is wanted, and a declaration read from the pack when it is first used.
+    Only the index's first line (names and where each row is) is read and parsed here; a row is read
+    and parsed when its entry is wanted, and a declaration read from the pack when it is first used.
     """
     state = config.state
     try:
-        with open(state.catalog_file, "rb") as handle:
-            text = handle.read()
-        end = text.index(b"\n")
-        head = json.loads(text[:end])
+        head_text, read, identity = _read_head(str(state.catalog_file))
+        head = json.loads(head_text)
         if head.get("format") != FORMAT:
             return None
-        pack = head.get("pack")
-        names, offsets = head["names"], head["offsets"]
+        pack, tally, functions = head.get("pack"), head.get("tally"), head.get("functions")
+        names, offsets, files = head["names"], head["offsets"], head["files"]
         if not isinstance(names, str) or not isinstance(offsets, str) or not isinstance(head["fingerprint"], dict):
             return None  # a damaged header: rebuilt
         if len(offsets) % OFFSET_DIGITS or names.count("\n") != len(offsets) // OFFSET_DIGITS:
             return None
-        rows = StoredRows(names, offsets, text[end + 1 :], _record_loader(state, pack))
-        return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows)
+        if not isinstance(files, str) or not isinstance(tally, list) or not all(isinstance(n, int) for n in tally):
+            return None
+        if functions is not None and not (isinstance(functions, list) and all(isinstance(n, int) for n in functions)):
+            return None
+        rows = StoredRows(names, offsets, read, _record_loader(state, pack))
+        stored = Stored(identity=identity, files=files, tally=Tally(*tally), functions=tuple(functions or ()) or None)
+        return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows, stored=stored)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 
-def _index_text(catalog: Catalog) -> str:
-    """catalog.json: a first line naming where each row is, then one row per line (ASCII, so a
-    character offset is a byte offset)."""
+HEAD_CHUNK = 1 << 16  # bytes read at a time until the first line ends: the whole index of a few dozen tools
+
+
+def _read_head(path: str) -> tuple[bytes, Callable[[int, int], bytes], tuple[int, int, int]]:
+    """The index's first line, a reader of its body (offset, length), and the file's identity (inode, size, mtime).
+
+    Only the first line is read; the body is read a slice at a time from the same file (the reader refuses with
+    :class:`DamagedCatalog` once catalog.json is another file, as after a concurrent build: the catalog is then
+    read anew), unless the first read took it whole.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO put there is never waited on
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("catalog.json is not a regular file")
+        identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+        chunks, end, seen = [], -1, 0
+        while end < 0:
+            chunk = os.read(fd, HEAD_CHUNK)
+            if not chunk:
+                raise ValueError("catalog.json has no first line")
+            end = chunk.find(b"\n")
+            chunks.append(chunk)
+            seen += len(chunk)
+        text = b"".join(chunks)
+        end += seen - len(chunks[-1])
+    finally:
+        os.close(fd)
+    base = end + 1
+    if seen >= identity[1]:  # read whole: the body is in memory
+        body = text[base:]
+        return text[:end], lambda offset, length: body[offset : offset + length], identity
+
+    def read(offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or base + offset + length > identity[1]:  # offsets from a damaged first line
+            raise DamagedCatalog(f"catalog.json has no bytes {offset}..{offset + length} past its first line")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                st = os.fstat(fd)
+                same = (st.st_ino, st.st_size, st.st_mtime_ns) == identity
+                data = os.pread(fd, length, base + offset) if same else b""
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise DamagedCatalog(f"catalog.json: {exc.strerror or exc}") from None
+        if not same:
+            raise IndexReplaced("catalog.json was replaced while it was read")
+        if len(data) != length:
+            raise DamagedCatalog("catalog.json is shorter than its first line says")
+        return data
+
+    return text[:end], read, identity
+
+
+def _index_text(catalog: Catalog, stored: Stored) -> str:
+    """catalog.json: a first line naming where each row is and what a no-change check compares, then one row per
+    line (ASCII, so a character offset is a byte offset)."""
     rows = [json.dumps(e.index_data()) for e in catalog.entries]
     names = "".join(f"\n{json.dumps(entry.name)}" for entry in catalog.entries) + "\n"
     starts, at = [], 0
@@ -126,8 +199,39 @@ def _index_text(catalog: Catalog) -> str:
         starts.append(at)
         at += len(row) + 1
     offsets = "".join(f"{start:0{OFFSET_DIGITS}x}" for start in [*starts, at])
-    head = {"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "names": names, "offsets": offsets}
+    head = {
+        **{"format": FORMAT, "fingerprint": catalog.fingerprint, "pack": catalog.pack, "names": names, "offsets": offsets},
+        **{
+            "files": stored.files,
+            "tally": [stored.tally.served, stored.tally.failed, stored.tally.noted],
+            "functions": stored.functions,
+        },
+    }
     return "\n".join([json.dumps(head), *rows]) + "\n"
+
+
+def _stored(config: Config, catalog: Catalog, functions: tuple[int, ...] | None) -> Stored:
+    """What the index of ``catalog`` says of itself (its identity is filled in once it is written)."""
+    entries = catalog.entries
+    by_file: dict[str, Stat | None] = {}
+    for entry in entries:
+        by_file.setdefault(entry.file, entry.stat)
+    tally = Tally(
+        served=len({e.name for e in entries if e.serves}),
+        failed=sum(1 for e in entries if e.problems),
+        noted=sum(1 for e in entries if e.problems or e.warnings),
+    )
+    files = stats_digest(by_file.get(file) for file in config.visible_tools)
+    return Stored(identity=(0, 0, 0), files=files, tally=tally, functions=functions)
+
+
+def _functions_stat(state: State) -> tuple[int, ...] | None:
+    """functions.json's (mtime_ns, size, inode): a no-change build trusts it while these are what the index says."""
+    try:
+        st = os.stat(state.functions_file)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def _record_loader(state: State, pack: str | None) -> Callable[[str, Slice], Loaded]:
@@ -192,15 +296,25 @@ def save_catalog(config: Config, catalog: Catalog, previous: Catalog | None = No
         catalog.pack = _append_records(state, catalog, previous, fresh)
         functions = _functions(catalog, previous, state)
         if functions is not None:
-            write_text_atomic(state.functions_file, _json_lines(functions))
+            written = write_text_atomic(state.functions_file, _json_lines(functions))
+            functions_stat: tuple[int, ...] | None = (written.st_mtime_ns, written.st_size, written.st_ino)
+        else:
+            functions_stat = _functions_stat(state)
+        stored = _stored(config, catalog, functions_stat)
         unchanged = (
             previous is not None
+            and previous.stored is not None
             and functions is None
             and catalog.pack == previous.pack
+            and (stored.files, stored.tally, stored.functions)
+            == (previous.stored.files, previous.stored.tally, previous.stored.functions)
             and _same_rows(catalog.entries, previous.entries)
         )
-        if not unchanged:
-            write_text_atomic(state.catalog_file, _index_text(catalog))
+        if unchanged:
+            catalog.stored = previous.stored  # type: ignore[union-attr]  # (not None: see above)
+        else:
+            written = write_text_atomic(state.catalog_file, _index_text(catalog, stored))
+            catalog.stored = replace(stored, identity=(written.st_ino, written.st_size, written.st_mtime_ns))
         catalog.state = state
     except IsADirectoryError as exc:
         name = os.path.basename(exc.filename2 or exc.filename or "catalog.json")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -62,6 +63,8 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     if argv is None:
         argv = sys.argv[1:]
     args = quick_run(argv) or _parse(argv)
+    if handle_signals and args.command != "run":
+        gc.enable()  # the program started without the cyclic collector (toolexec.entry); only a one-shot run goes on so
     args.handle_signals = handle_signals
     return dispatch(args)
 
@@ -481,10 +484,8 @@ def _build(args: argparse.Namespace) -> int:
         report = executor.build(force=args.force, on_file=on_file)
     for line in [*report.warnings, *report.problems]:
         print(line, file=sys.stderr)
-    built = len(report.catalog.tools)
-    failed = sum(1 for entry in report.catalog.entries if entry.problems)  # a broken edit may still serve its last good version
     target = executor.config.state_dir / "functions.json"
-    print(f"built {built} tool(s), {failed} failed ({report.compiled} compiled); wrote {target}")
+    print(f"built {report.built} tool(s), {report.failed} failed ({report.compiled} compiled); wrote {target}")
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -512,47 +513,26 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
-    from toolexec.policy import unconfined
-    from toolexec.records import Sandbox
+    from toolexec.listing import listed
 
     tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
     if args.tags is not None and not tags:
         raise BadRequest("--tags names no tag; write --tags fs,read")
     executor = _executor(args)
-    rows = executor.listing(enabled_only=not args.all, tags=tags)
     config = executor.config
-    for row in rows:
-        row["enabled"], row["enabled_why"] = config.enabling(row["name"])
-        # why its calls run unconfined (None: confined, or it does not build), from the index row alone
-        declared = Sandbox() if row.pop("declares_sandbox", False) else None  # (only whether it declares one counts)
-        row["unconfined"] = (
-            unconfined(config.sandbox, config.sandbox_policies, row["name"], declared) if row["error"] is None else None
-        )
+    # the agents' functions, named agent:function (toolexec --agent AGENT runs them)
+    agents = _agent_rows(config) if not tags and args.agent is None else []
+    text, count = listed(executor, enabled_only=not args.all, tags=tags, as_json=args.json, extra=agents)
     if args.verbose:
         for entry in executor.catalog.entries:
             print(f"toolexec: {entry.name}: {config.enabling(entry.name)[1]}", file=sys.stderr)
-    if not rows and config.enabled_tools == () and config.foreign and not config.enabled_given:
+    if not count and config.enabled_tools == () and config.foreign and not config.enabled_given:
         print(
             f"toolexec: no tool is enabled: {config.enabling('')[1].removeprefix('not enabled: ')}; name the tools "
             f"under enabled_tools in {config.path} (or write enabled_tools: all); toolexec list --all shows the visible ones",
             file=sys.stderr,
         )
-    if not tags and args.agent is None:  # the agents' functions, named agent:function (toolexec --agent AGENT runs them)
-        rows += _agent_rows(executor.config)
-    if args.json:
-        print(_json(rows, indent=2))
-        return EXIT_OK
-    width = max((len(row["name"]) for row in rows), default=0)
-    for row in rows:
-        if row["error"] is None:
-            summary = row["summary"] or row["description"].strip().split("\n", 1)[0]
-            summary += f"  [{', '.join(row['tags'])}]" if row["tags"] else ""
-        else:
-            summary = "FAILED TO BUILD: " + row["error"].split("\n", 1)[0]
-        summary = summary if row["enabled"] else f"(not enabled) {summary}"
-        summary += "  (unconfined: sandbox: off)" if config.sandbox == "off" and row.get("unconfined") else ""
-        summary += "  (unconfined: declares no sandbox policy)" if config.sandbox != "off" and row.get("unconfined") else ""
-        print(f"{row['name']:<{width}}  {row['language']:<10}  {summary}")
+    sys.stdout.write(text)
     return EXIT_OK
 
 

@@ -594,6 +594,7 @@ class ToolServer:
         self.authenticating = token is not None or self.config.mcp.auth is not None
 
         from toolexec.mcp_http import Gate, guard_and_routes, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
+        from toolexec.mcp_http_memo import ListMemo  # noqa: PLC0415 - only --http needs it
 
         guard, routes = guard_and_routes(self, token, client_secret)
         app = self.server.streamable_http_app(
@@ -609,7 +610,8 @@ class ToolServer:
             def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
                 yield
 
-        server = Uvicorn(uvicorn_config(Gate(app, guard)))
+        memo = ListMemo("/mcp", lambda: self.listing)
+        server = Uvicorn(uvicorn_config(Gate(app, guard, memo=memo)))
 
         async def stop() -> None:
             await self.cancel_all()

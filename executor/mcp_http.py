@@ -14,6 +14,8 @@ Every client is treated as hostile, authenticated or not:
   starve a client that has something to ask.
 * A body that is not one JSON-RPC message gets the answer stdio gives it (:func:`toolexec.mcp_stdio.decode`):
   ``-32700`` or ``-32600``, where the SDK would take a request whose ``id`` is null for a notification.
+* ``tools/list``, whose answer depends on the tools served and the headers alone, is answered again as the SDK
+  answered it (:mod:`toolexec.mcp_http_memo`), without a session made per request.
 * ``TCP_NODELAY`` on every accepted connection: without it a keep-alive reply waits ~40 ms for Nagle's
   algorithm (the listening socket is made here, so asyncio does not set it).
 """
@@ -47,6 +49,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from toolexec.config import Config
 from toolexec.errors import BadRequest
 from toolexec.mcp_auth import OAuthGuard, metadata_routes, scopes_supported, tool_scopes, verifier
+from toolexec.mcp_http_memo import ListMemo
 from toolexec.mcp_stdio import Refusal, decode, encode
 
 HEADER_SECONDS = 10.0  # from a connection's first byte (or its previous reply) to a request's last header
@@ -213,8 +216,9 @@ class Gate:
     """ASGI middleware in front of the MCP app: body size by its declared length, then the caller (a token, see
     :class:`Guard`), then the body itself, read with a size and time bound before the app sees it."""
 
-    def __init__(self, app: Any, guard: Guard | None, *, max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: Any, guard: Guard | None, *, max_body: int = MAX_BODY_BYTES, memo: ListMemo | None = None) -> None:
         self.guard = guard
+        self.memo = memo  # tools/list answered again as the SDK answered it (toolexec.mcp_http_memo)
         self.app = guard.wrap(app) if guard is not None else app
         self.public = app  # what needs no token (see _public)
         self.max_body = max_body
@@ -239,11 +243,15 @@ class Gate:
         body = await self._body(receive, send)
         if body is None:
             return
-        refused = decode(body) if scope.get("method") == "POST" else None
-        if isinstance(refused, Refusal):  # answered as over stdio: the SDK takes some of these for notifications
-            await _refuse(send, 400, "", body=encode(refused.reply))
+        message = decode(body) if scope.get("method") == "POST" else None
+        if isinstance(message, Refusal):  # answered as over stdio: the SDK takes some of these for notifications
+            await _refuse(send, 400, "", body=encode(message.reply))
             return
         if self.guard is not None and not await self.guard.admit_body(scope, body, send):
+            return
+        memo = self.memo
+        lookup = memo.key(scope, message) if memo is not None else None
+        if memo is not None and lookup is not None and await memo.answer(lookup, send):
             return
         replayed = False
 
@@ -254,6 +262,9 @@ class Gate:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
+        if memo is not None and lookup is not None:
+            await memo.run(lookup, self.app, scope, replay, send)
+            return
         await self.app(scope, replay, send)
 
     async def _body(self, receive: Receive, send: Send) -> bytes | None:

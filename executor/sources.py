@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 
-from toolexec.catalog import Catalog, DamagedCatalog, Entry
+from toolexec.catalog import Catalog, DamagedCatalog, Entry, IndexReplaced
 from toolexec.config import Config
 from toolexec.errors import BadRequest, UnknownTool, did_you_mean
 from toolexec.records import ToolDeclaration
@@ -119,26 +119,40 @@ class PolledSource(Source):
     def catalog(self, tool: str | None = None) -> Catalog:
         """The built catalog, fresh for everything (or, with ``tool``, for a call of that tool: only its file is
         checked and only its record read, so a call costs the same with a thousand tools)."""
-        from toolexec.catalog_store import load_catalog
-
         with self._lock:
             try:
-                if self._catalog is None or not self._catalog.is_fresh(self.config, tool=tool):
-                    catalog = load_catalog(self.config)
-                    if catalog is None or not catalog.is_fresh(self.config, tool=tool):
-                        catalog = self.build().catalog
-                    self._catalog = catalog
-                if tool is not None and (entry := self._catalog.entry(tool)) is not None:
-                    entry.serving  # noqa: B018 - read the one record the call needs, here where a lost one is rebuilt
+                try:
+                    self._check(tool)
+                except IndexReplaced:  # another process wrote a new index since this one was read: read that one
+                    self._catalog = None
+                    self._check(tool)
             except DamagedCatalog:  # a damaged index or a lost record (a cleared cache): rebuilt
-                self._catalog = self.build().catalog
+                self._catalog = self.build(trust_index=False).catalog
+            assert self._catalog is not None
             return self._catalog
 
-    def build(self, *, force: bool = False, on_file: Callable[[str], None] | None = None) -> BuildReport:
+    def _check(self, tool: str | None) -> None:
+        """Make ``_catalog`` fresh for ``tool`` (or everything), reading what a call of it needs; DamagedCatalog when
+        the index or a record cannot be read."""
+        from toolexec.catalog_store import load_catalog
+
+        if self._catalog is None or not self._catalog.is_fresh(self.config, tool=tool):
+            catalog = load_catalog(self.config)
+            if catalog is None or not catalog.is_fresh(self.config, tool=tool):
+                catalog = self.build().catalog
+            self._catalog = catalog
+        if tool is not None and (entry := self._catalog.entry(tool)) is not None:
+            entry.serving  # noqa: B018 - read the one record the call needs, here where a lost one is rebuilt
+        elif tool is not None:  # an unknown or provider-safe name is looked up among every row: read them here
+            len(self._catalog.tools)
+
+    def build(
+        self, *, force: bool = False, on_file: Callable[[str], None] | None = None, trust_index: bool = True
+    ) -> BuildReport:
         """Compile the visible tools (see :func:`toolexec.build.build`) and serve the result."""
         from toolexec.build import build  # compiling is only needed when something changed
 
-        report = build(self.config, force=force, on_file=on_file)
+        report = build(self.config, force=force, on_file=on_file, trust_index=trust_index)
         with self._lock:
             self._catalog = report.catalog
         return report
@@ -177,7 +191,7 @@ class PolledSource(Source):
         try:
             return self._merge(self.catalog())
         except DamagedCatalog:  # a damaged index row or a lost record, met while listing: rebuilt once
-            self.build()
+            self.build(trust_index=False)
             return self._merge(self.catalog())
 
     def _merge(self, base: Catalog) -> tuple[Config, Catalog, Names]:

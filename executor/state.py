@@ -81,22 +81,26 @@ def write_json_atomic(path: Path, data: Any, *, indent: int | None = 1) -> None:
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=indent) + "\n")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text as :func:`write_json_atomic` writes JSON."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: Path, text: str) -> os.stat_result:
+    """Write text as :func:`write_json_atomic` writes JSON; the file's stat as written."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write bytes as :func:`write_json_atomic` writes JSON (0600, whole or not at all)."""
+def write_bytes_atomic(path: Path, data: bytes) -> os.stat_result:
+    """Write bytes as :func:`write_json_atomic` writes JSON (0600, whole or not at all); the stat of the file written
+    (its inode, size and mtime are those of ``path`` until it is replaced, whatever another writer did since)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with open(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            written = os.fstat(fd)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    return written
 
 
 def path_key(path: str | os.PathLike[str], limit: int = 180) -> str:

@@ -69,7 +69,7 @@ def alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (not a zombie)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
+    except (OSError, IndexError):  # gone; or going between open and read (ESRCH)
         return False
     return state not in ("Z", "X")
 

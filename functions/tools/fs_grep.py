@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,7 +54,9 @@ def run(pattern: str, path: str = ".", include: str = "*", ignore_case: bool = F
         not found: the path does not exist
     """
     try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        with warnings.catch_warnings():  # "possible nested set" and the like: Python's notice of a future change
+            warnings.simplefilter("ignore", FutureWarning)
+            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         return _failed(f"invalid regular expression {pattern!r}: {exc.msg} at position {(exc.pos or 0) + 1}")
     except (RecursionError, OverflowError) as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -460,6 +461,77 @@ def test_the_program_ends_without_teardown_yet_as_a_normal_exit_would(project: P
     assert (done.returncode, len(done.stdout), set(done.stdout), done.stderr) == (0, 300000, {"x"}, "")
     expected = "thread done\natexit ran\n" if thread == "thread" else "atexit ran\n"
     assert witness.read_text() == expected
+
+
+# The installed program with a witness: at exit, whether the cyclic collector is on and what a collection finds.
+PROGRAM_WITH_A_COLLECTOR_WITNESS = """
+import atexit, gc, sys
+from toolexec.entry import program
+witness = sys.argv.pop(1)
+atexit.register(lambda: open(witness, "w").write(f"{gc.isenabled()} {gc.collect()}"))
+sys.argv[0] = "toolexec"
+raise SystemExit(program())
+"""
+SLEEPS = '#!/usr/bin/env bash\n# @describe Sleep.\n# @option --secs Seconds.\nmain() {\n    sleep "$argc_secs"\n}\n'
+
+
+def collector_at_exit(project: Project, *argv: str) -> tuple[bool, int]:
+    """The installed program run with ``argv``: (whether the collector was on at its exit, the cyclic garbage found)."""
+    import subprocess
+    import sys
+
+    witness = project.root / "collector"
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM_WITH_A_COLLECTOR_WITNESS, str(witness), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "TOOLEXEC_NO_SERVER": "1"},
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done
+    enabled, found = witness.read_text().split()
+    return enabled == "True", int(found)
+
+
+def test_the_program_runs_a_one_shot_call_without_the_cyclic_collector_and_every_other_command_with_it(
+    project: Project,
+) -> None:
+    """Start-up is spent without collections; only a one-shot run (one call, then the end) keeps the collector off:
+    a command that may live long (list here; mcp and serve take the same path) gets it back once parsed."""
+    project.tool("add.py", ADD)
+    config = str(project.configure())
+    assert collector_at_exit(project, "--config", config, "run", "add", '{"a": 1}')[0] is False
+    assert collector_at_exit(project, "--config", config, "list")[0] is True
+    assert collector_at_exit(project, "--config", config, "describe", "add")[0] is True
+
+
+def test_a_one_shot_call_makes_no_more_cyclic_garbage_the_longer_its_tool_runs(project: Project) -> None:
+    """What keeps the collector off safe: the garbage only a collection would free is a fixed amount per call, not an
+    amount per tick of the wait (a tool running for hours must not grow toolexec's memory)."""
+    project.tool("nap.sh", SLEEPS)
+    config = str(project.configure())
+    enabled, short = collector_at_exit(project, "--config", config, "run", "nap", '{"secs": "0"}')
+    assert enabled is False
+    _, long = collector_at_exit(project, "--config", config, "run", "nap", '{"secs": "1.5"}')
+    assert short < 2000
+    assert long <= short + 50, (short, long)
+
+
+def test_main_leaves_the_collector_as_its_caller_had_it(capsys: pytest.CaptureFixture[str], project: Project) -> None:
+    """Only the program turns the collector on or off: a library calling main(argv) keeps its own choice."""
+    import gc
+
+    project.tool("add.py", ADD)
+    config = str(project.configure())
+    gc.disable()
+    try:
+        assert cli(capsys, "--config", config, "list")[0] == 0
+        assert gc.isenabled() is False
+    finally:
+        gc.enable()
+    assert cli(capsys, "--config", config, "run", "add", '{"a": 1}') == (0, "2", "")
+    assert gc.isenabled() is True
 
 
 LISTING = '''from typing import TypedDict

@@ -372,7 +372,7 @@ def test_enabled_tools_problems_follow_an_edit_of_enabled_tools(capsys: pytest.C
     assert stored is not None and stored.is_fresh(edited)
     assert stored.problems(edited) == []
     head = (project.root / "functions" / "catalog.json").read_text().split("\n", 1)[0]
-    assert sorted(json.loads(head)) == ["fingerprint", "format", "names", "offsets", "pack"]
+    assert sorted(json.loads(head)) == ["files", "fingerprint", "format", "functions", "names", "offsets", "pack", "tally"]
     assert project.executor(enabled_tools=["add"]).build().problems == []
     assert cli(capsys, "--config", str(config), "build")[:2] == (
         0,

@@ -155,7 +155,8 @@ def test_the_caller_s_directory_environment_and_umask_are_the_call_s(tools: Proj
 
 
 def test_the_client_imports_almost_nothing(tools: Project, served: Served) -> None:
-    """Through a server, a run imports toolexec's entry point and client only, and no standard module but two C ones."""
+    """Through a server, a run imports toolexec's entry point and client only, and no standard module but three built
+    into the interpreter (the socket, SHA-256 and the garbage collector's switch)."""
     script = "import sys; sys.argv[0] = 'toolexec'; from toolexec.entry import program; sys.exit(program())"
     bare = subprocess.run([sys.executable, "-v", "-c", "import sys"], capture_output=True, text=True, check=True)
     done = subprocess.run(
@@ -169,7 +170,7 @@ def test_the_client_imports_almost_nothing(tools: Project, served: Served) -> No
         return {found[1] for line in stderr.splitlines() if (found := re.match(r"import '([\w.]+)' ", line))}
 
     extra = imported(done.stderr) - imported(bare.stderr)
-    assert sorted(extra) == ["_socket", "toolexec", "toolexec.entry", "toolexec.serve_client", "toolexec.version"]
+    assert sorted(extra) == ["_socket", "gc", "toolexec", "toolexec.entry", "toolexec.serve_client", "toolexec.version"]
     assert served.stop()[1] == 1
 
 

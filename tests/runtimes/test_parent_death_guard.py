@@ -134,6 +134,29 @@ def test_a_one_shot_run_leaves_no_process_behind_not_even_its_guard(project: Pro
     assert done.stdout == "0 'once' 0\n", done.stderr  # the command closed its guard's pipe and reaped it
 
 
+def test_the_wait_for_the_guard_is_woken_by_its_end_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program waits for its guard at exit on the guard's pidfd, not on Popen's sleeping poll (which would add up
+    to a few ms to every one-shot run); a guard that does not end is waited for no longer than the bound."""
+    import time
+
+    ended = subprocess.Popen(["sleep", "0.2"])
+    stuck = subprocess.Popen(["sleep", "30"])
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(time, "sleep", lambda seconds: pytest.fail(f"polled (slept {seconds}s)"))
+            process_linux._wait_for_exit(ended, 30)
+        assert ended.returncode == 0
+        started = time.monotonic()
+        with pytest.raises(subprocess.TimeoutExpired):
+            process_linux._wait_for_exit(stuck, 0.3)
+        assert 0.25 <= time.monotonic() - started < 10
+        assert stuck.poll() is None
+    finally:
+        for child in (ended, stuck):
+            child.kill()
+            child.wait()
+
+
 # A tool that tries to command the guard through /proc: announce a group of its choosing, and read what toolexec
 # tells the guard (markers, files). It reports which of the two opened.
 HIJACK = """# @describe Command toolexec's guard.
