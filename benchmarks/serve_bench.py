@@ -4,11 +4,14 @@
 
 The served run and the bare interpreter's start alternate (medians, and the median of the adjacent pairs' ratios);
 the cold run (no server tried: ``TOOLEXEC_NO_SERVER=1``) is measured beside them. Target (issue 25): ≤ 1.5x
-``python -c pass``. ``make bench`` shows the same rows (``serve_rows``).
+``python -c pass``. Each tool is measured under the default sandbox (every call in the baseline's namespaces) and
+with ``sandbox: off`` (a second config of the same tools, served by a second server), which separates what the
+server and its client cost from what the sandbox costs. ``make bench`` shows the same rows (``serve_rows``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -41,20 +44,24 @@ def serving(toolexec: str, config: Path, env: dict[str, str]) -> Iterator[None]:
 
 
 def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs: int) -> list[tuple[str, Paired, float]]:
-    """For each no-op tool: the served run against ``python -c pass``, and the cold run's median."""
+    """For each no-op tool, under the config's sandbox and under ``sandbox: off``: the served run against
+    ``python -c pass``, and the cold run's median."""
     run_dir = Path(env["XDG_RUNTIME_DIR"])
     run_dir.mkdir(mode=0o700, exist_ok=True)
     bare = spawn([python, "-c", "pass"], env=env)
     cold_env = {**env, "TOOLEXEC_NO_SERVER": "1"}
+    unconfined = config.with_name("config-sandbox-off.yaml")  # the same tools (functions/ beside it), sandbox: off
+    unconfined.write_text(json.dumps({**json.loads(config.read_text()), "sandbox": "off"}) + "\n")
 
-    def one_shot(tool: str, environment: dict[str, str]) -> Callable[[], object]:
-        return spawn([toolexec, "--config", str(config), "run", tool, '{"text": "x"}'], env=environment)
+    def one_shot(chosen: Path, tool: str, environment: dict[str, str]) -> Callable[[], object]:
+        return spawn([toolexec, "--config", str(chosen), "run", tool, '{"text": "x"}'], env=environment)
 
     found = []
-    with serving(toolexec, config, env):
+    with serving(toolexec, config, env), serving(toolexec, unconfined, env):
         for label, tool in (("Bash", "noop_sh"), ("Python", "noop_py")):
-            paired = paired_ms(one_shot(tool, env), bare, runs)
-            found.append((label, paired, median_ms(one_shot(tool, cold_env), max(5, runs // 4))))
+            for chosen, sandbox in ((config, ""), (unconfined, ", `sandbox: off`")):
+                paired = paired_ms(one_shot(chosen, tool, env), bare, runs)
+                found.append((f"{label} tool{sandbox}", paired, median_ms(one_shot(chosen, tool, cold_env), max(5, runs // 4))))
     return found
 
 
@@ -67,7 +74,7 @@ def serve_rows(b: object) -> list[object]:
     for label, paired, cold in measure(b.toolexec, b.interpreter, b.small, env, RUNS):  # type: ignore[attr-defined]
         rows.append(
             ratio_row(
-                f"one-shot `toolexec run` with `toolexec serve` running, no-op {label} tool",
+                f"one-shot `toolexec run` with `toolexec serve` running, no-op {label}",
                 paired,
                 "`python -c pass`",
                 TARGET,

@@ -4,10 +4,8 @@ Names are resolved lazily (PEP 562) so that importing one submodule, as the CLI
 does on every call, does not pay for the whole package.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-
+# No `from __future__ import annotations` and no importlib here: the installed command imports this package before
+# it tries a running server (toolexec.entry), and each module loaded costs that one-shot run a fraction of a ms.
 from toolexec.version import __version__
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -136,5 +134,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> object:
     if name in _EXPORTS:
+        from importlib import import_module
+
         return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'toolexec' has no attribute {name!r}")

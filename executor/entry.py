@@ -5,8 +5,6 @@ Only this module and the client are imported before the server answers: a one-sh
 the interpreter's start and a few syscalls, not toolexec's imports (``tests/executor/test_serve.py`` counts them).
 """
 
-from __future__ import annotations
-
 import gc
 import sys
 

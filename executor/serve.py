@@ -4,9 +4,9 @@
 
     toolexec run …  ── connect ─→  serve (one thread, never runs a call)  ── fork ─→  child: stands where the caller
       (the client,                   peer's uid checked, at most              stands (cwd, umask, environment, the
-      toolexec.serve_client)         max_clients children                     caller's stdin/stdout/stderr), runs
-                      ←─────────── ready / no ──────────────────────────────  the call as the local CLI does
-                      ── go, signals ─────────────────────────────────────→   (toolexec.cli.dispatch), prints its
+      toolexec.serve_client)         max_clients children                     caller's stdin/stdout/stderr), takes
+                      ←─────────── ready / no ──────────────────────────────  the token, runs the call as the local
+                      ── signals ─────────────────────────────────────────→   CLI does (toolexec.cli.dispatch), prints its
                       ←─────────── exit N ────────────────────────────────    result there, exits
 
 The server imports and warms what a call needs once (the modules, the config and catalog snapshots); each call
@@ -29,6 +29,7 @@ import codecs
 import contextlib
 import errno
 import fcntl
+import gc
 import io
 import os
 import resource  # noqa: F401 - the file-size limit (imported here once for every child, as are the lazy ones below)
@@ -40,28 +41,29 @@ import stat
 import struct
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
+from importlib import import_module
 from typing import Any
-
-import jsonschema  # noqa: F401 - what explains a refused argument (a run with bad input would import it)
 
 import toolexec.api
 import toolexec.catalog_store
+import toolexec.confine
 import toolexec.runtimes.argc_built
 import toolexec.schemarefs
+import toolexec.state
 import toolexec.tracing
-import toolexec.validation  # noqa: F401
+import toolexec.validation
 from toolexec.cli import dispatch, quick_run
 from toolexec.config import Config, load_config, locate
 from toolexec.errors import BadRequest
-from toolexec.runtimes import process_linux, runtime_for
+from toolexec.runtimes import look_up_host, process_linux
 from toolexec.runtimes.process_linux import protect
 from toolexec.serve_client import (
     FORWARDED,
     MAX_REQUEST,
     PROTOCOL,
+    TOKEN,
     UNIX_PATH_MAX,
     folder_problem,
     socket_folder,
@@ -72,10 +74,19 @@ from toolexec.version import __version__
 __all__ = ["Server", "companion", "serve", "stop_companion"]
 
 REQUEST_SECONDS = 5.0  # a client has this long to send its request: a slow one loses only its own child
-GO_SECONDS = 30.0  # and this long to say go once told ready (longer than the client waits for ready)
 SPARES = 1  # children forked ahead, each waiting for a connection: a call never waits for a fork
 STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to print their result, then are killed
 _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
+# What a call may import besides the runtimes, imported by the server so that no child pays for it (a test checks
+# that a served call imports nothing more): explaining a refused argument, suggesting a name, reading a result's
+# media type, a tool's caps, building a changed tool (the compilers and their grammars).
+PRELOADED = (
+    "difflib", "hashlib", "mimetypes", "shlex", "encodings.unicode_escape", "jsonschema", "fastjsonschema",
+    "toolexec.build", "toolexec.capspec", "toolexec.mcp_settings", "toolexec.mediatype", "toolexec.runtimes.seccomp",
+    "toolexec.runtimes.netproxy", "toolexec.runtimes.shims",
+    *(f"toolexec.compilers.{language}" for language in ("python", "bash", "javascript", "typescript")),
+    "tree_sitter_python", "tree_sitter_bash", "tree_sitter_javascript", "tree_sitter_typescript",
+)  # fmt: skip
 
 
 def serve(config: str | os.PathLike[str] | None, *, max_clients: int = 64, for_mcp: bool = False, verbose: bool = False) -> int:
@@ -218,10 +229,16 @@ class Server:
         self._listener = listener
 
     def _warm(self) -> None:
-        """Import what a call needs, once, so that no child pays for it. Nothing is read or written here: the
-        catalog is the calls' to check (and rebuild) as a local run does, never the server's at its start."""
-        for language in ("python", "bash", "javascript", "typescript"):
-            runtime_for(language)
+        """Import and look up what a call needs, once, so that no child pays for it (``look_up_host``: the runtimes,
+        bwrap and what it can do here, cgroups), then freeze what is made: a child's collections never walk (and so
+        never copy) the server's objects. Nothing of the config's is read or written here: the catalog is the calls'
+        to check (and rebuild) as a local run does, never the server's at its start."""
+        look_up_host()
+        for name in PRELOADED:
+            import_module(name)
+        toolexec.state.sha256_hex(b"")  # the interpreter's own SHA-256 module
+        gc.collect()
+        gc.freeze()
 
     def close(self) -> None:
         """Stop listening, cancel the calls still running, remove the socket and the lock file."""
@@ -394,6 +411,7 @@ class Server:
                     os.close(fd)
             if process_linux.available():
                 process_linux.ensure_guard()  # before the call: a call's first spawn would start it
+                process_linux.own_pages()  # the copy-on-write faults a call would take, taken while waiting
             listener = self._listener
             assert listener is not None
             conn = _accept_one(listener)
@@ -435,21 +453,20 @@ class Child:
             except Refused as refusal:
                 self._send(f"no {refusal}\n".encode("utf-8", "replace"))
                 return 0
-            fds = []  # they are stdin, stdout and stderr now
+            token, fds = fds[3], []  # stdin, stdout and stderr are the child's own now
+            if not _take(token):
+                return 0  # the client took it back (it gave up waiting): it runs the call itself
             self._send(f"ready {os.getpid()}\n".encode())
-            self.conn.settimeout(GO_SECONDS)
-            if self.conn.recv(1) != b"g":
-                return 0  # the client gave up waiting: it runs the call itself
             self.conn.settimeout(None)
             with contextlib.suppress(OSError):
                 os.write(self.ran, b"+")
                 os.close(self.ran)
-            threading.Thread(target=self._watch, name="toolexec-serve-client", daemon=True).start()
+            self._watch()
             code = dispatch(args)
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
-            self.done = True
+            self._unwatch()
             self._send(f"exit {code}\n".encode())
             return code
         finally:
@@ -462,7 +479,7 @@ class Child:
             self.conn.sendall(data)
 
     def _receive(self) -> tuple[bytes, list[int]]:
-        """The request's body and the three descriptors that came with it; Refused for anything else."""
+        """The request's body and the four descriptors that came with it; Refused for anything else."""
         fds: list[int] = []
         try:
             try:
@@ -475,8 +492,8 @@ class Child:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     count = len(payload) // 4
                     fds += struct.unpack(f"{count}i", payload[: count * 4])
-            if flags & socket.MSG_CTRUNC or len(fds) != 3:
-                raise Refused("malformed request: it must come with stdin, stdout and stderr (three descriptors)")
+            if flags & socket.MSG_CTRUNC or len(fds) != 4:
+                raise Refused("malformed request: it must come with stdin, stdout, stderr and the token (four descriptors)")
             if len(data) < 4:
                 data += self._exactly(4 - len(data))
             size = int.from_bytes(data[:4], "big")
@@ -555,15 +572,18 @@ class Child:
         except OSError as error:
             raise Refused(f"cwd: {error.strerror}") from None
         os.umask(mask)
-        os.environb.clear()
-        os.environb.update(environ)
+        for name in [name for name in os.environb if name not in environ]:
+            del os.environb[name]
+        for name, value in environ.items():  # (only what differs is set: each setting is a putenv)
+            if os.environb.get(name) != value:
+                os.environb[name] = value
         try:
             used = os.path.realpath(locate(args.config).path)
         except Exception as error:  # the local run says what is wrong with its config
             raise Refused(f"config: {error}") from None
         if used != self.config_path:
             raise Refused(f"config: this call's config is {used}, this server's {self.config_path}")
-        for target, fd in enumerate(fds):
+        for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
             if fd > 2:
                 os.close(fd)
@@ -573,22 +593,52 @@ class Child:
         return args
 
     def _watch(self) -> None:
-        """Raise each signal the client forwards in this process (the CLI's handlers cancel the call); the client
-        gone (its connection closed) is a SIGTERM, as a local run's end is."""
+        """From now on, raise each signal the client forwards in this process (the CLI's handlers cancel the call);
+        the client gone (its connection closed) is a SIGTERM, as a local run's end is. The kernel says when the
+        client spoke (SIGIO): no thread is started for it (its start waited for the scheduler on a busy machine)."""
+        fd = self.conn.fileno()
+        self.conn.setblocking(False)
+        signal.signal(signal.SIGIO, self._client_spoke)
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+        self._client_spoke()  # what it said before the kernel was asked to tell
+
+    def _client_spoke(self, *_: object) -> None:
         allowed = {getattr(signal, name) for name in FORWARDED if hasattr(signal, name)}
-        while True:
+        while not self.done:
             try:
                 data = self.conn.recv(64)
+            except BlockingIOError:
+                return
             except OSError:
                 data = b""
-            if self.done:
-                return
             if not data:
+                self.done = True
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
             for number in data:
                 if number in allowed:
                     os.kill(os.getpid(), number)
+
+    def _unwatch(self) -> None:
+        self.done = True
+        signal.signal(signal.SIGIO, signal.SIG_IGN)
+        self.conn.setblocking(True)
+
+
+def _take(token: int) -> bool:
+    """Read the token's byte (see :mod:`toolexec.serve_client`): True when this child took it and runs the call,
+    False when the client took it back first, or sent something else than a pipe holding it."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(token).st_mode):
+            return False
+        os.set_blocking(token, False)  # the client's own pipe (it made it non-blocking too): a hostile one cannot hang us
+        return os.read(token, 2) == TOKEN
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(token)
 
 
 class Refused(Exception):

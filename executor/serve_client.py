@@ -1,29 +1,30 @@
 """A one-shot ``toolexec run`` through a running ``toolexec serve``: the socket's place, the wire, and the client.
 
 The client is what the installed command runs first (:mod:`toolexec.entry`), before anything else of toolexec is
-imported, so it imports only ``os``, ``sys`` and two C modules (``_socket``, the interpreter's SHA-256): no
+imported, so it imports only ``os``, ``sys`` and one C module (``_socket``): no
 ``socket`` (its ``enum`` and ``selectors``), no ``json``, no ``pathlib``. It hands the server what a local run would
 have had and nothing to interpret: its working directory, umask, environment, the encodings of its standard
 streams, its arguments, and the descriptors of stdin, stdout and stderr themselves (``SCM_RIGHTS``), so the server's
 forked child prints the result on the caller's own terminal or pipes, byte for byte as the local run prints it, and
 reads the arguments from the caller's stdin when the command line has none.
 
-The wire (version 1), on a Unix stream socket:
+The wire (version 2), on a Unix stream socket:
 
 * client → server: a 4-byte big-endian length, then that many bytes of NUL-terminated fields (see
-  :func:`request`), with the three descriptors attached to the first bytes;
-* server → client: ``ready PID\\n`` (the call will run once the client says so), or ``no REASON\\n`` (it will
-  not: the client runs the call locally, as if no server were there);
-* client → server: ``g`` (go); from then on, one byte per signal the client receives (its number), which the
-  server's child raises in itself, so a Ctrl-C cancels the call exactly as it cancels a local one;
-* server → client: ``exit N\\n`` once the result is printed; the client exits with N.
+  :func:`request`), with four descriptors attached to the first bytes: stdin, stdout, stderr and the *token*, the
+  read end of a pipe holding one byte, whose write end the client has closed;
+* server → client: ``no REASON\n`` (the call will not run: the client runs it locally, as if no server were there),
+  or ``ready PID\n`` once the server's child has read the token's byte (the call is the server's from then on);
+* client → server: from then on, one byte per signal the client receives (its number), which the server's child
+  raises in itself, so a Ctrl-C cancels the call exactly as it cancels a local one;
+* server → client: ``exit N\n`` once the result is printed; the client exits with N.
 
-Any failure before ``g`` (no socket, a stale one, a server for another config or another version, a slow or
-busy one) makes the client return None: the caller runs the call locally, silently. Nothing after ``g`` ever
-runs the call twice.
+The token decides, with no round trip, who runs a call whose answer is late: one byte can be read only once, so
+either the server's child takes it (and runs the call) or the client, tired of waiting, takes it back (and runs
+the call locally; the child then finds the pipe empty and ends without running it). Any failure before then (no
+socket, a stale one, a server for another config or another version, a slow or busy one) makes the client return
+None: the caller runs the call locally, silently. A call never runs twice, and never waits on the client's reply.
 """
-
-from __future__ import annotations
 
 import os
 import sys
@@ -32,12 +33,13 @@ TYPE_CHECKING = False  # typing is not imported: the client is the first thing a
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-PROTOCOL = b"toolexec-serve/1"
+PROTOCOL = b"toolexec-serve/2"
 # Set to anything but "" or "0": `toolexec run` never tries a server (the benchmarks' cold figures, a debugging user).
 NO_SERVER_VARIABLE = "TOOLEXEC_NO_SERVER"
 MAX_REQUEST = 8 << 20  # bytes: the environment and the arguments, with room (Linux's ARG_MAX is 2 MiB)
 CONNECT_SECONDS = 0.5  # a Unix socket connects at once, or its server is not listening
-READY_SECONDS = 3.0  # the server forks, reads the request and checks it: milliseconds, seconds on a loaded machine
+READY_SECONDS = 3.0  # the server reads the request and checks it: milliseconds, seconds on a loaded machine
+TOKEN = b"t"  # the byte whose reader runs the call
 UNIX_PATH_MAX = 107  # sun_path's bytes, without the final NUL
 # The signals a local `toolexec run` takes as "cancel the call" (toolexec.cli.CANCELLING_SIGNALS), by number.
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
@@ -77,24 +79,19 @@ def folder_problem(folder: str) -> str | None:
 
 
 def socket_name(config_path: str) -> str:
-    """The socket's file name for the config file at ``config_path`` (resolved): its digest, so that two configs
-    never share a server and the path stays within a Unix socket's 107 bytes."""
-    return f"serve-{_sha256(os.fsencode(config_path))[:20]}.sock"
+    """The socket's file name for the config file at ``config_path`` (resolved): a digest of the path, so that two
+    configs never share a server and the path stays within a Unix socket's 107 bytes.
+
+    The digest is 64-bit FNV-1a, computed here in a few microseconds: a hash module (``_sha256``, ``zlib``) is a
+    shared library the client would load for this alone. Names need no secrecy and little collision resistance (the
+    folder is the user's alone, and a server refuses a call whose config is not its own: the client runs it locally)."""
+    digest = 0xCBF29CE484222325
+    for byte in os.fsencode(config_path):
+        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"serve-{digest:016x}.sock"
 
 
-def _sha256(data: bytes) -> str:
-    """SHA-256 from the interpreter's built-in module (``hashlib`` loads OpenSSL, a few milliseconds)."""
-    try:
-        from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
-    except ImportError:
-        try:
-            from _sha2 import sha256  # type: ignore[import-not-found, no-redef]  # Python 3.12+
-        except ImportError:
-            from hashlib import sha256
-    return str(sha256(data).hexdigest())
-
-
-def _candidates(explicit: str | None) -> Iterator[str]:
+def _candidates(explicit: str | None) -> "Iterator[str]":
     """The config files a local run could use, in :func:`toolexec.config.locate`'s order. Which one it does use is
     the server's to check (it runs ``locate`` in the caller's place); a server for a later one refuses a call whose
     local run would use an earlier one."""
@@ -191,10 +188,11 @@ def through_server(argv: list[str], version: str) -> int | None:
 def _call(path: str, payload: bytes) -> int | str:
     """The exit status of the call through the server at ``path``, or why there is none: the server's reason (a
     word) when it refused, ``absent`` when no server listens there (no socket, a stale one), ``slow`` when it did
-    not answer in time."""
+    not answer in time (and the token was taken back: the server will not run it)."""
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    token = -1
     try:
         try:
             sock.settimeout(CONNECT_SECONDS)
@@ -204,24 +202,42 @@ def _call(path: str, payload: bytes) -> int | str:
         except OSError:
             return "slow"
         try:
+            token, filled = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            os.write(filled, TOKEN)
+            os.close(filled)
             sock.settimeout(READY_SECONDS)
-            fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+            fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, token))
             sent = sock.sendmsg([payload[:65536]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
             sock.sendall(payload[sent:])
             line = _line(sock)
-            if not line.startswith(b"ready "):
-                reason = line.removeprefix(b"no ").split(b":", 1)[0].strip()
-                return reason.decode("ascii", "replace") or "unknown"
-            sock.sendall(b"g")  # from here on the call is the server's: it never runs twice
-        except (OSError, ValueError):  # timed out, reset, a garbled answer: no server took the call
+        except (OSError, ValueError):  # timed out, reset, a garbled answer
+            line = b""
+        if line.startswith(b"ready ") or not _took_back(token):  # the server's child has the token: the call is its
+            return _follow(sock, line)
+        if not line:
             return "slow"
-        return _follow(sock)
+        reason = line.removeprefix(b"no ").split(b":", 1)[0].strip()
+        return reason.decode("ascii", "replace") or "unknown"
     finally:
         sock.close()
+        if token >= 0:
+            os.close(token)
+
+
+def _took_back(token: int) -> bool:
+    """Whether the client has the token again (it read the byte the server's child did not): then the call is the
+    client's to run locally. False when the child took it first (or no pipe was made)."""
+    if token < 0:
+        return True  # no token made: nothing was sent either
+    try:
+        return os.read(token, 1) == TOKEN
+    except OSError:
+        return False
 
 
 def _line(sock: object) -> bytes:
-    """One line from the server (at most 4 KiB, within the socket's deadline)."""
+    """What the server said up to the end of a line (at most 4 KiB, within the socket's deadline): its first line,
+    and maybe more (a quick call's ``exit N`` line comes with ``ready PID``)."""
     data = b""
     while not data.endswith(b"\n"):
         chunk = sock.recv(4096 - len(data))  # type: ignore[attr-defined]
@@ -231,8 +247,9 @@ def _line(sock: object) -> bytes:
     return data
 
 
-def _follow(sock: object) -> int:
-    """Wait for the call's exit status; every cancelling signal is handed to the server while it runs."""
+def _follow(sock: object, data: bytes = b"") -> int:
+    """Wait for the call's exit status (``data``: what the server said already); every cancelling signal is handed
+    to the server while it runs."""
     import _signal as signal  # not `signal`, whose enums cost a one-shot run `enum`
 
     forwarded: list[int] = []
@@ -251,25 +268,31 @@ def _follow(sock: object) -> int:
             previous[number] = signal.signal(number, forward)
     try:
         sock.settimeout(None)  # type: ignore[attr-defined]
-        data = b""
+        chunk = b"-"
         while True:
+            last = data.rsplit(b"\n", 2)[-2:]  # (a `ready PID` line may come first, when it was late)
+            if len(last) == 2 and last[0].startswith(b"exit ") and not last[1]:
+                try:
+                    return int(last[0][5:])
+                except ValueError:
+                    break
+            if not chunk or len(data) > 8192:
+                break
             try:
-                chunk = sock.recv(64)  # type: ignore[attr-defined]
+                chunk = sock.recv(4096)  # type: ignore[attr-defined]
             except OSError:
                 chunk = b""
             data += chunk
-            if data.startswith(b"exit ") and data.endswith(b"\n"):
-                try:
-                    return int(data[5:-1])
-                except ValueError:
-                    break
-            if not chunk or len(data) > 64:
-                break
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
     if forwarded:  # the server's child ended by the signal itself (before the call began): so does this process
         signal.signal(forwarded[-1], signal.SIG_DFL)
         os.kill(os.getpid(), forwarded[-1])
+    return _lost()
+
+
+def _lost() -> int:
+    """The status of a call the server took and did not see to its end (its child was killed)."""
     sys.stderr.write("toolexec: the server ended during the call; its result is unknown\n")
     return 1

@@ -23,6 +23,7 @@ __all__ = [
     "Prepared",
     "Runtime",
     "Site",
+    "look_up_host",
     "run_process",
     "runtime_for",
 ]
@@ -42,3 +43,28 @@ def runtime_for(language: Language) -> Runtime:
         module = import_module(f"{__name__}.{language}")
         _cache[language] = getattr(module, _CLASSES[language])()
     return _cache[language]
+
+
+def look_up_host() -> None:
+    """Make, in this process, every lookup a call would make once per process (each runtime; the process helper's
+    C library handle; bwrap, whether it makes namespaces, the cgroups a call's limits use; prlimit; and the modules
+    they load), so that processes forked from this one (``toolexec serve``'s children) start each call with none
+    left to make. Looking never fails: what is missing stays missing, and a call says so as it would have."""
+    import sys
+
+    for language in _CLASSES:
+        runtime_for(language)  # type: ignore[arg-type]
+    if not sys.platform.startswith("linux"):
+        return
+    from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
+
+    process_linux.available()
+    process_linux._libc_prctl()
+    if sandbox.bwrap() is not None:
+        sandbox.mechanism()
+        baseline.usable()
+    root = sandbox._pids_root()
+    if root is not None:
+        cgroup.sweep_once(root)
+    cgroup.memory_parent()
+    sandbox._prlimit()

@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -168,9 +169,32 @@ def test_the_client_imports_almost_nothing(tools: Project, served: Served) -> No
     def imported(stderr: str) -> set[str]:
         return {found[1] for line in stderr.splitlines() if (found := re.match(r"import '([\w.]+)' ", line))}
 
-    extra = imported(done.stderr) - imported(bare.stderr) - {"_sha2", "_sha256"}  # SHA-256 in C: 3.11's or 3.12's
+    extra = imported(done.stderr) - imported(bare.stderr)
     assert sorted(extra) == ["_socket", "gc", "toolexec", "toolexec.entry", "toolexec.serve_client", "toolexec.version"]
     assert served.stop()[1] == 1
+
+
+def test_a_served_call_leaves_nothing_behind(tools: Project, served: Served, tmp_path: Path) -> None:
+    """After served calls (one that succeeds, one that fails, one that times out with a grandchild), the server is as
+    it was when idle: itself, one spare and the spare's guard; no call file is left in the temporary folder."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    for argv in (["run", "echo", '{"text": "x"}'], ["run", "fail", "{}"], ["run", "py", '{"mode": "sleep"}', "--timeout", "0.5"]):
+        done = toolexec("--config", str(tools.config), *argv, env=env)
+        assert done.returncode in (0, 3, 124), done.stderr
+    wait_until(lambda: _idle(served.process.pid), "the server to be idle again")
+    assert list(temporary.iterdir()) == []
+    assert served.stop()[:2] == (0, 3)
+
+
+def _idle(server: int) -> bool:
+    """Whether the server's processes are those of an idle server: one spare child, whose only child is its guard."""
+    spares = _children(server)
+    if len(spares) != 1:
+        return False
+    guards = _children(spares[0])
+    return len(guards) == 1 and not _children(guards[0]) and Path(f"/proc/{guards[0]}/comm").read_text() == "sh\n"
 
 
 # --- falling back ---------------------------------------------------------------------------------------------
@@ -376,7 +400,7 @@ def test_toolexec_mcp_leaves_a_running_server_alone(tools: Project, served: Serv
 # --- hostile clients ----------------------------------------------------------------------------------------------
 
 
-def raw(path: Path, data: bytes, fds: tuple[int, ...] = (0, 1, 2), then: bytes = b"") -> bytes:
+def raw(path: Path, data: bytes, fds: tuple[int, ...] = (0, 1, 2, 0), then: bytes = b"") -> bytes:
     """What the server answers a client that sends ``data`` with ``fds`` (and ``then``, once answered)."""
     import array
     import socket
@@ -411,12 +435,24 @@ def request_for(argv: list[str], cwd: Path, **changes: bytes) -> bytes:
 @pytest.mark.parametrize(
     ("data", "fds", "answer"),
     [
-        (b"\0\0\0\x05hello", (), b"no malformed request: it must come with stdin, stdout and stderr (three descriptors)\n"),
-        (b"\0\0\0\x05hello", (0, 1), b"no malformed request: it must come with stdin, stdout and stderr (three descriptors)\n"),
-        (b"\xff\xff\xff\xff", (0, 1, 2), b"no too large: a request may have at most 8388608 bytes, this one says 4294967295\n"),
-        (b"\0\0\0\x05hello", (0, 1, 2), b"no malformed request: its fields must each end in NUL\n"),
-        (b"\0\0\0\x06hello\0", (0, 1, 2), b"no version: this server speaks toolexec-serve/1\n"),
-        (b"\0\0\0\x02x", (0, 1, 2), b"no malformed request: it ended early\n"),
+        (
+            b"\0\0\0\x05hello",
+            (),
+            b"no malformed request: it must come with stdin, stdout, stderr and the token (four descriptors)\n",
+        ),
+        (
+            b"\0\0\0\x05hello",
+            (0, 1),
+            b"no malformed request: it must come with stdin, stdout, stderr and the token (four descriptors)\n",
+        ),
+        (
+            b"\xff\xff\xff\xff",
+            (0, 1, 2, 0),
+            b"no too large: a request may have at most 8388608 bytes, this one says 4294967295\n",
+        ),
+        (b"\0\0\0\x05hello", (0, 1, 2, 0), b"no malformed request: its fields must each end in NUL\n"),
+        (b"\0\0\0\x06hello\0", (0, 1, 2, 0), b"no version: this server speaks toolexec-serve/2\n"),
+        (b"\0\0\0\x02x", (0, 1, 2, 0), b"no malformed request: it ended early\n"),
     ],
     ids=["no-fds", "two-fds", "oversized", "no-nul", "not-the-protocol", "short"],
 )
@@ -512,3 +548,153 @@ def test_another_user_is_refused(tools: Project, served: Served) -> None:
             path.chmod(stat.S_IMODE(mode))
     assert (done.returncode, done.stdout) == (0, "no uid: this server serves its own user only\n"), done.stderr
     assert served.stop()[:2] == (0, 0)
+
+
+# --- the token: a call runs once, whoever answers late ------------------------------------------------------------
+
+MARK_SH = """#!/usr/bin/env bash
+# @describe Leave a mark in the working directory.
+main() {
+    echo ran >>marks
+    printf ok >>"$LLM_OUTPUT"
+}
+"""
+
+
+class FakeServer:
+    """A listener on a config's socket that takes a client's request (and its descriptors) and answers as told."""
+
+    def __init__(self, config: Path) -> None:
+        import socket
+
+        self.path = Path(socket_folder()) / socket_name(os.path.realpath(config))
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(self.path))
+        self.listener.listen(1)
+        self.listener.settimeout(60)
+
+    def take(self) -> tuple[object, int]:
+        """The next client's connection and its token (its stdin, stdout and stderr are closed here)."""
+        import socket
+
+        conn, _ = self.listener.accept()
+        conn.settimeout(60)
+        fds: list[int] = []
+        _, ancillary, _, _ = conn.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 4))
+        for _, _, data in ancillary:
+            fds += [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, len(data), 4)]
+        assert len(fds) == 4
+        for fd in fds[:3]:
+            os.close(fd)
+        return conn, fds[3]
+
+    def close(self) -> None:
+        self.listener.close()
+        self.path.unlink()
+
+
+def _marking_client(project: Project, cwd: Path) -> tuple[FakeServer, subprocess.Popen[bytes]]:
+    """A fake server of the project's config, and a client running the mark tool in ``cwd`` through it."""
+    project.tool("mark.sh", MARK_SH)
+    project.configure()
+    fake = FakeServer(project.config)
+    command = [sys.executable, "-m", "toolexec", "--config", str(project.config), "run", "mark", "{}"]
+    return fake, subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_server_that_never_answers_is_passed_over_and_cannot_run_the_call_later(project: Project, tmp_path: Path) -> None:
+    """The client waits 3 seconds for an answer, takes its token back and runs the call locally: the server's token
+    pipe is then empty, so a server that wakes up late finds nothing to run."""
+    fake, client = _marking_client(project, tmp_path)
+    try:
+        conn, token = fake.take()
+        out, err = client.communicate(timeout=120)  # no answer: the client runs it itself after READY_SECONDS
+        assert (client.returncode, out, err) == (0, b"ok", b"")
+        assert os.read(token, 2) == b""  # the client took the byte back: nothing for a late server to run
+        os.close(token)
+        conn.close()  # type: ignore[attr-defined]
+    finally:
+        fake.close()
+    assert (tmp_path / "marks").read_text() == "ran\n"  # once
+
+
+def test_a_server_that_took_the_token_has_the_call_even_when_it_answers_late(project: Project, tmp_path: Path) -> None:
+    """Once the server holds the token, the client never runs the call itself: it waits for the server's status,
+    however late (here 4 seconds, past the client's 3), and exits with it."""
+    fake, client = _marking_client(project, tmp_path)
+    try:
+        conn, token = fake.take()
+        assert os.read(token, 2) == b"t"  # the server's: the call is its now
+        os.close(token)
+        threading.Event().wait(4.0)  # past the client's patience: it must not run the call locally
+        conn.sendall(b"ready 1\nexit 7\n")  # type: ignore[attr-defined]
+        out, err = client.communicate(timeout=120)
+        conn.close()  # type: ignore[attr-defined]
+    finally:
+        fake.close()
+    assert (client.returncode, out, err) == (7, b"", b"")
+    assert not (tmp_path / "marks").exists()
+
+
+@pytest.mark.parametrize("token", ["taken", "not-a-pipe"])
+def test_a_request_without_its_token_is_not_run(tools: Project, served: Served, tmp_path: Path, token: str) -> None:
+    """A child that finds the token gone (the client took it back) or something else than a pipe in its place ends
+    without running the call and without a word: the client runs it, or, hostile, gets nothing."""
+    tools.tool("mark.sh", MARK_SH)
+    tools.configure(max_output_bytes=2000)
+    request = request_for(["--config", str(tools.config), "run", "mark", "{}"], tmp_path)
+    read, write = os.pipe()
+    os.close(write)  # an empty pipe whose writer is gone: the byte was read back
+    fd = read if token == "taken" else os.open(os.devnull, os.O_RDONLY)
+    try:
+        assert raw(served.path, request, (0, 1, 2, fd)) == b""
+    finally:
+        os.close(read)
+        if fd != read:
+            os.close(fd)
+    assert not (tmp_path / "marks").exists()
+    assert served.stop()[:2] == (0, 0)
+
+
+# --- what the server prepares once ----------------------------------------------------------------------------------
+
+WARM_PROBE = """
+import os, sys
+from toolexec.serve import Server
+from toolexec.cli import dispatch, quick_run
+
+server = Server(sys.argv[1])
+assert server.open()
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    before = set(sys.modules)
+    args = quick_run(["--config", sys.argv[1], "run", sys.argv[2], sys.argv[3]])
+    args.handle_signals = True
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    code = dispatch(args)
+    os.write(write, f"{code} {' '.join(sorted(set(sys.modules) - before))}".encode())
+    os._exit(0)
+os.close(write)
+print(os.read(read, 65536).decode())
+os.waitpid(pid, 0)
+server.close()
+"""
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [("echo", '{"text": "x"}'), ("py", '{"mode": "echo"}')])
+@pytest.mark.parametrize("sandbox", ["off", "declared", "strict"])
+def test_a_served_call_imports_nothing_the_server_had_not(tools: Project, tool: str, arguments: str, sandbox: str) -> None:
+    """Whatever a call loads (a runtime, bwrap's lookup, the C library, a digest) the server loaded before forking:
+    a child of ``toolexec serve`` pays for none of it."""
+    tools.configure(max_output_bytes=2000, sandbox=sandbox)
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_PROBE, str(tools.config), tool, arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.split() == ["0"], done.stderr

@@ -108,3 +108,40 @@ def test_threads_asking_while_the_backend_is_decided_all_get_the_linux_path(monk
     asked.set()
     first.join(timeout=30)
     assert (answers, second) == ([True], True)
+
+
+OWN_PAGES = """
+import os
+from toolexec.runtimes import process_linux
+
+
+def private_dirty():
+    for line in open("/proc/self/smaps_rollup"):
+        if line.startswith("Private_Dirty:"):
+            return int(line.split()[1]) * 1024
+
+
+ballast = [bytearray(b"x" * 4096) for _ in range(4096)]  # 16 MiB the child shares with this process after the fork
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    before = private_dirty()
+    asked = process_linux.own_pages()
+    os.write(write, f"{asked} {private_dirty() - before}".encode())
+    os._exit(0)
+os.close(write)
+print(os.read(read, 100).decode(), len(ballast) * 4096, bytes(ballast[-1][:1]).decode())
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="copy-on-write pages are taken with Linux's madvise")
+def test_own_pages_copies_what_a_forked_child_shares_with_its_parent() -> None:
+    """A forked child that calls own_pages holds its own copy of the memory it shared (its private dirty pages grow
+    by at least what it shared), so the call that follows takes no copy-on-write fault; the parent is untouched."""
+    done = subprocess.run([sys.executable, "-c", OWN_PAGES], capture_output=True, text=True, timeout=60, check=True)
+    asked, grown, shared, mark = done.stdout.split()
+    if asked == "0":
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
+    assert int(grown) >= int(shared) and int(asked) >= int(shared)
+    assert mark == "x"
