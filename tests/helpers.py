@@ -166,17 +166,33 @@ def check_case(case: Case, executor: Any, private_tmpdir: Path) -> None:
     assert os.listdir(private_tmpdir) == []
 
 
-def in_pid_namespace(namespace: str) -> list[int]:
-    """Live processes of the PID namespace ``namespace`` (as ``readlink /proc/self/ns/pid`` names it: ``pid:[N]``)."""
+def in_pid_namespace(namespace: str, started_before: float | None = None) -> list[int]:
+    """Live processes of the PID namespace ``namespace`` (as ``readlink /proc/self/ns/pid`` names it: ``pid:[N]``).
+
+    The kernel reuses a namespace's number once the namespace is gone: a process of a later namespace (another test's,
+    another program's) may show under it. ``started_before`` (a :func:`boot_clock` reading) keeps only processes
+    started by then, which a later namespace cannot have."""
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                if os.readlink(f"/proc/{name}/ns/pid") == namespace and alive(int(name)):
+                ours = os.readlink(f"/proc/{name}/ns/pid") == namespace and alive(int(name))
+                if ours and (started_before is None or _started(int(name)) <= started_before):
                     found.append(int(name))
-            except OSError:
+            except (OSError, ValueError, IndexError):
                 continue
     return found
+
+
+def boot_clock() -> float:
+    """Seconds since boot, as the kernel counts a process's start (``/proc/PID/stat``'s start time)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def _started(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as handle:
+        ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def host_pids(namespace: str, pids: list[int]) -> list[int]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import in_pid_namespace, marked_processes, wait_until
+from tests.helpers import boot_clock, in_pid_namespace, marked_processes, wait_until
 from toolexec.runtimes import baseline
 
 # The process helper's own search (see the fixture); every call here runs cold, then warm (tests/conftest.py).
@@ -135,11 +135,12 @@ def test_nothing_outlives_the_call(row: tuple, project: Project, private_tmpdir:
     executor.build()
     descriptors = sorted(os.listdir("/proc/self/fd"))
     result = executor.call(file.split(".")[0], {})
+    returned = boot_clock()
     assert (result.status, result.exit_code, result.output) == (status, code, output), result.error
     if case in NAMESPACED:
         namespace = (project.root / "functions" / "cache" / file.split(".")[0] / "ns").read_text().strip()
         assert namespace != os.readlink("/proc/self/ns/pid")
-        assert in_pid_namespace(namespace) == []
+        assert in_pid_namespace(namespace, started_before=returned) == []
     else:
         assert everyone(project.root) == []
     assert marked_processes(private_tmpdir) == []

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, in_pid_namespace, marked_processes
+from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes
 from toolexec import Executor
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux
@@ -88,6 +88,7 @@ def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(
         assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "x"  # one load for three calls
         servers = running_servers()
         assert len(servers) == 1
+    closed = boot_clock()
     mine = os.readlink("/proc/self/ns/pid")
     namespaces = [s["namespace"] for s in seen]
     # (a namespace's number is reused once it is gone: concurrent calls' differ, see the next test)
@@ -96,7 +97,7 @@ def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(
     assert [(s["pid"], s["ppid"], s["processes"]) for s in seen] == [(2, 1, [1, 2])] * 3
     assert not any(alive(pid) for pid in servers)
     for namespace in namespaces:
-        assert in_pid_namespace(namespace) == []
+        assert in_pid_namespace(namespace, started_before=closed) == []
 
 
 def test_concurrent_warm_calls_see_nothing_of_one_another(project: Project) -> None:
@@ -115,8 +116,9 @@ def test_a_warm_calls_setsid_escapee_is_gone_when_the_call_ends(project: Project
     with project.executor(sandbox="declared") as executor:
         _call(executor, "look")
         seen = _call(executor, "escape", token)
+        returned = boot_clock()
         assert _sleepers(token) == []  # gone by the time the call returned: the kernel ended its namespace
-        assert in_pid_namespace(seen["namespace"]) == []
+        assert in_pid_namespace(seen["namespace"], started_before=returned) == []
     assert marked_processes(private_tmpdir) == []
 
 
