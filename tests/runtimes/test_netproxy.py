@@ -193,9 +193,12 @@ def _started(entries: list[str]) -> tuple[Proxy, tuple[str, int]]:
 
 
 def _state() -> tuple[set[str], set[str]]:
+    import gc
+
     from toolexec.runtimes import cgroup
 
     cgroup.drain()  # the cgroups of calls that are over are removed off their path, by a thread that then ends
+    gc.collect()  # a socket held only by a reference cycle (an exception's frames) is closed by the collector
     fds = set()
     for fd in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):
