@@ -183,7 +183,14 @@ class Gate:
 
             self.child_start = start_of(self.child)
             if self._block_write >= 0:
-                _limit(self.child, confinement, held.cgroups if held is not None else (), strict=strict)
+                try:
+                    _limit(self.child, confinement, held.cgroups if held is not None else (), strict=strict)
+                except BaseException:
+                    # the init waits on its block with no parent-death signal yet: ended here, it never goes on to
+                    # start the tool (ending bwrap alone would leave it to read the block's end and carry on)
+                    with contextlib.suppress(OSError):
+                        os.kill(self.child, 9)
+                    raise
                 with contextlib.suppress(BrokenPipeError):  # it died setting up: it ends with its own error
                     os.write(self._block_write, b"x")
         self.close()

@@ -8,6 +8,7 @@ spelling (docstring fields, ``# @meta``, JSDoc tags) and, for the "granted" half
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -385,9 +386,23 @@ def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monk
     assert (result.status, result.reason) == ("unavailable", "unavailable"), result
     assert "Operation not permitted" in (result.error or "")
     assert not marker.exists()
+    # nothing of the sandbox is left waiting (its init, ended before it could go on to start the tool)
+    wait_until(lambda: not _launched_for(project), "the refused sandbox's processes to end", timeout=5)
     # the refused launch left nothing that holds up the next call
     again = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
     assert (again.status, again.output, marker.exists()) == ("ok", "wrote", True), again
+
+
+def _launched_for(project: Project) -> list[int]:
+    """Live (not zombie) processes whose command line names the project (a sandbox launched for its tool)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        with contextlib.suppress(psutil.Error):
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and str(project.root) in " ".join(proc.info["cmdline"] or []):
+                found.append(proc.pid)
+    return found
 
 
 def test_sandbox_off_runs_as_before(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
