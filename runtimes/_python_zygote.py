@@ -211,7 +211,8 @@ def _limit(limits):
             resource.setrlimit(getattr(resource, kind), (value, value + above))
     cgroup = limits.get("cgroup")
     if cgroup:
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+        tasks = os.path.join(cgroup, "tasks")  # v1's tasks: this single thread moves without waiting a grace period
+        with open(tasks if os.path.exists(tasks) else os.path.join(cgroup, "cgroup.procs"), "w") as procs:
             procs.write("0")
 
 

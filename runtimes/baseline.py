@@ -132,16 +132,19 @@ def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None
     args = _namespaces(binary)
     cgroup = sandbox._cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
     held = Held(cgroups=[cgroup] if cgroup is not None else [])
+    # a shell moves itself into the cgroup, then becomes bwrap: everything after is born there (best effort)
+    joining: list[str] = []
+    if held.cgroups:
+        from toolexec.runtimes.cgroup import join_prefix
+
+        joining = join_prefix(held.cgroups, strict=False)
     if gate is not None:
-        return [*args, *gate.args(), "--", *argv], held
+        return [*joining, *args, *gate.args(), "--", *argv], held
     limits = sandbox._limits(confinement)
     program = sandbox._prlimit()
     if limits and program:
         args += ["--", program, *limits]
-    args += ["--", *argv]
-    if cgroup is not None:  # the shell moves itself into the cgroup, then becomes bwrap
-        args = ["/bin/sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', cgroup, *args]
-    return args, held
+    return [*joining, *args, "--", *argv], held
 
 
 class Gate:
@@ -232,9 +235,11 @@ def _limit(pid: int, confinement: Confinement, cgroups: Sequence[str], *, strict
                     resource.prlimit(pid, kind, (soft, soft + above))
                 except ValueError as exc:
                     raise OSError(f"cannot set the call's limit {kind}: {exc}") from None
-    for cgroup in cgroups:
-        with contextlib.suppress(*(() if strict else (OSError,))), open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
-            procs.write(str(pid))
+    from toolexec.runtimes import cgroup
+
+    for path in cgroups:  # joined by the shell that became bwrap (:func:`toolexec.runtimes.cgroup.join_prefix`)
+        if strict and not cgroup.holds(path, pid):
+            raise OSError(f"cannot move the call into its cgroup {path}")
 
 
 def _namespaces(binary: str) -> list[str]:

@@ -32,7 +32,7 @@ def memory_parent() -> tuple[str, int] | None:
 
 
 def make_memory(limit: int) -> str | None:
-    """A new memory cgroup limited to ``limit`` bytes (a process joins it by writing 0 to its ``cgroup.procs``);
+    """A new memory cgroup limited to ``limit`` bytes (a process joins it by writing 0 to its :func:`join_file`);
     None where none can be made."""
     found = memory_parent()
     if found is None:
@@ -55,6 +55,29 @@ def make_memory(limit: int) -> str | None:
         remove(path)
         return None
     return path
+
+
+def join_file(path: str) -> str:
+    """The file a process writes ``0`` to, to move itself into the cgroup at ``path``: cgroup v1's ``tasks`` where there
+    is one (it moves the writing thread alone, which the kernel does without the lock that makes moving a whole process
+    wait an RCU grace period, ~10 ms; a single-threaded process is then wholly moved), else ``cgroup.procs``."""
+    tasks = os.path.join(path, "tasks")
+    return tasks if os.path.exists(tasks) else os.path.join(path, "cgroup.procs")
+
+
+def join_prefix(paths: list[str], *, strict: bool) -> list[str]:
+    """An argv prefix: a shell that moves itself into the cgroups at ``paths`` (:func:`join_file`), then becomes the
+    rest of the argv, so that everything it starts is born there (no process is moved from outside, which waits a
+    grace period). ``strict``: a cgroup it cannot join ends it (status 1) before anything runs; else it goes on."""
+    join = 'echo 0 > "$1" || exit 1' if strict else '{ echo 0 > "$1"; } 2>/dev/null'
+    script = f'while [ "$1" != -- ]; do {join}; shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", script, "sh", *(join_file(path) for path in paths), "--"]
+
+
+def holds(path: str, pid: int) -> bool:
+    """Whether process ``pid`` is in the cgroup at ``path`` (whose name is unique: ``toolexec-PID-RANDOM``)."""
+    name = "/" + os.path.basename(path)
+    return any(line.endswith(name) for line in _read(f"/proc/{pid}/cgroup").splitlines())
 
 
 def oom_killed(path: str) -> bool:

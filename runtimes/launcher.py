@@ -51,7 +51,9 @@ def main(argv: list[str]) -> None:
             protect = (int(values[0]), int(values[1]))
             threads = tuple(int(value) for value in values[2:])
         elif word == "cgroup":  # before Landlock, which would refuse the write
-            with open(os.path.join(_path(values[0]), "cgroup.procs"), "w") as handle:
+            cgroup = _path(values[0])  # v1's tasks: this single thread moves without waiting a grace period
+            tasks = os.path.join(cgroup, "tasks")
+            with open(tasks if os.path.exists(tasks) else os.path.join(cgroup, "cgroup.procs"), "w") as handle:
                 handle.write("0")
         elif word == "rlimit":
             resource.setrlimit(RLIMITS[values[0]], (int(values[1]), int(values[2])))

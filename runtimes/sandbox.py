@@ -206,9 +206,10 @@ def wrap(
     except BaseException:
         release(held)
         raise
-    if held.cgroups and not gated:  # the shell moves itself into the cgroups, then becomes bwrap
-        join = 'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
-        args = ["/bin/sh", "-c", join, "sh", *held.cgroups, "--", *args]
+    if held.cgroups:  # a shell moves itself into the cgroups, then becomes bwrap (gated: the gate checks it did)
+        from toolexec.runtimes import cgroup
+
+        args = [*cgroup.join_prefix(held.cgroups, strict=not gated), *args]
     return args, held
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
+from tests.helpers import wait_until
 from toolexec.runtimes import cgroup, fallback
 
 needs_cgroup = pytest.mark.skipif(cgroup.memory_parent() is None, reason="no memory cgroup can be made here")
@@ -174,3 +175,64 @@ def test_an_executor_closes_only_once_its_calls_cgroups_are_removed(project: Pro
         for _ in range(3):
             assert executor.call("noop", {}).status == "ok"
     assert [name for name in os.listdir(root) if name.startswith(mine)] == []
+
+
+def _pids_cgroup() -> str:
+    from toolexec.runtimes import sandbox
+
+    made = sandbox._cgroup(16) if os.geteuid() == 0 else None
+    if made is None:
+        pytest.skip("no pids cgroup can be made here (root and a writable pids hierarchy)")
+    return made
+
+
+def test_a_process_moves_itself_and_everything_it_starts_is_born_in_the_cgroup() -> None:
+    """The joining shell writes ``0`` to the cgroup's :func:`~toolexec.runtimes.cgroup.join_file` (cgroup v1's
+    ``tasks``: a single thread moves without the grace period moving a whole process waits), then becomes the command:
+    the command and its children are in the cgroup, and the cgroup counts them."""
+    import subprocess
+
+    path = _pids_cgroup()
+    try:
+        if os.path.isdir("/sys/fs/cgroup/pids"):
+            assert cgroup.join_file(path) == os.path.join(path, "tasks")
+        script = 'cat /proc/self/cgroup; sleep 0.3 & cat "$1/pids.current"; wait'
+        argv = [*cgroup.join_prefix([path], strict=True), "sh", "-c", script, "sh", path]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True)
+        lines = done.stdout.splitlines()
+        assert any(line.endswith("/" + os.path.basename(path)) for line in lines[:-1]), done.stdout
+        assert lines[-1] == "3", done.stdout  # the shell (now sh -c), cat, and the background sleep
+    finally:
+        cgroup.remove(path)
+    assert not os.path.exists(path)
+
+
+def test_a_cgroup_that_cannot_be_joined_ends_a_strict_join_before_anything_runs(tmp_path: Path) -> None:
+    """Strict (a declared policy's cgroups, outside bwrap's gate): the command never starts; best effort (the
+    baseline's): it runs."""
+    import subprocess
+
+    missing = str(tmp_path / "no-such-cgroup")
+    strict = subprocess.run([*cgroup.join_prefix([missing], strict=True), "echo", "ran"], capture_output=True, text=True)
+    assert (strict.returncode, strict.stdout) == (1, ""), strict
+    assert "no-such-cgroup" in strict.stderr
+    lenient = subprocess.run([*cgroup.join_prefix([missing], strict=False), "echo", "ran"], capture_output=True, text=True)
+    assert (lenient.returncode, lenient.stdout, lenient.stderr) == (0, "ran\n", ""), lenient
+
+
+def test_holds_tells_a_member_from_a_process_elsewhere() -> None:
+    import subprocess
+
+    path = _pids_cgroup()
+    try:
+        inside = subprocess.Popen([*cgroup.join_prefix([path], strict=True), "sleep", "5"])
+        outside = subprocess.Popen(["sleep", "5"])
+        try:
+            wait_until(lambda: cgroup.holds(path, inside.pid), "the shell to join its cgroup", timeout=5)
+            assert not cgroup.holds(path, outside.pid)
+        finally:
+            for proc in (inside, outside):
+                proc.kill()
+                proc.wait()
+    finally:
+        cgroup.remove(path)

@@ -23,6 +23,15 @@ from tests.helpers import alive, wait_until
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only")
 
+
+def _memory_cgroup() -> bool:
+    from toolexec.runtimes import cgroup
+
+    return cgroup.memory_parent() is not None
+
+
+needs_memory_cgroup = pytest.mark.skipif(not _memory_cgroup(), reason="no memory cgroup can be made here")
+
 # How long an escapee sleeps: a number no other program on this machine uses, so leftovers are ours.
 SLEEP = 1000 + int.from_bytes(os.urandom(2), "big") % 9000
 POLICY_PY = """
@@ -391,6 +400,23 @@ def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monk
     # the refused launch left nothing that holds up the next call
     again = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
     assert (again.status, again.output, marker.exists()) == ("ok", "wrote", True), again
+
+
+@needs_memory_cgroup
+def test_a_declared_cgroup_the_call_cannot_join_is_a_refusal(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shell that becomes bwrap moves itself into the call's cgroups; under a declared policy the gate checks it
+    did, and refuses the call (the tool never runs) when it did not."""
+    from toolexec.runtimes import cgroup
+
+    marker = project.root / "out" / "ran"
+    marker.parent.mkdir(parents=True)
+    with monkeypatch.context() as patched:
+        patched.setattr(cgroup, "join_file", lambda path: "/nonexistent/tasks")
+        result = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
+    assert (result.status, result.reason) == ("unavailable", "unavailable"), result
+    assert "cannot move the call into its cgroup" in (result.error or "")
+    assert not marker.exists()
+    wait_until(lambda: not _launched_for(project), "the refused sandbox's processes to end", timeout=5)
 
 
 def _launched_for(project: Project) -> list[int]:
