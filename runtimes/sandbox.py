@@ -243,36 +243,74 @@ def cgroups(confinement: Confinement) -> Held:
 # a protected path under a writable one (the functions directory under cwd) stays read-only, a hidden one stays
 # covered unless the tool declares it reads it.
 _KINDS = ("visible", "writable", "protected", "hidden", "revealed")
+# What each kind asks of its path, as the states a path can be in inside the sandbox: "ro" (the host's, read-only),
+# "rw" (the host's, writable), "masked" (covered: an empty directory or file), "absent" (under the private /tmp and
+# bound nowhere). A rule whose path is already in a state it accepts (from the nearest bind above it, else the
+# read-only root or the private /tmp) needs no bind: each bind costs the launch a mount or two.
+_ACCEPTS = {
+    "visible": ("ro",),  # seen read-only, even under a writable place
+    "writable": ("rw",),
+    "protected": ("ro", "masked"),  # never writable (a covered one stays covered: not seen again through its cover)
+    "hidden": ("masked", "absent"),
+    "revealed": ("ro", "rw"),  # readable
+}
+_STATE = {"visible": "ro", "writable": "rw", "protected": "ro", "hidden": "masked", "revealed": "ro"}
+_rules_made: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}  # the pure part of :func:`_view`, per policy
+_own_places: dict[str, tuple[str, ...]] = {}  # sys.prefix -> it, toolexec's own files and their real paths
 
 
 def _view(confinement: Confinement, argv: Sequence[str]) -> list[str]:
     """The binds over the read-only root and the private /tmp: each path as its most specific rule says (a bind
     deeper in the tree is made later, so it covers what a shallower one said of it): seen read-only, writable,
-    read-only, covered by an empty directory or file, or seen again when the tool declares it reads it."""
-    rules: list[tuple[str, str]] = [("visible", path) for path in (*_installed_under_tmp(argv), *confinement.visible)]
-    rules += [("writable", path) for path in confinement.writable]
-    # What the read-only root already says needs no bind (each costs the launch a mount or two): a protected path
-    # matters under a writable place or the private /tmp, a revealed one under a hidden path or the private /tmp.
-    writable = (*confinement.writable, "/tmp")
-    covered = (*confinement.hidden, "/tmp")
-    rules += [("protected", path) for path in confinement.protected if any(_under(path, top) for top in writable)]
-    rules += [("hidden", path) for path in confinement.hidden if path not in confinement.revealed]
-    rules += [
-        ("revealed", path)
-        for path in confinement.revealed
-        if path not in confinement.writable and any(_under(path, top) for top in covered)
-    ]
+    read-only, covered by an empty directory or file, or seen again when the tool declares it reads it. Only what
+    changes the view is bound (:data:`_ACCEPTS`); which rules those are is worked out once per policy."""
+    installed = tuple(_installed_under_tmp(argv))
+    key = (
+        confinement.visible,
+        confinement.writable,
+        confinement.protected,
+        confinement.hidden,
+        confinement.revealed,
+        installed,
+    )
+    rules = _rules_made.get(key)
+    if rules is None:
+        if len(_rules_made) >= 64:  # policies are few; a long-lived server with many cwds forgets the oldest
+            _rules_made.pop(next(iter(_rules_made)))
+        rules = _rules_made[key] = _rules(confinement, installed)
     args: list[str] = []
-    for kind, path in sorted(dict.fromkeys(rules), key=lambda rule: (rule[1].rstrip("/").count("/"), _KINDS.index(rule[0]))):
+    for kind, path in rules:
         if kind == "writable":
             args += ["--bind-try", path, path]
         elif kind != "hidden":
             args += ["--ro-bind-try", path, path]
-        elif os.path.isdir(path):
+        elif os.path.isdir(path):  # whether it is there, and what it is, as it is now (never remembered)
             args += ["--tmpfs", path]
         elif os.path.lexists(path):
             args += ["--ro-bind", "/dev/null", path]
     return args
+
+
+def _rules(confinement: Confinement, installed: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The (kind, path) rules that change the view, shallowest first (see :func:`_view`)."""
+    wanted: dict[str, str] = {}  # path -> its kind: at one path the later kind wins
+    places = [("visible", path) for path in (*installed, *confinement.visible)]
+    places += [("writable", path) for path in confinement.writable]
+    places += [("protected", path) for path in confinement.protected]
+    places += [("hidden", path) for path in confinement.hidden if path not in confinement.revealed]
+    places += [("revealed", path) for path in confinement.revealed if path not in confinement.writable]
+    for kind, path in places:
+        path = path.rstrip("/") or "/"
+        if path not in wanted or _KINDS.index(kind) > _KINDS.index(wanted[path]):
+            wanted[path] = kind
+    kept: list[tuple[str, str]] = []
+    for path, kind in sorted(wanted.items(), key=lambda rule: (rule[0].count("/"), _KINDS.index(rule[1]))):
+        above = next((_STATE[k] for k, top in reversed(kept) if _under(path, top) and path != top), None)
+        if above is None:
+            above = "absent" if _under(path, "/tmp") and path != "/tmp" else "ro"
+        if above not in _ACCEPTS[kind]:
+            kept.append((kind, path))
+    return tuple(kept)
 
 
 def _under(path: str, top: str) -> bool:
@@ -284,9 +322,14 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
     environment, toolexec's own files (its bootstraps) and the programs ``argv`` names, seen read-only."""
     import sys
 
-    places = {sys.prefix, str(Path(__file__).resolve().parent.parent)}
-    places.update(arg for arg in argv if os.path.isabs(arg) and os.path.exists(arg))
-    places.update(os.path.realpath(place) for place in list(places))
+    own = _own_places.get(sys.prefix)
+    if own is None:  # fixed for this process: resolved once
+        found = {sys.prefix, str(Path(__file__).resolve().parent.parent)}
+        own = _own_places[sys.prefix] = tuple({*found, *(os.path.realpath(place) for place in found)})
+    places = set(own)
+    for arg in argv:
+        if os.path.isabs(arg) and os.path.exists(arg):
+            places.update((arg, os.path.realpath(arg)))
     under_tmp = sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
     # A place inside another one is seen through it: a bind of its own would be made inside a read-only bind, which
     # fails for a symbolic link (a venv's bin/python under a clone in /tmp) and costs a mount otherwise.
