@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
+import sandbox_pieces_bench
 import serve_bench
 from callpath_bench import callpath_rows
 from harness import (
@@ -655,6 +656,7 @@ def main() -> None:
             ("MCP", mcp_rows),
             ("Warm tools", warm_rows),
             ("Sandbox: unconfined, the baseline, confined", sandbox_rows),
+            ("Sandbox: where a confined launch's time goes (bwrap, option by option)", sandbox_pieces_bench.pieces_rows),
             ("MCP under load, against FastMCP", mcp_load_rows),
             ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
             ("10,000 tools, and the one-shot rows with the sandbox off", scale_rows),
