@@ -328,12 +328,32 @@ def _installed_under_tmp(argv: Sequence[str]) -> list[str]:
         own = _own_places[sys.prefix] = tuple({*found, *(os.path.realpath(place) for place in found)})
     places = set(own)
     for arg in argv:
-        if os.path.isabs(arg) and os.path.exists(arg):
-            places.update((arg, os.path.realpath(arg)))
+        if os.path.isabs(arg):
+            try:
+                status = os.stat(arg)
+            except (OSError, ValueError):
+                continue
+            places.update((arg, _real_path(arg, (status.st_dev, status.st_ino))))
     under_tmp = sorted(p for p in places if p == "/tmp" or p.startswith("/tmp/"))
     # A place inside another one is seen through it: a bind of its own would be made inside a read-only bind, which
     # fails for a symbolic link (a venv's bin/python under a clone in /tmp) and costs a mount otherwise.
     return [p for p in under_tmp if not any(p != top and _under(p, top) for top in under_tmp)]
+
+
+_real_paths: dict[str, tuple[tuple[int, int], str]] = {}  # a program's path -> (the file it names, its real path)
+
+
+def _real_path(path: str, identity: tuple[int, int]) -> str:
+    """``os.path.realpath(path)`` (a system call per component), worked out again only when ``path`` names another file
+    than it did (``identity``: its device and inode now)."""
+    known = _real_paths.get(path)
+    if known is not None and known[0] == identity:
+        return known[1]
+    if len(_real_paths) >= 256:
+        _real_paths.clear()
+    real = os.path.realpath(path)
+    _real_paths[path] = (identity, real)
+    return real
 
 
 def release(held: Held | None) -> bool:
@@ -418,10 +438,16 @@ def _limits(confinement: Confinement) -> list[str]:
     return found
 
 
-def _prlimit() -> str | None:
-    from toolexec.runtimes.interpreter import which
+_prlimit_found: dict[str | None, str | None] = {}  # $PATH -> util-linux's prlimit(1) on it
 
-    return which("prlimit")
+
+def _prlimit() -> str | None:
+    path = os.environ.get("PATH")
+    if path not in _prlimit_found:  # a PATH search is ~20 system calls; looked for once per PATH
+        from toolexec.runtimes.interpreter import which
+
+        _prlimit_found[path] = which("prlimit")
+    return _prlimit_found[path]
 
 
 def _pids_root() -> str | None:

@@ -87,3 +87,26 @@ def test_whether_a_hidden_path_is_there_is_looked_at_on_every_call(tmp_path: Pat
         *("--tmpfs", str(home / ".ssh")),
         *("--ro-bind", "/dev/null", str(home / ".netrc")),
     ]
+
+
+def test_a_program_whose_link_now_names_another_file_is_resolved_again(tmp_path: Path) -> None:
+    """What a program's path resolves to is remembered (a system call per component saved per call) only while it
+    names the same file: a venv's ``bin/python`` pointed elsewhere between two calls is seen where it now leads."""
+    import os
+
+    first, second = tmp_path / "one" / "python", tmp_path / "two" / "python"
+    for program in (first, second):
+        program.parent.mkdir()
+        program.write_text("")
+    link = tmp_path / "venv" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(first)
+
+    def resolved() -> str:
+        status = os.stat(link)
+        return sandbox._real_path(str(link), (status.st_dev, status.st_ino))
+
+    assert resolved() == os.path.realpath(first)
+    link.unlink()
+    link.symlink_to(second)
+    assert resolved() == os.path.realpath(second)
