@@ -307,7 +307,7 @@ def _rules(confinement: Confinement, installed: Sequence[str]) -> tuple[tuple[st
     for path, kind in sorted(wanted.items(), key=lambda rule: (rule[0].count("/"), _KINDS.index(rule[1]))):
         above = next((_STATE[k] for k, top in reversed(kept) if _under(path, top) and path != top), None)
         if above is None:
-            above = "absent" if _under(path, "/tmp") and path != "/tmp" else "ro"
+            above = "absent" if _under(path, "/tmp") else "ro"  # /tmp itself is the private one
         if above not in _ACCEPTS[kind]:
             kept.append((kind, path))
     return tuple(kept)

@@ -58,6 +58,14 @@ def test_a_place_is_bound_again_only_where_a_rule_above_it_changed_it() -> None:
     # /tmp/elsewhere/.netrc (not there under the private /tmp), /home/u/.ssh/config (protected under a cover)
 
 
+def test_the_private_tmp_itself_is_seen_again_when_declared() -> None:
+    """``/tmp`` is covered by the private one: a tool that reads it sees the host's, one that writes a place there
+    writes the host's; a place under a declared ``/tmp`` is seen through it."""
+    found = sandbox._rules(Confinement(writable=("/tmp/work",), revealed=("/tmp", "/tmp/other")), ["/tmp/venv/bin/python"])
+    assert found == (("revealed", "/tmp"), ("writable", "/tmp/work"))
+    assert sandbox._rules(Confinement(writable=("/tmp",)), []) == (("writable", "/tmp"),)
+
+
 def test_at_one_path_the_later_kind_wins() -> None:
     """A writable place that is also revealed stays writable; a writable place that is also protected is read-only
     (as the root is: no bind); a hidden one the tool declares it reads is seen (where it is: no bind)."""
