@@ -322,6 +322,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     # server sets it in the forked process.
     bound = None if launch.file_limit is None or confinement is not None else file_bound(launch.file_limit)
     set_here = False
+    alone = False
     started_after = 0
     system.enter()
     proc: subprocess.Popen[bytes] | WarmProcess | None = None
@@ -338,6 +339,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 if proc is None and held is not None:  # run cold: the cold launch makes its own
                     sandbox.release(held)
                     held = None
+                # its own PID namespace, whose init its server reaps before it says the call's status: nothing of the
+                # call can be left once it has, and no process of it can be outside that namespace to search for
+                alone = proc is not None and isolated is not None
             if proc is None:
                 argv, env, set_here = _bound_cold(launch, argv, env, bound)
                 if confinement is not None and confinement.baseline:
@@ -397,8 +401,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         registered = proc.pid
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
-        namespaced = held is not None and held.pid_namespace  # the kernel ended what the tool left (bwrap's own too)
-        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced)
+        namespaced = alone or (held is not None and held.pid_namespace)  # the kernel ended what the tool left
+        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced, search=not alone)
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:
@@ -585,14 +589,17 @@ def _supervise(
     mark: str,
     progress_read: int,
     namespaced: bool = False,
+    *,
+    search: bool = True,
 ) -> Finished:
-    """Supervise the started tool, then kill whatever of the call is left and release every descriptor."""
+    """Supervise the started tool, then kill whatever of the call is left and release every descriptor (``search``:
+    look for processes that left its group; not for a call whose whole PID namespace is gone once it has ended)."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     supervisor: _Supervisor | None = None
     # SIGKILL goes to the whole tree at once, found while it is whole: a process that left the group is the call's
     # by its descent, which a parent killed first would cut.
-    kill_tree = lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)  # noqa: E731
+    kill_tree = (lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)) if search else (lambda: 0)
     try:
         exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
         supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)
