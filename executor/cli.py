@@ -516,7 +516,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
-    from toolexec.listing import listed
+    from toolexec.listing import listed, show
 
     tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
     if args.tags is not None and not tags:
@@ -535,7 +535,7 @@ def _list(args: argparse.Namespace) -> int:
             f"under enabled_tools in {config.path} (or write enabled_tools: all); toolexec list --all shows the visible ones",
             file=sys.stderr,
         )
-    sys.stdout.write(text)
+    show(text, sys.stdout)
     return EXIT_OK
 
 
