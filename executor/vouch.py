@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ __all__ = ["LOCAL_FILE_SYSTEMS", "Vouch", "vouch_path", "vouched"]
 LOCAL_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "overlay", "ramfs", "jfs"})
 ANSWER_SECONDS = 1.0  # a server answers in microseconds (milliseconds after a change): a slower one is not waited on
 MAX_ANSWER = 256
+NO = b"no\n"  # the server's answer when it cannot vouch
+RETRY_SECONDS = 10.0
 
 # inotify(7)
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -108,6 +111,7 @@ class Vouch:
         self._inotify = -1
         self._watched: dict[int, frozenset[str] | None] = {}  # wd: the names a folder's events count for (None: a file)
         self._answer: bytes | None = None  # the last answer; None: compute anew
+        self._retry_at = 0.0  # (time.monotonic) when a ``no`` is computed anew without an event
 
     def open(self) -> None:
         """Listen (0600; a stale socket there is replaced: the caller holds the lock of this config's server)."""
@@ -161,16 +165,20 @@ class Vouch:
                 try:
                     uid = struct.unpack("3i", conn.getsockopt(1, 17, 12))[1]  # SOL_SOCKET, SO_PEERCRED
                     conn.setblocking(False)
-                    conn.send(self.current() if uid == os.getuid() else b"no\n")
+                    conn.send(self.current() if uid == os.getuid() else NO)
                 except OSError:
                     pass
 
     def current(self) -> bytes:
-        """The answer as of now: the kept one unless an event was queued since it was computed."""
-        if self._inotify < 0 or self._changed():
+        """The answer as of now: the kept one unless an event was queued since it was computed (a ``no`` is tried
+        again after :data:`RETRY_SECONDS`: a folder made since, a watch limit raised)."""
+        changed = self._inotify >= 0 and self._changed()  # (every queued event read, whatever the answer)
+        if changed or (self._answer == NO and time.monotonic() >= self._retry_at):
             self._answer = None
         if self._answer is None:
             self._answer = self._compute()
+            if self._answer == NO:
+                self._retry_at = time.monotonic() + RETRY_SECONDS
         return self._answer
 
     def _changed(self) -> bool:
@@ -206,18 +214,16 @@ class Vouch:
             self._watch(str(config.functions_dir), _FOLDER_EVENTS | _IN_ONLYDIR, frozenset({"tools.txt"}))
             again = load_config(self.config_path)
             if (again.tools_dir, again.visible_tools) != (config.tools_dir, config.visible_tools):
-                self._unwatch()  # changed while watched: the next question computes anew
-                return b"no\n"
+                return NO  # changed while watched: its event makes the next question compute anew
             return self._files(str(config.tools_dir), list(config.visible_tools))
-        except Exception:  # a config that does not load, a folder gone, watches past the limit: no word
-            self._unwatch()
-            return b"no\n"
+        except Exception:  # a config that does not load, a folder gone, watches past the limit: no word (the
+            return NO  # watches made so far stay: a change among them is an event that makes it try again)
 
     def _files(self, tools: str, files: list[str]) -> bytes:
         from toolexec.catalog import files_digest
 
         if not _local(tools) or any("/" in file or file in ("", ".", "..") for file in files):
-            return b"no\n"
+            return NO
         folder = os.stat(tools)
         self._watch(tools, _FOLDER_EVENTS | _IN_ONLYDIR, frozenset(files))
         for file in files:
@@ -226,7 +232,7 @@ class Vouch:
         digest = files_digest(tools, files, links=False)
         here = os.stat(tools)
         if digest is None or (here.st_dev, here.st_ino) != (folder.st_dev, folder.st_ino):
-            return b"no\n"  # a symbolic link among them, or the folder replaced while watched
+            return NO  # a symbolic link among them, or the folder replaced while watched
         return f"vouch {digest} {here.st_dev} {here.st_ino}\n".encode()
 
     def _watch(self, path: str, mask: int, names: frozenset[str] | None) -> None:

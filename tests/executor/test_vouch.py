@@ -288,3 +288,43 @@ def test_a_running_serve_vouches_and_sees_an_edit_in_place(project: Project, tmp
         server.communicate(timeout=60)
     assert server.returncode == 0
     assert not os.path.exists(path)
+
+
+def test_a_server_that_cannot_watch_says_no_and_tries_again_later(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Past the watch limit (ENOSPC) the answer is no, kept (a `list` does not wait for 10,000 watches each time) until
+    RETRY_SECONDS have passed or something watched changed."""
+    import errno
+
+    from toolexec import vouch
+
+    project.tool("t1.py", tool("v1"))
+    config = str(project.configure())
+    add_watch, computed, limit = vouch._add_watch, [], [True]
+
+    def limited(fd: int, path: str, mask: int) -> int:
+        if limit[0] and path.endswith(".py"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return add_watch(fd, path, mask)
+
+    compute = Vouch._compute
+
+    def counted(self: Vouch) -> bytes:
+        computed.append(1)
+        return compute(self)
+
+    monkeypatch.setattr(vouch, "_add_watch", limited)
+    monkeypatch.setattr(Vouch, "_compute", counted)
+    server = Vouch(config)
+    try:
+        assert [server.current() for _ in range(3)] == [vouch.NO] * 3
+        assert len(computed) == 1
+        limit[0] = False
+        assert server.current() == vouch.NO  # (not tried again yet)
+        monkeypatch.setattr(vouch, "RETRY_SECONDS", 0.0)
+        server._retry_at = 0.0
+        assert server.current().startswith(b"vouch ")
+        assert len(computed) == 2
+    finally:
+        server.close()
