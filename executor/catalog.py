@@ -535,13 +535,15 @@ class Catalog:
         holding that name (every file when no entry has it, since a new one may now). A whole check of a
         saved catalog compares one digest of the files' stats with its index's, reading no row.
         """
-        if self.fingerprint != catalog_fingerprint(config):
+        fingerprint = catalog_fingerprint(config)
+        if self.fingerprint != fingerprint:
             return False
         entries = self.named(tool) if tool is not None else []
         if not entries and self.stored is not None:
             from toolexec.vouch import vouched
 
-            digest = vouched(config)  # a running server's word (no stat), else one stat per file
+            # a running server's word for these very files (no stat), else one stat per file
+            digest = vouched(config, fingerprint.get("visible_tools"))
             return (digest or files_digest(str(config.tools_dir), config.visible_tools)) == self.stored.files
         tools_dir = str(config.tools_dir)
         return all(file_stat(os.path.join(tools_dir, e.file)) == e.stat for e in entries or self.entries)

@@ -61,9 +61,11 @@ def vouch_path(config_path: str) -> str:
     return os.path.join(socket_folder(), socket_name(config_path).replace("serve-", "vouch-", 1))
 
 
-def vouched(config: Config) -> str | None:
+def vouched(config: Config, visible: str | None) -> str | None:
     """The digest of the visible files' stats as a running server watching them vouches for it now, or None when no
-    server vouches (none runs, it watches something else, or it cannot watch soundly): then the caller stats them."""
+    server vouches for these files (none runs, it watches another folder or other files, as an ``--agent``'s, or it
+    cannot watch soundly): then the caller stats them. ``visible`` is the digest of the names of the visible files
+    (``config.fingerprint()["visible_tools"]``), which the server's must be."""
     import _socket
 
     if os.environ.get("TOOLEXEC_NO_SERVER", "") not in ("", "0"):  # (serve_client.NO_SERVER_VARIABLE: no server at all)
@@ -88,7 +90,7 @@ def vouched(config: Config) -> str | None:
                 break
             answer += chunk
         words = answer.decode("ascii").split()
-        if len(words) != 4 or words[0] != "vouch" or len(words[1]) != 64:
+        if len(words) != 5 or words[0] != "vouch" or len(words[1]) != 64 or visible is None or words[4] != visible:
             return None
         here = os.stat(config.tools_dir)
         if (here.st_dev, here.st_ino) != (int(words[2]), int(words[3])):
@@ -215,11 +217,11 @@ class Vouch:
             again = load_config(self.config_path)
             if (again.tools_dir, again.visible_tools) != (config.tools_dir, config.visible_tools):
                 return NO  # changed while watched: its event makes the next question compute anew
-            return self._files(str(config.tools_dir), list(config.visible_tools))
+            return self._files(str(config.tools_dir), list(config.visible_tools), config.fingerprint()["visible_tools"])
         except Exception:  # a config that does not load, a folder gone, watches past the limit: no word (the
             return NO  # watches made so far stay: a change among them is an event that makes it try again)
 
-    def _files(self, tools: str, files: list[str]) -> bytes:
+    def _files(self, tools: str, files: list[str], visible: str) -> bytes:
         from toolexec.catalog import files_digest
 
         if not _local(tools) or any("/" in file or file in ("", ".", "..") for file in files):
@@ -233,7 +235,7 @@ class Vouch:
         here = os.stat(tools)
         if digest is None or (here.st_dev, here.st_ino) != (folder.st_dev, folder.st_ino):
             return NO  # a symbolic link among them, or the folder replaced while watched
-        return f"vouch {digest} {here.st_dev} {here.st_ino}\n".encode()
+        return f"vouch {digest} {here.st_dev} {here.st_ino} {visible}\n".encode()
 
     def _watch(self, path: str, mask: int, names: frozenset[str] | None) -> None:
         wd = _add_watch(self._inotify, path, mask)

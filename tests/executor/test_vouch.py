@@ -89,6 +89,11 @@ def no_stat(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return made
 
 
+def _vouched(config: str | Path) -> str | None:
+    loaded = load_config(config)
+    return vouched(loaded, loaded.fingerprint()["visible_tools"])
+
+
 def _listed(capsys: pytest.CaptureFixture[str], config: str) -> dict[str, str]:
     status, out, err = cli(capsys, "--config", config, "list", "--json")
     assert (status, err) == (0, "")
@@ -137,7 +142,7 @@ def test_every_change_is_seen_while_a_server_vouches(
     make(project)
     assert _listed(capsys, config) == listed
     assert cli(capsys, "--config", config, "run", "t1", "{}")[:2] == (0, output)
-    assert vouched(load_config(config)) is not None  # (still vouching after the change)
+    assert _vouched(config) is not None  # (still vouching after the change)
     no_stat.clear()
     assert _listed(capsys, config) == listed
     assert no_stat == []
@@ -152,7 +157,7 @@ def test_a_symbolic_link_among_the_files_is_never_vouched_for(
     (project.tools / "t1.py").symlink_to(target)
     config = str(project.configure(["t1.py"]))
     vouching()
-    assert vouched(load_config(config)) is None
+    assert _vouched(config) is None
     assert _listed(capsys, config) == {"t1": "Say v1."}
     with open(target, "r+", encoding="utf-8") as handle:
         handle.write(tool("v2"))
@@ -174,7 +179,7 @@ def test_a_tools_folder_replaced_is_seen(
     config = str(project.configure())
     assert _listed(capsys, config) == {"t1": "Say v1."}
     vouching()
-    assert vouched(load_config(config)) is not None
+    assert _vouched(config) is not None
     if how == "renamed":
         functions.rename(project.root / "functions.old")
         (functions / "tools").mkdir(parents=True)
@@ -184,13 +189,22 @@ def test_a_tools_folder_replaced_is_seen(
         functions.symlink_to("b")
     (functions / "tools" / "t1.py").write_text(tool("v2"))
     if how == "link-retargeted":
-        assert vouched(load_config(config)) is None
+        assert _vouched(config) is None
     assert _listed(capsys, config) == {"t1": "Say v2."}
 
 
 @pytest.mark.parametrize(
     "answer",
-    [b"", b"no\n", b"vouch\n", b"vouch x 1 2\n", b"vouch " + b"d" * 64 + b" x y\n", b"\xff" * 300, b"vouch " * 100],
+    [
+        b"",
+        b"no\n",
+        b"vouch\n",
+        b"vouch x 1 2\n",
+        b"vouch " + b"d" * 64 + b" x y\n",
+        b"vouch " + b"d" * 64 + b" 1 2 " + b"e" * 64 + b"\n",  # another folder's, other files' word
+        b"\xff" * 300,
+        b"vouch " * 100,
+    ],
     ids=repr,
 )
 def test_a_forged_or_broken_answer_is_never_trusted(
@@ -214,7 +228,7 @@ def test_a_forged_or_broken_answer_is_never_trusted(
 
         thread = threading.Thread(target=answering)
         thread.start()
-        assert vouched(load_config(config)) is None
+        assert _vouched(config) is None
         thread.join(timeout=60)
         os.unlink(path)
     with open(project.tools / "t1.py", "r+", encoding="utf-8") as handle:
@@ -236,7 +250,7 @@ def test_a_server_that_does_not_answer_is_not_waited_on_past_a_second(
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(path)
         listener.listen(4)  # never accepted: the connection waits in the backlog
-        assert vouched(load_config(config)) is None
+        assert _vouched(config) is None
         assert _listed(capsys, config) == {"t1": "Say v1."}
         os.unlink(path)
 
@@ -247,9 +261,9 @@ def test_no_server_is_asked_when_told_not_to(
     project.tool("t1.py", tool("v1"))
     config = project.configure()
     vouching()
-    assert vouched(load_config(config)) is not None
+    assert _vouched(config) is not None
     monkeypatch.setenv("TOOLEXEC_NO_SERVER", "1")
-    assert vouched(load_config(config)) is None
+    assert _vouched(config) is None
 
 
 def test_only_local_file_systems_are_vouched_for(tmp_path: Path) -> None:
@@ -270,7 +284,7 @@ def test_a_running_serve_vouches_and_sees_an_edit_in_place(project: Project, tmp
         assert server.stderr is not None
         assert server.stderr.readline().startswith(b"toolexec: serving ")
         path = vouch_path(os.path.realpath(config))
-        assert vouched(load_config(config)) is not None
+        assert _vouched(config) is not None
         listed = subprocess.run([*command, "list"], capture_output=True, timeout=120)
         assert (listed.returncode, listed.stdout.decode().splitlines()) == (
             0,
@@ -328,3 +342,18 @@ def test_a_server_that_cannot_watch_says_no_and_tries_again_later(
         assert len(computed) == 2
     finally:
         server.close()
+
+
+def test_a_word_for_other_files_is_not_taken(project: Project, vouching: Callable[[], Vouching]) -> None:
+    """The server vouches for its config's visible files; a command checking other files (an ``--agent``'s, or a
+    config read before an edit) in the same folder takes no word for them."""
+    from toolexec.recordtype import replace
+
+    project.tool("t1.py", tool("v1"))
+    project.tool("t2.py", tool("two"))
+    config = project.configure()
+    vouching()
+    assert _vouched(config) is not None
+    fewer = replace(load_config(config), visible_tools=("t1.py",))
+    assert vouched(fewer, fewer.fingerprint()["visible_tools"]) is None
+    assert vouched(load_config(config), None) is None
