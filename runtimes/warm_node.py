@@ -26,7 +26,7 @@ import subprocess
 import threading
 
 from toolexec.runtimes import baseline, process_linux, sandbox
-from toolexec.runtimes.warm_fork import START_SECONDS, register, unregister
+from toolexec.runtimes.warm_fork import SERVER_VARIABLE, START_SECONDS, register, unregister
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Spare:
             assert binary is not None
             argv = [*baseline._namespaces(binary), "--info-fd", str(info_write), "--", *argv]
         self.progress_in_spare = progress_write  # the number it has there (pass_fds keeps numbers)
-        env = {**spec.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}"}
+        env = {**spec.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}", SERVER_VARIABLE: spec.tool}
         try:
             self.proc = subprocess.Popen(
                 argv,
