@@ -74,7 +74,7 @@ process.once("beforeExit", () => {
 
 async function main() {
   const tool = spare === undefined ? null : await warmUp(spare);
-  const request = tool === null ? JSON.parse(readFileSync(0, "utf8")) : takeCall();
+  const request = spare === undefined ? JSON.parse(readFileSync(0, "utf8")) : takeCall();
   const { arguments: args, convention, order = [], export: form = "named", function: named = null } = request;
   return call(tool ?? (await load()), request, args, convention, order, form, named);
 }
@@ -88,20 +88,23 @@ async function load() {
 }
 
 // A spare: import the tool, then say "R" on the ready descriptor ("F" and why, should the import fail: the call then
-// runs cold, where the failure is reported as the call's).
+// runs cold, where the failure is reported as the call's). A "lazy" one (a one-shot run's, toolexec.node_early)
+// imports the tool only once it has its call, as a cold call does.
 async function warmUp(descriptors) {
-  const [ready, progress] = descriptors.split(":").map(Number);
+  const [ready, progress, lazy] = descriptors.split(":");
   const { closeSync, writeSync } = require("node:fs");
-  let tool;
-  try {
-    tool = await import(pathToFileURL(process.argv[2]).href);
-  } catch (error) {
-    writeSync(ready, `F${error?.message ?? error}`);
-    process.exit(0);
+  let tool = null;
+  if (lazy !== "lazy") {
+    try {
+      tool = await import(pathToFileURL(process.argv[2]).href);
+    } catch (error) {
+      writeSync(Number(ready), `F${error?.message ?? error}`);
+      process.exit(0);
+    }
   }
-  writeSync(ready, "R");
-  closeSync(ready);
-  spareProgress = progress;
+  writeSync(Number(ready), "R");
+  closeSync(Number(ready));
+  spareProgress = Number(progress);
   return tool;
 }
 
@@ -122,6 +125,7 @@ function takeCall() {
   Object.assign(process.env, env);
   failureFile = process.env.TOOLEXEC_FAILURE_FILE;
   delete process.env.TOOLEXEC_FAILURE_FILE;
+  delete process.env.TOOLEXEC_NODE_COMPILE_CACHE; // the spare's own start used it
   const limit = process.env.TOOLEXEC_FILE_LIMIT;
   delete process.env.TOOLEXEC_FILE_LIMIT;
   if (limit !== undefined) awaitFileLimit(limit);

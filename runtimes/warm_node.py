@@ -30,6 +30,9 @@ from toolexec.runtimes.warm_fork import SERVER_VARIABLE, START_SECONDS, register
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolexec.node_early import Early
     from toolexec.runtimes.warm import WarmCall, WarmSpec
 
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"
@@ -38,23 +41,30 @@ _LIMITS = {"memory": (resource.RLIMIT_AS, 0), "cpu": (resource.RLIMIT_CPU, 1), "
 
 
 class Spare:
-    """One started node, its tool imported (once :meth:`ready` said so), waiting for its call."""
+    """One started node (once :meth:`await_ready` said so: its tool imported, unless it is a one-shot run's lazy
+    spare), waiting for its call."""
 
-    def __init__(self, spec: WarmSpec) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], progress: int, progress_in_spare: int) -> None:
+        self.proc = proc
         self.problem: str | None = None
         self.node = 0  # the node's pid in this process's PID namespace (a child of bwrap's init when isolated)
+        self.progress = progress  # the read end of its progress pipe
+        self.progress_in_spare = progress_in_spare  # the write end's number there (pass_fds keeps numbers)
+
+    @classmethod
+    def start(cls, spec: WarmSpec) -> Spare:
+        """Start a spare of ``spec`` and wait until it has imported the tool (or said why not: :attr:`problem`)."""
         ready_read, ready_write = os.pipe()
-        self.progress, progress_write = os.pipe()
+        progress, progress_write = os.pipe()
         info_read, info_write = os.pipe() if spec.isolated else (-1, -1)
         argv = list(spec.argv)
         if spec.isolated:
             binary = sandbox.bwrap()
             assert binary is not None
             argv = [*baseline._namespaces(binary), "--info-fd", str(info_write), "--", *argv]
-        self.progress_in_spare = progress_write  # the number it has there (pass_fds keeps numbers)
         env = {**spec.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}", SERVER_VARIABLE: spec.tool}
         try:
-            self.proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -66,18 +76,34 @@ class Spare:
                 pass_fds=(ready_write, progress_write, *([info_write] if info_write >= 0 else [])),
             )
         except BaseException:
-            for fd in (ready_read, self.progress, info_read):
+            for fd in (ready_read, progress, info_read):
                 _close(fd)
             raise
         finally:
             for fd in (ready_write, progress_write, info_write):
                 _close(fd)
-        register(self.proc.pid)
+        register(proc.pid)
+        spare = cls(proc, progress, progress_write)
+        spare.await_ready(ready_read, info_read)
+        return spare
+
+    @classmethod
+    def adopt(cls, early: Early) -> Spare:
+        """The spare a one-shot run started before toolexec imported itself (:mod:`toolexec.node_early`)."""
+        assert early.proc is not None
+        spare = cls(early.proc, early.progress, early.progress_in_spare)
+        ready, info = early.ready, early.info
+        early.proc, early.progress, early.ready, early.info = None, -1, -1, -1
+        spare.await_ready(ready, info)
+        return spare
+
+    def await_ready(self, ready: int, info: int) -> None:
+        """Wait for the spare's word (see :meth:`_await`), then close the channels it came on."""
         try:
-            self._await(ready_read, info_read)
+            self._await(ready, info)
         finally:
-            _close(ready_read)
-            _close(info_read)
+            _close(ready)
+            _close(info)
 
     def _await(self, ready: int, info: int) -> None:
         """Wait for the spare's word: ``R`` (the tool is imported), ``F`` and why (it is not), or nothing (it died)."""
@@ -218,7 +244,7 @@ class NodeSpares:
             spare.discard()
             self._done()
             return None
-        return SpareCall(self, spare, call.progress >= 0)
+        return SpareCall(spare, call.progress >= 0, isolated=self.spec.isolated, done=self._done)
 
     def busy(self) -> int:
         """Calls handed to a spare and not yet waited for."""
@@ -254,7 +280,7 @@ class NodeSpares:
                     spare, self._ready = self._ready, None
                     break
             try:
-                spare = Spare(self.spec)
+                spare = Spare.start(self.spec)
             except OSError as exc:
                 with self._lock:
                     self._failed = f"the spare cannot start: {exc}"
@@ -284,8 +310,8 @@ class NodeSpares:
 class SpareCall:
     """A call's process: the spare that took it, as much of ``subprocess.Popen`` as the process helper uses."""
 
-    def __init__(self, server: NodeSpares, spare: Spare, progress: bool) -> None:
-        self._server, self._spare = server, spare
+    def __init__(self, spare: Spare, progress: bool, *, isolated: bool, done: Callable[[], None] | None = None) -> None:
+        self._spare, self._isolated, self._done = spare, isolated, done
         self.pid = spare.proc.pid
         self.returncode: int | None = None
         self.stdout = spare.proc.stdout
@@ -302,9 +328,26 @@ class SpareCall:
         """The call's exit status; under the baseline, bwrap's 128 + N for a tool killed by signal N is that signal."""
         if self.returncode is None:
             code = self._spare.proc.wait()
-            if self._server.spec.isolated and 128 < code <= 128 + 64:
+            if self._isolated and 128 < code <= 128 + 64:
                 code = 128 - code
             self.returncode = code
             self._spare.release()
-            self._server._done()
+            if self._done is not None:
+                self._done()
         return self.returncode
+
+
+def adopt_early(early: Early, call: WarmCall, isolated: bool) -> SpareCall | None:
+    """Hand ``call`` to the spare a one-shot run started early; None when it cannot take it (it died, or its node
+    could not be found): the caller starts the call cold."""
+    spare = Spare.adopt(early)
+    if spare.problem is None:
+        try:
+            spare.hand(call)
+            return SpareCall(spare, call.progress >= 0, isolated=isolated)
+        except OSError:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(spare.proc.pid, 9)
+    spare.discard()
+    return None
