@@ -7,9 +7,8 @@ the last one-shot run of the same tool, from the same place, wrote down: the spa
 baseline, bwrap's included) and what it adds to the environment. The two starts then run side by side.
 
 When the call is launched, the process helper adopts the spare if it is exactly what a cold start of this call
-would have been (:func:`take`): the same argv and the same environment as far as node's own start reads it (all but
-the call's own ``LLM_*`` and toolexec's variables, which the spare takes with the call, before the tool is
-imported). The call is then handed to it as to a warm spare (:mod:`toolexec.runtimes.warm_node`): its limits set
+would have been (:func:`take`): the same argv, and the same environment but for the call's own ``LLM_*`` and
+toolexec's variables, which the spare takes with the call, before the tool is imported (:func:`_compatible`). The call is then handed to it as to a warm spare (:mod:`toolexec.runtimes.warm_node`): its limits set
 on the node, its pids cgroup joined by the node itself, its environment, working directory and request down its
 stdin. Otherwise the spare is ended, unused, and the call starts cold; what this call's start would be is written
 down for the next run (:func:`remember`). A run that launches nothing ends its spare at exit.
@@ -88,7 +87,7 @@ class Early:
 
     def matches(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
         """Whether the spare is what a cold start with ``argv`` (INFO for bwrap's info descriptor) and ``env`` makes."""
-        return self.proc is not None and list(argv) == self.argv and _startup(env) == _startup(self.env)
+        return self.proc is not None and list(argv) == self.argv and _compatible(self.env, env, self.additions)
 
     def discard(self) -> None:
         """End an unused spare and release what this process holds of it."""
@@ -144,7 +143,7 @@ def remember(argv: Sequence[str], additions: Mapping[str, str], env: Mapping[str
     if early is None:
         return
     wanted = b""
-    if _startup(env) == _startup({**os.environ, **additions}):
+    if _compatible({**os.environ, **additions}, env, additions):
         fields = [*argv, "", *(f"{name}={value}" for name, value in additions.items())]
         wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
     if wanted == early.known:
@@ -212,9 +211,15 @@ def memo_path(argv: Sequence[str]) -> str | None:
     return os.path.join(folder, f"{digest:016x}")
 
 
-def _startup(env: Mapping[str, str]) -> dict[str, str]:
-    """What node's own start may read of ``env``: all of it but the call's own and toolexec's variables."""
-    return {name: value for name, value in env.items() if name not in _PER_CALL and not name.startswith(_PER_CALL_PREFIXES)}
+def _compatible(start: Mapping[str, str], call: Mapping[str, str], additions: Mapping[str, str]) -> bool:
+    """Whether a node started with ``start`` stands for one started with ``call``: every variable it started with is
+    the call's too, with the same value (so nothing the call may not see, a secret toolexec keeps from its tools, is
+    in what the node's ``/proc/self/environ`` shows), but for what toolexec added to the start (``additions``); and
+    the call adds only its own and toolexec's variables, which the node takes with the call, before the tool's first
+    line (anything else, a ``.env`` file's ``NODE_OPTIONS`` say, node's start might have read)."""
+    if any(name not in additions and call.get(name) != value for name, value in start.items()):
+        return False
+    return all(name in start or name in _PER_CALL or name.startswith(_PER_CALL_PREFIXES) for name in call)
 
 
 def _end() -> None:

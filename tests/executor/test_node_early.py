@@ -133,3 +133,19 @@ def test_a_memo_folder_others_may_open_is_not_read(project: Project) -> None:
     finally:
         folder.chmod(0o700)
     assert (run.returncode, json.loads(run.stdout)["spare"]) == (0, False)
+
+
+def test_a_secret_kept_from_tools_is_never_in_a_spare_that_runs_a_call(project: Project) -> None:
+    """A variable toolexec keeps from its tools (``secret_env``) would show in a spare's start environment: a call
+    whose command has one is never handed to a spare, and none is remembered for it."""
+    project.tool(
+        "who.ts",
+        WHO_TS.replace("JSON.stringify({", 'JSON.stringify({\n    environ: readFileSync("/proc/self/environ", "latin1"),'),
+    )
+    config = str(project.configure(sandbox="off", secret_env=["WHO_SECRET"]))
+    assert toolexec("--config", config, "run", "who", '{"text": "a"}').returncode == 0
+    assert len(_memos(_cache(project))) == 1
+    runs = [toolexec("--config", config, "run", "who", '{"text": "b"}', env={"WHO_SECRET": "hunter2"}) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0]
+    assert [(json.loads(r.stdout)["spare"], "hunter2" in r.stdout) for r in runs] == [(False, False)] * 2
+    assert _memos(_cache(project)) == []
