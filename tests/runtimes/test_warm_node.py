@@ -150,3 +150,29 @@ def test_a_warm_call_that_times_out_is_killed_with_its_tree(project: Project, pr
         assert (result.status, result.exit_code) == ("timeout", 124)
         assert marked_processes(private_tmpdir) == []
     assert _spares() == []
+
+
+@pytest.mark.parametrize("sandbox", ["off", "declared"])
+def test_progress_of_a_warm_call_and_of_one_that_does_not_listen(project: Project, sandbox: str) -> None:
+    from toolexec.runtimes import CallControl
+
+    project.tool(
+        "prog.mjs",
+        'import { appendFileSync } from "node:fs";\n/** P. @warm */\nexport function run() {\n'
+        "  if (!process.env.LLM_PROGRESS) return 'deaf';\n"
+        '  appendFileSync(process.env.LLM_PROGRESS, JSON.stringify({ progress: 1, total: 2 }) + "\\n");\n'
+        '  appendFileSync(process.env.LLM_PROGRESS, JSON.stringify({ progress: 2, total: 2 }) + "\\n");\n'
+        "  return 'ok';\n}\n",
+    )
+    with project.executor(sandbox=sandbox) as executor:
+        for _ in range(2):  # the server's first spare, and a later one
+            events: list[dict] = []
+            control = CallControl(on_event=events.append)
+            try:
+                result = executor.call("prog", {}, cancel=control)
+            finally:
+                control.close()
+            assert (result.ok, result.output) == (True, "ok")
+            assert [(e["progress"], e["total"]) for e in events if e["event"] == "progress"] == [(1, 2), (2, 2)]
+            assert executor.call("prog", {}).output == "deaf"
+    assert _spares() == []
