@@ -601,18 +601,20 @@ def _warm_text(config: Any, tool: Any) -> str:
         return ""
     if effective(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox) is not None:
         return "no: its sandbox policy is applied to each call's own start, so it runs cold"
-    if tool.language in ("javascript", "typescript"):
-        return "no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
     yes = "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+    if tool.language in ("javascript", "typescript"):
+        yes = "yes: each call is a fresh node started ahead of it with the tool imported (Executor, toolexec mcp)"
+        if tool.metadata.warm == "shared":
+            yes += "; a shared worker is not built: `shared` runs so too"
     if config.sandbox == "off":
         return yes
     from toolexec.runtimes import baseline
 
-    if tool.language != "python":
+    if tool.language == "bash":
         return "no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
     if not baseline.usable():
         return "no: this host makes no PID namespace (bwrap) for the sandbox baseline to give each call, so it runs cold"
-    return yes.replace("once", "once, in a PID namespace of its own")
+    return yes.replace("once", "once, in a PID namespace of its own").replace("it with", "it in a PID namespace of its own with")
 
 
 def describe_text(tool: Any, *, warm: str = "") -> list[str]:

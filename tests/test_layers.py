@@ -94,6 +94,7 @@ LAYERS = [
         "toolexec.mediatype",
         "toolexec.capspec",
         "toolexec.strictjson",
+        "toolexec.node_early",
     },
 ]
 # Inside the leaf vocabulary: what each may import of the project.
@@ -110,6 +111,7 @@ LEAVES = {
     "toolexec.policy": {"toolexec.records", "toolexec.recordtype"},
     "toolexec.mcp_settings": {"toolexec.errors", "toolexec.recordtype"},  # mcp.auth's record and OAuth scope syntax
     "toolexec.strictjson": set(),
+    "toolexec.node_early": set(),  # imported by the installed command before anything else (toolexec.entry)
 }
 # (importer, imported) -> why an upward import is right there.
 JUSTIFIED: dict[tuple[str, str], str] = {
