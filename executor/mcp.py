@@ -648,19 +648,9 @@ class ToolServer:
         finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
 
-        self.authenticating = token is not None or self.config.mcp.auth is not None
+        from toolexec.mcp_http import quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
-        from toolexec.mcp_http import Gate, guard_and_routes, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
-        from toolexec.mcp_http_call import DirectCalls  # noqa: PLC0415 - only --http needs it
-        from toolexec.mcp_http_memo import ListMemo  # noqa: PLC0415 - only --http needs it
-
-        guard, routes = guard_and_routes(self, token, client_secret)
-        app = self.server.streamable_http_app(
-            stateless_http=True,
-            transport_security=self._transport_security(host),
-            host=host,
-            custom_starlette_routes=routes,
-        )
+        gate, _ = self.http_app(host, token, client_secret)
         shown = f"[{host}]" if ":" in host else host
 
         class Uvicorn(uvicorn.Server):
@@ -668,8 +658,7 @@ class ToolServer:
             def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
                 yield
 
-        memo = ListMemo("/mcp", lambda: self.listing)
-        server = Uvicorn(uvicorn_config(Gate(app, guard, memo=memo, direct=DirectCalls(self, "/mcp"))))
+        server = Uvicorn(uvicorn_config(gate))
 
         async def stop() -> None:
             await self.cancel_all()
@@ -688,6 +677,24 @@ class ToolServer:
                 await self.cancel_all()
                 sock.close()
                 group.cancel_scope.cancel()
+
+    def http_app(self, host: str, token: str | None, client_secret: str | None = None) -> tuple[Any, Any]:
+        """The ASGI app serving Streamable HTTP on ``host`` (:class:`toolexec.mcp_http.Gate` in front of the SDK's
+        stateless app), and the SDK's app (whose lifespan runs its session manager)."""
+        from toolexec.mcp_http import Gate, guard_and_routes  # noqa: PLC0415 - imports uvicorn
+        from toolexec.mcp_http_call import DirectCalls  # noqa: PLC0415 - only --http needs it
+        from toolexec.mcp_http_memo import ListMemo  # noqa: PLC0415 - only --http needs it
+
+        self.authenticating = token is not None or self.config.mcp.auth is not None
+        guard, routes = guard_and_routes(self, token, client_secret)
+        app = self.server.streamable_http_app(
+            stateless_http=True,
+            transport_security=self._transport_security(host),
+            host=host,
+            custom_starlette_routes=routes,
+        )
+        memo = ListMemo("/mcp", lambda: self.listing)
+        return Gate(app, guard, memo=memo, direct=DirectCalls(self, "/mcp")), app
 
     def _transport_security(self, host: str) -> TransportSecuritySettings:
         """DNS-rebinding protection: Host must be this server's (or a configured proxy's); Origin a loopback or configured one."""
