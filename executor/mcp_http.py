@@ -18,7 +18,8 @@ Every client is treated as hostile, authenticated or not:
   answered it (:mod:`toolexec.mcp_http_memo`), without a session made per request; a plain ``tools/call`` is
   answered by the call path directly, as the SDK would answer it (:mod:`toolexec.mcp_http_call`).
 * ``TCP_NODELAY`` on every accepted connection: without it a keep-alive reply waits ~40 ms for Nagle's
-  algorithm (the listening socket is made here, so asyncio does not set it).
+  algorithm (the listening socket is made here, so asyncio does not set it); what a reply writes in one turn of the
+  event loop leaves in one segment (:class:`Coalescing`).
 """
 
 from __future__ import annotations
@@ -370,6 +371,39 @@ def connection_cap() -> int:
     return max(16, min(4096, limit // 2))
 
 
+class Coalescing:
+    """A connection's transport whose writes within one turn of the event loop leave in one ``send()``.
+
+    uvicorn writes a response's head, each body chunk and the chunked encoding's end separately; with
+    ``TCP_NODELAY`` each would be a TCP segment of its own, which the client wakes up for (three for every MCP
+    answer). Joined, a small answer is one segment. Everything else is the transport's own."""
+
+    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        if not self._pending:
+            self._loop.call_soon(self.flush)
+        self._pending.append(bytes(data))
+
+    def flush(self) -> None:
+        """Send what was written since the last flush."""
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline for request headers, ``TCP_NODELAY``, and a connection cap that
     closes the oldest idle connection to make room for a new one."""
@@ -377,7 +411,7 @@ class BoundedH11Protocol(H11Protocol):
     cap = 1024  # set by :func:`serve` from :func:`connection_cap`
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(Coalescing(transport, self.loop))  # type: ignore[arg-type]  # a transport to uvicorn
         self.header_timer: Any = None
         self.opened = self.loop.time()
         sock = transport.get_extra_info("socket")
