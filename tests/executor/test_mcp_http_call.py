@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -445,3 +446,49 @@ def test_the_sdks_client_and_raw_http_get_the_same_results_on_both_paths(server:
     assert anyio.run(through_the_sdk) == expected
     assert expected[0]["content"] == [{"type": "text", "text": "h\u00e9llo \U0001f600h\u00e9llo \U0001f600"}]
     assert server.proc.poll() is None
+
+
+@pytest.mark.slow
+def test_a_stop_answers_the_direct_calls_in_flight_and_ends_their_processes(
+    unconfined: None, project_tools: Project, tmp_path: Path
+) -> None:
+    """(Unconfined: the tools write their own process ids.)"""
+    running = Server(project_tools, "--token-env", "T", env={"T": TOKEN})
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": VERSION,
+    }
+    markers = [tmp_path / f"pid{n}" for n in range(2)]
+    answers: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        async with httpx2.AsyncClient(headers=headers, timeout=WAIT) as client:
+            admitted = await client.post(running.url, json=call("echo", {"text": "x"}))  # the SDK admits these headers
+            assert result_of(admitted.content)["result"]["content"] == [{"type": "text", "text": "x"}]
+
+            async def sleep(n: int) -> None:
+                reply = await client.post(running.url, json=call("sleeper", {"marker": str(markers[n])}, n))
+                answers.append(result_of(reply.content))
+
+            async with anyio.create_task_group() as group:
+                for n in range(2):
+                    group.start_soon(sleep, n)
+                with anyio.fail_after(WAIT):
+                    while not all(m.exists() and m.read_text() for m in markers):
+                        await anyio.sleep(0.01)
+                running.proc.send_signal(signal.SIGTERM)
+
+    try:
+        anyio.run(scenario)
+    finally:
+        status = running.stop()
+    assert status == 0
+    message = (
+        "toolexec mcp is shutting down: the call of 'sleeper' was cancelled and its processes ended; "
+        "send it again once the server is back"
+    )
+    assert sorted(answers, key=lambda a: a["id"]) == [
+        {"jsonrpc": "2.0", "id": n, "error": {"code": types.INTERNAL_ERROR, "message": message}} for n in range(2)
+    ]
+    assert not any(_alive(int(m.read_text())) for m in markers)
