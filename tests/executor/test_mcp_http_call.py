@@ -492,3 +492,44 @@ def test_a_stop_answers_the_direct_calls_in_flight_and_ends_their_processes(
         {"jsonrpc": "2.0", "id": n, "error": {"code": types.INTERNAL_ERROR, "message": message}} for n in range(2)
     ]
     assert not any(_alive(int(m.read_text())) for m in markers)
+
+
+# --- OAuth: the token's scopes and subject reach the call path on both paths -----------------------------------------
+
+RESOURCE = "https://tools.example.test/mcp"
+PUSH = """#!/usr/bin/env bash
+# @describe Push the branch.
+# @meta scope repo:write
+# @option --branch! the branch
+main() { echo "pushed $argc_branch" >> "$LLM_OUTPUT"; }
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+def test_an_oauth_callers_scopes_and_subject_are_the_same_on_both_paths(project: Project) -> None:
+    from tests.executor.oauth_issuer import Issuer
+
+    project.tool("push.sh", PUSH)
+    with Issuer() as issuer:
+        auth = {"issuer": issuer.url, "resource": RESOURCE, "jwks_uri": issuer.jwks_uri, "required_scopes": ["mcp:tools"]}
+        project.configure(["push.sh"], mcp={"auth": auth}, audit_log={"path": "audit.jsonl"})
+        allowed = issuer.token(RESOURCE, "mcp:tools repo:write", sub="ada")
+        lacking = issuer.token(RESOURCE, "mcp:tools", sub="bob")
+
+        def headers(token: str) -> list[tuple[bytes, bytes]]:
+            return [*HEADERS[:4], (b"authorization", f"Bearer {token}".encode())]
+
+        async def scenario() -> tuple[Any, Any, list[int]]:
+            async with served(project, token=None) as running:
+                sdk, direct = await running.both(call("push", {"branch": "main"}), headers(allowed))
+                refused = [(await running.post(call("push", {"branch": "main"}), headers(lacking)))[0] for _ in range(2)]
+                return sdk, direct, refused
+
+        sdk, direct, refused = anyio.run(scenario)
+    assert sdk == direct
+    assert result_of(direct[2])["result"]["content"] == [{"type": "text", "text": "pushed main\n"}]
+    assert refused == [403, 403]
+    lines = [json.loads(line) for line in (project.root / "audit.jsonl").read_text().splitlines()]
+    assert len(lines) == 3  # the SDK's call, the one that admitted the headers, the direct one; none refused
+    seen = [{key: line[key] for key in ("tool", "caller", "outcome", "reason")} for line in lines]
+    assert seen == [{"tool": "push", "caller": {"surface": "mcp", "subject": "ada"}, "outcome": "ok", "reason": None}] * 3
