@@ -39,6 +39,7 @@ LAYERS = [
         "toolexec.mcp",
         "toolexec.mcp_http",
         "toolexec.mcp_http_memo",
+        "toolexec.mcp_http_call",
         "toolexec.mcp_auth",
         "toolexec.mcp_paths",
         "toolexec.mcp_stdio",
