@@ -1,6 +1,6 @@
 """The MCP server under load and over HTTP keep-alive, side by side with FastMCP (the SDK's ``MCPServer``) in one run.
 
-    python benchmarks/mcp_load_bench.py [ROUNDS]
+    python benchmarks/mcp_load_bench.py [ROUNDS] [--http]     # --http: the Streamable HTTP figures only
 
 * stdio, 100 ``tools/call`` of a no-op Bash tool in flight at once: calls/s of ``toolexec mcp`` against FastMCP
   whose tool runs the same script with ``asyncio.create_subprocess_exec`` (``fastmcp_reference.py``), driven by the
@@ -9,7 +9,9 @@
   cost from the sandbox's.
 * Streamable HTTP, one keep-alive connection: ``tools/list`` (target ≤ 1.2× FastMCP's time), and ``tools/call`` of a
   no-op Python tool at concurrency 1 against FastMCP calling the same function in-process (target ≥ 1.0× its calls/s
-  with a warm tool; the tool says ``Warm: true``, which a toolexec without warm tools reads as description).
+  with a warm tool; the tool says ``Warm: true``, which a toolexec without warm tools reads as description), under
+  the default sandbox and with ``sandbox: off``; with the CPU time each server process spends per request (ours
+  without the tool's own process: the warm server and the forked call are processes of their own).
 
 Both servers are stateless over HTTP and unauthenticated (``--no-token``), on loopback. Medians of each, and the
 median of the adjacent pairs' ratios, which a drifting shared machine affects least.
@@ -126,8 +128,14 @@ def requester(
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
 
     def request() -> None:
-        client.request("POST", "/mcp", body=body, headers=HEADERS)
-        response = client.getresponse()
+        try:
+            client.request("POST", "/mcp", body=body, headers=HEADERS)
+            response = client.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # The server closed the connection after its keep-alive time (the other server's turn took longer): again.
+            client.close()
+            client.request("POST", "/mcp", body=body, headers=HEADERS)
+            response = client.getresponse()
         text = response.read().decode()
         if text.startswith("event:") or text.startswith("data:"):
             text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
@@ -161,8 +169,9 @@ def warm_in(describe: Any) -> bool:
     return False
 
 
-def http_figures(config: Path, toolexec: list[str], env: dict[str, str], runs: int) -> dict[str, Any]:
-    """tools/list and a Python tools/call at concurrency 1 over one keep-alive connection each, ours and FastMCP's."""
+def http_figures(config: Path, toolexec: list[str], env: dict[str, str], runs: int, *, listing: bool = True) -> dict[str, Any]:
+    """A Python tools/call at concurrency 1 (and tools/list, with ``listing``) over one keep-alive connection each,
+    ours and FastMCP's, with the CPU time each server process spends per request."""
     tool = config.parent / "functions" / "tools" / "noop_py.py"
     described = subprocess.run(
         [*toolexec, "--config", str(config), "describe", "noop_py", "--json"], env=env, capture_output=True, text=True, check=True
@@ -176,24 +185,49 @@ def http_figures(config: Path, toolexec: list[str], env: dict[str, str], runs: i
     except BaseException:
         ours.close()
         raise
+    found: dict[str, Any] = {"warm": warm_in(json.loads(described.stdout))}
     try:
         a = http.client.HTTPConnection("127.0.0.1", ports[0], timeout=30)
         b = http.client.HTTPConnection("127.0.0.1", ports[1], timeout=30)
         try:
-            listed = lambda result: len(result["tools"]) == 4  # noqa: E731
+            if listing:
+                listed = lambda result: len(result["tools"]) == 4  # noqa: E731
+                ours_list, reference_list = requester(a, "tools/list", {}, listed), requester(b, "tools/list", {}, listed)
+                found["list"] = paired_ms(ours_list, reference_list, runs)
+                found["list_cpu"] = (
+                    cpu_ms(ours.process.pid, ours_list, 10 * runs),
+                    cpu_ms(reference.process.pid, reference_list, 10 * runs),
+                )
             answered = lambda result: not result.get("isError") and result["content"][0]["text"] == "x"  # noqa: E731
             call = {"name": "noop_py", "arguments": {"text": "x"}}
-            ours_list, reference_list = requester(a, "tools/list", {}, listed), requester(b, "tools/list", {}, listed)
-            listing = paired_ms(ours_list, reference_list, runs)
-            cpu = cpu_ms(ours.process.pid, ours_list, 10 * runs), cpu_ms(reference.process.pid, reference_list, 10 * runs)
-            calling = paired_ms(requester(a, "tools/call", call, answered), requester(b, "tools/call", call, answered), runs)
+            ours_call, reference_call = requester(a, "tools/call", call, answered), requester(b, "tools/call", call, answered)
+            found["call"] = paired_ms(ours_call, reference_call, runs)
+            found["call_cpu"] = cpu_ms(ours.process.pid, ours_call, runs), cpu_ms(reference.process.pid, reference_call, runs)
         finally:
             a.close()
             b.close()
     finally:
         ours.close()
         reference.close()
-    return {"list": listing, "list_cpu": cpu, "call": calling, "warm": warm_in(json.loads(described.stdout))}
+    return found
+
+
+def call_row(figures: dict[str, Any], sandbox: str) -> Any:
+    """The row of the HTTP ``tools/call`` figures (see :func:`http_figures`)."""
+    from run import Row
+
+    call, cpu = figures["call"], figures["call_cpu"]
+    kind = "warm" if figures["warm"] else "cold (no warm tools on this branch)"
+    return Row(
+        f"MCP HTTP keep-alive, concurrency 1, {kind} Python tool{sandbox}",
+        f"{1000 / call.ours:.0f} calls/s",
+        f"FastMCP, the function in-process: {1000 / call.bare:.0f} calls/s",
+        f"{1 / call.ratio:.2f}x",
+        "≥ 1.0x (warm)",
+        1 / call.ratio >= 1.0 if figures["warm"] else None,
+        f"{call.ours:.1f} ms against {call.bare:.1f} ms per call; server CPU per call {cpu[0]:.2f} ms against {cpu[1]:.2f} ms "
+        "(ours without the tool's own process)",
+    )
 
 
 def project(root: Path, **settings: object) -> Path:
@@ -238,24 +272,15 @@ def measured_rows(b: Any) -> list[Any]:
     cpu = figures["list_cpu"]
     note = f"4 tools, stateless; server CPU per request {cpu[0]:.2f} ms against FastMCP's {cpu[1]:.2f} ms"
     found.append(ratio_row("`tools/list` over Streamable HTTP keep-alive", figures["list"], "FastMCP", 1.2, note))
-    call = figures["call"]
-    kind = "warm" if figures["warm"] else "cold (no warm tools on this branch)"
-    found.append(
-        Row(
-            f"MCP HTTP keep-alive, concurrency 1, {kind} Python tool",
-            f"{1000 / call.ours:.0f} calls/s",
-            f"FastMCP, the function in-process: {1000 / call.bare:.0f} calls/s",
-            f"{1 / call.ratio:.2f}x",
-            "≥ 1.0x (warm)",
-            1 / call.ratio >= 1.0 if figures["warm"] else None,
-            f"{call.ours:.1f} ms against {call.bare:.1f} ms per call",
-        )
-    )
+    found.append(call_row(figures, ""))
+    found.append(call_row(http_figures(unconfined, toolexec, b.env, RUNS, listing=False), ", `sandbox: off`"))
     return found
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 11
+    http_only = "--http" in sys.argv[1:]  # only the Streamable HTTP figures
+    numbers = [arg for arg in sys.argv[1:] if arg != "--http"]
+    rounds = int(numbers[0]) if numbers else 11
     env = clean_env()
     with tempfile.TemporaryDirectory() as tmp:
         config = project(Path(tmp) / "default")
@@ -264,22 +289,27 @@ def main() -> None:
         print(f"load average {os.getloadavg()[0]:.2f}")
         for where, sandbox in ((config, "default sandbox"), (unconfined, "sandbox: off")):
             subprocess.run([*toolexec, "--config", str(where), "build"], env=env, check=True, capture_output=True)
+            if http_only:
+                continue
             ours, reference, ratio, ours_cpu, reference_cpu = stdio_load(where, toolexec, env, rounds)
             print(
                 f"stdio, {IN_FLIGHT} Bash calls in flight ({sandbox}): toolexec {ours:.0f} calls/s, FastMCP {reference:.0f} calls/s, "
                 f"ratio {ratio:.2f}x (target ≥ 1.0x); server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms"
             )
-        figures = http_figures(config, toolexec, env, RUNS)
-        listing, call = figures["list"], figures["call"]
-        print(
-            f"HTTP keep-alive tools/list: toolexec {listing.ours:.2f} ms, FastMCP {listing.bare:.2f} ms, ratio {listing.ratio:.2f}x "
-            f"(target ≤ 1.2x); server CPU per request {figures['list_cpu'][0]:.2f} ms against {figures['list_cpu'][1]:.2f} ms"
-        )
-        print(
-            f"HTTP keep-alive tools/call, {'warm' if figures['warm'] else 'cold'} Python tool, concurrency 1: toolexec "
-            f"{1000 / call.ours:.0f} calls/s ({call.ours:.2f} ms), FastMCP in-process {1000 / call.bare:.0f} calls/s "
-            f"({call.bare:.2f} ms), ratio {1 / call.ratio:.2f}x (target ≥ 1.0x warm)"
-        )
+        for where, sandbox in ((config, "default sandbox"), (unconfined, "sandbox: off")):
+            figures = http_figures(where, toolexec, env, RUNS)
+            listing, call = figures["list"], figures["call"]
+            print(
+                f"HTTP keep-alive tools/list ({sandbox}): toolexec {listing.ours:.2f} ms, FastMCP {listing.bare:.2f} ms, "
+                f"ratio {listing.ratio:.2f}x (target ≤ 1.2x); server CPU per request {figures['list_cpu'][0]:.2f} ms "
+                f"against {figures['list_cpu'][1]:.2f} ms"
+            )
+            print(
+                f"HTTP keep-alive tools/call, {'warm' if figures['warm'] else 'cold'} Python tool, concurrency 1 ({sandbox}): "
+                f"toolexec {1000 / call.ours:.0f} calls/s ({call.ours:.2f} ms), FastMCP in-process {1000 / call.bare:.0f} "
+                f"calls/s ({call.bare:.2f} ms), ratio {1 / call.ratio:.2f}x (target ≥ 1.0x warm); server CPU per call "
+                f"{figures['call_cpu'][0]:.2f} ms against {figures['call_cpu'][1]:.2f} ms"
+            )
         print(f"load average {os.getloadavg()[0]:.2f}")
 
 

@@ -388,7 +388,7 @@ def warm_rows(b: Bench) -> list[Row]:
     figures = measure(RUNS)
     rows = []
     for mode, where in (("declared", "the sandbox's baseline (the default)"), ("off", "`sandbox: off`")):
-        ours, bare, ratio, _ = figures[f"noop:{mode}"]
+        ours, bare, ratio, python = figures[f"noop:{mode}"]
         warm, cold, heavy, label = figures[f"heavy:{mode}"]
         rows += [
             Row(
@@ -398,6 +398,7 @@ def warm_rows(b: Bench) -> list[Row]:
                 f"{ratio:.2f}x",
                 "≤ 0.2x",
                 ratio <= 0.2,
+                note=f"the tool's Python and the reference's: {python}",
             ),
             Row(
                 f"heavy-import tool ({label}), warm vs the same tool cold, {where}",

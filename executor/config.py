@@ -3,7 +3,7 @@
 Lookup order: ``--config``, ``$TOOLEXEC_CONFIG``, ``./config.yaml`` when it is a toolexec
 config (it has ``visible_tools`` or ``functions_dir``), ``$XDG_CONFIG_HOME/toolexec/config.yaml``,
 then the embedded default. A parsed
-copy is kept in the user cache keyed by the file's size and mtime, so that a
+copy is kept in the user cache keyed by the file's identity, size, mtime and ctime, so that a
 call does not pay for a YAML parser when nothing changed.
 """
 
@@ -308,13 +308,14 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """The parsed YAML mapping, from a snapshot keyed by the file's size and mtime when there is one."""
+    """The parsed YAML mapping, from a snapshot keyed by the file's identity, size, mtime and ctime when there is one
+    (ctime: a file put back with an old mtime, ``cp -p``, ``rsync -t``, ``tar x``, still changes it)."""
     try:
         stat = path.stat()
     except OSError as exc:
         raise ConfigError(str(path), f"cannot read the config file: {exc.strerror}") from None
     snapshot = config_snapshot(path)
-    key = [str(path), stat.st_mtime_ns, stat.st_size]
+    key = [str(path), stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size]
     try:
         cached = json.loads(snapshot.read_text(encoding="utf-8"))
         if cached.get("key") == key:

@@ -101,6 +101,50 @@ class ServeOptions:
     warm: bool | None = None
 
 
+# How a progress event reaches the client: (progress, total, message).
+ReportProgress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Requester:
+    """Who sends one ``tools/call`` and what their connection allows: read from the SDK's request context
+    (:meth:`of`), or from the HTTP request itself by the direct path (:mod:`toolexec.mcp_http_call`)."""
+
+    caller: Caller  # for the audit log
+    modern: bool  # the 2026-07-28 revision (or later)
+    authorization: str | None  # the Authorization header sent ("" for none); None off HTTP (stdio)
+    ask: mcp_asking.Answerer | None = None  # how the client answers a tool's questions (None: it cannot)
+    progress: ReportProgress | None = None  # None: the client sent no progress token
+
+    @classmethod
+    def of(cls, ctx: ServerRequestContext[Any, Any], authenticating: bool) -> Requester:
+        """The requester of the request ``ctx`` describes."""
+        params = getattr(ctx.session, "client_params", None)
+        info = getattr(params, "client_info", None)
+        headers = getattr(ctx.request, "headers", None)
+        authorization = None if headers is None else (headers.get("authorization") or "")
+        listening = (ctx.meta or {}).get("progress_token") is not None
+        return cls(
+            caller=caller(f"{info.name} {info.version}".strip() if info is not None else None, authorization, authenticating),
+            modern=mcp_results.modern(ctx),
+            authorization=authorization,
+            ask=mcp_asking.answerer(ctx),
+            progress=ctx.session.report_progress if listening else None,
+        )
+
+
+def caller(client: str | None, authorization: str | None, authenticating: bool) -> Caller:
+    """Who asks, for the audit log: the client as it named itself, and the bearer token's subject when the server
+    checks one (the OAuth access token's subject or client, or ``static token`` for ``mcp.token_env``'s)."""
+    subject = None
+    oauth = get_access_token()
+    if oauth is not None:
+        subject = getattr(oauth, "subject", None) or oauth.client_id
+    elif authenticating and authorization:
+        subject = "static token"
+    return Caller(surface="mcp", client=client, subject=subject)
+
+
 def summary_of(tool: ToolDeclaration) -> str:
     """The one-line summary: the declared one, else the description's first line."""
     return tool.metadata.summary or (tool.description.strip().split("\n", 1)[0] if tool.description else tool.name)
@@ -344,16 +388,23 @@ class ToolServer:
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        """``tools/call`` as the SDK hands it over: :meth:`answer_call` for the request ``ctx`` describes."""
+        return await self.answer_call(params, Requester.of(ctx, self.authenticating))
+
+    async def answer_call(
+        self, params: types.CallToolRequestParams, requester: Requester
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602;
-        a tool's question goes to the client (:mod:`toolexec.mcp_asking`)."""
+        a tool's question goes to the client (:mod:`toolexec.mcp_asking`). The SDK's handler and the direct HTTP path
+        (:mod:`toolexec.mcp_http_call`) both answer here."""
         listing = self.listing
         if params.name == DESCRIBE_TOOL and self.options.catalog == "summaries" and DESCRIBE_TOOL not in listing.by_mcp_name:
             return self._describe(listing, params.arguments)
         name = listing.map.original(params.name)
         tool = listing.by_name.get(name)
         call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {}, scopes=granted_scopes())
-        call = mcp_asking.resumed(ctx, call, params)
-        result = await self._invoke(ctx, call, mcp_asking.answerer(ctx))
+        call = mcp_asking.resumed(call, params)
+        result = await self._invoke(requester, call)
         if result.input_request is not None:
             return mcp_asking.input_required(result, call)
         if self.stopping and result.status == "cancelled":
@@ -364,21 +415,23 @@ class ToolServer:
             )
         if result.reason in ("unknown_tool", "not_enabled"):
             raise MCPError(types.INVALID_PARAMS, self.scrub(result.error or f"unknown tool {params.name!r}"))
-        answer = self.shape(listing, result, ctx, tool)
+        answer = self.shape(listing, result, requester.modern, tool)
         if result.ok and result.artifacts and not answer.is_error:
-            files = await anyio.to_thread.run_sync(mcp_results.content, result.artifacts, mcp_results.owner_of(ctx, self.owner))
+            owner = mcp_results.owner_for(requester.authorization, self.owner)
+            files = await anyio.to_thread.run_sync(mcp_results.content, result.artifacts, owner)
             answer.content = [block for block in answer.content if not _empty_text(block)] + files
         return answer
 
     def shape(
-        self, listing: Listing, result: ToolResult, ctx: ServerRequestContext[Any, Any], tool: ToolDeclaration | None = None
+        self, listing: Listing, result: ToolResult, modern: bool, tool: ToolDeclaration | None = None
     ) -> types.CallToolResult:
-        """The ``CallToolResult`` of a finished call (a task's result too): an error, or the output as declared; what
-        toolexec says in it carries no server path."""
+        """The ``CallToolResult`` of a finished call (a task's result too) for a client of the 2026-07-28 revision
+        (``modern``) or an earlier one: an error, or the output as declared; what toolexec says in it carries no
+        server path."""
         if not result.ok:
             return _error(self.scrub(result.error or f"Tool call '{result.tool_name}' failed"))
         result = replace(result, notes=tuple(self.scrub(note) for note in result.notes))
-        return self._success(listing, tool or listing.by_name.get(result.tool_name), result, ctx)
+        return self._success(listing, tool or listing.by_name.get(result.tool_name), result, modern)
 
     def scrub(self, text: str) -> str:
         """``text`` (what toolexec, not the tool, says to a client) without the server's paths (:func:`scrub`)."""
@@ -396,9 +449,7 @@ class ToolServer:
             content=[types.TextContent(text=json.dumps(spec, indent=2, ensure_ascii=False))], structured_content=spec
         )
 
-    def _success(
-        self, listing: Listing, tool: ToolDeclaration | None, result: ToolResult, ctx: ServerRequestContext[Any, Any]
-    ) -> types.CallToolResult:
+    def _success(self, listing: Listing, tool: ToolDeclaration | None, result: ToolResult, modern: bool) -> types.CallToolResult:
         text = result.output + "".join(f"\n[toolexec note: {note}]" for note in result.notes)
         check = listing.output_check(tool) if tool is not None else None
         if check is None:
@@ -418,12 +469,10 @@ class ToolServer:
             )
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(value, ensure_ascii=False))],
-            structured_content=mcp_results.structured(value, ctx),
+            structured_content=mcp_results.structured(value, modern),
         )
 
-    async def _invoke(
-        self, ctx: ServerRequestContext[Any, Any], call: ToolCall, ask: mcp_asking.Answerer | None = None
-    ) -> ToolResult:
+    async def _invoke(self, requester: Requester, call: ToolCall) -> ToolResult:
         """Run one call down the call path; progress events become notifications; cancelling the request ends the
         call's tree.
 
@@ -431,11 +480,13 @@ class ToolServer:
         thread once it has it. Progress is wired (a pipe for the tool, a task forwarding its lines) only when the
         client sent a progress token: otherwise there is no one to tell, and the tool sees no ``LLM_PROGRESS``.
         """
-        pending = self.calls.prepare(call, caller=_caller(ctx, self.authenticating))
+        pending = self.calls.prepare(call, caller=requester.caller)
         if isinstance(pending, ToolResult):
             return pending
         slot = await self._slot(pending)
-        listening = (ctx.meta or {}).get("progress_token") is not None
+        report = requester.progress
+        listening = report is not None
+        ask = requester.ask
         latest = LatestProgress()
 
         def on_event(event: dict[str, Any]) -> None:
@@ -457,9 +508,10 @@ class ToolServer:
                 done.set()
 
         async def forward() -> None:
+            assert report is not None
             async for event in latest:
                 with contextlib.suppress(Exception):  # a closed stream must not fail the call
-                    await ctx.session.report_progress(event["progress"], event.get("total"), event.get("message"))
+                    await report(event["progress"], event.get("total"), event.get("message"))
 
         if self._call_threads is None:
             self._call_threads = anyio.CapacityLimiter(self.calls.max_parallel + WAITING_THREADS)
@@ -596,18 +648,9 @@ class ToolServer:
         finish the responses and close the connections, and returns: the process exits 0."""
         import uvicorn  # noqa: PLC0415 - slow to import, and only --http needs it
 
-        self.authenticating = token is not None or self.config.mcp.auth is not None
+        from toolexec.mcp_http import quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
 
-        from toolexec.mcp_http import Gate, guard_and_routes, quiet_loop_errors, uvicorn_config  # noqa: PLC0415 - imports uvicorn
-        from toolexec.mcp_http_memo import ListMemo  # noqa: PLC0415 - only --http needs it
-
-        guard, routes = guard_and_routes(self, token, client_secret)
-        app = self.server.streamable_http_app(
-            stateless_http=True,
-            transport_security=self._transport_security(host),
-            host=host,
-            custom_starlette_routes=routes,
-        )
+        gate, _ = self.http_app(host, token, client_secret)
         shown = f"[{host}]" if ":" in host else host
 
         class Uvicorn(uvicorn.Server):
@@ -615,8 +658,7 @@ class ToolServer:
             def capture_signals(self) -> Any:  # ours: a stop ends the calls in flight and exits 0, not by the signal
                 yield
 
-        memo = ListMemo("/mcp", lambda: self.listing)
-        server = Uvicorn(uvicorn_config(Gate(app, guard, memo=memo)))
+        server = Uvicorn(uvicorn_config(gate))
 
         async def stop() -> None:
             await self.cancel_all()
@@ -635,6 +677,24 @@ class ToolServer:
                 await self.cancel_all()
                 sock.close()
                 group.cancel_scope.cancel()
+
+    def http_app(self, host: str, token: str | None, client_secret: str | None = None) -> tuple[Any, Any]:
+        """The ASGI app serving Streamable HTTP on ``host`` (:class:`toolexec.mcp_http.Gate` in front of the SDK's
+        stateless app), and the SDK's app (whose lifespan runs its session manager)."""
+        from toolexec.mcp_http import Gate, guard_and_routes  # noqa: PLC0415 - imports uvicorn
+        from toolexec.mcp_http_call import DirectCalls  # noqa: PLC0415 - only --http needs it
+        from toolexec.mcp_http_memo import ListMemo  # noqa: PLC0415 - only --http needs it
+
+        self.authenticating = token is not None or self.config.mcp.auth is not None
+        guard, routes = guard_and_routes(self, token, client_secret)
+        app = self.server.streamable_http_app(
+            stateless_http=True,
+            transport_security=self._transport_security(host),
+            host=host,
+            custom_starlette_routes=routes,
+        )
+        memo = ListMemo("/mcp", lambda: self.listing)
+        return Gate(app, guard, memo=memo, direct=DirectCalls(self, "/mcp")), app
 
     def _transport_security(self, host: str) -> TransportSecuritySettings:
         """DNS-rebinding protection: Host must be this server's (or a configured proxy's); Origin a loopback or configured one."""
@@ -695,21 +755,6 @@ def _exit_now() -> NoReturn:
     to do but the interpreter's teardown of the SDK's modules, which takes a loaded machine most of a second the
     client would wait for (the atexit handlers still run: the process helper's guard is stopped)."""
     exit_now(0)
-
-
-def _caller(ctx: ServerRequestContext[Any, Any], authenticating: bool) -> Caller:
-    """Who asks, for the audit log: the client as it named itself, and the bearer token's subject when the server
-    checks one (the OAuth access token's subject or client, or ``static token`` for ``mcp.token_env``'s)."""
-    params = getattr(ctx.session, "client_params", None)
-    info = getattr(params, "client_info", None)
-    client = f"{info.name} {info.version}".strip() if info is not None else None
-    subject = None
-    oauth = get_access_token()
-    if oauth is not None:
-        subject = getattr(oauth, "subject", None) or oauth.client_id
-    elif authenticating and (headers := getattr(ctx.request, "headers", None)) is not None and headers.get("authorization"):
-        subject = "static token"
-    return Caller(surface="mcp", client=client, subject=subject)
 
 
 def main(config_source: Any, *, http: str | None, token_env: str | None, options: ServeOptions, no_token: bool = False) -> int:

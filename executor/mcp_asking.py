@@ -74,7 +74,7 @@ def can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
-def resumed(ctx: ServerRequestContext[Any, Any], call: ToolCall, params: types.CallToolRequestParams) -> ToolCall:
+def resumed(call: ToolCall, params: types.CallToolRequestParams) -> ToolCall:
     """``call`` with the answers a 2026-07-28 retry carries (the sealed state's and the new ``inputResponses``),
     checked against the question the state says was asked; -32602 for answers without a state or to another
     question."""

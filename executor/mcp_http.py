@@ -15,9 +15,11 @@ Every client is treated as hostile, authenticated or not:
 * A body that is not one JSON-RPC message gets the answer stdio gives it (:func:`toolexec.mcp_stdio.decode`):
   ``-32700`` or ``-32600``, where the SDK would take a request whose ``id`` is null for a notification.
 * ``tools/list``, whose answer depends on the tools served and the headers alone, is answered again as the SDK
-  answered it (:mod:`toolexec.mcp_http_memo`), without a session made per request.
+  answered it (:mod:`toolexec.mcp_http_memo`), without a session made per request; a plain ``tools/call`` is
+  answered by the call path directly, as the SDK would answer it (:mod:`toolexec.mcp_http_call`).
 * ``TCP_NODELAY`` on every accepted connection: without it a keep-alive reply waits ~40 ms for Nagle's
-  algorithm (the listening socket is made here, so asyncio does not set it).
+  algorithm (the listening socket is made here, so asyncio does not set it); what a reply writes in one turn of the
+  event loop leaves in one segment (:class:`Coalescing`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from toolexec.config import Config
 from toolexec.errors import BadRequest
 from toolexec.mcp_auth import OAuthGuard, metadata_routes, scopes_supported, tool_scopes, verifier
+from toolexec.mcp_http_call import DirectCalls
 from toolexec.mcp_http_memo import ListMemo
 from toolexec.mcp_stdio import Refusal, decode, encode
 
@@ -216,9 +219,18 @@ class Gate:
     """ASGI middleware in front of the MCP app: body size by its declared length, then the caller (a token, see
     :class:`Guard`), then the body itself, read with a size and time bound before the app sees it."""
 
-    def __init__(self, app: Any, guard: Guard | None, *, max_body: int = MAX_BODY_BYTES, memo: ListMemo | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        guard: Guard | None,
+        *,
+        max_body: int = MAX_BODY_BYTES,
+        memo: ListMemo | None = None,
+        direct: DirectCalls | None = None,
+    ) -> None:
         self.guard = guard
         self.memo = memo  # tools/list answered again as the SDK answered it (toolexec.mcp_http_memo)
+        self.direct = direct  # tools/call answered without the SDK's session (toolexec.mcp_http_call)
         self.app = guard.wrap(app) if guard is not None else app
         self.public = app  # what needs no token (see _public)
         self.max_body = max_body
@@ -264,6 +276,18 @@ class Gate:
 
         if memo is not None and lookup is not None:
             await memo.run(lookup, self.app, scope, replay, send)
+            return
+        direct = self.direct
+        plan = direct.plan(scope, message) if direct is not None and lookup is None else None
+        if direct is not None and plan is not None:
+            if not direct.admitted(plan):
+                await direct.run_sdk(plan, self.app, scope, replay, send)
+                return
+
+            async def answer(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+                await direct.answer(plan, scope, receive, send)
+
+            await (self.guard.wrap(answer) if self.guard is not None else answer)(scope, receive, send)
             return
         await self.app(scope, replay, send)
 
@@ -347,6 +371,39 @@ def connection_cap() -> int:
     return max(16, min(4096, limit // 2))
 
 
+class Coalescing:
+    """A connection's transport whose writes within one turn of the event loop leave in one ``send()``.
+
+    uvicorn writes a response's head, each body chunk and the chunked encoding's end separately; with
+    ``TCP_NODELAY`` each would be a TCP segment of its own, which the client wakes up for (three for every MCP
+    answer). Joined, a small answer is one segment. Everything else is the transport's own."""
+
+    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        if not self._pending:
+            self._loop.call_soon(self.flush)
+        self._pending.append(bytes(data))
+
+    def flush(self) -> None:
+        """Send what was written since the last flush."""
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline for request headers, ``TCP_NODELAY``, and a connection cap that
     closes the oldest idle connection to make room for a new one."""
@@ -354,7 +411,7 @@ class BoundedH11Protocol(H11Protocol):
     cap = 1024  # set by :func:`serve` from :func:`connection_cap`
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(Coalescing(transport, self.loop))  # type: ignore[arg-type]  # a transport to uvicorn
         self.header_timer: Any = None
         self.opened = self.loop.time()
         sock = transport.get_extra_info("socket")

@@ -31,7 +31,7 @@ from mcp_types import JSONRPCRequest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from opentelemetry import trace
 
-__all__ = ["MAX_ENTRIES", "ListMemo", "Lookup"]
+__all__ = ["EVENT_PREFIX", "EVENT_SUFFIX", "KEY_HEADERS", "MAX_ENTRIES", "ListMemo", "Lookup", "plain_id", "traced"]
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -71,7 +71,7 @@ class ListMemo:
         """What to look a request up by (its ``scope`` and decoded body), or None when the SDK must answer it."""
         if scope.get("method") != "POST" or scope.get("path") != self.path:
             return None
-        if not isinstance(message, JSONRPCRequest) or message.method != "tools/list" or not _plain_id(message.id):
+        if not isinstance(message, JSONRPCRequest) or message.method != "tools/list" or not plain_id(message.id):
             return None
         params = message.params
         if params is not None and (set(params) - {"cursor"} or not isinstance(params.get("cursor", ""), str)):
@@ -80,7 +80,7 @@ class ListMemo:
         versions = [value for name, value in headers if name == b"mcp-protocol-version"]
         if len(versions) != 1 or versions[0].decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
             return None
-        if _traced():
+        if traced():
             return None
         return Lookup((headers, (params or {}).get("cursor")), message.id)
 
@@ -127,13 +127,13 @@ class ListMemo:
             self._entries.popitem(last=False)
 
 
-def _traced() -> bool:
+def traced() -> bool:
     """Whether the SDK's spans go anywhere: a tracer provider is set (``OTEL_*`` configured one, see
     :func:`toolexec.tracing.configure_from_environment`); the SDK imports OpenTelemetry whether or not."""
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
-def _plain_id(request_id: object) -> bool:
+def plain_id(request_id: object) -> bool:
     """An id written the same by every JSON encoder: an integer, or printable ASCII text needing no escape."""
     if isinstance(request_id, int) and not isinstance(request_id, bool):
         return True

@@ -53,14 +53,19 @@ def owner_of(ctx: ServerRequestContext[Any, Any], local: str) -> str:
     """Who a kept file returned in answer to ``ctx`` belongs to: the OAuth principal (client, issuer, subject) when the
     request carries a verified access token, else a digest of the bearer token it sent, else (stdio) ``local``,
     a secret of this server process."""
+    request = ctx.request
+    return owner_for(None if request is None else (getattr(request, "headers", {}).get("authorization") or ""), local)
+
+
+def owner_for(authorization: str | None, local: str) -> str:
+    """:func:`owner_of` for a request that sent the Authorization header ``authorization`` ("" for none; None when it
+    did not come over HTTP)."""
     token = get_access_token()
     if token is not None:
         return "oauth:" + json.dumps(principal_components(token))
-    request = ctx.request
-    if request is None:
+    if authorization is None:
         return local
-    header = getattr(request, "headers", {}).get("authorization") or ""
-    return "bearer:" + hashlib.sha256(header.encode("utf-8", "surrogateescape")).hexdigest()
+    return "bearer:" + hashlib.sha256(authorization.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def process_secret() -> str:
@@ -123,6 +128,7 @@ def read_resource(uri: str, owner: str, config: Config) -> types.ReadResourceRes
     return types.ReadResourceResult(contents=[_contents(uri, found)], ttl_ms=0, cache_scope="private")
 
 
-def structured(value: Any, ctx: ServerRequestContext[Any, Any]) -> Any:
-    """``structuredContent`` for this client: any JSON value on 2026-07-28, only an object before it (else None)."""
-    return value if modern(ctx) or isinstance(value, dict) else None
+def structured(value: Any, modern: bool) -> Any:
+    """``structuredContent`` for a client of the 2026-07-28 revision (``modern``): any JSON value; for an earlier one
+    only an object (else None)."""
+    return value if modern or isinstance(value, dict) else None

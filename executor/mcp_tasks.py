@@ -198,7 +198,7 @@ class McpTasks:
         if isinstance(pending, ToolResult):  # refused before it ran: answered as tools/call answers it
             if pending.reason in ("unknown_tool", "not_enabled"):
                 raise MCPError(types.INVALID_PARAMS, pending.error or f"unknown tool {call.name!r}")
-            return self._wire(server.shape(listing, pending, ctx), ctx)
+            return self._wire(server.shape(listing, pending, modern), ctx)
         snapshot = pending.snapshot
         time_limit = pending.call.timeout or snapshot.declaration.limits.timeout or snapshot.config.timeout
 
@@ -208,7 +208,7 @@ class McpTasks:
                 return Outcome("failed", message, error={"code": types.REQUEST_TIMEOUT, "message": message})
             if result.status == "cancelled":
                 return Outcome("cancelled", result.error)
-            shaped = server.shape(listing, result, ctx)
+            shaped = server.shape(listing, result, modern)
             return Outcome("completed", result.error if not result.ok else None, result=_dump(shaped))
 
         owner = principal(ctx, self._local)

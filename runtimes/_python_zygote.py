@@ -6,36 +6,41 @@ source text on stdin (marshal's format after a NUL, as the cold bootstrap's requ
 once), answers ``R`` (ready) or ``F`` + why not (the load failed, or the tool started threads: a process with threads
 cannot fork safely), and then serves calls until toolexec closes the socket.
 
-A call is one message: marshal's ``{"env", "cwd", "fsize", "progress"}`` with the call's descriptors (SCM_RIGHTS):
+A call is one message: marshal's ``{"env", "cwd", "fsize", "limits"}`` with the call's descriptors (SCM_RIGHTS):
 stdin (its request), stdout, stderr, a reply socket and, when the call listens for progress, the progress pipe. The
-child starts a new session, takes those as its descriptors 0, 1, 2 (and 3), the call's environment, working
-directory and file size bound, and runs the call as the cold bootstrap does (:func:`_python_runner.start`). The
-zygote writes ``P<pid>\\n`` on the reply socket once the child exists and ``X<wait status>\\n`` once it has reaped
-it, then closes it. The zygote itself runs no thread: it waits in ``select`` for calls and for SIGCHLD.
+call's process, in a session of its own, takes those as its descriptors 0, 1, 2 (and 3), the call's environment,
+working directory and file size bound, and runs the call as the cold bootstrap does (:func:`_python_runner.start`).
+Toolexec hears ``P<pid>\\n`` on the reply socket once the call's process has it and ``X<wait status>\\n`` once the zygote
+has reaped it; then the socket closes. The zygote itself runs no thread: it waits in ``select`` for calls and for
+SIGCHLD.
 
 Isolated (``TOOLEXEC_ZYGOTE_ISOLATE=1``: the zygote runs inside the sandbox baseline's namespaces, made once by bwrap,
 holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote unshares a new PID namespace
-for its next child (and returns to its own at once), so the call's first process is the init of a namespace of its
-own; that init takes a mount namespace of its own with a fresh /proc (the call sees its own processes only, no
-other call's and never toolexec's), its limits (the call's ``limits``: CPU seconds, address space, processes, file
-size) and its pids cgroup, drops every capability (as bwrap leaves an ordinary user's tool), says ``P`` itself (its
-pid reaches toolexec as the socket's credentials, in toolexec's own numbering) and forks the tool's process, which
-runs the call. A namespace's init ignores every signal it has no handler for (even from toolexec, but SIGKILL), so
-the tool is not the init: it gets toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's
-status (128 + the signal, as bwrap's own init reports it); the kernel ends whatever else the call left before the
-zygote can reap the init, so the status the zygote then writes means the whole call is gone.
+for its next child (and returns to its own at once), so that child is the init of a namespace of its own; that init
+takes a mount namespace of its own with a fresh /proc (the call sees its own processes only, no other call's and
+never toolexec's) and forks the call's process, which drops every capability (as bwrap leaves an ordinary user's
+tool), takes the call's limits (``limits``: CPU seconds, address space, processes, and its pids cgroup) and says
+``P`` itself (its pid reaches toolexec as the socket's credentials, in toolexec's own numbering). A namespace's init
+ignores every signal it has no handler for (even from toolexec, but SIGKILL), so the tool is not the init: it gets
+toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's status (128 + the signal, as bwrap's
+own init reports it); the kernel ends whatever else the call left before the zygote can reap the init, so the status
+the zygote then writes means the whole call is gone.
 
-The call's first process is forked ahead (a spare: :func:`_spare`), isolated or not, and waits for its call: the
-zygote hands it the next call (as toolexec handed it over) and forks the next spare, so neither the fork nor the
-namespaces are on a call's path. A call that finds no spare (it died, or could not be made) is forked at once.
+Nothing of that is on a call's path: the call's process (and its init) is made ahead, a spare (:func:`_spare`) that
+waits for its call, and the zygote hands it the next call as toolexec handed it over. The next spare is made once
+the call has ended (see :class:`_Spares`). What a spare's process writes first (reference counts) it copies from the
+zygote page by page: the zygote freezes what it loaded (``gc.freeze``), so that a collection in a call never walks
+(and copies) all of it.
 
 Like the cold bootstrap, this runs under whatever Python the tool names: no syntax newer than 3.8, no third-party
 import.
 """
 
 import contextlib
+import gc
 import marshal
 import os
+import resource
 import select
 import signal
 import socket
@@ -130,65 +135,35 @@ def _load(control):
 
 
 def _spare(namespaces, module, calls):
-    """A spare, forked ahead of its call (off the call's path), waiting on ``calls`` for it: without ``namespaces``
-    the call's process itself (:func:`_child`); with them, the call's init, alone in a new PID namespace, with a mount
-    namespace and a /proc of its own, it waits on ``calls`` for one call (the zygote hands it over as toolexec handed
-    it: the request and its descriptors), says ``P`` (the credentials carry its pid), takes the call's limits and
-    cgroup, drops every capability and forks the call's process; it exits with the tool's status once that has
-    ended, and the kernel ends whatever else the call left."""
+    """A spare, made ahead of its call (off the call's path), which waits on ``calls`` for it.
+
+    Without ``namespaces`` it is the call's process itself (:func:`_tool`). With them it is the call's init, alone in a
+    new PID namespace: it takes a mount namespace and a /proc of its own, forks the call's process ahead (which
+    inherits them, and waits on ``calls`` for the call), lets go of ``calls`` and waits for that process; it exits
+    with the tool's status once that has ended (128 + the signal, as bwrap's own init reports it), and the kernel then
+    ends whatever else the call left."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # Nothing of the zygote's but ``calls``: another call's reply socket held here would keep its end from toolexec
     os.closerange(3, calls.fileno())
     os.closerange(calls.fileno() + 1, _max_fd())
-    if namespaces is not None:
-        os.setsid()
-        try:
-            namespaces.die_with_parent()
-            namespaces.own_proc()
-        except OSError:
-            os._exit(70)  # the zygote hands the call to no spare that died: it makes the call's init at once instead
-    try:
-        data, fds = _receive(calls)
-    except OSError:
-        os._exit(0)
-    calls.close()
-    if not data or len(fds) < 4:  # the zygote is closing: no call comes
-        os._exit(0)
     if namespaces is None:
-        _child(module, marshal.loads(data), fds)
-    _init(namespaces, module, marshal.loads(data), fds)
-
-
-def _init(namespaces, module, request, fds, own_proc=False):
-    """The init of the call's own PID namespace (``own_proc``: its /proc is still to be made): say ``P``, take the
-    call's limits, fork the call's process, report its status and exit (see :func:`_spare`)."""
-    if own_proc:
-        os.setsid()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    reply = socket.socket(fileno=fds[3])
+        _tool(module, calls, None)
+    os.setsid()
     try:
-        reply.sendall(b"P\n")
+        namespaces.die_with_parent()
+        namespaces.own_proc()
     except OSError:
-        os._exit(70)
-    try:
-        if own_proc:
-            namespaces.own_proc()
-        _limit(request.get("limits") or {})
-        namespaces.drop_capabilities()
-    except (ImportError, OSError, ValueError) as exc:
-        os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
-        os._exit(70)
-    reply.close()
-    pid = os.fork()
+        os._exit(70)  # the zygote's next call finds its socket closed: it makes another spare
+    pid = _fork()
     if pid == 0:
         try:
-            _child(module, request, fds[:3] + fds[4:], session=False)
+            _tool(module, calls, namespaces)
         finally:
             os._exit(70)
-    for fd in fds[:3] + fds[4:]:
-        os.close(fd)
+    calls.close()  # a call sent once the tool's process is gone fails at once (the zygote then makes another spare)
+    if pid < 0:
+        os._exit(70)
     while True:  # orphans of the call come here too: reaped until the tool's own process ends
         try:
             ended, status = os.waitpid(-1, 0)
@@ -200,11 +175,69 @@ def _init(namespaces, module, request, fds, own_proc=False):
             os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
+def _tool(module, calls, namespaces):
+    """The call's process, made ahead: a session of its own (and, in a namespace, no capability left), then it waits
+    on ``calls`` for its call; it says ``P`` (an isolated one: its pid reaches toolexec as the credentials of the
+    message, in toolexec's own numbering), takes the call's limits and runs it."""
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a cold call's interpreter has it
+    if namespaces is not None:
+        try:
+            namespaces.drop_capabilities()
+        except OSError:
+            os._exit(70)
+    _rehearse(module)
+    try:
+        data, fds = _receive(calls)
+    except OSError:
+        os._exit(0)
+    calls.close()
+    if not data or len(fds) < 4:  # the zygote is closing: no call comes
+        os._exit(0)
+    request = marshal.loads(data)
+    if namespaces is not None:
+        reply = socket.socket(fileno=fds[3])
+        try:
+            reply.sendall(b"P\n")
+            _limit(request.get("limits") or {})
+        except (OSError, ValueError) as exc:
+            os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
+            os._exit(70)
+        reply.close()
+    else:
+        os.close(fds[3])  # the zygote's: it says P and the status
+    _child(module, request, fds[:3] + fds[4:])
+
+
+_last = [b""]  # the last call's message (as the zygote handed it over): a spare made since rehearses with it
+
+
+def _rehearse(module):
+    """Go through what a call's process does before and after the tool runs, with nothing of a call: each page of the
+    zygote's that this writes to (reference counts, the allocator's free blocks) is copied now, while the spare waits,
+    not in the call (a copy-on-write fault costs microseconds, and a call's set-up met hundreds of them)."""
+    try:
+        env = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        if _last[0]:
+            marshal.loads(_last[0])
+        os.chdir(os.getcwd())
+        _python_runner._parse(b"\0" + marshal.dumps({"arguments": {}}, 2))
+        resource.setrlimit(resource.RLIMIT_FSIZE, resource.getrlimit(resource.RLIMIT_FSIZE))
+        os.path.exists(os.devnull)
+        with open(os.devnull, "w") as out:
+            out.write("0")
+        with open(os.devnull, "wb") as out:
+            out.write(_python_runner._render("ok").encode("utf-8", "surrogateescape"))
+        _python_runner._awaitable(getattr(module, sys.argv[2] if len(sys.argv) > 2 else "run", None))
+    except BaseException:  # a rehearsal only saves time: nothing of it may stop the spare
+        pass
+
+
 def _limit(limits):
     """The call's limits on this process (inherited by everything it starts): soft and hard, CPU's hard one a second
     later (so that SIGXCPU comes first); then its pids cgroup."""
-    import resource
-
     for name, kind, above in (("memory", "RLIMIT_AS", 0), ("cpu", "RLIMIT_CPU", 1), ("processes", "RLIMIT_NPROC", 0)):
         value = limits.get(name)
         if value is not None:
@@ -216,16 +249,11 @@ def _limit(limits):
             procs.write("0")
 
 
-def _child(module, request, fds, session=True):
-    """In the forked child: become the call's process, run it and exit (``fds``: stdin, stdout, stderr and, when the
-    call listens for progress, its pipe; with ``session``, the reply socket after stderr, which is the server's)."""
+def _child(module, request, fds):
+    """Become the call's process, run it and exit (``fds``: stdin, stdout, stderr and, when the call listens for
+    progress, its pipe)."""
     stdin, stdout, stderr = fds[:3]
-    progress = (fds[4] if len(fds) > 4 else -1) if session else (fds[3] if len(fds) > 3 else -1)
-    if session:
-        os.setsid()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a cold call's interpreter has it
+    progress = fds[3] if len(fds) > 3 else -1
     os.dup2(stdin, 0)
     os.dup2(stdout, 1)
     os.dup2(stderr, 2)
@@ -238,10 +266,8 @@ def _child(module, request, fds, session=True):
         if request.get("cwd"):
             os.chdir(request["cwd"])
         if request.get("fsize") is not None:
-            import resource
-
             resource.setrlimit(resource.RLIMIT_FSIZE, (request["fsize"], request["fsize"]))
-    except (ImportError, OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         os.write(2, f"toolexec: cannot start the call in its directory with its limits ({exc})\n".encode())
         os._exit(70)
     _python_runner._FAILURE_FILE = os.environ.pop("TOOLEXEC_FAILURE_FILE", None)
@@ -266,7 +292,7 @@ def _receive(sock):
     return data, list(ancillary)
 
 
-def _take(control, module, children, spares):
+def _take(control, children, spares):
     """One call from toolexec; False once it has closed the socket."""
     try:
         data, fds = _receive(control)
@@ -280,7 +306,7 @@ def _take(control, module, children, spares):
         for fd in fds:
             os.close(fd)
         return True
-    _hand_over(spares, module, data, fds, children)
+    _hand_over(spares, data, fds, children)
     return True
 
 
@@ -292,16 +318,23 @@ def _fork():
 
 
 class _Spares:
-    """The zygote's spare (:func:`_spare`): one forked ahead, handed the next call."""
+    """The zygote's spare (:func:`_spare`): one made ahead, handed the next call.
 
-    def __init__(self, namespaces, control):
+    The next one is made once the zygote has nothing else to do (the call it would serve has ended, and its status
+    is said), so that making it (a fork of the whole loaded interpreter, twice under the baseline) never competes with
+    a running call for the machine; a call that finds none makes one at once."""
+
+    def __init__(self, namespaces, control, module):
         self.namespaces = namespaces
         self.control = control
+        self.module = module
         self.waiting = None  # (pid, the socket it waits on)
         self.made = set()  # spares alive without a call: reaped quietly
 
-    def make(self, module):
-        """A new spare (none when it cannot be made: the next call is forked when it comes)."""
+    def make(self):
+        """A new spare, unless one waits (none when it cannot be made: the next call tries again)."""
+        if self.waiting is not None:
+            return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = self.fork()
         if pid == -2:
@@ -312,9 +345,7 @@ class _Spares:
             try:
                 self.control.close()
                 ours.close()
-                if self.waiting is not None:
-                    self.waiting[1].close()
-                _spare(self.namespaces, module, theirs)
+                _spare(self.namespaces, self.module, theirs)
             finally:
                 os._exit(70)
         theirs.close()
@@ -337,48 +368,44 @@ class _Spares:
             self.namespaces.back()
         return pid
 
+    def hand(self, data, fds):
+        """Hand a call to the waiting spare (made now if none waits); its pid, or -1 when no spare took it."""
+        for _ in range(2):  # a spare that died meanwhile: one more, made now
+            self.make()
+            if self.waiting is None:
+                return -1
+            pid, sock = self.waiting
+            self.waiting = None
+            _last[0] = data
+            try:
+                socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
+            except OSError:
+                continue
+            finally:
+                sock.close()
+            self.made.discard(pid)
+            return pid
+        return -1
+
     def close(self):
         if self.waiting is not None:
             self.waiting[1].close()  # it sees the end of file and exits
             self.waiting = None
 
 
-def _hand_over(spares, module, data, fds, children):
-    """Give the call to the spare init, else (none, or it died) to an init made now; then make the next spare."""
+def _hand_over(spares, data, fds, children):
+    """Give the call to a spare; toolexec hears ``P`` once it has it (from the call's process itself, isolated)."""
     reply = socket.socket(fileno=fds[3])
-    handed = False
-    if spares.waiting is not None:
-        pid, sock = spares.waiting
-        spares.waiting = None
-        try:
-            socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
-            handed = True
-        except OSError:
-            pass
-        sock.close()
-        if handed:
-            spares.made.discard(pid)
-    if not handed:
-        pid = spares.fork()
-        if pid == 0:
-            try:
-                spares.control.close()
-                spares.close()
-                if spares.namespaces is None:
-                    _child(module, marshal.loads(data), fds)
-                _init(spares.namespaces, module, marshal.loads(data), fds, own_proc=True)
-            finally:
-                os._exit(70)
+    pid = spares.hand(data, fds)
     for fd in fds[:3] + fds[4:]:
         os.close(fd)
     if pid < 0:  # the call is not started (toolexec runs it cold)
         reply.close()
-    else:
-        if spares.namespaces is None:  # (an isolated call's init says it, with its credentials)
-            with contextlib.suppress(OSError):
-                reply.sendall(b"P%d\n" % pid)
-        children[pid] = reply
-    spares.make(module)
+        return
+    if spares.namespaces is None:  # (an isolated call's process says it, with its credentials)
+        with contextlib.suppress(OSError):
+            reply.sendall(b"P%d\n" % pid)
+    children[pid] = reply
 
 
 def _send_fds(sock, data, fds):
@@ -401,16 +428,21 @@ def _recv_fds(sock):
 
 
 def _reap(children, spares):
+    """Reap what has ended and say each call's status; True when a call ended."""
+    ended = False
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return ended
         if pid == 0:
-            return
+            return ended
         spares.made.discard(pid)
+        if spares.waiting is not None and spares.waiting[0] == pid:  # the spare died waiting: the next call makes one
+            spares.close()
         reply = children.pop(pid, None)
         if reply is not None:
+            ended = True
             with contextlib.suppress(OSError):
                 reply.sendall(b"X%d\n" % status)
             reply.close()
@@ -429,10 +461,12 @@ def serve():
             os._exit(0)
     else:
         namespaces = None
-    spares = _Spares(namespaces, control)
     module = _load(control)
     if module is None:
         os._exit(0)
+    if hasattr(gc, "freeze"):  # (3.7+) the loaded objects are never collected in a call: its collections skip them,
+        gc.freeze()  # rather than touch (and so copy) every page that holds one
+    spares = _Spares(namespaces, control, module)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)
@@ -440,7 +474,7 @@ def serve():
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
     children = {}
-    spares.make(module)
+    spares.make()
     open_ = True
     while open_ or children or spares.made:
         try:
@@ -453,9 +487,10 @@ def serve():
                     pass
             except BlockingIOError:
                 pass
-        _reap(children, spares)
+        if _reap(children, spares) and open_:
+            spares.make()  # the call is over, its status said: the next call's spare, while nothing else runs
         if open_ and control in ready:
-            open_ = _take(control, module, children, spares)
+            open_ = _take(control, children, spares)
             if not open_:
                 spares.close()
     os._exit(0)

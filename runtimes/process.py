@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 
+from toolexec import node_early
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
 from toolexec.runtimes import baseline, process_linux, sandbox
@@ -322,6 +323,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     # server sets it in the forked process.
     bound = None if launch.file_limit is None or confinement is not None else file_bound(launch.file_limit)
     set_here = False
+    alone = False
     started_after = 0
     system.enter()
     proc: subprocess.Popen[bytes] | WarmProcess | None = None
@@ -338,6 +340,11 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 if proc is None and held is not None:  # run cold: the cold launch makes its own
                     sandbox.release(held)
                     held = None
+                # its own PID namespace, whose init its server reaps before it says the call's status: nothing of the
+                # call can be left once it has, and no process of it can be outside that namespace to search for
+                alone = proc is not None and isolated is not None and launch.warm.sealed
+            if proc is None and node_early.began() and system is process_linux:
+                proc, held = _early_spare(launch, confinement, stdin, env, bound, progress_write)
             if proc is None:
                 argv, env, set_here = _bound_cold(launch, argv, env, bound)
                 if confinement is not None and confinement.baseline:
@@ -397,8 +404,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         registered = proc.pid
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
-        namespaced = held is not None and held.pid_namespace  # the kernel ended what the tool left (bwrap's own too)
-        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced)
+        namespaced = alone or (held is not None and held.pid_namespace)  # the kernel ended what the tool left
+        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced, search=not alone)
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:
@@ -464,6 +471,43 @@ def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | 
             limits["cgroup"] = cgroup
             held = sandbox.Held(cgroups=[cgroup])
     return limits, held
+
+
+def _early_spare(
+    launch: Launch, confinement: Confinement | None, stdin: int, env: dict[str, str], bound: int | None, progress: int
+) -> tuple[WarmProcess | None, Held | None]:
+    """A one-shot run's node started before toolexec imported itself (:mod:`toolexec.node_early`), given this call when
+    it is what the call's cold start would be; else (None, None): the call starts cold. Either way, what this call's
+    start is gets written down for the next run (nothing, for a call no spare can take)."""
+    from toolexec.runtimes.javascript import BOOTSTRAP, COMPILE_CACHE_VARIABLE
+
+    argv = list(launch.argv)
+    node = bool(argv) and os.path.basename(argv[0]) == "node" and str(BOOTSTRAP) in argv
+    isolated = confinement is not None and confinement.baseline and baseline.usable()
+    if launch.warm is not None or not node or (confinement is not None and not isolated):
+        node_early.remember([], {}, env)  # a start no spare can stand in for: none next time
+        node_early.take([], env)  # (an unused one ends)
+        return None, None
+    if isolated:
+        binary = sandbox.bwrap()
+        assert binary is not None
+        argv = [*baseline._namespaces(binary), "--info-fd", node_early.INFO, "--", *argv]
+    additions = {COMPILE_CACHE_VARIABLE: env[COMPILE_CACHE_VARIABLE]} if COMPILE_CACHE_VARIABLE in env else {}
+    early = node_early.take(argv, env)
+    node_early.remember(argv, additions, env)
+    if early is None:
+        return None, None
+    from toolexec.runtimes.warm import WarmCall
+    from toolexec.runtimes.warm_node import adopt_early
+
+    limits, held = _isolation(confinement) if isolated else (None, None)
+    fsize = confinement.file_size if confinement is not None else bound
+    call = WarmCall(stdin=stdin, env=env, cwd=launch.cwd or os.getcwd(), file_limit=fsize, progress=progress, isolated=limits)
+    proc = adopt_early(early, call, isolated)
+    if proc is None and held is not None:
+        sandbox.release(held)
+        held = None
+    return proc, held
 
 
 def _spawn_warm(
@@ -585,14 +629,17 @@ def _supervise(
     mark: str,
     progress_read: int,
     namespaced: bool = False,
+    *,
+    search: bool = True,
 ) -> Finished:
-    """Supervise the started tool, then kill whatever of the call is left and release every descriptor."""
+    """Supervise the started tool, then kill whatever of the call is left and release every descriptor (``search``:
+    look for processes that left its group; not for a call whose whole PID namespace is gone once it has ended)."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     supervisor: _Supervisor | None = None
     # SIGKILL goes to the whole tree at once, found while it is whole: a process that left the group is the call's
     # by its descent, which a parent killed first would cut.
-    kill_tree = lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)  # noqa: E731
+    kill_tree = (lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)) if search else (lambda: 0)
     try:
         exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
         supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)

@@ -7,6 +7,7 @@ and no ``__pycache__`` appears beside the user's tools.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import marshal
 from pathlib import Path
@@ -52,23 +53,38 @@ class PythonRuntime:
 
 def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site, additions: dict[str, str]) -> WarmSpec:
     """A fork server (``server``: its argv, in the environment with the launcher's ``additions``) that has loaded the
-    tool's source text (see ``_python_zygote.py``)."""
+    tool's source text (see ``_python_zygote.py``). The same inputs give the same spec, made once: every warm call
+    asks for its tool's, and the digest that tells servers apart costs more than the call's own request."""
     from toolexec.runtimes.warm import WarmSpec, server_environment, spec_key
 
     source = site.code
     if source is None:
         source = Path(tool.source).read_text(encoding="utf-8", errors="surrogateescape")
-    payload = MARSHALLED + marshal.dumps({"source": source}, 2)
     env = server_environment({**site.env, **additions})
-    return WarmSpec(
+    cwd = str(site.cwd)
+    memo = (tool.name, tuple(server), source, cwd, frozenset(env.items()))
+    found = _specs.get(memo)
+    if found is not None:
+        return found
+    payload = MARSHALLED + marshal.dumps({"source": source}, 2)
+    spec = WarmSpec(
         kind="python-fork",
         tool=tool.name,
         argv=server,
         payload=payload,
         env=env,
-        cwd=str(site.cwd),
+        cwd=cwd,
         key=spec_key(server, payload, env),
     )
+    if len(_specs) >= _SPECS_KEPT:
+        with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # (another thread's call changed it meanwhile)
+            _specs.pop(next(iter(_specs)))  # the oldest
+    _specs[memo] = spec
+    return spec
+
+
+_SPECS_KEPT = 64
+_specs: dict[tuple[object, ...], WarmSpec] = {}  # the specs made lately, by what they are made of
 
 
 def _compiled(source: str, path: str, site: Site) -> tuple[str, bytes] | None:

@@ -191,6 +191,24 @@ def test_snapshot_notices_edits(tmp_path: Path) -> None:
         load_config(path)
 
 
+def test_snapshot_notices_a_same_size_edit_put_back_with_the_old_mtime(tmp_path: Path) -> None:
+    """``cp -p``, ``rsync -t`` and ``tar x`` restore the mtime: a same-size config edited so is still seen."""
+    import os
+    import shutil
+
+    path = write(tmp_path / "config.yaml", "timeout: 5\n")
+    assert load_config(path).timeout == 5  # the snapshot is made
+    before = path.stat()
+    other = write(tmp_path / "other.yaml", "timeout: 7\n")
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    shutil.copy2(other, path)  # in place, as cp -p: same size, same mtime
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert load_config(path).timeout == 7
+    path.write_bytes(b"timeout: 8\n")  # and in place again at once, the mtime put back
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert load_config(path).timeout == 8
+
+
 # Settings as Coyote's and Loki's own configs write them (their current and older names), none of toolexec's.
 COYOTE_SETTINGS = """model: openai:gpt-4o
 reasoning_effort: medium

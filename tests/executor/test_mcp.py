@@ -762,8 +762,13 @@ def _server_pid(project: Project) -> int:
     """The pid of the one `toolexec mcp` serving ``project`` (a child of this process)."""
     import psutil
 
-    found = [
-        p.pid for p in psutil.Process().children(recursive=True) if "mcp" in p.cmdline() and str(project.config) in p.cmdline()
-    ]
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            argv = child.cmdline()
+        except psutil.Error:  # ended (a zombie: an earlier test's process not yet reaped) or gone meanwhile
+            continue
+        if "mcp" in argv and str(project.config) in argv:
+            found.append(child.pid)
     assert len(found) == 1, found
     return found[0]

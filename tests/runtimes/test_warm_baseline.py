@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes
+from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes, wait_until
 from toolexec import Executor
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux
@@ -84,11 +84,13 @@ def _call(executor: object, action: str, arg: str = "") -> dict:
 def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(project: Project) -> None:
     project.tool("probe.py", PROBE)
     with project.executor(sandbox="declared") as executor:
-        seen = [_call(executor, "look") for _ in range(3)]
+        seen, ended = [], []
+        for _ in range(3):
+            seen.append(_call(executor, "look"))
+            ended.append(boot_clock())
         assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "x"  # one load for three calls
         servers = running_servers()
         assert len(servers) == 1
-    closed = boot_clock()
     mine = os.readlink("/proc/self/ns/pid")
     namespaces = [s["namespace"] for s in seen]
     # (a namespace's number is reused once it is gone: concurrent calls' differ, see the next test)
@@ -96,8 +98,9 @@ def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(
     # As a cold call under bwrap: the tool is process 2, under the namespace's init, and sees no other process.
     assert [(s["pid"], s["ppid"], s["processes"]) for s in seen] == [(2, 1, [1, 2])] * 3
     assert not any(alive(pid) for pid in servers)
-    for namespace in namespaces:
-        assert in_pid_namespace(namespace, started_before=closed) == []
+    # what a call left would have started before it returned (a later namespace may reuse its number)
+    for namespace, end in zip(namespaces, ended, strict=True):
+        assert in_pid_namespace(namespace, started_before=end) == []
 
 
 def test_concurrent_warm_calls_see_nothing_of_one_another(project: Project) -> None:
@@ -249,15 +252,29 @@ def _descendants(pid: int) -> set[int]:
 
 @pytest.mark.parametrize("sandbox", ["declared", "off"])
 def test_the_spare_a_server_keeps_ends_with_it(project: Project, sandbox: str) -> None:
-    """Each server forks the next call's process (under the baseline: its namespace's init) ahead: one at a time, and
-    none left once the server is closed."""
+    """Each server forks the next call's process (under the baseline: with its namespace's init) ahead: one at a
+    time, and none left once the server is closed."""
     project.tool("probe.py", PROBE)
     with project.executor(sandbox=sandbox) as executor:
         for _ in range(3):
             _call(executor, "look")
         (server,) = running_servers()
+        # bwrap's init, the zygote and one spare: a namespace's init and the call's process (under the baseline); the
+        # zygote's spare (off). The spare is made once the last call is over: it may still be on its way.
+        expected = 4 if sandbox == "declared" else 1
+        wait_until(lambda: len(_waiting(server)) >= expected, "the spare")
         inside = _descendants(server)
-        waiting = [pid for pid in inside if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
-        # bwrap, its init, the zygote and one spare (under the baseline); the zygote and its spare (off)
-        assert len(waiting) == (3 if sandbox == "declared" else 1)
+        assert len(_waiting(server)) == expected
     assert not any(alive(pid) for pid in inside | {server})
+
+
+def _waiting(server: int) -> list[int]:
+    """The live processes below ``server``."""
+    found = []
+    for pid in _descendants(server):
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(pid)
+        except OSError:
+            continue
+    return found

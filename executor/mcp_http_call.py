@@ -1,0 +1,191 @@
+"""``tools/call`` over stateless Streamable HTTP without the SDK's per-request session.
+
+In stateless mode the SDK serves every POST with a fresh transport, session, dispatcher and SSE response (a task
+group, memory streams and a dozen task switches), which costs a warm tool's call several times the call itself.
+:class:`DirectCalls` answers a plain ``tools/call`` here instead: the same checks, the ONE call path
+(:meth:`toolexec.mcp.ToolServer.answer_call` → :class:`toolexec.calls.Calls`: approval, caps, audit, tracing) and
+the same bytes on the wire. Every case but the plain one goes to the SDK:
+
+* **Which requests.** A POST to the endpoint holding one JSON-RPC ``tools/call`` request (an id every encoder writes
+  alike), one ``MCP-Protocol-Version`` header of the handshake era (the 2026 revision has its own stateless path in
+  the SDK), params of nothing but ``name`` and ``arguments`` (no ``_meta``: a progress token, a trace context; no
+  ``task``, ``requestState`` or ``inputResponses``), naming a tool that does not run as a task; never while
+  OpenTelemetry traces go somewhere (the SDK's span is then wanted); never ``describe_tool``. A stateless
+  handshake-era request has no way back to the client, so no tool can ask it anything on either path.
+* **Who may call.** The gate (:class:`toolexec.mcp_http.Gate`) has authenticated the caller and bounded the body
+  first, as for every request; the call runs inside the guard's wrapper, so an OAuth token's scopes and subject
+  reach the call path as they do through the SDK.
+* **The SDK's header checks are not written again.** Host and Origin (DNS-rebinding protection), Content-Type,
+  Accept and the era's routing are the SDK's: a set of those headers is admitted once the SDK has answered a
+  request carrying exactly them with 200 and an event stream, and that answer's start (status, headers) is what is
+  sent again. Until then, and for any other set, the SDK answers (and refuses) as before. At most
+  :data:`MAX_ADMITTED` sets are kept.
+* **Validated and shaped as the SDK does it**, with its own pieces: the params against the version's surface
+  (:func:`mcp_types.methods.validate_client_request`) and the handler's params type (a request either fails goes to
+  the SDK, which answers its error); the result dumped, sieved by :func:`mcp_types.methods.serialize_server_result`
+  and sent as the SDK's ``JSONRPCResponse``; an exception as the SDK's dispatcher maps it
+  (:func:`mcp.shared.jsonrpc_dispatcher.handler_exception_to_error_data`).
+* **A client that goes away** cancels its call (its process tree is ended), and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp_types import methods
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ValidationError
+
+from toolexec.mcp_http_memo import EVENT_PREFIX, EVENT_SUFFIX, KEY_HEADERS, plain_id, traced
+
+if TYPE_CHECKING:
+    from toolexec.mcp import ToolServer
+
+__all__ = ["MAX_ADMITTED", "DirectCalls", "Plan"]
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+App = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
+
+METHOD = "tools/call"
+MAX_ADMITTED = 64
+PLAIN_PARAMS = frozenset({"name", "arguments"})
+logger = logging.getLogger("mcp.shared.jsonrpc_dispatcher")  # where the SDK logs a handler's unexpected failure
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A ``tools/call`` the direct path may answer: its id, validated params, the era, and the key of its headers."""
+
+    request_id: str | int
+    params: types.CallToolRequestParams
+    version: str
+    key: tuple[tuple[bytes, bytes], ...]
+
+
+class DirectCalls:
+    """The direct ``tools/call`` path of one :class:`~toolexec.mcp.ToolServer` (see the module)."""
+
+    def __init__(self, server: ToolServer, path: str) -> None:
+        self.server = server
+        self.path = path  # the MCP endpoint's path (``/mcp``)
+        entry = server.server.get_request_handler(METHOD)
+        self.params_type: type[BaseModel] | None = entry.params_type if entry is not None else None
+        # A cache hint on tools/call would be added by the SDK's runner: leave every call to it then.
+        self.usable = self.params_type is not None and METHOD not in server.server.cache_hints
+        self._admitted: OrderedDict[tuple[tuple[bytes, bytes], ...], dict[str, Any]] = OrderedDict()
+
+    def __len__(self) -> int:
+        """How many header sets are admitted."""
+        return len(self._admitted)
+
+    def plan(self, scope: dict[str, Any], message: object) -> Plan | None:
+        """The plan for a request (its ``scope`` and decoded body), or None when the SDK must answer it."""
+        if not self.usable or scope.get("method") != "POST" or scope.get("path") != self.path:
+            return None
+        if not isinstance(message, types.JSONRPCRequest) or message.method != METHOD or not plain_id(message.id):
+            return None
+        params = message.params
+        if not isinstance(params, dict) or not set(params) <= PLAIN_PARAMS or not isinstance(params.get("name"), str):
+            return None
+        key = tuple(sorted((name, value) for name, value in scope.get("headers") or [] if name in KEY_HEADERS))
+        versions = [value for name, value in key if name == b"mcp-protocol-version"]
+        if len(versions) != 1 or (version := versions[0].decode("latin-1")) not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return None
+        listing = self.server.listing
+        tool = listing.by_name.get(listing.map.original(params["name"]))
+        if tool is None or tool.metadata.task is not None or traced():
+            return None  # an unknown tool's error, a task tool and a traced request are the SDK's
+        try:
+            methods.validate_client_request(METHOD, version, params)
+            assert self.params_type is not None
+            typed = self.params_type.model_validate(params, by_name=False)
+        except (KeyError, ValueError):  # ValidationError is a ValueError: the SDK says what is wrong
+            return None
+        if not isinstance(typed, types.CallToolRequestParams):
+            return None
+        return Plan(message.id, typed, version, key)
+
+    def admitted(self, plan: Plan) -> bool:
+        """Whether the SDK has admitted the plan's headers (see the module)."""
+        return plan.key in self._admitted
+
+    async def run_sdk(self, plan: Plan, app: App, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        """Let ``app`` (the SDK) answer, and admit the request's headers when it answered with 200 and an event
+        stream."""
+        start: dict[str, Any] | None = None
+
+        async def watch(event: dict[str, Any]) -> None:
+            nonlocal start
+            if event["type"] == "http.response.start":
+                start = event
+            await send(event)
+
+        await app(scope, receive, watch)
+        if start is None or start.get("status") != 200:
+            return
+        headers = list(start.get("headers", []))
+        if [value for name, value in headers if name.lower() == b"content-type"] != [b"text/event-stream"]:
+            return
+        self._admitted[plan.key] = {"type": "http.response.start", "status": 200, "headers": headers}
+        self._admitted.move_to_end(plan.key)
+        while len(self._admitted) > MAX_ADMITTED:
+            self._admitted.popitem(last=False)
+
+    async def answer(self, plan: Plan, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        """Run the call and answer it as the SDK would; nothing is sent when the client went away meanwhile (its
+        call is cancelled). Run inside the guard's wrapper (an OAuth token in the SDK's auth context)."""
+        from toolexec.mcp import Requester, caller  # noqa: PLC0415 - toolexec.mcp imports the HTTP modules lazily
+
+        start = self._admitted[plan.key]
+        authorization = b""
+        for name, value in scope.get("headers") or []:
+            if name == b"authorization":
+                authorization = value
+                break
+        sent = authorization.decode("latin-1")
+        server = self.server
+        requester = Requester(caller=caller(None, sent, server.authenticating), modern=False, authorization=sent)
+        data: bytes | None = None
+        async with anyio.create_task_group() as group:
+
+            async def gone() -> None:  # the client closed the connection: its call is cancelled
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                group.cancel_scope.cancel()
+
+            group.start_soon(gone)
+            data = await self._respond(plan, requester)
+            group.cancel_scope.cancel()
+        if data is None:
+            return
+        await send(start)
+        await send({"type": "http.response.body", "body": EVENT_PREFIX + data + EVENT_SUFFIX})
+
+    async def _respond(self, plan: Plan, requester: Any) -> bytes:
+        """The JSON-RPC response to the plan's request, as the SDK's runner and dispatcher write it."""
+        message: types.JSONRPCResponse | types.JSONRPCError
+        try:
+            result = await self.server.answer_call(plan.params, requester)
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            try:
+                shaped = methods.serialize_server_result(METHOD, plan.version, dumped)
+            except ValidationError:
+                logger.exception("handler for %r returned an invalid result", METHOD)
+                raise MCPError(code=types.INTERNAL_ERROR, message="Handler returned an invalid result") from None
+            message = types.JSONRPCResponse(jsonrpc="2.0", id=plan.request_id, result=shaped)
+        except Exception as error:
+            found = handler_exception_to_error_data(error)
+            if found is None:
+                logger.exception("handler for %r raised", METHOD)
+                found = types.ErrorData(code=0, message=str(error))
+            message = types.JSONRPCError(jsonrpc="2.0", id=plan.request_id, error=found)
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode()
