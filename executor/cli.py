@@ -608,10 +608,10 @@ def _warm_text(config: Any, tool: Any) -> str:
         return yes
     from toolexec.runtimes import baseline
 
-    if tool.language != "python":
-        return "no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
     if not baseline.usable():
         return "no: this host makes no PID namespace (bwrap) for the sandbox baseline to give each call, so it runs cold"
+    if tool.language != "python":  # (a bash can make no namespace: runtimes/_bash_zygote.py makes them ahead)
+        return "yes: each call runs in a bash that sourced the tool ahead of it, in a PID namespace of its own (Executor, toolexec mcp)"
     return yes.replace("once", "once, in a PID namespace of its own")
 
 

@@ -15,7 +15,8 @@ A server idle for ``idle`` seconds is stopped. :meth:`WarmPool.close` stops them
 Each language provides a :class:`WarmServer` class, found by :attr:`WarmSpec.kind` in :data:`SERVERS` (its module is
 imported on first use): ``python-fork`` is :mod:`toolexec.runtimes.warm_fork` (a fork server per tool, which
 receives each call's descriptors), ``bash-fork`` :mod:`toolexec.runtimes.warm_bash` (a bash that sourced the tool,
-whose calls' channels are named FIFOs).
+whose calls' channels are named FIFOs; under the sandbox's baseline, spares: each a bash that sourced the tool ahead
+of its call, alone in a PID namespace of its own).
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ else:
 # kind → "module:Class" of its server (imported when a tool of that kind first runs warm).
 SERVERS: dict[str, str] = {
     "python-fork": "toolexec.runtimes.warm_fork:ForkServer",
-    "bash-fork": "toolexec.runtimes.warm_bash:BashServer",
+    "bash-fork": "toolexec.runtimes.warm_bash:server",
 }
-# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash cannot.
-ISOLATING: frozenset[str] = frozenset({"python-fork"})
+# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline).
+ISOLATING: frozenset[str] = frozenset({"python-fork", "bash-fork"})
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
 
