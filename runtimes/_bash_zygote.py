@@ -14,8 +14,8 @@ sourced the tool (``F`` + why not), then one message per call (marshal'ed ``env`
 with the call's stdin, stdout, stderr, reply socket and progress pipe). The waiting spare's init takes the call, says
 ``P`` on the reply socket (its pid reaches toolexec in the credentials, in toolexec's numbering), sets the call's
 limits on the bash (address space, CPU seconds, processes, file size), keeps the call's channels where the bash opens
-them (``/proc/1/fd/10``…: the init is process 1 of the bash's /proc), drops its capabilities and tells the bash to
-go. The bash takes its channels, environment, directory and pids cgroup and runs the call in place: the tool is
+them (``/proc/1/fd/10``…: the init is process 1 of the bash's /proc; it dropped every capability before it started
+the bash, as bwrap leaves an ordinary user's tool none) and tells the bash to go. The bash takes its channels, environment, directory and pids cgroup and runs the call in place: the tool is
 process 2, under the namespace's init, as under bwrap (``kill -STOP $PPID`` reaches an init that ignores it; toolexec
 is in no /proc the tool sees). The init exits with the tool's status (128 + N for signal N) once it ends, the kernel
 ends whatever else the call left, and this server writes ``X<wait status>`` once it has reaped the init.
@@ -104,19 +104,15 @@ def _init(namespaces, argv, calls, announce):
     try:
         namespaces.die_with_parent()
         namespaces.own_proc()
+        namespaces.drop_capabilities()  # (the bash gets none; /proc/1/fd of a process with more would be closed to it)
     except OSError:
         os._exit(70)
     go_read, go_write = os.pipe()
     ready_read, ready_write = os.pipe()
     try:
-        bash = os.fork()
+        bash = _spawn_bash(argv, go_read, ready_write)
     except OSError:
         os._exit(70)
-    if bash == 0:
-        try:
-            _exec_bash(namespaces, argv, go_read, ready_write)
-        finally:
-            os._exit(127)
     os.close(go_read)
     os.close(ready_write)
     said = os.read(ready_read, 16)  # R once sourced; nothing: the bash ended
@@ -133,30 +129,26 @@ def _init(namespaces, argv, calls, announce):
     calls.close()
     if not data or len(fds) < 4:  # the server is closing: no call comes (the kernel ends the bash with this init)
         os._exit(0)
-    _run(namespaces, bash, marshal.loads(data), fds, go_write)
+    _run(bash, marshal.loads(data), fds, go_write)
 
 
-def _exec_bash(namespaces, argv, go, ready):
-    """In the init's child: become the spare's bash (its stdin: the init's word to go), with nothing of the init's."""
-    os.dup2(go, 0)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    ready = fcntl.fcntl(ready, fcntl.F_DUPFD, 3)
-    os.closerange(3, ready)
-    os.closerange(ready + 1, _max_fd())
-    os.set_inheritable(ready, True)
-    for name in _RESTORED:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
-    namespaces.drop_capabilities()
+def _spawn_bash(argv, go, ready):
+    """The spare's bash, started by the init (posix_spawn: no fork of this Python): its stdin the init's word to go,
+    ``ready`` the pipe it says R on, nothing else of the init's, the signals this server ignores at their default."""
+    os.set_inheritable(ready, True)  # (every other descriptor of the init's is close-on-exec)
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     env = dict(os.environ)
     env["TOOLEXEC_ZYGOTE_FD"] = str(ready)
     env["TOOLEXEC_WARM_SPARE"] = "1"
-    os.execvpe(argv[0], argv, env)
+    restored = [getattr(signal, name) for name in _RESTORED if hasattr(signal, name)]
+    actions = [(os.POSIX_SPAWN_DUP2, go, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+    try:
+        return os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=restored)
+    finally:
+        os.close(devnull)
 
 
-def _run(namespaces, bash, request, fds, go):
+def _run(bash, request, fds, go):
     """The init's part of the call: say ``P``, set the bash's limits, hand it the channels, wait for it to end."""
     reply = socket.socket(fileno=fds[3])
     try:
@@ -172,7 +164,6 @@ def _run(namespaces, bash, request, fds, go):
         if cgroup:
             tasks = os.path.join(cgroup, "tasks")  # v1's tasks: the single-threaded bash moves itself at once
             join = tasks if os.path.exists(tasks) else os.path.join(cgroup, "cgroup.procs")
-        namespaces.drop_capabilities()  # (a process with capabilities the bash lacks would hide /proc/1/fd from it)
     except (ImportError, OSError, ValueError) as exc:
         os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
         os._exit(70)
