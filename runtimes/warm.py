@@ -16,7 +16,8 @@ Each language provides a :class:`WarmServer` class, found by :attr:`WarmSpec.kin
 imported on first use): ``python-fork`` is :mod:`toolexec.runtimes.warm_fork` (a fork server per tool, which
 receives each call's descriptors), ``bash-fork`` :mod:`toolexec.runtimes.warm_bash` (a bash that sourced the tool,
 whose calls' channels are named FIFOs; under the sandbox's baseline, spares: each a bash that sourced the tool ahead
-of its call, alone in a PID namespace of its own).
+of its call, alone in a PID namespace of its own), ``node-spare`` :mod:`toolexec.runtimes.warm_node` (a node started
+ahead of each call with the tool imported: a fresh process per call).
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ else:
 SERVERS: dict[str, str] = {
     "python-fork": "toolexec.runtimes.warm_fork:ForkServer",
     "bash-fork": "toolexec.runtimes.warm_bash:server",
+    "node-spare": "toolexec.runtimes.warm_node:NodeSpares",
 }
-# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline).
-ISOLATING: frozenset[str] = frozenset({"python-fork", "bash-fork"})
+# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash's spares and a
+# node spare are started in one of their own.
+ISOLATING: frozenset[str] = frozenset({"python-fork", "bash-fork", "node-spare"})
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
 
