@@ -6,7 +6,11 @@ The served run and the bare interpreter's start alternate (medians, and the medi
 the cold run (no server tried: ``TOOLEXEC_NO_SERVER=1``) is measured beside them. Target (issue 25): ≤ 1.5x
 ``python -c pass``. Each tool is measured under the default sandbox (every call in the baseline's namespaces) and
 with ``sandbox: off`` (a second config of the same tools, served by a second server), which separates what the
-server and its client cost from what the sandbox costs. ``make bench`` shows the same rows (``serve_rows``).
+server and its client cost from what the sandbox costs, and with the server run cold (each served run spawns the
+tool) and warm (``toolexec serve --warm``: each served run forks from the server's own warm server of the tool; under
+the sandbox's baseline a Python call is forked by its zygote into a PID namespace of its own, a Bash call runs in a
+spare, a bash that sourced the tool ahead of it in a namespace of its own). ``make bench`` shows the same rows
+(``serve_rows``).
 """
 
 from __future__ import annotations
@@ -28,10 +32,14 @@ TARGET = 1.5
 
 
 @contextmanager
-def serving(toolexec: str, config: Path, env: dict[str, str]) -> Iterator[None]:
+def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> Iterator[None]:
     """A ``toolexec serve`` of ``config`` while the block runs (its socket ready when the block starts)."""
     server = subprocess.Popen(
-        [toolexec, "--config", str(config), "serve"], env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [toolexec, "--config", str(config), "serve", *options],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.stderr is not None
@@ -57,11 +65,15 @@ def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs:
         return spawn([toolexec, "--config", str(chosen), "run", tool, '{"text": "x"}'], env=environment)
 
     found = []
-    with serving(toolexec, config, env), serving(toolexec, unconfined, env):
-        for label, tool in (("Bash", "noop_sh"), ("Python", "noop_py")):
-            for chosen, sandbox in ((config, ""), (unconfined, ", `sandbox: off`")):
-                paired = paired_ms(one_shot(chosen, tool, env), bare, runs)
-                found.append((f"{label} tool{sandbox}", paired, median_ms(one_shot(chosen, tool, cold_env), max(5, runs // 4))))
+    for options, how in (((), ""), (("--warm",), ", warm (`serve --warm`)")):
+        with serving(toolexec, config, env, *options), serving(toolexec, unconfined, env, *options):
+            for label, tool in (("Bash", "noop_sh"), ("Python", "noop_py")):
+                for chosen, sandbox in ((config, ""), (unconfined, ", `sandbox: off`")):
+                    for _ in range(3):  # the first run has the server start the tool's warm server
+                        one_shot(chosen, tool, env)()
+                    paired = paired_ms(one_shot(chosen, tool, env), bare, runs)
+                    cold = median_ms(one_shot(chosen, tool, cold_env), max(5, runs // 4))
+                    found.append((f"{label} tool{how}{sandbox}", paired, cold))
     return found
 
 

@@ -476,9 +476,12 @@ class Calls:
     # --- warm servers -----------------------------------------------------------------------------
 
     def _warm_pool(self, config: Config, tool: ToolDeclaration) -> WarmPool | None:
-        """The pool a call of ``tool`` forks from (made on the first warm call), or None: it runs cold."""
+        """The pool a call of ``tool`` forks from (made on the first warm call; :data:`served_pool` in a call
+        ``toolexec serve`` forked), or None: it runs cold."""
         if not runs_warm(config, tool, self.warm):
             return None
+        if served_pool is not None:
+            return served_pool
         with self._registry:
             if self._pool is None and not self._closed:
                 from toolexec.runtimes.warm import WarmPool
@@ -527,6 +530,11 @@ class Calls:
             token = object()
             self._in_flight[token] = control
             return token
+
+
+# The warm servers of the ``toolexec serve`` this process was forked from to run one call (their pool outlives the
+# call, and is never closed here); None: a Calls keeps its own.
+served_pool: WarmPool | None = None
 
 
 def runs_warm(config: Config, tool: ToolDeclaration, everything: bool | None) -> bool:

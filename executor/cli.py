@@ -373,6 +373,9 @@ def _serve_commands(commands: Any) -> None:
     serve.add_argument(
         "--max-clients", type=int, default=64, metavar="N", help="calls served at once; past it, runs are local (default 64)"
     )
+    serve.add_argument(
+        "--warm", action="store_true", help="run every tool warm: each call forked from a server that loaded the tool once"
+    )
     # toolexec mcp's own server: it ends when its stdin does (mcp's end), quietly when another serves the config.
     serve.add_argument("--until-stdin-closes", action="store_true", help=argparse.SUPPRESS)
     serve.set_defaults(handler=_serve)
@@ -387,7 +390,13 @@ def _serve(args: argparse.Namespace) -> int:
         raise BadRequest("toolexec serve serves the config's own tools: an agent's calls (--agent) run locally")
     from toolexec.serve import serve
 
-    return serve(args.config, max_clients=args.max_clients, for_mcp=args.until_stdin_closes, verbose=args.verbose)
+    return serve(
+        args.config,
+        max_clients=args.max_clients,
+        for_mcp=args.until_stdin_closes,
+        verbose=args.verbose,
+        warm=True if args.warm else None,
+    )
 
 
 def _confirm_option(command: argparse.ArgumentParser) -> None:
@@ -411,12 +420,15 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
 
         agent["on_input"] = answer_on_terminal(wake=control)
     confirm = getattr(args, "confirm", None)
+    # One run: a warm server would only cost its start; a run `toolexec serve` took forks from the server's (None:
+    # the tools that ask; True: every tool, `serve --warm`).
+    warm = getattr(args, "served_warm", False)
     if confirm is not None:
         from toolexec.approval import confirm_on_terminal
 
-        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), warm=False, **agent)
+        executor = Executor(args.config, before_call=confirm_on_terminal(confirm, wake=control), warm=warm, **agent)
     else:
-        executor = Executor(args.config, warm=False, **agent)  # one run: a warm server would only cost its start
+        executor = Executor(args.config, warm=warm, **agent)
     if args.verbose:
         for line in executor.config.lookup:
             print(f"toolexec: config: {line}", file=sys.stderr)
@@ -610,10 +622,10 @@ def _warm_text(config: Any, tool: Any) -> str:
         return yes
     from toolexec.runtimes import baseline
 
-    if tool.language == "bash":
-        return "no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
     if not baseline.usable():
         return "no: this host makes no PID namespace (bwrap) for the sandbox baseline to give each call, so it runs cold"
+    if tool.language == "bash":  # (a bash can make no namespace: runtimes/_bash_zygote.py makes them ahead)
+        return "yes: each call runs in a bash that sourced the tool ahead of it, in a PID namespace of its own (Executor, toolexec mcp)"
     return yes.replace("once", "once, in a PID namespace of its own").replace("it with", "it in a PID namespace of its own with")
 
 

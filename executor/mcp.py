@@ -768,7 +768,7 @@ def main(config_source: Any, *, http: str | None, token_env: str | None, options
         raise BadRequest(f"{'--no-token' if no_token else '--token-env'} applies to --http only; stdio needs no token")
     server = ToolServer(config_source, options)
     # One-shot `toolexec run` calls of the same config are served while this runs (toolexec serve; not an agent's).
-    one_shot = companion(server.config.path) if options.agent is None else None
+    one_shot = companion(server.config.path, warm=options.warm) if options.agent is None else None
     atexit.register(stop_companion, one_shot)  # _exit_now runs the atexit handlers only
     try:
         settings = server.config.mcp

@@ -31,6 +31,7 @@ import errno
 import fcntl
 import gc
 import io
+import marshal
 import os
 import resource  # noqa: F401 - the file-size limit (imported here once for every child, as are the lazy ones below)
 import select
@@ -47,6 +48,7 @@ from importlib import import_module
 from typing import Any
 
 import toolexec.api
+import toolexec.calls
 import toolexec.catalog_store
 import toolexec.confine
 import toolexec.runtimes.argc_built
@@ -59,6 +61,7 @@ from toolexec.config import Config, load_config, locate
 from toolexec.errors import BadRequest
 from toolexec.runtimes import look_up_host, process_linux
 from toolexec.runtimes.process_linux import protect
+from toolexec.runtimes.warm import WarmPool, WarmServer, WarmSpec
 from toolexec.serve_client import (
     FORWARDED,
     MAX_REQUEST,
@@ -84,15 +87,23 @@ _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
 PRELOADED = (
     "difflib", "hashlib", "mimetypes", "shlex", "encodings.unicode_escape", "jsonschema", "fastjsonschema",
     "toolexec.build", "toolexec.capspec", "toolexec.mcp_settings", "toolexec.mediatype", "toolexec.runtimes.seccomp",
-    "toolexec.runtimes.netproxy", "toolexec.runtimes.shims",
+    "toolexec.runtimes.netproxy", "toolexec.runtimes.shims", "toolexec.runtimes.warm_fork", "toolexec.runtimes.warm_bash",
     *(f"toolexec.compilers.{language}" for language in ("python", "bash", "javascript", "typescript")),
     "tree_sitter_python", "tree_sitter_bash", "tree_sitter_javascript", "tree_sitter_typescript",
 )  # fmt: skip
 
 
-def serve(config: str | os.PathLike[str] | None, *, max_clients: int = 64, for_mcp: bool = False, verbose: bool = False) -> int:
-    """Serve ``config``'s one-shot calls until a stopping signal (or, ``for_mcp``, the end of stdin); 0 then."""
-    server = Server(config, max_clients=max_clients)
+def serve(
+    config: str | os.PathLike[str] | None,
+    *,
+    max_clients: int = 64,
+    for_mcp: bool = False,
+    verbose: bool = False,
+    warm: bool | None = None,
+) -> int:
+    """Serve ``config``'s one-shot calls until a stopping signal (or, ``for_mcp``, the end of stdin); 0 then.
+    ``warm``: True runs every tool warm, None the tools that ask (docs/performance.md)."""
+    server = Server(config, max_clients=max_clients, warm=warm)
     try:
         if not server.open(quiet_when_served=for_mcp):
             return 0
@@ -105,13 +116,15 @@ def serve(config: str | os.PathLike[str] | None, *, max_clients: int = 64, for_m
     return 0
 
 
-def companion(config_path: str | os.PathLike[str]) -> subprocess.Popen[bytes] | None:
+def companion(config_path: str | os.PathLike[str], *, warm: bool | None = None) -> subprocess.Popen[bytes] | None:
     """``toolexec mcp``'s own socket server for ``config_path``: a ``toolexec serve`` that ends when its stdin (a pipe
     only this process holds) closes, however this process ends; quietly absent when another server has the config.
-    A process of its own, because a server forks, and forking the MCP server (threads, an event loop) is unsafe."""
+    A process of its own, because a server forks, and forking the MCP server (threads, an event loop) is unsafe.
+    ``warm``: as ``toolexec mcp --warm`` (True: every tool warm)."""
+    argv = [sys.executable, "-m", "toolexec", "serve", "--config", os.fspath(config_path), "--until-stdin-closes"]
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "toolexec", "serve", "--config", os.fspath(config_path), "--until-stdin-closes"],
+            [*argv, *(["--warm"] if warm else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -138,8 +151,10 @@ def stop_companion(process: subprocess.Popen[bytes] | None, timeout: float = STO
 class Server:
     """The socket server of one config: :meth:`open`, :meth:`run`, :meth:`close`."""
 
-    def __init__(self, config: str | os.PathLike[str] | None, *, max_clients: int = 64) -> None:
+    def __init__(self, config: str | os.PathLike[str] | None, *, max_clients: int = 64, warm: bool | None = None) -> None:
         self.config: Config = load_config(config)
+        self.warm = warm
+        self.pool: ServedPool | None = None
         self.config_path = os.path.realpath(locate(config).path)
         self.folder = socket_folder()
         self.path = os.path.join(self.folder, socket_name(self.config_path))
@@ -187,6 +202,9 @@ class Server:
             vouch.open()
             self._vouch = vouch
         self._warm()
+        if process_linux.available():  # (warm calls need pidfd and /proc: elsewhere every call runs cold)
+            self.pool = ServedPool(max_servers=self.config.warm_max, idle=self.config.warm_idle)
+            toolexec.calls.served_pool = self.pool  # what every child forked from here uses
         return True
 
     def _lock(self) -> str | None:
@@ -249,7 +267,8 @@ class Server:
         gc.freeze()
 
     def close(self) -> None:
-        """Stop listening, cancel the calls still running, remove the socket and the lock file."""
+        """Stop listening, cancel the calls still running, stop the warm servers, remove the socket and the lock
+        file."""
         if self._vouch is not None:
             self._vouch.close()
             self._vouch = None
@@ -261,6 +280,10 @@ class Server:
                 with contextlib.suppress(OSError):
                     os.unlink(self.path)
         self._end_children()
+        if self.pool is not None:
+            self.pool.close()
+            toolexec.calls.served_pool = None
+            self.pool = None
         self._count_runs()
         for fd in (self._ran_read, self._ran_write, self._took_read, self._took_write):
             with contextlib.suppress(OSError):
@@ -292,6 +315,8 @@ class Server:
                 selector.register(wake_read, selectors.EVENT_READ, "wake")
                 selector.register(self._ran_read, selectors.EVENT_READ, "ran")
                 selector.register(self._took_read, selectors.EVENT_READ, "took")
+                if self.pool is not None:
+                    selector.register(self.pool.asked, selectors.EVENT_READ, "warm")
                 if self._vouch is not None:
                     selector.register(self._vouch.fileno(), selectors.EVENT_READ, "vouch")
                 listening = False
@@ -318,6 +343,9 @@ class Server:
                                 os.read(wake_read, 512)
                         elif key.data == "ran":
                             self._count_runs()
+                        elif key.data == "warm":
+                            assert self.pool is not None
+                            self.pool.start_asked()
                         elif key.data == "vouch":
                             self._vouch.answer()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif not _read_some(sys.stdin.fileno()):
@@ -421,6 +449,8 @@ class Server:
             process_linux.die_with_parent(signal.SIGKILL)
             if os.getppid() != server:
                 return  # the server ended before the signal was asked for
+            if self.pool is not None:
+                self.pool.forked()
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -440,7 +470,7 @@ class Server:
                 conn.sendall(b"no uid: this server serves its own user only\n")
                 code = 0
             else:
-                code = Child(conn, self.config_path, self._ran_write).serve()
+                code = Child(conn, self.config_path, self._ran_write, self.warm).serve()
         except BaseException:  # the child must end here, and says nothing on the server's terminal
             code = 1
         finally:
@@ -452,9 +482,10 @@ class Server:
 class Child:
     """One client's call, in its own forked process."""
 
-    def __init__(self, conn: socket.socket, config_path: str, ran: int = -1) -> None:
+    def __init__(self, conn: socket.socket, config_path: str, ran: int = -1, warm: bool | None = None) -> None:
         self.conn = conn
         self.config_path = config_path
+        self.warm = warm  # which tools run warm (the server's own servers): True every one, None those that ask
         self.ran = ran  # told a byte when the call runs
         self.done = False
 
@@ -607,6 +638,7 @@ class Child:
         sys.stdin, sys.stdout, sys.stderr = (_text_stream(fd, *encodings[fd]) for fd in (0, 1, 2))
         args.config = self.config_path
         args.handle_signals = True
+        args.served_warm = self.warm
         return args
 
     def _watch(self) -> None:
@@ -656,6 +688,75 @@ def _take(token: int) -> bool:
     finally:
         with contextlib.suppress(OSError):
             os.close(token)
+
+
+class ServedPool(WarmPool):
+    """The warm servers of ``toolexec serve``: started by the server's own process alone (every call is a child
+    forked from it, and a server a child started would end with that child), used by every child through the
+    descriptors it inherited. A child that finds no server for its call runs it cold and asks the server's process
+    (a datagram, :attr:`asked`) to start one, which the children forked after use. No idle watch runs (a thread in
+    a process that forks): the servers stop with ``toolexec serve``, and at most ``max_servers`` run."""
+
+    def __init__(self, *, max_servers: int, idle: float) -> None:
+        super().__init__(max_servers=max_servers, idle=idle)
+        self.owner = os.getpid()
+        self.asked, self._ask = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.asked.setblocking(False)
+        self._ask.setblocking(False)
+
+    def server(self, spec: WarmSpec) -> WarmServer | None:
+        """In the server's process: the running server for ``spec`` (started now if need be). In a child: the
+        running one, or None (the call runs cold) once the server's process is asked to start it."""
+        if os.getpid() == self.owner:
+            return super().server(spec)
+        with self._lock:  # (no thread of the server's holds it when it forks: it runs none)
+            entry = self._entries.get(spec.key)
+        if entry is None:  # (one known not to run warm is not asked for again)
+            self._request(spec)
+            return None
+        return entry.server
+
+    def discard(self, spec: WarmSpec, server: WarmServer) -> None:
+        """``server`` failed a call's start: in a child, the server's process is asked to start a new one."""
+        if os.getpid() == self.owner:
+            super().discard(spec, server)
+        else:
+            self._request(spec)
+
+    def _request(self, spec: WarmSpec) -> None:
+        fields = {name: getattr(spec, name) for name in ("kind", "tool", "payload", "cwd", "key", "isolated")}
+        message = marshal.dumps({**fields, "argv": list(spec.argv), "env": dict(spec.env)})
+        with contextlib.suppress(OSError):  # (a full queue: the next call asks again)
+            self._ask.send(message)
+
+    def forked(self) -> None:
+        """In a child: its end of the server's queue of requests is not the child's to read."""
+        self.asked.close()
+
+    def start_asked(self) -> None:
+        """In the server's process: start the servers the children asked for (a dead one is replaced)."""
+        while True:
+            try:
+                message = self.asked.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            try:
+                spec = WarmSpec(**marshal.loads(message))
+            except (EOFError, ValueError, TypeError):
+                continue
+            with self._lock:
+                entry = self._entries.get(spec.key)
+            if entry is not None and entry.server is not None and not entry.server.alive():
+                super().discard(spec, entry.server)
+            super().server(spec)
+
+    def _ensure_reaper(self) -> None:
+        """No idle watch (see the class)."""
+
+    def close(self) -> None:
+        super().close()
+        for end in (self.asked, self._ask):
+            end.close()
 
 
 class Refused(Exception):

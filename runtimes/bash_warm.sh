@@ -1,13 +1,21 @@
 # toolexec: a warm Bash tool's server. Invoked as: bash bash_warm.sh TOOL_PATH [FUNCTION], with
 # TOOLEXEC_ZYGOTE_FD naming a pipe on which it says R once the tool is sourced (argc's trailer included: `argc` is a
-# no-op here, as in bash_bootstrap.sh, so main does not run). Then each line on stdin names a call's private
-# directory (see runtimes/warm_bash.py): its request (`in`, the bootstrap's binding records), `env` (NUL-separated:
-# the working directory, then NAME=VALUE of the call's environment) and the FIFOs `out`, `err`, `st` (and `progress`)
+# no-op here, as in bash_bootstrap.sh, so main does not run).
+#
+# A server (sandbox off): each line on stdin names a call's private directory (see runtimes/warm_bash.py): its
+# request (`in`, the bootstrap's binding records), `env` (NUL-separated: the working directory, the cgroup file to
+# join (empty: none), then NAME=VALUE of the call's environment) and the FIFOs `out`, `err`, `st` (and `progress`)
 # whose read ends toolexec holds. Per call a waiter (a job of its own) forks the call's process (a job of its own
 # too: its own process group), which takes those as its descriptors, writes P<pid> on `st`, restores the tool's
 # shell options and traps and runs bash_bootstrap.sh's binding and main; the waiter writes X<status> once it ends.
+#
+# A spare (TOOLEXEC_WARM_SPARE=1, under the sandbox's baseline: see runtimes/_bash_zygote.py): process 2 of a PID
+# namespace of its own, it runs one call in place once the namespace's init says `g` on stdin; the init holds the
+# call's channels, as /proc/1/fd/10 (the request), 11 (stdout), 12 (stderr), 13 (the `env` file) and 14 (progress,
+# when the call listens for it: the call's LLM_PROGRESS names descriptor 3).
 __toolexec_ready=$TOOLEXEC_ZYGOTE_FD
-unset TOOLEXEC_ZYGOTE_FD
+__toolexec_spare=${TOOLEXEC_WARM_SPARE-}
+unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER
 BASH_ARGV0=$1
 __toolexec_function=${2-}
 __toolexec_boot=$(<"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh") || exit 70
@@ -25,6 +33,41 @@ exec 2>/dev/null
 echo R >&"$__toolexec_ready"
 exec {__toolexec_ready}>&-
 
+# In the call's process, its channels taken: its environment (from the file $1), cgroup and directory, the tool's
+# options and traps, then the bootstrap's binding and main.
+__toolexec_run() {
+  {
+    IFS= read -r -d '' __toolexec_cwd
+    IFS= read -r -d '' __toolexec_join
+    while IFS= read -r -d '' __toolexec_pair; do
+      export -- "$__toolexec_pair" 2>/dev/null
+    done
+  } <"$1"
+  # Everything the call starts is born in its pids cgroup (root's process cap): it moves itself, as a cold call's
+  # shell does (best effort, as the baseline's is).
+  [[ -z $__toolexec_join ]] || { echo 0 >"$__toolexec_join"; } 2>/dev/null
+  cd -- "$__toolexec_cwd" || exit 70
+  unset __toolexec_cwd __toolexec_pair __toolexec_join __toolexec_spare
+  for __toolexec_pair in ${__toolexec_options//:/ }; do
+    set -o "$__toolexec_pair" 2>/dev/null || shopt -s "$__toolexec_pair" 2>/dev/null
+  done
+  unset __toolexec_pair
+  eval "$__toolexec_traps"
+  unset __toolexec_options __toolexec_traps __toolexec_ready
+  unset -f __toolexec_serve __toolexec_run
+  set -- "$0" ${__toolexec_function:+"$__toolexec_function"}
+  eval "$__toolexec_boot"
+}
+
+if [[ -n $__toolexec_spare ]]; then
+  IFS= read -r __toolexec_go && [[ $__toolexec_go == g ]] || exit 70
+  unset __toolexec_go
+  exec </proc/1/fd/10 >/proc/1/fd/11 2>/proc/1/fd/12 || exit 70
+  if [[ -e /proc/1/fd/14 ]]; then exec 3>/proc/1/fd/14 || exit 70; fi
+  __toolexec_run /proc/1/fd/13
+  exit
+fi
+
 __toolexec_serve() {
   exec 3>"$1/st" || exit 70
   set -m
@@ -34,23 +77,7 @@ __toolexec_serve() {
     echo "P$BASHPID" >&3
     exec 3>&-
     set +m
-    {
-      IFS= read -r -d '' __toolexec_cwd
-      while IFS= read -r -d '' __toolexec_pair; do
-        export -- "$__toolexec_pair" 2>/dev/null
-      done
-    } <"$1/env"
-    cd -- "$__toolexec_cwd" || exit 70
-    unset __toolexec_cwd __toolexec_pair
-    for __toolexec_pair in ${__toolexec_options//:/ }; do
-      set -o "$__toolexec_pair" 2>/dev/null || shopt -s "$__toolexec_pair" 2>/dev/null
-    done
-    unset __toolexec_pair
-    eval "$__toolexec_traps"
-    unset __toolexec_options __toolexec_traps __toolexec_ready
-    unset -f __toolexec_serve
-    set -- "$0" ${__toolexec_function:+"$__toolexec_function"}
-    eval "$__toolexec_boot"
+    __toolexec_run "$1/env"
   ) &
   wait "$!"
   echo "X$?" >&3

@@ -15,8 +15,9 @@ A server idle for ``idle`` seconds is stopped. :meth:`WarmPool.close` stops them
 Each language provides a :class:`WarmServer` class, found by :attr:`WarmSpec.kind` in :data:`SERVERS` (its module is
 imported on first use): ``python-fork`` is :mod:`toolexec.runtimes.warm_fork` (a fork server per tool, which
 receives each call's descriptors), ``bash-fork`` :mod:`toolexec.runtimes.warm_bash` (a bash that sourced the tool,
-whose calls' channels are named FIFOs), ``node-spare`` :mod:`toolexec.runtimes.warm_node` (a node started ahead of
-each call with the tool imported: a fresh process per call).
+whose calls' channels are named FIFOs; under the sandbox's baseline, spares: each a bash that sourced the tool ahead
+of its call, alone in a PID namespace of its own), ``node-spare`` :mod:`toolexec.runtimes.warm_node` (a node started
+ahead of each call with the tool imported: a fresh process per call).
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ else:
 # kind → "module:Class" of its server (imported when a tool of that kind first runs warm).
 SERVERS: dict[str, str] = {
     "python-fork": "toolexec.runtimes.warm_fork:ForkServer",
-    "bash-fork": "toolexec.runtimes.warm_bash:BashServer",
+    "bash-fork": "toolexec.runtimes.warm_bash:server",
     "node-spare": "toolexec.runtimes.warm_node:NodeSpares",
 }
-# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash cannot; a
-# node spare is started in one of its own.
-ISOLATING: frozenset[str] = frozenset({"python-fork", "node-spare"})
+# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash's spares and a
+# node spare are started in one of their own.
+ISOLATING: frozenset[str] = frozenset({"python-fork", "bash-fork", "node-spare"})
 # The isolating kinds whose call's status comes only once its PID namespace is gone (the server reaped its init):
 # nothing of such a call is left to search for.
 SEALED: frozenset[str] = frozenset({"python-fork"})

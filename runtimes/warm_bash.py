@@ -14,28 +14,42 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
+from toolexec.recordtype import replace
 from toolexec.runtimes.warm_fork import (
     FD_VARIABLE,
     SERVER_VARIABLE,
     START_SECONDS,
     CallProcess,
+    ForkServer,
     ServerProcess,
     register,
 )
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
-    from toolexec.runtimes.warm import WarmCall, WarmSpec
+    from toolexec.runtimes.warm import WarmCall, WarmServer, WarmSpec
 
-# A bash cannot unshare a PID namespace for each call it forks (the sandbox's baseline): such a call runs cold.
-ISOLATION_PROBLEM = "a warm bash cannot give each call a PID namespace of its own (the sandbox's baseline)"
 BLOCK = 1024  # `ulimit -f` counts 1024-byte blocks: a bound that is no multiple of it runs cold
+# Under the sandbox's baseline: the server that makes each call's PID namespace ahead of it, a bash sourced in it.
+SPARES_SERVER = Path(__file__).with_name("_bash_zygote.py")
+
+
+def server(spec: WarmSpec) -> WarmServer:
+    """The warm server of a Bash tool: under the sandbox's baseline (``spec.isolated``) spares, each a bash that
+    sourced the tool alone in a PID namespace of its own, made ahead of the calls by ``_bash_zygote.py`` (the Python
+    zygote's protocol: :class:`~toolexec.runtimes.warm_fork.ForkServer`); else one bash that sourced the tool and
+    forks a subshell per call (:class:`BashServer`)."""
+    if spec.isolated:
+        return ForkServer(replace(spec, argv=[sys.executable, "-S", "-E", "-s", str(SPARES_SERVER), *spec.argv]))
+    return BashServer(spec)
 
 
 class BashServer(ServerProcess):
-    """One Bash tool's warm server; thread-safe."""
+    """One Bash tool's warm server (sandbox off); thread-safe."""
 
     def __init__(self, spec: WarmSpec) -> None:
         super().__init__(spec)
@@ -43,9 +57,6 @@ class BashServer(ServerProcess):
 
     def start(self) -> bool:
         """Start bash, source the tool, and wait until it says it is ready."""
-        if self.spec.isolated:
-            self.problem = ISOLATION_PROBLEM
-            return False
         ready_read, ready_write = os.pipe()
         requests_read, requests_write = os.pipe()
         try:
@@ -146,7 +157,7 @@ class BashCall(CallProcess):
                 env["TOOLEXEC_FILE_LIMIT"] = str(call.file_limit)
             if call.progress >= 0:
                 env["LLM_PROGRESS"] = os.path.join(directory, "progress")
-            entries = [call.cwd or os.getcwd(), *(f"{name}={value}" for name, value in env.items())]
+            entries = [call.cwd or os.getcwd(), "", *(f"{name}={value}" for name, value in env.items())]  # no cgroup
             with open(os.path.join(directory, "env"), "wb") as out:
                 out.write(b"".join(entry.encode("utf-8", "surrogateescape") + b"\0" for entry in entries))
         except BaseException:

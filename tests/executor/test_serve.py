@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import Project
 from tests.helpers import alive, wait_until
+from toolexec.runtimes import baseline
 from toolexec.serve_client import NO_SERVER_VARIABLE, socket_folder, socket_name
 
 ECHO_SH = """#!/usr/bin/env bash
@@ -128,20 +129,77 @@ CASES = [
 ]
 
 
+WARMING = {"echo": '{"text": "w"}', "py": '{"mode": "echo"}', "fail": "{}"}  # a call of each tool that runs it
+
+
+@pytest.mark.parametrize("warm", ["", "--warm"])
 @pytest.mark.parametrize(("argv", "stdin"), CASES)
 def test_a_run_through_the_server_shows_what_the_local_run_shows(
-    tools: Project, served: Served, tmp_path: Path, argv: list[str], stdin: bytes | None
+    tools: Project, tmp_path: Path, argv: list[str], stdin: bytes | None, warm: str
 ) -> None:
+    """Served cold (the server's child spawns the tool) or warm (``serve --warm``: forked from the server's own warm
+    server of the tool, started at the first served call of it, which runs cold)."""
     where = tmp_path / "somewhere else"
     where.mkdir()
     env = {**os.environ, "FOO": "from the caller"}
-    call = ["--config", str(tools.config), *argv]
-    local = toolexec(*call, local=True, cwd=where, env=env, input=stdin)
-    remote = toolexec(*call, cwd=where, env=env, input=stdin)
-    assert shown(remote) == shown(local)
-    assert local.returncode in (0, 1, 2, 3, 124)
-    _, count, _ = served.stop()
-    assert count == 1  # the second run was the server's
+    served = Served(tools.config, *([warm] if warm else []))
+    try:
+        warming = 3 if warm and argv[1] in WARMING else 0  # the first asks; the spare forked before may not know it
+        for _ in range(warming):
+            assert toolexec("--config", str(tools.config), "run", argv[1], WARMING[argv[1]], cwd=where, env=env).returncode in (
+                0,
+                3,
+            )
+        call = ["--config", str(tools.config), *argv]
+        local = toolexec(*call, local=True, cwd=where, env=env, input=stdin)
+        remote = toolexec(*call, cwd=where, env=env, input=stdin)
+        assert shown(remote) == shown(local)
+        assert local.returncode in (0, 1, 2, 3, 124)
+    finally:
+        _, count, _ = served.stop()
+    assert count == warming + 1  # the second run was the server's
+
+
+PROBE_SH = """#!/usr/bin/env bash
+# @describe Say who started the namespace the call runs in (its init's command line).
+main() {
+    mapfile -d '' -t init </proc/1/cmdline
+    echo "${init[*]}" >>"$LLM_OUTPUT"
+}
+"""
+PROBE_PY = '''def run() -> str:
+    """Say who started the namespace the call runs in (its init's command line)."""
+    return open("/proc/1/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+'''
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+@pytest.mark.parametrize(("file", "server"), [("probe_sh.sh", "_bash_zygote.py"), ("probe_py.py", "python_zygote.py")])
+def test_served_runs_of_a_warm_tool_fork_from_the_servers_own_warm_server(project: Project, file: str, server: str) -> None:
+    """The first served run of a warm tool runs cold (under bwrap's init) and has the server start the tool's warm
+    server; the runs after it fork from that server (under the init of a namespace it made), until it stops with
+    ``toolexec serve``, leaving nothing behind."""
+    project.tool(file, PROBE_SH if file.endswith(".sh") else PROBE_PY)
+    config = project.configure(warm_tools=["all"])
+    tool = file.partition(".")[0]
+    served = Served(config)
+    try:
+        inits = [toolexec("--config", str(config), "run", tool, "{}").stdout.decode() for _ in range(5)]
+        servers = [pid for pid in _descendants(served.process.pid) if server in Path(f"/proc/{pid}/cmdline").read_text()]
+    finally:
+        assert served.stop()[:2] == (0, 5)
+    assert ["bwrap" in init for init in inits[:1]] == [True]
+    assert [server in init for init in inits[2:]] == [True] * 3
+    assert servers and not any(alive(pid) for pid in servers)
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        children = _children(stack.pop())
+        found += children
+        stack += children
+    return found
 
 
 def test_the_caller_s_directory_environment_and_umask_are_the_call_s(tools: Project, served: Served, tmp_path: Path) -> None:

@@ -363,7 +363,7 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
         alone = yes.replace("once", "once, in a PID namespace of its own")
         js = js.replace("it with", "it in a PID namespace of its own with")
         policy = "Warm: no: its sandbox policy is applied to each call's own start, so it runs cold"
-        bash = "Warm: no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
+        bash = "Warm: yes: each call runs in a bash that sourced the tool ahead of it, in a PID namespace of its own (Executor, toolexec mcp)"
         expected = [[alone], [], [alone], [policy], [js], [bash]]
     assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat", "fast")] == expected
 

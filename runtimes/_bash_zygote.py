@@ -1,0 +1,301 @@
+"""A warm Bash tool's server under the sandbox's baseline: each call runs in a bash that sourced the tool ahead of
+the call, alone in a PID namespace of its own.
+
+A bash can neither make a PID namespace nor receive descriptors, so no process forked from one long-lived warm bash
+can be alone in a namespace of its own (``bash_warm.sh``'s server is for ``sandbox: off``). This server, toolexec's
+own Python inside the baseline's namespaces made once by bwrap (as the Python zygote,
+:mod:`toolexec.runtimes.warm_fork`), makes each call's namespace *ahead* of the call instead: a spare is the init of a
+new PID namespace, with a mount namespace and a /proc of its own (:class:`_python_zygote._Namespaces`), whose one
+child, process 2, is a bash that has sourced the tool (``bash_warm.sh`` in its spare mode) and waits.
+
+Started by ``python _bash_zygote.py BASH… bash_warm.sh TOOL_PATH [FUNCTION]`` with ``TOOLEXEC_ZYGOTE_FD`` naming one
+end of a ``SOCK_SEQPACKET`` socket to toolexec, it speaks the Python zygote's protocol: ``R`` once the first spare has
+sourced the tool (``F`` + why not), then one message per call (marshal'ed ``env``, ``cwd``, ``fsize``, ``limits``
+with the call's stdin, stdout, stderr, reply socket and progress pipe). The waiting spare's init takes the call, says
+``P`` on the reply socket (its pid reaches toolexec in the credentials, in toolexec's numbering), sets the call's
+limits on the bash (address space, CPU seconds, processes, file size), keeps the call's channels where the bash opens
+them (``/proc/1/fd/10``…: the init is process 1 of the bash's /proc; it dropped every capability before it started
+the bash, as bwrap leaves an ordinary user's tool none) and tells the bash to go. The bash takes its channels, environment, directory and pids cgroup and runs the call in place: the tool is
+process 2, under the namespace's init, as under bwrap (``kill -STOP $PPID`` reaches an init that ignores it; toolexec
+is in no /proc the tool sees). The init exits with the tool's status (128 + N for signal N) once it ends, the kernel
+ends whatever else the call left, and this server writes ``X<wait status>`` once it has reaped the init.
+
+The fork, the namespaces and the sourcing are all off the call's path: the next spare is made as soon as a call
+takes one. Each call sources the tool afresh, as a cold call does, in a process no other call ran in.
+"""
+
+import contextlib
+import fcntl
+import marshal
+import os
+import select
+import signal
+import socket
+import sys
+
+from _python_zygote import _max_fd, _Namespaces, _reap, _receive, _send_fds
+
+SPARES = 1  # spares kept ready ahead of the calls (each: an init and a bash)
+CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, env file and progress pipe
+_RESTORED = ("SIGINT", "SIGPIPE", "SIGXFSZ", "SIGXFZ")  # ignored by this server (or by Python): as a cold call has them
+
+
+class _Spares:
+    """The spares waiting for a call (oldest first), and those made that have not ended (reaped quietly)."""
+
+    def __init__(self, namespaces, control, argv):
+        self.namespaces, self.control, self.argv = namespaces, control, argv
+        self.waiting = []  # [(pid, the socket its init waits on)]
+        self.made = set()
+        # Whether the next spare's init says whether its bash sourced the tool (the first one's answer is the
+        # server's; no later one says anything: a socket closed with a word unread would reset its peer's reading)
+        self.announce = True
+
+    def make(self):
+        """A new spare; None when none can be made (no namespace, no fork)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.namespaces.next_child_alone()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            try:
+                self.control.close()
+                ours.close()
+                for _, sock in self.waiting:
+                    sock.close()
+                _init(self.namespaces, self.argv, theirs, self.announce)
+            finally:
+                os._exit(70)
+        self.namespaces.back()
+        self.announce = False
+        theirs.close()
+        if pid < 0:
+            ours.close()
+            return None
+        self.made.add(pid)
+        self.waiting.append((pid, ours))
+        return pid, ours
+
+    def fill(self):
+        while len(self.waiting) < SPARES and self.make() is not None:
+            pass
+
+    def close(self):
+        for _, sock in self.waiting:
+            sock.close()  # its init sees the end of file and exits: the kernel ends its bash
+        self.waiting = []
+
+
+def _init(namespaces, argv, calls, announce):
+    """A spare's init, alone in a new PID namespace: start the bash, wait for one call, run it (see the module);
+    ``announce``: say ``R`` once the bash has sourced the tool, ``F`` + why when it ended instead."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.closerange(3, calls.fileno())
+    os.closerange(calls.fileno() + 1, _max_fd())
+    try:
+        namespaces.die_with_parent()
+        namespaces.own_proc()
+        namespaces.drop_capabilities()  # (the bash gets none; /proc/1/fd of a process with more would be closed to it)
+    except OSError:
+        os._exit(70)
+    go_read, go_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    try:
+        bash = _spawn_bash(argv, go_read, ready_write)
+    except OSError:
+        os._exit(70)
+    os.close(go_read)
+    os.close(ready_write)
+    said = os.read(ready_read, 16)  # R once sourced; nothing: the bash ended
+    os.close(ready_read)
+    if announce:
+        with contextlib.suppress(OSError):
+            calls.send(b"R" if said == b"R\n" else b"F" + b"the tool ended (or failed) while it was sourced")
+    if said != b"R\n":
+        os._exit(0)
+    try:
+        data, fds = _receive(calls)
+    except OSError:
+        os._exit(0)
+    calls.close()
+    if not data or len(fds) < 4:  # the server is closing: no call comes (the kernel ends the bash with this init)
+        os._exit(0)
+    _run(bash, marshal.loads(data), fds, go_write)
+
+
+def _spawn_bash(argv, go, ready):
+    """The spare's bash, started by the init (posix_spawn: no fork of this Python): its stdin the init's word to go,
+    ``ready`` the pipe it says R on, nothing else of the init's, the signals this server ignores at their default."""
+    os.set_inheritable(ready, True)  # (every other descriptor of the init's is close-on-exec)
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    env = dict(os.environ)
+    env["TOOLEXEC_ZYGOTE_FD"] = str(ready)
+    env["TOOLEXEC_WARM_SPARE"] = "1"
+    restored = [getattr(signal, name) for name in _RESTORED if hasattr(signal, name)]
+    actions = [(os.POSIX_SPAWN_DUP2, go, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+    try:
+        return os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsigdef=restored)
+    finally:
+        os.close(devnull)
+
+
+def _run(bash, request, fds, go):
+    """The init's part of the call: say ``P``, set the bash's limits, hand it the channels, wait for it to end."""
+    reply = socket.socket(fileno=fds[3])
+    try:
+        reply.sendall(b"P\n")
+    except OSError:
+        os._exit(70)
+    reply.close()
+    limits = request.get("limits") or {}
+    join = ""
+    try:
+        _limit(bash, limits, request.get("fsize"))
+        cgroup = limits.get("cgroup")
+        if cgroup:
+            tasks = os.path.join(cgroup, "tasks")  # v1's tasks: the single-threaded bash moves itself at once
+            join = tasks if os.path.exists(tasks) else os.path.join(cgroup, "cgroup.procs")
+    except (ImportError, OSError, ValueError) as exc:
+        os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
+        os._exit(70)
+    env = os.memfd_create("toolexec-env", 0)
+    entries = [request.get("cwd") or "/", join, *(f"{name}={value}" for name, value in request["env"].items())]
+    os.write(env, b"".join(entry.encode("utf-8", "surrogateescape") + b"\0" for entry in entries))
+    channels = [fds[0], fds[1], fds[2], env, *fds[4:5]]
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in channels]  # (a received one may have a target's number)
+    for fd in channels:
+        os.close(fd)
+    for fd, target in zip(moved, CHANNELS[: len(moved)], strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.write(go, b"g\n")
+    os.close(go)
+    while True:  # orphans of the call come here too: reaped until the bash ends
+        try:
+            ended, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(70)
+        if ended == bash:  # the server says the status once this init is reaped: its namespace is empty by then
+            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+
+
+def _limit(pid, limits, fsize):
+    """The call's limits on the bash ``pid`` (inherited by everything it starts): soft and hard, CPU's hard one a
+    second later (so that SIGXCPU comes first)."""
+    import resource
+
+    for name, kind, above in (("memory", "RLIMIT_AS", 0), ("cpu", "RLIMIT_CPU", 1), ("processes", "RLIMIT_NPROC", 0)):
+        value = limits.get(name)
+        if value is not None:
+            resource.prlimit(pid, getattr(resource, kind), (value, value + above))
+    if fsize is not None:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (fsize, fsize))
+
+
+def _hand_over(spares, data, fds, children):
+    """Give the call to the oldest waiting spare (one made now when none waits, or those waiting died); then make
+    the next spares."""
+    reply = socket.socket(fileno=fds[3])
+    pid = -1
+    while pid < 0:
+        if spares.waiting:
+            spare = spares.waiting.pop(0)
+        else:
+            spare = spares.make()
+            if spare is None:
+                break
+            spares.waiting.remove(spare)
+        try:
+            socket.send_fds(spare[1], [data], fds) if hasattr(socket, "send_fds") else _send_fds(spare[1], data, fds)
+            pid = spare[0]
+            spares.made.discard(pid)
+        except OSError:
+            pass
+        spare[1].close()
+    for fd in fds[:3] + fds[4:]:
+        os.close(fd)
+    if pid < 0:  # the call is not started (toolexec runs it cold)
+        reply.close()
+    else:
+        children[pid] = reply
+    spares.fill()
+
+
+def serve():
+    control = socket.socket(fileno=int(os.environ.pop("TOOLEXEC_ZYGOTE_FD")))
+    os.environ.pop("TOOLEXEC_ZYGOTE_ISOLATE", None)
+    try:
+        namespaces = _Namespaces()
+        namespaces.next_child_alone()  # proof that it can, before the first spare
+        namespaces.back()
+    except OSError as exc:
+        control.send(b"F" + f"no PID namespace can be made for each call: {exc}".encode("utf-8", "replace"))
+        os._exit(0)
+    spares = _Spares(namespaces, control, sys.argv[1:])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
+    first = spares.make()
+    answer = b"F" + b"no spare could be made"
+    if first is not None:
+        with contextlib.suppress(OSError):
+            answer = first[1].recv(1 << 16) or b"F" + b"the tool ended (or failed) while it was sourced"
+    control.send(answer)
+    if answer != b"R":
+        os._exit(0)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children = {}
+    spares.fill()
+    open_ = True
+    while open_ or children or spares.made:
+        try:
+            ready, _, _ = select.select([control, wake_read] if open_ else [wake_read], [], [])
+        except InterruptedError:
+            continue
+        if wake_read in ready:
+            try:
+                while os.read(wake_read, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        _reap(children, spares)
+        if open_ and control in ready:
+            open_ = _take(control, spares, children)
+            if not open_:
+                spares.close()
+    os._exit(0)
+
+
+def _take(control, spares, children):
+    """One call from toolexec; False once it has closed the socket."""
+    try:
+        data, fds = _receive(control)
+    except InterruptedError:
+        return True
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return False
+    if len(fds) < 4:
+        for fd in fds:
+            os.close(fd)
+        return True
+    _hand_over(spares, data, fds, children)
+    return True
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,200 @@
+"""Warm Bash calls under the sandbox's baseline (``sandbox: declared``, the default): each call runs in a bash that
+sourced the tool ahead of the call, process 2 of a PID namespace of its own under the namespace's init, with a /proc
+of its own and the default limits, as a cold call under bwrap (runtimes/_bash_zygote.py). The hostile tools of
+tests/runtimes/test_baseline.py run warm too (its ``launch_modes``); these check what only such a warm call could get
+wrong: that it was warm at all, and that nothing of toolexec, of its server, of a spare or of another call can be
+seen, read or signalled, and nothing outlives the call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes
+from tests.runtimes.test_warm_baseline import _sleepers
+from toolexec.records import ToolCall
+from toolexec.runtimes import baseline, process_linux
+from toolexec.runtimes.warm_fork import running_servers
+
+pytestmark = pytest.mark.skipif(
+    not (baseline.usable() and process_linux.available()), reason="needs bwrap, PID namespaces, pidfd and /proc"
+)
+
+# A probe that looks around without starting a process (the globs and builtins of bash) before it acts.
+PROBE = r"""#!/usr/bin/env bash
+# @describe Look around, or attack.
+# @meta warm
+# @option --action! what to do
+# @option --arg its argument
+LOADED=$BASHPID
+echo x >>"$LLM_TOOL_CACHE_DIR/loads"
+main() {
+    local processes=() entry
+    for entry in /proc/[0-9]*; do processes+=("${entry#/proc/}"); done
+    local namespace init warm=false
+    mapfile -d '' -t init </proc/1/cmdline  # the namespace's init: bwrap's (a cold call), or a warm server's spare
+    [[ ${init[*]} != *_bash_zygote.py* ]] || warm=true
+    namespace=$(readlink /proc/self/ns/pid)
+    case $argc_action in
+    signal)  # toolexec's own pid, as toolexec numbers it; then the namespace's init
+        if kill -STOP "$argc_arg" 2>/dev/null; then signalled=sent; else signalled="no such process"; fi
+        kill -STOP $PPID
+        ;;
+    environments)  # every environment this call can read (its own holds the secret's name only)
+        found=no
+        for entry in /proc/[0-9]*/environ; do
+            if grep -qF -- "$argc_arg" "$entry" 2>/dev/null; then found=yes; fi
+        done
+        ;;
+    escape) setsid env -i sleep "$argc_arg" </dev/null >/dev/null 2>&1 & ;;
+    wait) sleep "$argc_arg" ;;
+    esac
+    printf '{"loaded": %s, "pid": %s, "ppid": %s, "namespace": "%s", "processes": [%s], "signalled": "%s", "secret_seen": "%s", "warm": %s, "version": 1}\n' \
+        "$LOADED" "$BASHPID" "$PPID" "$namespace" "$(IFS=,; echo "${processes[*]}")" "${signalled-}" "${found-}" "$warm" \
+        >>"$LLM_OUTPUT"
+}
+"""
+
+
+def _call(executor: object, action: str, arg: str = "", *, warm: bool = True) -> dict:
+    result = executor.call("probe", {"action": action, "arg": arg})  # type: ignore[attr-defined]
+    assert (result.status, result.stderr) == ("ok", ""), result.error
+    seen = json.loads(result.output)
+    assert seen["warm"] is warm, seen  # forked from the tool's warm server (its spare), or a cold call under bwrap
+    return seen
+
+
+def test_each_warm_bash_call_runs_alone_in_a_pid_namespace_of_its_own(project: Project, private_tmpdir: Path) -> None:
+    project.tool("probe.sh", PROBE)
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        seen, ended = [], []
+        for _ in range(3):
+            seen.append(_call(executor, "look"))
+            ended.append(boot_clock())
+        (server,) = running_servers()  # one server, whatever the count of calls
+        assert alive(server)
+    mine = os.readlink("/proc/self/ns/pid")
+    namespaces = [s["namespace"] for s in seen]
+    assert mine not in namespaces
+    # As a cold call under bwrap: the tool is process 2 under the namespace's init, sees no other process (but the
+    # readlink it started), and was sourced in that very process (a spare: every call's own sourcing).
+    assert [(s["pid"], s["ppid"], s["loaded"], s["processes"][:2]) for s in seen] == [(2, 1, 2, [1, 2])] * 3
+    assert (executor.config.state.tool_cache("probe") / "loads").read_text().count("x") >= 3
+    assert not alive(server)
+    # what a call left would have started before it returned (a later namespace, a spare's, may reuse its number)
+    for namespace, end in zip(namespaces, ended, strict=True):
+        assert in_pid_namespace(namespace, started_before=end) == []
+    assert marked_processes(private_tmpdir) == []  # no spare, init or bash of the server's is left
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_concurrent_warm_bash_calls_see_nothing_of_one_another(project: Project) -> None:
+    project.tool("probe.sh", PROBE)
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        _call(executor, "look")
+        calls = [ToolCall(name="probe", arguments={"action": "wait", "arg": "0.5"}) for _ in range(4)]
+        results = executor.call_many(calls)
+        assert len(running_servers()) == 1
+    seen = [json.loads(result.output) for result in results]
+    assert [s["warm"] for s in seen] == [True] * 4
+    assert len({s["namespace"] for s in seen}) == 4
+    assert [(s["pid"], s["processes"][:2]) for s in seen] == [(2, [1, 2])] * 4
+
+
+def test_a_warm_bash_calls_setsid_escapee_is_gone_when_the_call_ends(project: Project, private_tmpdir: Path) -> None:
+    project.tool("probe.sh", PROBE)
+    token = f"{1000 + int.from_bytes(os.urandom(2), 'big')}.{os.getpid()}"  # a sleep argument no other process has
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        _call(executor, "look")
+        seen = _call(executor, "escape", token)
+        returned = boot_clock()
+        assert _sleepers(token) == []  # gone by the time the call returned: the kernel ended its namespace
+        assert in_pid_namespace(seen["namespace"], started_before=returned) == []
+        assert len(running_servers()) == 1  # the call ran warm
+    assert marked_processes(private_tmpdir) == []
+
+
+# The executor runs in a process of its own, which the test can watch (and wake, should the tool stop it).
+EXECUTOR = textwrap.dedent(
+    """
+    import json, os, sys
+    from toolexec import Executor
+    from toolexec.runtimes.warm_fork import running_servers
+
+    with Executor(sys.argv[1]) as executor:
+        for action in ("look", sys.argv[2]):
+            arg = str(os.getpid()) if sys.argv[2] == "signal" else sys.argv[3]
+            result = executor.call("probe", {"action": action, "arg": arg}, timeout=20)
+            print(json.dumps([result.status, result.output, result.error, len(running_servers())]), flush=True)
+    """
+)
+
+
+def _run_executor(project: Project, action: str, arg: str = "", **env: str) -> list[list]:
+    config = project.configure(sandbox="declared", secret_env=["WARM_SECRET"], warm_tools=["probe"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EXECUTOR, str(config), action, arg],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        stopped = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        os.kill(proc.pid, 18)  # SIGCONT, then end it
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"the executor did not finish (stopped: {stopped})")
+    assert proc.returncode == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_a_warm_bash_tool_cannot_stop_toolexec_nor_its_init(project: Project) -> None:
+    project.tool("probe.sh", PROBE)
+    (look, attack) = _run_executor(project, "signal")
+    assert (look[0], look[3], attack[0], attack[3]) == ("ok", 1, "ok", 1), attack  # both warm, and both done
+    seen = json.loads(attack[1])
+    assert seen["warm"] is True
+    # toolexec's pid names no process in the call's namespace; its parent is the namespace's init, which ignores it
+    assert (seen["signalled"], seen["ppid"]) == ("no such process", 1)
+
+
+def test_a_warm_bash_tool_cannot_read_toolexecs_environment(project: Project) -> None:
+    project.tool("probe.sh", PROBE)
+    secret = f"warm-secret-{os.urandom(8).hex()}"
+    (_look, probe) = _run_executor(project, "environments", secret, WARM_SECRET=secret)
+    assert (probe[0], probe[3]) == ("ok", 1), probe
+    seen = json.loads(probe[1])
+    assert seen["warm"] is True
+    assert (seen["secret_seen"], seen["processes"][:2]) == ("no", [1, 2])
+
+
+def test_an_edited_warm_bash_tool_runs_the_new_code_on_the_next_call(project: Project) -> None:
+    path = project.tool("probe.sh", PROBE)
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        assert _call(executor, "look")["version"] == 1
+        (first,) = running_servers()
+        path.write_text(PROBE.replace('"version": 1', '"version": 2'), encoding="utf-8")
+        assert _call(executor, "look")["version"] == 2
+        assert running_servers() != {first}
+
+
+def test_a_bash_tool_that_cannot_be_sourced_runs_cold(project: Project) -> None:
+    """Its first spare's bash ends while it sources the tool: the server says why, and every call runs cold (whose
+    result is the tool's own)."""
+    project.tool("probe.sh", PROBE.replace("LOADED=$BASHPID\n", "LOADED=$BASHPID\n[[ -n ${LLM_OUTPUT-} ]] || exit 3\n"))
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        seen = _call(executor, "look", warm=False)
+        assert (seen["pid"], running_servers()) == (2, frozenset())  # under bwrap's init: a cold call
+        (pool,) = [executor.calls._pool]  # type: ignore[attr-defined]
+        assert [entry.problem for entry in pool._entries.values()] == ["the tool ended (or failed) while it was sourced"]
