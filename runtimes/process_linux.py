@@ -529,10 +529,25 @@ def _walk(needle: bytes, pgid: int, me: int, call_start: int | None) -> tuple[di
 
 
 def _own_children(me: int) -> set[int]:
-    """This process's children, read twice: the kernel can skip a child in a listing when the one listed
-    before it is reaped meanwhile (by another thread, for another call), and a second read repairs that."""
-    first = _children(me)
-    return first | _children(me)
+    """The children of this process that can be the call's, read twice: the kernel can skip a child in a listing
+    when the one listed before it is reaped meanwhile (by another thread, for another call), and a second read
+    repairs that.
+
+    Those of two threads, not of all of them: the calling thread's (it started the call's tool) and the main one's,
+    to which the kernel re-parents every orphan of a subreaper (the process's first live thread: ``find_new_reaper``
+    takes the first thread of the group that is not exiting, and the group leader comes first). Every other thread's
+    children are other calls' tools, or the host's. Once the main thread has ended (a host whose main thread left
+    while others run calls), the orphans go to another thread: every thread is read then. A server with a hundred
+    calls in flight has as many threads, so this is two reads a pass instead of a hundred."""
+    if not threading.main_thread().is_alive():
+        first = _children(me)
+        return first | _children(me)
+    tasks = {me, threading.get_native_id()}
+    found: set[int] = set()
+    for _ in range(2):
+        for tid in tasks:
+            found.update(_task_children(me, tid))
+    return found
 
 
 def _children(pid: int) -> set[int]:
@@ -541,7 +556,12 @@ def _children(pid: int) -> set[int]:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return set()
-    return {int(child) for tid in tasks for child in _read(f"/proc/{pid}/task/{tid}/children").split()}
+    return {child for tid in tasks for child in _task_children(pid, tid)}
+
+
+def _task_children(pid: int, tid: int | str) -> set[int]:
+    """The children of thread ``tid`` of ``pid`` (empty once it is gone)."""
+    return {int(child) for child in _read(f"/proc/{pid}/task/{tid}/children").split()}
 
 
 def _lists_children() -> bool:
