@@ -366,10 +366,11 @@ def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_a
     """The call's tool is ``pid``: remember when it started (only a later process can carry its marker), and tell the
     guard the call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die).
 
-    ``started_after`` (clock ticks since boot, :func:`boot_ticks`) stands for the start of a tool that is no longer
-    there to be asked (a warm call's process is its server's child, which may have reaped it already)."""
+    ``started_after`` (clock ticks since boot, :func:`boot_ticks`, read before the tool was started) stands for the
+    tool's start: a bound no later than it, which spares a read of ``/proc`` per call (and serves a warm call's process,
+    which its server may have reaped already). Without it the start is read from ``/proc``."""
     global _spawning, _guard
-    start = _stat(pid).start or started_after
+    start = started_after or _stat(pid).start
     with _lock:
         _in_flight[pid] = start
         _announced[pid] = _announcement(pid, mark, files)
@@ -624,15 +625,26 @@ def reap_orphan(pid: int, start: int | None) -> None:
     here: it ends at once, its tool gone. ``start`` tells it from a later process that took its pid."""
     me = os.getpid()
     deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline:
-        info = _stat(pid)
-        if not info.state or info.start != start or info.ppid != me:
-            return  # gone, another process now, or reaped by bwrap (or init) instead
-        if info.state in ("Z", "X"):
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
-            return
-        time.sleep(0.001)
+    exited = -1  # a pidfd of the init, readable once it has ended: waited on rather than looked at every millisecond
+    try:
+        while time.monotonic() < deadline:
+            info = _stat(pid)
+            if not info.state or info.start != start or info.ppid != me:
+                return  # gone, another process now, or reaped by bwrap (or init) instead
+            if info.state in ("Z", "X"):
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+                return
+            if exited < 0:
+                try:
+                    exited = os.pidfd_open(pid)
+                except OSError:
+                    return  # gone meanwhile
+                continue  # the pid may have been taken by another process before the pidfd was made: look again
+            select.select([exited], [], [], max(0.0, deadline - time.monotonic()))
+    finally:
+        if exited >= 0:
+            os.close(exited)
 
 
 def _reap(victims: dict[int, bool], me: int) -> None:
