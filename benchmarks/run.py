@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 import serve_bench
+from callpath_bench import callpath_rows
 from harness import (
     BARE_MJS,
     NOOP_JS,
@@ -645,6 +646,7 @@ def main() -> None:
         only = set(sys.argv[1:])
         sections = [
             ("Per-call overhead", per_call_rows),
+            ("Issue 20: the call path against its figures before (5d4dd1b), `sandbox: off`", callpath_rows),
             ("One-shot runs through a running server", serve_bench.serve_rows),
             ("Against what users would pick instead", alternative_rows),
             ("Build", build_rows),

@@ -101,7 +101,7 @@ def confirm_on_terminal(mode: ConfirmMode, *, terminal: str = "/dev/tty", wake: 
 
     Only ``y`` or ``yes`` allows; anything else, or no terminal to ask on, denies.
     Questions are asked one at a time. When ``wake`` becomes readable (the CLI's call
-    control, cancelled by Ctrl-C or SIGTERM) a pending question ends and the call is denied.
+    control, cancelled by Ctrl-C or SIGTERM) a pending question ends and the call is cancelled (nothing runs).
     """
     lock = threading.Lock()
 

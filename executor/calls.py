@@ -264,8 +264,10 @@ class Calls:
         call = replace(pending.call, name=tool.name, arguments=arguments)
         return replace(pending, call=call, arguments=arguments)
 
-    def approve(self, pending: Pending) -> Pending | ToolResult:
-        """:meth:`ask` and :meth:`decide` on this thread (an async hook is run to completion here)."""
+    def approve(self, pending: Pending, control: CallControl | None = None) -> Pending | ToolResult:
+        """:meth:`ask` and :meth:`decide` on this thread (an async hook is run to completion here). A call whose
+        ``control`` was cancelled while the hook decided (Ctrl-C at a ``--confirm`` question) is cancelled, not
+        denied: nobody declined it."""
         if self.before_call is None:
             return pending
         decision = self.ask(pending)
@@ -273,6 +275,9 @@ class Calls:
             import asyncio
 
             decision = asyncio.run(_awaited(decision))
+        if control is not None and control.cancelled and decision is not None and decision is not True:
+            result = not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled while asking; nothing ran")
+            return _finished(pending.observation, result, pending.snapshot, pending.arguments)
         return self.decide(pending, decision)
 
     def execute(
@@ -414,7 +419,7 @@ class Calls:
         answers the tool's questions (see :meth:`execute`); ``caller`` is who asks (for the audit log)."""
         pending = self.prepare(call, admit=admit, caller=caller, trace=control.trace if control is not None else None)
         if isinstance(pending, Pending):
-            pending = self.approve(pending)
+            pending = self.approve(pending, control)
         if isinstance(pending, ToolResult):
             return pending
         if control is not None:
@@ -459,7 +464,7 @@ class Calls:
         work = []
         for call in calls:
             pending = self.prepare(call, admit=admit, trace=control.trace)
-            work.append(self.submit(self.approve(pending) if isinstance(pending, Pending) else pending, control, ask))
+            work.append(self.submit(self.approve(pending, control) if isinstance(pending, Pending) else pending, control, ask))
         try:
             wait(work)
         except BaseException:  # the waiting thread was interrupted: end the calls, then re-raise

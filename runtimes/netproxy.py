@@ -361,14 +361,20 @@ class Proxy:
                     sock.close()
                     raise _Closing
                 self._sockets.add(sock)
-            sock.setblocking(False)
-            error = sock.connect_ex(address)
-            if error in (0, _EINPROGRESS) and self._wait([sock], CONNECT_TIMEOUT, write=True):
-                error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                if error == 0:
-                    sock.setblocking(True)
-                    return sock
-            problem = os.strerror(error) if error not in (0, _EINPROGRESS) else "timed out"
+            try:
+                sock.setblocking(False)
+                error = sock.connect_ex(address)
+                if error in (0, _EINPROGRESS) and self._wait([sock], CONNECT_TIMEOUT, write=True):
+                    error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if error == 0:
+                        sock.setblocking(True)
+                        return sock
+                problem = os.strerror(error) if error not in (0, _EINPROGRESS) else "timed out"
+            except BaseException:  # the proxy closing mid-connect (_Closing): the half-made socket is closed here
+                with self._lock:
+                    self._sockets.discard(sock)
+                sock.close()
+                raise
             with self._lock:
                 self._sockets.discard(sock)
             sock.close()

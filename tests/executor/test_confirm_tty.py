@@ -159,21 +159,22 @@ def test_without_a_terminal_call_denies_every_confirmed_call(config: Path) -> No
     assert json.loads(done.stdout) == [{"role": "tool", "tool_call_id": "c1", "content": denied}]
 
 
-def test_ctrl_c_at_the_question_denies_the_call_at_once(config: Path) -> None:
+def test_ctrl_c_at_the_question_cancels_the_call_at_once(config: Path) -> None:
+    """Ctrl-C cancels as it does anywhere else (exit 130): nobody declined the call, so it is not "denied"."""
     done = ask(config, [b"\x03"], "run", "remove", '{"path": "a"}', "--confirm", "all")
-    assert (done.code, done.stdout) == (2, "")
-    assert done.stderr == "toolexec: the call of tool 'remove' was denied: cancelled while asking; nothing ran\n"
+    assert (done.code, done.stdout) == (130, "")
+    assert done.stderr == "toolexec: the call was cancelled while asking; nothing ran\n"
 
 
-def test_ctrl_c_at_the_first_question_of_a_batch_denies_every_call_and_answers_them(config: Path) -> None:
+def test_ctrl_c_at_the_first_question_of_a_batch_cancels_every_call_and_answers_them(config: Path) -> None:
     batch = [
         {"id": f"c{n}", "type": "function", "function": {"name": "remove", "arguments": json.dumps({"path": path})}}
         for n, path in enumerate(["a", "b"])
     ]
     done = ask(config, [b"\x03"], "call", "--confirm", "destructive", stdin=json.dumps(batch))
     assert (done.code, done.stderr) == (0, "")
-    denied = "the call of tool 'remove' was denied: cancelled while asking; nothing ran"
+    cancelled = "the call was cancelled while asking; nothing ran"
     assert json.loads(done.stdout) == [
-        {"role": "tool", "tool_call_id": "c0", "content": denied},
-        {"role": "tool", "tool_call_id": "c1", "content": denied},
+        {"role": "tool", "tool_call_id": "c0", "content": cancelled},
+        {"role": "tool", "tool_call_id": "c1", "content": cancelled},
     ]
