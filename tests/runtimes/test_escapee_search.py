@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -230,3 +231,31 @@ def test_a_child_the_host_starts_in_a_session_of_its_own_while_a_call_runs_is_no
         for child in children:
             child.kill()
             child.wait()
+
+
+def test_killed_processes_are_waited_for_on_their_pidfds_not_by_reading_proc_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's wait for what it killed is woken by the kernel: each victim's /proc entry is read once (is it
+    alive?), and the wait returns with every victim ended (a zombie until reaped). Here they end only after that
+    first look (killed by it), so a wait that looked again would read them again."""
+    victims = [subprocess.Popen(["sleep", "1000"]) for _ in range(3)]
+    looked: list[int] = []
+    real = process_linux._stat
+
+    def spy(pid: int) -> object:
+        found = real(pid)
+        looked.append(pid)
+        if len(looked) == len(victims):  # every one seen alive: now they end, in the reverse order
+            for victim in reversed(victims):
+                os.kill(victim.pid, 9)
+        return found
+
+    try:
+        monkeypatch.setattr(process_linux, "_stat", spy)
+        process_linux._wait_gone({victim.pid: False for victim in victims}, time.monotonic() + 60)
+        monkeypatch.undo()
+        assert sorted(looked) == sorted(victim.pid for victim in victims)
+        assert [process_linux._stat(victim.pid).state for victim in victims] == ["Z"] * 3
+    finally:
+        for victim in victims:
+            victim.kill()
+            victim.wait()
