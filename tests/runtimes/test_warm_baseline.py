@@ -84,11 +84,13 @@ def _call(executor: object, action: str, arg: str = "") -> dict:
 def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(project: Project) -> None:
     project.tool("probe.py", PROBE)
     with project.executor(sandbox="declared") as executor:
-        seen = [_call(executor, "look") for _ in range(3)]
+        seen, returned = [], []  # each call's probe, and when it returned
+        for _ in range(3):
+            seen.append(_call(executor, "look"))
+            returned.append(boot_clock())
         assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "x"  # one load for three calls
         servers = running_servers()
         assert len(servers) == 1
-    closed = boot_clock()
     mine = os.readlink("/proc/self/ns/pid")
     namespaces = [s["namespace"] for s in seen]
     # (a namespace's number is reused once it is gone: concurrent calls' differ, see the next test)
@@ -96,8 +98,10 @@ def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(
     # As a cold call under bwrap: the tool is process 2, under the namespace's init, and sees no other process.
     assert [(s["pid"], s["ppid"], s["processes"]) for s in seen] == [(2, 1, [1, 2])] * 3
     assert not any(alive(pid) for pid in servers)
-    for namespace in namespaces:
-        assert in_pid_namespace(namespace, started_before=closed) == []
+    # Each call's processes started before it returned; a later namespace that took its number (another suite's, on a
+    # shared machine, while the next calls ran) has none started by then.
+    for namespace, before in zip(namespaces, returned, strict=True):
+        assert in_pid_namespace(namespace, started_before=before) == []
 
 
 def test_concurrent_warm_calls_see_nothing_of_one_another(project: Project) -> None:
