@@ -370,6 +370,52 @@ class Figures:
         return figures
 
 
+def toolexec_warm(root: Path, runs: int, env: dict[str, str]) -> dict[str, tuple[float, float, float]]:
+    """An in-process call of the no-op TypeScript tool through toolexec's own warm pool (a node spare per call, started
+    ahead) against the same call cold, per sandbox mode: (warm with its spare ready, cold, warm back to back) in ms.
+    Calls alternate, each after a pause long enough for the next spare to be ready (the back-to-back figure has none)."""
+    saved = {name: os.environ.get(name) for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME")}
+    os.environ.update({name: env[name] for name in saved if name in env})  # the bench's cache, not the user's
+    try:
+        return _toolexec_warm(root, runs)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _toolexec_warm(root: Path, runs: int) -> dict[str, tuple[float, float, float]]:
+    from toolexec import Executor
+
+    found = {}
+    for mode, settings in MODES.items():
+        config = root / f"config-warm-{mode}.yaml"
+        config.write_text(json.dumps({"visible_tools": ["noop_ts.ts"], **settings}) + "\n")
+        with Executor(config, warm=True) as warm, Executor(config, warm=False) as cold:
+
+            def call(executor: Executor) -> float:
+                started = time.perf_counter()
+                result = executor.call("noop_ts", {"text": "x"})
+                elapsed = (time.perf_counter() - started) * 1000
+                assert result.output == "x", result
+                return elapsed
+
+            call(warm), call(cold)
+            samples: list[tuple[float, float]] = []
+            for _ in range(runs):
+                time.sleep(0.15)  # the next spare's start, off the measured call's path
+                samples.append((call(warm), call(cold)))
+            back_to_back = [call(warm) for _ in range(max(10, runs // 2))]
+        found[mode] = (
+            statistics.median(w for w, _ in samples),
+            statistics.median(c for _, c in samples),
+            statistics.median(back_to_back),
+        )
+    return found
+
+
 @contextmanager
 def serving(toolexec: str, configs: list[Path], env: dict[str, str]) -> Iterator[None]:
     """A ``toolexec serve`` of each config while the block runs; each must have served a call by its end (a run that
@@ -436,6 +482,7 @@ def figures_for(
     figures = Figures(root, node, toolexec, dict(env), runs)
     measured: dict[str, object] = {"one-shot": one_shot_pairs(figures, runs)}
     measured["warm"] = {} if one_shot_only else figures.warm()
+    measured["toolexec warm"] = {} if one_shot_only else toolexec_warm(root, runs, figures.env)
     measured["compile cache"] = None if one_shot_only else figures.compile_cache()
     return figures, measured
 
@@ -527,6 +574,26 @@ def node_rows(b: Bench) -> list[Row]:
                 None,
             )
         )
+    own: dict[str, tuple[float, float, float]] = measured["toolexec warm"]  # type: ignore[assignment]
+    for mode, (spare, cold_call, back_to_back) in own.items():
+        label = "" if mode == "baseline" else ", `sandbox: off`"
+        rows.append(
+            Row(
+                f"TS call in-process (`Executor`), warm{label}: a node spare started ahead, ready",
+                ms(spare),
+                f"the same call cold: {ms(cold_call)}",
+                f"{cold_call / spare:.1f}x faster",
+                note="a fresh process per call (issue 25's isolating design, built)",
+            )
+        )
+        rows.append(
+            Row(
+                f"TS call in-process (`Executor`), warm{label}, calls back to back (each waits for its spare)",
+                ms(back_to_back),
+                f"cold: {ms(cold_call)}",
+                f"{back_to_back / cold_call:.2f}x",
+            )
+        )
     rows.append(Row("JS/TS call, no-op tool, cold (`node node_bootstrap.cjs`, no Python)", ms(cold), note=node))
     for key, label in labels.items():
         rows.append(Row(f"JS/TS call: {label}", ms(warm[key]), f"cold: {ms(cold)}", f"{warm[key] / cold:.2f}x"))
@@ -562,6 +629,11 @@ def main() -> None:
             print(f"heavy JS tool, compile cache on: {cache.ours:.1f} ms; off: {cache.bare:.1f} ms; ratio {cache.ratio:.2f}x")
         for design, value in measured["warm"].items():  # type: ignore[attr-defined]
             print(f"per call, {design}: {value:.2f} ms")
+        for mode, (spare, cold_call, back_to_back) in measured["toolexec warm"].items():  # type: ignore[attr-defined]
+            print(
+                f"toolexec TS call in-process, sandbox {mode}: warm (spare ready) {spare:.1f} ms; cold {cold_call:.1f} ms "
+                f"({cold_call / spare:.1f}x faster); warm back to back {back_to_back:.1f} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 Issue 25 asks `toolexec list`, a no-change `toolexec build` and a one-shot `toolexec run` at 10,000 tools
 within 1.1x of the same at 1,000: each pair below alternates the two catalogs command by command. The row after
 them is what `list` and a no-change `build` cannot do without: the no-change check, one stat per visible file (a file
-edited in place changes no directory; see docs/architecture.md), with what the system calls alone cost. Issue 20
+edited in place changes no directory; see docs/architecture.md), with what the system calls alone cost. The same
+three pairs follow with a `toolexec serve` of each config running: its watcher vouches that no file changed, so
+`list` and a no-change `build` stat none (toolexec.vouch), and the run goes through its socket. Issue 20
 asks the one-shot rows not to be slower than before the call path moved (no-op Bash ≤ 4.35x `python -c pass`,
 Python ≤ 5.37x); they are measured here with ``sandbox: off`` as well as in run.py at the config's default, so
 that the call path's own cost shows apart from the sandbox's.
@@ -23,6 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import NOOP_PY, NOOP_SH, RUNS, many_tools, paired_ms, spawn, write_project
 
+COMMANDS = [  # (what issue 25 calls it, the arguments, the row's label)
+    ("list", ["list"], "`toolexec list`"),
+    ("build", ["build"], "`toolexec build`, no change"),
+    ("run", ["run", "noop_sh", '{"text": "x"}'], "one-shot `toolexec run`, no-op Bash tool"),
+]
+
 
 def scale_rows(b: Any) -> list[Any]:
     """The rows of the "10,000 tools" section (``b`` is run.py's Bench)."""
@@ -36,14 +44,11 @@ def scale_rows(b: Any) -> list[Any]:
         spawn(b.cli(config, "build"), env=b.env)()
     runs = max(11, RUNS // 2)  # a 10,000-tool command takes a while; its pairs still see the same drift
     rows = []
-    for what, argv, label in [
-        ("list", ["list"], "`toolexec list`"),
-        ("build", ["build"], "`toolexec build`, no change"),
-        ("run", ["run", "noop_sh", '{"text": "x"}'], "one-shot `toolexec run`, no-op Bash tool"),
-    ]:
+    for what, argv, label in COMMANDS:
         paired = paired_ms(spawn(b.cli(huge, *argv), env=b.env), spawn(b.cli(thousand, *argv), env=b.env), runs)
         rows.append(ratio_row(f"{label}, 10,000 tools", paired, "1,000 tools", 1.1, f"issue 25 ({what})"))
     rows.append(check_row(huge, thousand))
+    rows += served_rows(b, huge, thousand, runs)
     off = write_project(b.root / "sandbox-off", {"noop_py.py": NOOP_PY, "noop_sh.sh": NOOP_SH}, runtimes=runtimes, sandbox="off")
     bare = spawn([b.interpreter, "-c", "pass"], env=b.env)
     for tool, before in (("noop_sh", 4.35), ("noop_py", 5.37)):
@@ -53,6 +58,28 @@ def scale_rows(b: Any) -> list[Any]:
         rows.append(
             ratio_row(f"one-shot `toolexec run`, no-op {kind} tool, `sandbox: off`", paired, "`python -c pass`", before, note)
         )
+    return rows
+
+
+def served_rows(b: Any, huge: Path, thousand: Path, runs: int) -> list[Any]:
+    """The same pairs with a ``toolexec serve`` of each config running: its watcher vouches that no file changed
+    (:mod:`toolexec.vouch`), so `list` and a no-change `build` stat no file, and a run goes through its socket."""
+    from contextlib import ExitStack
+
+    from run import ratio_row
+    from serve_bench import serving
+
+    env = {**b.env, "XDG_RUNTIME_DIR": str(b.root / "run-scale")}
+    Path(env["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
+    rows = []
+    with ExitStack() as servers:
+        for config in (huge, thousand):
+            servers.enter_context(serving(b.toolexec, config, env))
+        for what, argv, label in COMMANDS:
+            paired = paired_ms(spawn(b.cli(huge, *argv), env=env), spawn(b.cli(thousand, *argv), env=env), runs)
+            rows.append(
+                ratio_row(f"{label}, 10,000 tools, `toolexec serve` running", paired, "1,000 tools", 1.1, f"issue 25 ({what})")
+            )
     return rows
 
 

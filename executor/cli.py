@@ -516,7 +516,7 @@ def _compile(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from toolexec.errors import BadRequest
-    from toolexec.listing import listed
+    from toolexec.listing import listed, show
 
     tags = [tag.strip() for tag in (args.tags or "").split(",") if tag.strip()]
     if args.tags is not None and not tags:
@@ -535,7 +535,7 @@ def _list(args: argparse.Namespace) -> int:
             f"under enabled_tools in {config.path} (or write enabled_tools: all); toolexec list --all shows the visible ones",
             file=sys.stderr,
         )
-    sys.stdout.write(text)
+    show(text, sys.stdout)
     return EXIT_OK
 
 
@@ -601,18 +601,20 @@ def _warm_text(config: Any, tool: Any) -> str:
         return ""
     if effective(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox) is not None:
         return "no: its sandbox policy is applied to each call's own start, so it runs cold"
-    if tool.language in ("javascript", "typescript"):
-        return "no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
     yes = "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
+    if tool.language in ("javascript", "typescript"):
+        yes = "yes: each call is a fresh node started ahead of it with the tool imported (Executor, toolexec mcp)"
+        if tool.metadata.warm == "shared":
+            yes += "; a shared worker is not built: `shared` runs so too"
     if config.sandbox == "off":
         return yes
     from toolexec.runtimes import baseline
 
-    if tool.language != "python":
+    if tool.language == "bash":
         return "no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
     if not baseline.usable():
         return "no: this host makes no PID namespace (bwrap) for the sandbox baseline to give each call, so it runs cold"
-    return yes.replace("once", "once, in a PID namespace of its own")
+    return yes.replace("once", "once, in a PID namespace of its own").replace("it with", "it in a PID namespace of its own with")
 
 
 def describe_text(tool: Any, *, warm: str = "") -> list[str]:

@@ -12,6 +12,7 @@ not saved) is rendered every time.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
@@ -25,20 +26,21 @@ from toolexec.version import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TextIO
 
     from toolexec.config import Config
 
-__all__ = ["listed", "render"]
+__all__ = ["listed", "render", "show"]
 
 KEPT_FILE = "listing.txt"
 
 
 def listed(
     executor: Executor, *, enabled_only: bool, tags: list[str], as_json: bool, extra: list[dict[str, Any]]
-) -> tuple[str, int]:
+) -> tuple[str | bytes, int]:
     """The text ``toolexec list`` prints (``extra``: rows appended after the tools', the agents' functions) and how
-    many tools it lists (``extra`` not counted)."""
+    many tools it lists (``extra`` not counted). Kept text comes as the UTF-8 bytes it was kept as (:func:`show`
+    prints them undecoded)."""
     key = None if extra else _key(executor, enabled_only=enabled_only, tags=tags, as_json=as_json)
     kept = executor.config.state.private_dir / KEPT_FILE
     if key is not None:
@@ -114,8 +116,21 @@ def _key(executor: Executor, *, enabled_only: bool, tags: list[str], as_json: bo
     return sha256_hex(repr(parts).encode("utf-8", "surrogateescape"))
 
 
-def _read_kept(path: str, key: str) -> tuple[str, int] | None:
-    """The kept text and its count when it was kept under ``key``."""
+def show(text: str | bytes, stream: TextIO) -> None:
+    """Print what :func:`listed` returned on ``stream``: bytes as they are when it writes UTF-8 (10,000 lines are
+    neither decoded nor encoded again), else decoded and written as text."""
+    if isinstance(text, bytes):
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None and codecs.lookup(stream.encoding or "ascii").name == "utf-8":
+            stream.flush()
+            buffer.write(text)
+            return
+        text = text.decode("utf-8", "replace")
+    stream.write(text)
+
+
+def _read_kept(path: str, key: str) -> tuple[bytes, int] | None:
+    """The kept text (UTF-8) and its count when it was kept under ``key``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)  # never a link, never waiting
     except OSError:
@@ -125,10 +140,10 @@ def _read_kept(path: str, key: str) -> tuple[str, int] | None:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None
             data = handle.read()
-        head, _, body = data.partition(b"\n")
-        found, _, count = head.decode("ascii").partition(" ")
-        if found != key:
+        end = data.find(b"\n")
+        found, _, count = data[: max(end, 0)].decode("ascii").partition(" ")
+        if end < 0 or found != key:
             return None
-        return body.decode("utf-8"), int(count)
+        return data[end + 1 :], int(count)
     except (OSError, ValueError):
         return None

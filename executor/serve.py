@@ -70,6 +70,7 @@ from toolexec.serve_client import (
     socket_name,
 )
 from toolexec.version import __version__
+from toolexec.vouch import Vouch
 
 __all__ = ["Server", "companion", "serve", "stop_companion"]
 
@@ -153,6 +154,7 @@ class Server:
         self._lock_fd = -1
         self._inode: tuple[int, int] | None = None
         self._stop = False
+        self._vouch: Vouch | None = None  # vouches that no tool file changed, for `list` and `build` (toolexec.vouch)
 
     # --- the socket -----------------------------------------------------------------------------------------
 
@@ -180,6 +182,10 @@ class Server:
         except BaseException:
             self._unlock()
             raise
+        vouch = Vouch(self.config_path)
+        with contextlib.suppress(OSError):  # (only `list` and `build` are slower without it)
+            vouch.open()
+            self._vouch = vouch
         self._warm()
         return True
 
@@ -237,11 +243,16 @@ class Server:
         for name in PRELOADED:
             import_module(name)
         toolexec.state.sha256_hex(b"")  # the interpreter's own SHA-256 module
+        if self._vouch is not None:
+            self._vouch.current()  # the files watched and stated once now: the first `list` finds the answer made
         gc.collect()
         gc.freeze()
 
     def close(self) -> None:
         """Stop listening, cancel the calls still running, remove the socket and the lock file."""
+        if self._vouch is not None:
+            self._vouch.close()
+            self._vouch = None
         if self._listener is not None:
             self._listener.close()
             self._listener = None
@@ -281,6 +292,8 @@ class Server:
                 selector.register(wake_read, selectors.EVENT_READ, "wake")
                 selector.register(self._ran_read, selectors.EVENT_READ, "ran")
                 selector.register(self._took_read, selectors.EVENT_READ, "took")
+                if self._vouch is not None:
+                    selector.register(self._vouch.fileno(), selectors.EVENT_READ, "vouch")
                 listening = False
                 if watch_stdin:
                     selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "stdin")
@@ -305,6 +318,8 @@ class Server:
                                 os.read(wake_read, 512)
                         elif key.data == "ran":
                             self._count_runs()
+                        elif key.data == "vouch":
+                            self._vouch.answer()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif not _read_some(sys.stdin.fileno()):
                             self._stop = True
         finally:
@@ -409,6 +424,8 @@ class Server:
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
                     os.close(fd)
+            if self._vouch is not None:
+                self._vouch.drop()  # (the server's to answer and to remove)
             if process_linux.available():
                 process_linux.ensure_guard()  # before the call: a call's first spawn would start it
                 process_linux.own_pages()  # the copy-on-write faults a call would take, taken while waiting

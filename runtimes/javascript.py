@@ -13,6 +13,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from typing import Any
 
+    from toolexec.runtimes.warm import WarmSpec
+
 BOOTSTRAP = Path(__file__).with_name("node_bootstrap.cjs")
 # Names the directory of node's compile cache (V8 code of the modules a tool loads, kept between calls); the
 # bootstrap enables it and removes the variable before the tool runs.
@@ -26,12 +28,37 @@ class JavaScriptRuntime:
         """The bootstrap under the chosen runtime (node, bun, deno…)."""
         interpreter, env = launcher_for(tool, site)
         argv = [*interpreter, str(BOOTSTRAP), tool.source]
+        additions = {**compile_cache(argv, site), **env}
         return Prepared(
             argv=argv,
             stdin=request(tool, arguments),
-            env_additions={**compile_cache(argv, site), **env},
+            env_additions=additions,
             awaits_file_limit=awaits_file_limit(argv),
+            warm=warm_spec(tool, argv, site, additions),
         )
+
+
+def warm_spec(tool: ToolDeclaration, argv: list[str], site: Site, additions: dict[str, str]) -> WarmSpec | None:
+    """How a call of ``tool`` runs warm (:mod:`toolexec.runtimes.warm_node`: a spare started ahead, the tool imported),
+    when the site asks for it and the program is node itself (bun and deno run cold): the spare is ``argv`` as a cold
+    call runs it, keyed by the tool's source text as the call's snapshot holds it."""
+    if not site.warm or not awaits_file_limit(argv):
+        return None
+    from toolexec.runtimes.warm import WarmSpec, server_environment, spec_key
+
+    env = {**server_environment({**site.env, **additions}), **compile_cache(argv, site)}
+    payload = (site.code if site.code is not None else Path(tool.source).read_text(errors="surrogateescape")).encode(
+        "utf-8", "surrogateescape"
+    )
+    return WarmSpec(
+        kind="node-spare",
+        tool=tool.name,
+        argv=argv,
+        payload=payload,
+        env=env,
+        cwd=str(site.cwd),
+        key=spec_key(argv, payload, env),
+    )
 
 
 def awaits_file_limit(argv: list[str]) -> bool:

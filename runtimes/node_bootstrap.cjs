@@ -9,9 +9,15 @@
 const { readFileSync, writeFileSync } = require("node:fs");
 const { pathToFileURL } = require("node:url");
 
+// A pre-warmed spare (toolexec.runtimes.warm_node): started ahead of its call with the tool imported; it says so on
+// its ready descriptor, then reads its one call (environment, working directory, request) on stdin. Its value names
+// the ready and progress descriptors ("READY:PROGRESS").
+const spare = process.env.TOOLEXEC_NODE_SPARE;
+delete process.env.TOOLEXEC_NODE_SPARE;
+
 // The private channel on which a failure is reported to toolexec; removed from the environment
-// so that nothing the tool starts inherits it.
-const failureFile = process.env.TOOLEXEC_FAILURE_FILE;
+// so that nothing the tool starts inherits it (a spare's comes with its call).
+let failureFile = process.env.TOOLEXEC_FAILURE_FILE;
 delete process.env.TOOLEXEC_FAILURE_FILE;
 
 // Where node keeps the compiled code of the modules the tool loads, from one call to the next (Node >= 22.1).
@@ -67,14 +73,68 @@ process.once("beforeExit", () => {
 });
 
 async function main() {
-  const request = JSON.parse(readFileSync(0, "utf8"));
+  const tool = spare === undefined ? null : await warmUp(spare);
+  const request = spare === undefined ? JSON.parse(readFileSync(0, "utf8")) : takeCall();
   const { arguments: args, convention, order = [], export: form = "named", function: named = null } = request;
-  let tool;
+  return call(tool ?? (await load()), request, args, convention, order, form, named);
+}
+
+async function load() {
   try {
-    tool = await import(pathToFileURL(process.argv[2]).href);
+    return await import(pathToFileURL(process.argv[2]).href);
   } catch (error) {
     fail(error);
   }
+}
+
+// A spare: import the tool, then say "R" on the ready descriptor ("F" and why, should the import fail: the call then
+// runs cold, where the failure is reported as the call's). A "lazy" one (a one-shot run's, toolexec.node_early)
+// imports the tool only once it has its call, as a cold call does.
+async function warmUp(descriptors) {
+  const [ready, progress, lazy] = descriptors.split(":");
+  const { closeSync, writeSync } = require("node:fs");
+  let tool = null;
+  if (lazy !== "lazy") {
+    try {
+      tool = await import(pathToFileURL(process.argv[2]).href);
+    } catch (error) {
+      writeSync(Number(ready), `F${error?.message ?? error}`);
+      process.exit(0);
+    }
+  }
+  writeSync(Number(ready), "R");
+  closeSync(Number(ready));
+  spareProgress = Number(progress);
+  return tool;
+}
+
+let spareProgress = -1;
+
+// The spare's call: nothing came (its server closed) ends it; else it joins the call's cgroup, takes the call's
+// environment and working directory, and goes on as a cold call would (toolexec has set its limits already).
+function takeCall() {
+  const text = readFileSync(0, "utf8");
+  if (text === "") process.exit(0);
+  const { env, cwd, cgroup = null, progress = false, request } = JSON.parse(text);
+  if (cgroup !== null) {
+    try {
+      writeFileSync(`${cgroup}/tasks`, "0"); // this thread, which starts every process of the tool
+    } catch {} // best effort, as a cold call's join: the baseline never refuses a call
+  }
+  for (const name of Object.keys(process.env)) if (!Object.hasOwn(env, name)) delete process.env[name];
+  Object.assign(process.env, env);
+  failureFile = process.env.TOOLEXEC_FAILURE_FILE;
+  delete process.env.TOOLEXEC_FAILURE_FILE;
+  delete process.env.TOOLEXEC_NODE_COMPILE_CACHE; // the spare's own start used it
+  const limit = process.env.TOOLEXEC_FILE_LIMIT;
+  delete process.env.TOOLEXEC_FILE_LIMIT;
+  if (limit !== undefined) awaitFileLimit(limit);
+  process.chdir(cwd);
+  if (!progress && spareProgress >= 0) require("node:fs").closeSync(spareProgress);
+  return request;
+}
+
+async function call(tool, request, args, convention, order, form, named) {
   const holder = form === "default" ? tool.default : form === "tool" ? tool.tool : tool;
   // `export default function run` (the flat and llm-functions dialects): the default export is run itself.
   const run = named !== null ? (tool[named] ?? tool.default?.[named])

@@ -17,7 +17,7 @@ from toolexec.records import ToolDeclaration
 from toolexec.recordtype import replace
 from toolexec.runtimes.base import Prepared, Site
 from toolexec.runtimes.interpreter import default_node, find_program, is_plain_node, launcher_for, resolve
-from toolexec.runtimes.javascript import BOOTSTRAP, awaits_file_limit, compile_cache, request
+from toolexec.runtimes.javascript import BOOTSTRAP, awaits_file_limit, compile_cache, request, warm_spec
 from toolexec.runtimes.transpile import ESBUILD_FLAGS, stripped, transpiled
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -54,12 +54,14 @@ class TypeScriptRuntime:
             argv = _on_node(tool.source, interpreter[0], site)
         else:
             argv = [*(_named_tsx(interpreter, site) or interpreter), str(BOOTSTRAP), tool.source]
+        additions = {**compile_cache(argv, site), **env}
         return Prepared(
             argv=argv,
             stdin=request(tool, arguments),
-            env_additions={**compile_cache(argv, site), **env},
+            env_additions=additions,
             notes=notes,
             awaits_file_limit=awaits_file_limit(argv),
+            warm=warm_spec(tool, argv, site, additions),
         )
 
 

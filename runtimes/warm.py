@@ -15,7 +15,8 @@ A server idle for ``idle`` seconds is stopped. :meth:`WarmPool.close` stops them
 Each language provides a :class:`WarmServer` class, found by :attr:`WarmSpec.kind` in :data:`SERVERS` (its module is
 imported on first use): ``python-fork`` is :mod:`toolexec.runtimes.warm_fork` (a fork server per tool, which
 receives each call's descriptors), ``bash-fork`` :mod:`toolexec.runtimes.warm_bash` (a bash that sourced the tool,
-whose calls' channels are named FIFOs).
+whose calls' channels are named FIFOs), ``node-spare`` :mod:`toolexec.runtimes.warm_node` (a node started ahead of
+each call with the tool imported: a fresh process per call).
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ else:
 SERVERS: dict[str, str] = {
     "python-fork": "toolexec.runtimes.warm_fork:ForkServer",
     "bash-fork": "toolexec.runtimes.warm_bash:BashServer",
+    "node-spare": "toolexec.runtimes.warm_node:NodeSpares",
 }
-# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash cannot.
-ISOLATING: frozenset[str] = frozenset({"python-fork"})
+# The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash cannot; a
+# node spare is started in one of its own.
+ISOLATING: frozenset[str] = frozenset({"python-fork", "node-spare"})
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
 

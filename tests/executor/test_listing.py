@@ -87,3 +87,19 @@ def test_a_kept_listing_that_is_not_a_regular_file_is_never_waited_on(
         (project.root / "forged.txt").write_text(real.replace("Say a.", "forged"))  # under the right key
         path.symlink_to(project.root / "forged.txt")
     assert cli(capsys, "--config", config, "list") == first
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1", "ascii"])
+def test_kept_text_is_printed_as_the_stream_encodes_it(encoding: str) -> None:
+    """Kept bytes go to a UTF-8 stream as they are, and to any other stream as the text they hold would."""
+    import io
+
+    from toolexec.listing import show
+
+    text = "t\u00e9  python      Caf\u00e9 \u2603\n"
+    for given in (text, text.encode("utf-8")):
+        stream = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="replace")
+        stream.write("before\n")
+        show(given, stream)
+        stream.flush()
+        assert stream.buffer.getvalue() == ("before\n" + text).encode(encoding, "replace")  # type: ignore[attr-defined]

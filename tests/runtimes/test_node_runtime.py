@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import Project, wrapper_interpreter
 from toolexec.state import State
 
+pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py): a node spare per call
+
 FLAT_TS = """
 /**
  * Describe the call.

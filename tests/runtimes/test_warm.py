@@ -356,11 +356,12 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
         return [line for line in described.stdout.splitlines() if line.startswith("Warm:")]
 
     yes = "Warm: yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
-    js = "Warm: no: JavaScript and TypeScript tools run cold for now (docs/performance-node.md)"
+    js = "Warm: yes: each call is a fresh node started ahead of it with the tool imported (Executor, toolexec mcp)"
     if sandbox == "off":  # no policy applies, nor the baseline
         expected = [[yes], [], [yes], [yes], [js], [yes]]
     else:
         alone = yes.replace("once", "once, in a PID namespace of its own")
+        js = js.replace("it with", "it in a PID namespace of its own with")
         policy = "Warm: no: its sandbox policy is applied to each call's own start, so it runs cold"
         bash = "Warm: no: a warm bash cannot give each call the sandbox baseline's PID namespace of its own, so it runs cold"
         expected = [[alone], [], [alone], [policy], [js], [bash]]

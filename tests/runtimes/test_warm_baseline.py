@@ -84,10 +84,10 @@ def _call(executor: object, action: str, arg: str = "") -> dict:
 def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(project: Project) -> None:
     project.tool("probe.py", PROBE)
     with project.executor(sandbox="declared") as executor:
-        seen, returned = [], []  # each call's probe, and when it returned
+        seen, ended = [], []
         for _ in range(3):
             seen.append(_call(executor, "look"))
-            returned.append(boot_clock())
+            ended.append(boot_clock())
         assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "x"  # one load for three calls
         servers = running_servers()
         assert len(servers) == 1
@@ -98,10 +98,9 @@ def test_each_warm_call_is_forked_from_one_load_into_a_pid_namespace_of_its_own(
     # As a cold call under bwrap: the tool is process 2, under the namespace's init, and sees no other process.
     assert [(s["pid"], s["ppid"], s["processes"]) for s in seen] == [(2, 1, [1, 2])] * 3
     assert not any(alive(pid) for pid in servers)
-    # Each call's processes started before it returned; a later namespace that took its number (another suite's, on a
-    # shared machine, while the next calls ran) has none started by then.
-    for namespace, before in zip(namespaces, returned, strict=True):
-        assert in_pid_namespace(namespace, started_before=before) == []
+    # what a call left would have started before it returned (a later namespace may reuse its number)
+    for namespace, end in zip(namespaces, ended, strict=True):
+        assert in_pid_namespace(namespace, started_before=end) == []
 
 
 def test_concurrent_warm_calls_see_nothing_of_one_another(project: Project) -> None:
