@@ -265,7 +265,8 @@ def measured_rows(b: Any) -> list[Any]:
                 f"{ratio:.2f}x",
                 "≥ 1.0x",
                 ratio >= 1.0,
-                f"the same script and client, rounds alternating; server CPU per call {ours_cpu:.2f} ms against {reference_cpu:.2f} ms",
+                f"the same script and client, rounds alternating; server CPU per call {ours_cpu:.2f} ms against "
+                f"{reference_cpu:.2f} ms; load average {os.getloadavg()[0]:.1f}",
             )
         )
     figures = http_figures(config, toolexec, b.env, RUNS)

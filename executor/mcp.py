@@ -487,10 +487,10 @@ class ToolServer:
         report = requester.progress
         listening = report is not None
         ask = requester.ask
-        latest = LatestProgress()
+        latest = LatestProgress() if listening else None
 
         def on_event(event: dict[str, Any]) -> None:
-            if event.get("event") == "progress":
+            if event.get("event") == "progress" and latest is not None:
                 latest.put(event)
 
         control = CallControl(on_event=on_event if listening else None)
@@ -507,7 +507,7 @@ class ToolServer:
             finally:
                 done.set()
 
-        async def forward() -> None:
+        async def forward(latest: LatestProgress) -> None:
             assert report is not None
             async for event in latest:
                 with contextlib.suppress(Exception):  # a closed stream must not fail the call
@@ -516,9 +516,10 @@ class ToolServer:
         if self._call_threads is None:
             self._call_threads = anyio.CapacityLimiter(self.calls.max_parallel + WAITING_THREADS)
         try:
+            if latest is None:  # nobody listens for progress: no task group to make and end per call
+                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._call_threads)
             async with anyio.create_task_group() as group:
-                if listening:
-                    group.start_soon(forward)
+                group.start_soon(forward, latest)
                 try:
                     result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._call_threads)
                 finally:

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Project
 from tests.helpers import alive, read_pid
+from toolexec.records import ToolResult
 from toolexec.runtimes import process, process_linux
+from toolexec.runtimes.process import CallControl
 
 pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
 
@@ -135,8 +140,46 @@ def test_one_pass_finds_what_descends_from_the_calls_processes() -> None:
 def test_a_listing_that_skips_a_child_is_repaired_by_the_second_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel may skip one child when the child listed before it is reaped mid-listing."""
     listings = iter([{1}, {2}])
-    monkeypatch.setattr(process_linux, "_children", lambda pid: next(listings))
+    monkeypatch.setattr(process_linux, "_task_children", lambda pid, tid: next(listings))
     assert process_linux._own_children(os.getpid()) == {1, 2}
+
+
+def test_a_call_on_a_thread_of_its_own_finds_its_orphan_reading_two_threads_children(
+    project: Project, host_child: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server runs each call on a thread of its own, and an orphan goes to the main thread (the kernel's reaper is
+    the process's first live thread). The call's search reads the children of the main thread and of its own thread,
+    never those of the thread running another call meanwhile; the orphan dies, the host's child lives."""
+    project.tool("daemon.sh", MARKED_DAEMON)
+    project.tool("wait.sh", '# @describe Wait for its flag.\nmain() {\n    while [ ! -e "$0.go" ]; do sleep 0.01; done\n}\n')
+    read: list[str] = []
+    real = process_linux._read
+
+    def spy(path: str, *, whole: bool = True) -> bytes:
+        if path.endswith("/children"):
+            read.append(path)
+        return real(path, whole=whole)
+
+    def call(name: str, control: CallControl | None = None) -> tuple[ToolResult, int]:
+        return executor.call(name, {}, cancel=control), threading.get_native_id()
+
+    monkeypatch.setattr(process_linux, "_read", spy)
+    started = threading.Event()
+    waiting = CallControl(on_event=lambda event: started.set() if event["event"] == "started" else None)
+    with project.executor(sandbox="off") as executor, ThreadPoolExecutor(2) as threads:
+        other = threads.submit(call, "wait", waiting)
+        try:
+            assert started.wait(60)
+            result, thread = threads.submit(call, "daemon").result(timeout=60)
+            searched = [path for path in read if path.startswith(f"/proc/{os.getpid()}/task/")]
+        finally:
+            (project.root / "functions" / "tools" / "wait.sh.go").touch()
+        assert other.result(timeout=60)[0].status == "ok"
+        waiting.close()
+    assert (result.status, result.output) == ("ok", "started\n"), result.error
+    assert not alive(read_pid(project.root / "functions" / "cache" / "daemon" / "pid"))
+    assert alive(host_child.pid)
+    assert {path.split("/")[4] for path in searched} == {str(os.getpid()), str(thread)}
 
 
 def test_the_process_modules_import_no_ctypes_tempfile_or_shutil(tmp_path: Path) -> None:
@@ -188,3 +231,31 @@ def test_a_child_the_host_starts_in_a_session_of_its_own_while_a_call_runs_is_no
         for child in children:
             child.kill()
             child.wait()
+
+
+def test_killed_processes_are_waited_for_on_their_pidfds_not_by_reading_proc_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's wait for what it killed is woken by the kernel: each victim's /proc entry is read once (is it
+    alive?), and the wait returns with every victim ended (a zombie until reaped). Here they end only after that
+    first look (killed by it), so a wait that looked again would read them again."""
+    victims = [subprocess.Popen(["sleep", "1000"]) for _ in range(3)]
+    looked: list[int] = []
+    real = process_linux._stat
+
+    def spy(pid: int) -> object:
+        found = real(pid)
+        looked.append(pid)
+        if len(looked) == len(victims):  # every one seen alive: now they end, in the reverse order
+            for victim in reversed(victims):
+                os.kill(victim.pid, 9)
+        return found
+
+    try:
+        monkeypatch.setattr(process_linux, "_stat", spy)
+        process_linux._wait_gone({victim.pid: False for victim in victims}, time.monotonic() + 60)
+        monkeypatch.undo()
+        assert sorted(looked) == sorted(victim.pid for victim in victims)
+        assert [process_linux._stat(victim.pid).state for victim in victims] == ["Z"] * 3
+    finally:
+        for victim in victims:
+            victim.kill()
+            victim.wait()
