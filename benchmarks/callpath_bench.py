@@ -30,7 +30,7 @@ NOTE = "issue 20: no slower than before the one call path (5d4dd1b), `sandbox: o
 def callpath_rows(b: Any) -> list[Any]:
     """The rows of the "Issue 20" section (``b`` is run.py's Bench)."""
     from mcp_bench import StdioServer
-    from run import added_row, ratio_row
+    from run import Row, added_row, ms, ratio_row
 
     from toolexec import Executor
 
@@ -62,6 +62,21 @@ def callpath_rows(b: Any) -> list[Any]:
             paired = paired_ms(call(tool), bare_node, runs)
             label = f"{language.title().replace('script', 'Script')} tool, in-process, `sandbox: off`"
             rows.append(ratio_row(label, paired, f"bare node {node_version}", BEFORE[language], NOTE))
+    # The parser decision: `run` keeps a hand-written parser beside argparse's (one lazily built argparse parser for
+    # everything would cost every one-shot call its import and construction). `--time=30` is an abbreviation the
+    # hand-written parser hands to argparse; `--timeout=30` it takes itself: the same run either way.
+    hand = spawn(b.cli(config, "run", "noop_sh", '{"text": "x"}', "--timeout=30"), env=b.env)
+    by_argparse = spawn(b.cli(config, "run", "noop_sh", '{"text": "x"}', "--time=30"), env=b.env)
+    paired = paired_ms(hand, by_argparse)
+    rows.append(
+        Row(
+            "one-shot `toolexec run`, no-op Bash tool, `sandbox: off`, parsed by the hand-written `run` parser",
+            ms(paired.ours),
+            f"the same run parsed by argparse: {ms(paired.bare)}",
+            f"{paired.added:+.1f} ms",
+            note="issue 20's parser decision: two parsers are kept because argparse costs a one-shot run this much",
+        )
+    )
     server = StdioServer(b.cli(config, "mcp"), b.env)
     try:
         request = {"name": "noop_sh", "arguments": {"text": "x"}}
