@@ -28,12 +28,11 @@ import contextlib
 import fcntl
 import marshal
 import os
-import select
 import signal
 import socket
 import sys
 
-from _python_zygote import _max_fd, _Namespaces, _reap, _receive, _send_fds
+from _python_zygote import _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
 
 SPARES = 1  # spares kept ready ahead of the calls (each: an init and a bash)
 CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, env file and progress pipe
@@ -252,49 +251,9 @@ def serve():
     control.send(answer)
     if answer != b"R":
         os._exit(0)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_read, False)
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    children = {}
+    wake_read = _woken_by_children()
     spares.fill()
-    open_ = True
-    while open_ or children or spares.made:
-        try:
-            ready, _, _ = select.select([control, wake_read] if open_ else [wake_read], [], [])
-        except InterruptedError:
-            continue
-        if wake_read in ready:
-            try:
-                while os.read(wake_read, 512):
-                    pass
-            except BlockingIOError:
-                pass
-        _reap(children, spares)
-        if open_ and control in ready:
-            open_ = _take(control, spares, children)
-            if not open_:
-                spares.close()
-    os._exit(0)
-
-
-def _take(control, spares, children):
-    """One call from toolexec; False once it has closed the socket."""
-    try:
-        data, fds = _receive(control)
-    except InterruptedError:
-        return True
-    if not data:
-        for fd in fds:
-            os.close(fd)
-        return False
-    if len(fds) < 4:
-        for fd in fds:
-            os.close(fd)
-        return True
-    _hand_over(spares, data, fds, children)
-    return True
+    _serve_calls(control, spares, wake_read, _hand_over)
 
 
 if __name__ == "__main__":

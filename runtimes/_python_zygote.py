@@ -292,8 +292,9 @@ def _receive(sock):
     return data, list(ancillary)
 
 
-def _take(control, children, spares):
-    """One call from toolexec; False once it has closed the socket."""
+def _take(control, children, spares, hand_over=None):
+    """One call from toolexec, handed to ``hand_over`` (this module's :func:`_hand_over` by default); False once it
+    has closed the socket."""
     try:
         data, fds = _receive(control)
     except InterruptedError:
@@ -306,7 +307,7 @@ def _take(control, children, spares):
         for fd in fds:
             os.close(fd)
         return True
-    _hand_over(spares, data, fds, children)
+    (hand_over or _hand_over)(spares, data, fds, children)
     return True
 
 
@@ -467,14 +468,27 @@ def serve():
     if hasattr(gc, "freeze"):  # (3.7+) the loaded objects are never collected in a call: its collections skip them,
         gc.freeze()  # rather than touch (and so copy) every page that holds one
     spares = _Spares(namespaces, control, module)
+    wake_read = _woken_by_children()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
+    spares.make()
+    # once a call is over and its status said: the next call's spare, while nothing else runs
+    _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.make)
+
+
+def _woken_by_children():
+    """The read end of a pipe a child's exit (SIGCHLD) writes to, for select to wait on."""
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
+    return wake_read
+
+
+def _serve_calls(control, spares, wake_read, hand_over, reaped=None):
+    """Take calls from ``control`` (each to ``hand_over``) and reap what ends, until toolexec has closed the socket
+    and every call and spare is over; then exit. ``reaped``: run when a call's status was said, the socket open."""
     children = {}
-    spares.make()
     open_ = True
     while open_ or children or spares.made:
         try:
@@ -487,10 +501,10 @@ def serve():
                     pass
             except BlockingIOError:
                 pass
-        if _reap(children, spares) and open_:
-            spares.make()  # the call is over, its status said: the next call's spare, while nothing else runs
+        if _reap(children, spares) and open_ and reaped is not None:
+            reaped()
         if open_ and control in ready:
-            open_ = _take(control, children, spares)
+            open_ = _take(control, children, spares, hand_over)
             if not open_:
                 spares.close()
     os._exit(0)
