@@ -511,6 +511,11 @@ def request_for(argv: list[str], cwd: Path, **changes: bytes) -> bytes:
             b"no malformed request: it must come with stdin, stdout, stderr and the token (four descriptors)\n",
         ),
         (
+            b"\0\0\0\x05hello",
+            (0, 1, 2, 0, 1, 2),
+            b"no malformed request: it must come with stdin, stdout, stderr and the token (four descriptors)\n",
+        ),
+        (
             b"\xff\xff\xff\xff",
             (0, 1, 2, 0),
             b"no too large: a request may have at most 8388608 bytes, this one says 4294967295\n",
@@ -519,7 +524,7 @@ def request_for(argv: list[str], cwd: Path, **changes: bytes) -> bytes:
         (b"\0\0\0\x06hello\0", (0, 1, 2, 0), b"no version: this server speaks toolexec-serve/2\n"),
         (b"\0\0\0\x02x", (0, 1, 2, 0), b"no malformed request: it ended early\n"),
     ],
-    ids=["no-fds", "two-fds", "oversized", "no-nul", "not-the-protocol", "short"],
+    ids=["no-fds", "two-fds", "six-fds", "oversized", "no-nul", "not-the-protocol", "short"],
 )
 def test_a_malformed_request_is_refused_with_a_reason(
     tools: Project, served: Served, data: bytes, fds: tuple[int, ...], answer: bytes
