@@ -377,13 +377,23 @@ def test_a_server_killed_mid_call_is_reported_and_leaves_no_tool_behind(tools: P
     never waits on a socket no one will write to), and the call's tool ends with the child that ran it."""
     server = Served(tools.config)
     run = _sleeping_call(tools, server.process.pid, subprocess.PIPE)
-    child, tool = _running(server.process.pid)[0]
+    # The tool's Python itself, not the bwrap that starts it: killed while bwrap sets its namespace up (before the
+    # process helper has told its guard about the call), bwrap's inner process would wait on it forever.
+    wait_until(lambda: [pid for _, pid in _running(server.process.pid) if _comm(pid).startswith("python")], "the tool's Python")
+    child, tool = next((c, pid) for c, pid in _running(server.process.pid) if _comm(pid).startswith("python"))
     for pid in (server.process.pid, *_children(server.process.pid)):
         os.kill(pid, signal.SIGKILL)
     out, err = run.communicate(timeout=30)
     server.stop()
     assert (run.returncode, out, err) == (1, b"", b"toolexec: the server ended during the call; its result is unknown\n")
     wait_until(lambda: not alive(child) and not alive(tool), "the call's tool to end")
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _sleeping_call(tools: Project, server: int, output: int) -> subprocess.Popen[bytes]:
