@@ -27,9 +27,10 @@ import re
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -46,6 +47,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # What the end of input cancels rather than waits for: a call may run for long, and its client has gone.
 ENDED_BY_EOF = ("tools/call",)
 Drained = Callable[[], Awaitable[None]]
+
+
+class Direct(Protocol):
+    """What answers some requests without the SDK (:class:`toolexec.mcp_stdio_call.DirectCalls`)."""
+
+    def take(self, message: types.JSONRPCMessage, unanswered: dict[Any, str]) -> bool:
+        """Whether ``message``, just read, is taken (then the SDK never sees it)."""
+        ...
+
+    async def run(self, replies: MemoryObjectSendStream[Any], *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Take requests until :meth:`close`, their answers sent to ``replies``; return once all are answered."""
+        ...
+
+    def close(self) -> None:
+        """The input has ended: nothing more is taken, and what runs is ended."""
+        ...
 
 
 def error_reply(code: int, message: str, request_id: Any = None) -> types.JSONRPCError:
@@ -211,7 +228,11 @@ class Channel:
 
 
 async def _read_lines(
-    wire_in: Channel, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire
+    wire_in: Channel,
+    replies: MemoryObjectSendStream[Any],
+    messages: MemoryObjectSendStream[Any],
+    wire: Wire,
+    direct: Direct | None = None,
 ) -> None:
     """Lines from ``wire_in`` until end of file: messages to the server, error responses to the writer."""
     pending = bytearray()
@@ -229,28 +250,34 @@ async def _read_lines(
                 elif len(line) > MAX_LINE_BYTES:
                     await replies.send(_too_long())
                 else:
-                    await _hand_on(bytes(line), replies, messages, wire)
+                    await _hand_on(bytes(line), replies, messages, wire, direct)
             if len(rest) > MAX_LINE_BYTES:
                 await replies.send(_too_long())
                 skipping, rest = True, bytearray()
             pending = bytearray(rest)
         if pending and not skipping:
-            await _hand_on(bytes(pending), replies, messages, wire)
+            await _hand_on(bytes(pending), replies, messages, wire, direct)
         with anyio.move_on_after(FLUSH_SECONDS):
             await wire.settled()
+        if direct is not None:  # the calls the SDK has not seen end as its own do at the end of input
+            direct.close()
 
 
 def _too_long() -> types.JSONRPCError:
     return error_reply(types.PARSE_ERROR, f"Parse error: a message over {MAX_LINE_BYTES} bytes")
 
 
-async def _hand_on(line: bytes, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire) -> None:
+async def _hand_on(
+    line: bytes, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire, direct: Direct | None
+) -> None:
     decoded = decode(line)
     if isinstance(decoded, Refusal):
         await replies.send(decoded.reply)
     elif decoded is not None:
+        taken = direct is not None and direct.take(decoded, wire.unanswered)
         wire.read(decoded)
-        await messages.send(SessionMessage(decoded))
+        if not taken:
+            await messages.send(SessionMessage(decoded))
 
 
 class Wire:
@@ -298,14 +325,18 @@ async def _write_lines(wire_out: Channel, outgoing: MemoryObjectReceiveStream[An
 
 
 @contextlib.asynccontextmanager
-async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any], Drained]]:
+async def stdio_transport(
+    direct: Direct | None = None,
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any], Drained]]:
     """``(read_stream, write_stream, drained)`` over this process's stdin and stdout: the streams for ``Server.run``,
-    and an awaitable function returning once every message handed over so far is written."""
+    and an awaitable function returning once every message handed over so far is written. ``direct`` is offered
+    every message read before the SDK (see :class:`Direct`)."""
     fd_in, fd_out, restore = _claim()
     wire_in, wire_out = Channel(fd_in), Channel(fd_out)
     to_server, from_wire = anyio.create_memory_object_stream[Any](0)
     to_wire, outgoing = anyio.create_memory_object_stream[Any](16)
     server_side, reader_side = to_wire.clone(), to_wire.clone()
+    direct_side = to_wire.clone() if direct is not None else None
     to_wire.close()
     written = anyio.Event()
     wire = Wire()
@@ -320,14 +351,18 @@ async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any
 
             async def read() -> None:
                 with reading:
-                    await _read_lines(wire_in, reader_side, to_server, wire)
+                    await _read_lines(wire_in, reader_side, to_server, wire, direct)
 
+            if direct is not None and direct_side is not None:
+                await group.start(direct.run, direct_side)
             group.start_soon(read)
             group.start_soon(write)
             try:
                 yield from_wire, server_side, lambda: wire.drained(outgoing)
             finally:
                 reading.cancel()
+                if direct is not None:
+                    direct.close()
                 server_side.close()
                 with anyio.move_on_after(FLUSH_SECONDS):  # what is queued still goes out, then the writer ends
                     await written.wait()
