@@ -9,6 +9,9 @@ server when a message cannot be encoded. Here, as JSON-RPC 2.0 asks:
 * JSON that is not one message (a batch array, a scalar, a request whose ``id`` is null, a boolean or
   a fraction, a missing ``jsonrpc``) is answered ``-32600`` (invalid request), with the request's id
   when it has a usable one;
+* a request read while :data:`MAX_UNANSWERED` requests of the client are still unanswered is refused at once
+  (``-32099``, saying so), neither queued nor run: a client that floods or never reads its answers holds a bounded
+  amount of the server's memory (its unread answers stop the reading at once; then its own writes block);
 * a message that cannot be encoded (text with lone surrogates, say) goes out with such characters
   replaced; what still cannot be sent becomes an error response to its request. The writer never stops.
 
@@ -40,6 +43,9 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # as an HTTP request body (toolexec.mcp_http.
 CHUNK = 1 << 16
 PARSER_DEPTH = 200  # the SDK's JSON parser (jiter) stops there
 FLUSH_SECONDS = 5.0
+# Requests read and not yet answered, at most (each holds a task, and a call its record, until answered).
+MAX_UNANSWERED = 1024
+TOO_MANY_UNANSWERED = -32099  # implementation-defined server error, outside the MCP SDK's and the schema's codes
 STREAMS = (
     "subscriptions/listen",
 )  # requests answered by a stream that lasts as long as the client listens  # at the end, how long the replies still queued may take to go out
@@ -263,6 +269,15 @@ async def _read_lines(
             direct.close()
 
 
+def _too_many(request_id: Any) -> types.JSONRPCError:
+    return error_reply(
+        TOO_MANY_UNANSWERED,
+        f"too many requests in flight: {MAX_UNANSWERED} of this client's are still unanswered; read their answers "
+        "(or wait for them) before sending more",
+        request_id,
+    )
+
+
 def _too_long() -> types.JSONRPCError:
     return error_reply(types.PARSE_ERROR, f"Parse error: a message over {MAX_LINE_BYTES} bytes")
 
@@ -273,6 +288,8 @@ async def _hand_on(
     decoded = decode(line)
     if isinstance(decoded, Refusal):
         await replies.send(decoded.reply)
+    elif isinstance(decoded, types.JSONRPCRequest) and len(wire.unanswered) >= MAX_UNANSWERED:
+        await replies.send(_too_many(decoded.id))
     elif decoded is not None:
         taken = direct is not None and direct.take(decoded, wire.unanswered)
         wire.read(decoded)

@@ -11,7 +11,8 @@ plain ``tools/call`` as the transport reads it instead: the ONE call path (:meth
   token, no task, a served tool), on a connection the SDK has accepted the ``initialize`` handshake of, at a
   handshake-era version, from a client that did not declare elicitation (a tool's question is asked through the
   SDK's session), while OpenTelemetry traces go nowhere (the SDK's span is then wanted), whose id is not one still
-  unanswered (a duplicate id is the SDK's), and while fewer than :data:`MAX_DIRECT` direct calls are in flight.
+  unanswered (a duplicate id is the SDK's). How many are in flight is the transport's bound
+  (:data:`toolexec.mcp_stdio.MAX_UNANSWERED`).
 * **Cancellation as the SDK's dispatcher does it.** ``notifications/cancelled`` naming a direct call's id (a
   stringified integer id correlates, as :func:`mcp.shared.dispatcher.coerce_request_id` says) cancels it: its process
   tree is ended and nothing is sent for it; the notification still reaches the SDK. When the input ends, every direct
@@ -39,11 +40,8 @@ if TYPE_CHECKING:
 
     from toolexec.mcp import ToolServer
 
-__all__ = ["MAX_DIRECT", "DirectCalls"]
+__all__ = ["DirectCalls"]
 
-# Direct calls in flight at most; past it a call goes to the SDK (which bounds nothing), so the direct path's own
-# bookkeeping stays bounded whatever a client sends.
-MAX_DIRECT = 1024
 CLOSED_WRITE_SECONDS = 2.0  # how long the "Connection closed" answer of a call ended by the end of input may wait
 
 
@@ -100,7 +98,7 @@ class DirectCalls:
         if not isinstance(message, types.JSONRPCRequest) or message.method != METHOD:
             return False
         group, params_type = self._group, self.params_type
-        if group is None or params_type is None or len(self._in_flight) >= MAX_DIRECT:
+        if group is None or params_type is None:
             return False
         session = self._session()
         if session is None:

@@ -296,6 +296,61 @@ def test_the_stdio_writer_sends_what_json_can_carry_and_never_stops() -> None:
     assert json.loads(encode(note))["params"] == {"data": "\ufffd"}
 
 
+@pytest.mark.parametrize("method", ["ping", "tools/call"])
+def test_a_client_that_floods_and_never_reads_holds_a_bounded_part_of_the_server(tools: Project, method: str) -> None:
+    """Past MAX_UNANSWERED requests in flight each is refused at once; once the refusals fill the client's unread pipe,
+    the server stops reading: the client's writes block, whatever it goes on sending. Then every request read is
+    answered exactly once (served or refused), and the server keeps serving."""
+    from toolexec.mcp_stdio import MAX_UNANSWERED, TOO_MANY_UNANSWERED
+
+    server = RawStdio(tools)
+    params = {"name": "echo", "arguments": {"text": "x"}} if method == "tools/call" else None
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": method, **({"params": params} if params else {})}).encode() + b"\n"
+        for n in range(2, 30_000)
+    ]
+    from toolexec.mcp_stdio import CHUNK
+
+    shortest_answer = len(b'{"jsonrpc":"2.0","id":2,"result":{}}')  # no answer the server writes is shorter
+    shortest_line = min(len(line) for line in lines)
+    pipe = 1 << 16  # Linux's default pipe capacity, each way
+    # in flight, answers queued and one being sent, answers in the unread pipe, lines in the reader's chunk and the pipe
+    bound = MAX_UNANSWERED + 16 + 1 + pipe // shortest_answer + (CHUNK + pipe) // shortest_line
+    assert len(lines) > 2 * bound
+    assert server.proc.stdin is not None
+    fd = server.proc.stdin.fileno()
+    os.set_blocking(fd, False)
+    sent = 0
+    try:
+        while sent < len(lines):  # each line is one write under PIPE_BUF: written whole or not at all
+            try:
+                os.write(fd, lines[sent])
+                sent += 1
+            except BlockingIOError:
+                _, writable, _ = select.select([], [fd], [], 3.0)
+                if not writable:  # the server has stopped reading
+                    break
+        os.set_blocking(fd, True)
+        answers: dict[int, dict[str, Any]] = {}
+        while len(answers) < sent:
+            reply = server.reply()
+            assert reply["id"] not in answers, f"two answers to {reply['id']}"
+            answers[reply["id"]] = reply
+        still = server.request(1, "tools/call", {"name": "echo", "arguments": {"text": "still here"}})
+    finally:
+        status = server.close()
+    assert sent <= bound, f"the server read {sent} requests without its answers being read"
+    assert set(answers) == set(range(2, 2 + sent))
+    refused = {n for n, reply in answers.items() if "error" in reply}
+    assert refused, "no request was refused"
+    assert all(answers[n]["error"]["code"] == TOO_MANY_UNANSWERED for n in refused)
+    assert f"{MAX_UNANSWERED} of this client's are still unanswered" in answers[min(refused)]["error"]["message"]
+    assert len(answers) - len(refused) >= MAX_UNANSWERED  # the first ones were all served
+    assert still["result"]["content"][0]["text"] == "still here"
+    assert status == 0
+    assert "Traceback" not in server.log
+
+
 # --- progress: hostile lines, and a flood -----------------------------------------------------------
 
 
