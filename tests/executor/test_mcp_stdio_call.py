@@ -146,7 +146,7 @@ CALLS = [
 ]
 
 
-@pytest.mark.parametrize("request_id", [7, "call-7", 2**62, '\u00e9 \\ " id'])
+@pytest.mark.parametrize("request_id", [7, "call-7", 2**62, 10**30, -1, '\u00e9 \\ " id'])
 def test_a_plain_call_is_answered_direct_with_the_sdks_exact_bytes(tools: Project, request_id: Any) -> None:
     server = Server(tools)
     try:
