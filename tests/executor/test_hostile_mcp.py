@@ -117,19 +117,21 @@ def tools(project: Project) -> Project:
 class RawStdio:
     """The stdio server under raw JSON-RPC: what exactly it answers to each line."""
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, program: list[str] | None = None, *, initialize: bool = True) -> None:
+        """``program``: what runs toolexec (``python -m toolexec``); ``initialize``: whether to do the handshake."""
         self.errors = (project.root / "stdio.err").open("w+")
         self.pending = b""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolexec", "--config", str(project.config), "mcp", "--no-reload"],
+            [*(program or [sys.executable, "-m", "toolexec"]), "--config", str(project.config), "mcp", "--no-reload"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errors,
             cwd=project.root,
         )
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
-        assert self.request(1, "initialize", init)["id"] == 1
-        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+        if initialize:
+            init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+            assert self.request(1, "initialize", init)["id"] == 1
+            self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
 
     def send(self, line: bytes) -> None:
         assert self.proc.stdin is not None
@@ -137,7 +139,11 @@ class RawStdio:
         self.proc.stdin.flush()
 
     def reply(self) -> dict[str, Any]:
-        """The next line the server wrote (read unbuffered: select must see what is still to come)."""
+        """The next line the server wrote, parsed."""
+        return json.loads(self.line())
+
+    def line(self) -> bytes:
+        """The next line the server wrote, as it is (read unbuffered: select must see what is still to come)."""
         assert self.proc.stdout is not None
         while b"\n" not in self.pending:
             ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
@@ -145,9 +151,8 @@ class RawStdio:
             chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
             assert chunk, "the server closed its stdout"
             self.pending += chunk
-        line, _, rest = self.pending.partition(b"\n")
-        self.pending = rest
-        return json.loads(line)
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
 
     def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}

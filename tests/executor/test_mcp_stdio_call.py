@@ -11,15 +11,14 @@ SDK when its params carry an empty ``_meta`` (which changes nothing in its answe
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Project
+from tests.executor.test_hostile_mcp import RawStdio
 from tests.executor.test_mcp import FAIL, GREET, SHAPE, WAIT
 from tests.helpers import alive, wait_until
 
@@ -69,41 +68,20 @@ def tools(project: Project, unconfined: None) -> Project:
     return project
 
 
-class Server:
-    """``toolexec mcp`` over stdio, line by line: the exact bytes of each answer, and which ids went direct."""
+class Server(RawStdio):
+    """``toolexec mcp`` over stdio through the launcher, line by line: the exact bytes of each answer, and which ids
+    went direct."""
 
     def __init__(self, project: Project, init: dict[str, Any] | None = INIT) -> None:
         launcher = project.root / "launcher.py"
         launcher.write_text(LAUNCHER)
-        self.errors_path = project.root / "stdio.err"
-        self.errors = self.errors_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(launcher), "--config", str(project.config), "mcp", "--no-reload"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors,
-            cwd=project.root,
-        )
-        self.pending = b""
+        super().__init__(project, [sys.executable, str(launcher)], initialize=False)
         if init is not None:
-            assert json.loads(self.request(0, "initialize", init))["result"]["protocolVersion"] == init["protocolVersion"]
-            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            assert json.loads(self.exchange(0, "initialize", init))["result"]["protocolVersion"] == init["protocolVersion"]
+            self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def send(self, message: dict[str, Any] | bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((message if isinstance(message, bytes) else json.dumps(message).encode()) + b"\n")
-        self.proc.stdin.flush()
-
-    def line(self) -> bytes:
-        assert self.proc.stdout is not None
-        while b"\n" not in self.pending:
-            ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
-            assert ready, f"no answer within {WAIT}s"
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-            assert chunk, "the server closed its stdout"
-            self.pending += chunk
-        line, _, self.pending = self.pending.partition(b"\n")
-        return line
+    def post(self, message: dict[str, Any]) -> None:
+        self.send(json.dumps(message).encode())
 
     def answers(self, ids: set[Any]) -> dict[Any, bytes]:
         """The lines answering ``ids`` (notifications skipped), in whatever order they come."""
@@ -116,15 +94,17 @@ class Server:
                 found[request_id] = line
         return found
 
-    def request(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params is not None else {})})
+    def exchange(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
+        """The line answering one request."""
+        self.post({"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params is not None else {})})
         return self.answers({request_id})[request_id]
 
     def direct(self) -> list[str]:
         """The ids the direct path has answered so far, as ``repr`` writes them."""
-        return [line.split(" ", 1)[1] for line in self.errors_path.read_text().splitlines() if line.startswith("direct ")]
+        log = Path(self.errors.name).read_text()
+        return [line.split(" ", 1)[1] for line in log.splitlines() if line.startswith("direct ")]
 
-    def close(self) -> tuple[int, bytes]:
+    def finish(self) -> tuple[int, bytes]:
         """End the input; the exit status and what was still written."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
@@ -151,13 +131,13 @@ def test_a_plain_call_is_answered_direct_with_the_sdks_exact_bytes(tools: Projec
     server = Server(tools)
     try:
         for name, arguments in CALLS:
-            direct = server.request(request_id, "tools/call", {"name": name, "arguments": arguments})
-            through_sdk = server.request(request_id, "tools/call", {"name": name, "arguments": arguments, "_meta": {}})
+            direct = server.exchange(request_id, "tools/call", {"name": name, "arguments": arguments})
+            through_sdk = server.exchange(request_id, "tools/call", {"name": name, "arguments": arguments, "_meta": {}})
             assert direct == through_sdk, (name, arguments)
             assert json.loads(direct)["id"] == request_id
         answered_direct = server.direct()
     finally:
-        status, rest = server.close()
+        status, rest = server.finish()
     assert answered_direct == [repr(request_id)] * len(CALLS)
     assert (status, rest) == (0, b"")
 
@@ -165,19 +145,19 @@ def test_a_plain_call_is_answered_direct_with_the_sdks_exact_bytes(tools: Projec
 def test_what_is_not_a_plain_call_goes_to_the_sdk(tools: Project) -> None:
     server = Server(tools)
     try:
-        server.request(1, "ping")
-        server.request(2, "tools/list")
-        unknown = json.loads(server.request(3, "tools/call", {"name": "nope", "arguments": {}}))
+        server.exchange(1, "ping")
+        server.exchange(2, "tools/list")
+        unknown = json.loads(server.exchange(3, "tools/call", {"name": "nope", "arguments": {}}))
         progress = json.loads(
-            server.request(4, "tools/call", {"name": "greet", "arguments": {"name": "A"}, "_meta": {"progressToken": 1}})
+            server.exchange(4, "tools/call", {"name": "greet", "arguments": {"name": "A"}, "_meta": {"progressToken": 1}})
         )
-        no_params = json.loads(server.request(5, "tools/call"))
-        bad_name = json.loads(server.request(6, "tools/call", {"name": 5, "arguments": {}}))
-        extra = json.loads(server.request(7, "tools/call", {"name": "greet", "arguments": {"name": "A"}, "task": {}}))
-        plain = json.loads(server.request(8, "tools/call", {"name": "greet", "arguments": {"name": "A"}}))
+        no_params = json.loads(server.exchange(5, "tools/call"))
+        bad_name = json.loads(server.exchange(6, "tools/call", {"name": 5, "arguments": {}}))
+        extra = json.loads(server.exchange(7, "tools/call", {"name": "greet", "arguments": {"name": "A"}, "task": {}}))
+        plain = json.loads(server.exchange(8, "tools/call", {"name": "greet", "arguments": {"name": "A"}}))
         answered_direct = server.direct()
     finally:
-        status, _ = server.close()
+        status, _ = server.finish()
     assert unknown["error"]["code"] == -32602
     assert progress["result"]["content"][0]["text"] == "hello A"
     assert no_params["error"]["code"] == -32602 and bad_name["error"]["code"] == -32602
@@ -189,13 +169,13 @@ def test_what_is_not_a_plain_call_goes_to_the_sdk(tools: Project) -> None:
 def test_before_initialize_and_for_a_client_that_can_be_asked_the_sdk_answers(tools: Project) -> None:
     server = Server(tools, init=None)
     try:
-        early = json.loads(server.request(1, "tools/call", {"name": "greet", "arguments": {"name": "A"}}))
-        assert json.loads(server.request(2, "initialize", {**INIT, "capabilities": {"elicitation": {}}}))["result"]
-        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        asked = json.loads(server.request(3, "tools/call", {"name": "greet", "arguments": {"name": "A"}}))
+        early = json.loads(server.exchange(1, "tools/call", {"name": "greet", "arguments": {"name": "A"}}))
+        assert json.loads(server.exchange(2, "initialize", {**INIT, "capabilities": {"elicitation": {}}}))["result"]
+        server.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        asked = json.loads(server.exchange(3, "tools/call", {"name": "greet", "arguments": {"name": "A"}}))
         answered_direct = server.direct()
     finally:
-        status, _ = server.close()
+        status, _ = server.finish()
     assert early["error"] == {"code": -32602, "message": "Invalid request parameters", "data": ""}
     assert asked["result"]["content"][0]["text"] == "hello A"
     assert answered_direct == []
@@ -203,7 +183,7 @@ def test_before_initialize_and_for_a_client_that_can_be_asked_the_sdk_answers(to
 
 
 def _hold(server: Server, request_id: Any, n: int) -> None:
-    server.send(
+    server.post(
         {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": "hold", "arguments": {"n": str(n)}}}
     )
 
@@ -217,16 +197,16 @@ def test_a_cancelled_direct_call_ends_its_tree_and_is_never_answered(tools: Proj
         wait_until(lambda: (cache / "pid-1").exists() and (cache / "pid-2").exists(), "both calls to start")
         pids = [int((cache / f"pid-{n}").read_text()) for n in (1, 2)]
         # a stringified id correlates with an integer one, as in the SDK's dispatcher
-        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "1"}})
+        server.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "1"}})
         wait_until(lambda: not alive(pids[0]), "the cancelled call's tool to end")
         assert alive(pids[1])
         (cache / "release").touch()
         answers = server.answers({"2"})
-        pong = json.loads(server.request(3, "ping"))
+        pong = json.loads(server.exchange(3, "ping"))
         answered_direct = server.direct()
     finally:
         (cache / "release").touch()
-        status, rest = server.close()
+        status, rest = server.finish()
     assert json.loads(answers["2"])["result"]["content"][0]["text"] == "2"
     assert pong["result"] == {}
     assert sorted(answered_direct) == ["'2'", "1"]
@@ -237,12 +217,12 @@ def test_the_end_of_input_cancels_direct_calls_and_answers_them_as_the_sdk_does(
     cache = tools.root / "functions" / "cache" / "hold"
     server = Server(tools)
     _hold(server, 1, 1)  # direct
-    server.send(
+    server.post(
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hold", "arguments": {"n": "2"}, "_meta": {}}}
     )  # the SDK's
     wait_until(lambda: (cache / "pid-1").exists() and (cache / "pid-2").exists(), "both calls to start")
     pids = [int((cache / f"pid-{n}").read_text()) for n in (1, 2)]
-    status, rest = server.close()
+    status, rest = server.finish()
     answers = sorted((json.loads(line) for line in rest.splitlines()), key=lambda answer: answer["id"])
     closed = {"code": -32000, "message": "Connection closed"}
     assert answers == [{"jsonrpc": "2.0", "id": n, "error": closed} for n in (1, 2)]
@@ -264,7 +244,7 @@ def test_a_duplicate_id_in_flight_goes_to_the_sdk_and_both_are_answered(tools: P
         answered_direct = server.direct()
     finally:
         (cache / "release").touch()
-        status, _ = server.close()
+        status, _ = server.finish()
     assert sorted(line["result"]["content"][0]["text"] for line in lines) == ["1", "2"]
     assert {line["id"] for line in lines} == {5}
     assert answered_direct == ["5"]  # the first only
@@ -289,7 +269,7 @@ def test_a_flood_of_calls_is_answered_each_once_under_max_parallel(tools: Projec
         answers = server.answers(set(range(calls)))
         answered_direct = server.direct()
     finally:
-        status, rest = server.close()
+        status, rest = server.finish()
     assert {n: json.loads(line)["result"]["content"][0]["text"] for n, line in answers.items()} == {
         n: f"hello {n}" for n in range(calls)
     }
