@@ -42,6 +42,8 @@ LAYERS = [
         "toolexec.mcp_auth",
         "toolexec.mcp_paths",
         "toolexec.mcp_stdio",
+        "toolexec.mcp_stdio_call",
+        "toolexec.mcp_direct",
         "toolexec.mcp_asking",
         "toolexec.asking_terminal",
         "toolexec.mcp_results",
