@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
+from tests.helpers import as_nobody
 from toolexec.runtimes import process_linux
 
 pytestmark = pytest.mark.skipif(not process_linux.available(), reason="needs Linux's /proc")
@@ -145,12 +146,7 @@ def unprivileged(request: pytest.FixtureRequest) -> Iterator[Unprivileged]:
             (root / "functions" / "tools" / name).write_text(source)
         project.config.write_text(yaml.safe_dump({**CONFIG, "sandbox": request.param}))
         if os.geteuid() == 0:
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("running as root needs util-linux's setpriv to drop to an ordinary user")
-            for path in [root, *root.rglob("*")]:
-                os.chown(path, 65534, 65534)
-            project.prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+            project.prefix = as_nobody(root)
         yield project
     finally:
         shutil.rmtree(root, ignore_errors=True)
