@@ -86,9 +86,16 @@ class Early:
                 _close(fd)
         self.ready, self.info = ready_read, info_read
 
-    def matches(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
-        """Whether the spare is what a cold start with ``argv`` (INFO for bwrap's info descriptor) and ``env`` makes."""
-        return self.proc is not None and list(argv) == self.argv and _compatible(self.env, env, self.additions)
+    def matches(self, argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str]) -> bool:
+        """Whether the spare is what a cold start with ``argv`` (INFO for bwrap's info descriptor) and ``env`` makes,
+        ``additions`` being what this start adds to the command's environment (a memo's own are never taken on trust:
+        a stale or planted one's would be exempt from the comparison)."""
+        return (
+            self.proc is not None
+            and list(argv) == self.argv
+            and dict(additions) == self.additions
+            and _compatible(self.env, env, self.additions)
+        )
 
     def discard(self) -> None:
         """End an unused spare and release what this process holds of it."""
@@ -121,13 +128,13 @@ def begin(argv: Sequence[str]) -> None:
         atexit.register(_end)
 
 
-def take(argv: Sequence[str], env: Mapping[str, str]) -> Early | None:
-    """The started spare, handed over (once) when it is what ``argv`` and ``env`` would start; else None (and an
-    unused spare is ended)."""
+def take(argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str] | None = None) -> Early | None:
+    """The started spare, handed over (once) when it is what ``argv`` and ``env`` (with ``additions``, what this start
+    adds to the command's environment) would start; else None (and an unused spare is ended)."""
     early = _early
     if early is None or early.proc is None:
         return None
-    if early.matches(argv, env):
+    if early.matches(argv, env, additions or {}):
         return early
     early.discard()
     return None

@@ -496,7 +496,7 @@ def _early_spare(
         assert binary is not None
         argv = [*baseline._namespaces(binary), "--info-fd", node_early.INFO, "--", *argv]
     additions = {COMPILE_CACHE_VARIABLE: env[COMPILE_CACHE_VARIABLE]} if COMPILE_CACHE_VARIABLE in env else {}
-    early = node_early.take(argv, env)
+    early = node_early.take(argv, env, additions)
     node_early.remember(argv, additions, env)
     if early is None:
         return None, None

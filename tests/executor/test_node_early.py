@@ -181,3 +181,20 @@ def test_a_planted_memo_starts_nothing(project: Project, tmp_path: Path, planted
     run = toolexec("--config", config, "run", "who", '{"text": "b"}', env={"TOOLEXEC_NO_SERVER": "1"})
     assert (run.returncode, json.loads(run.stdout)["spare"]) == (0, False), run.stderr
     assert not proof.exists()
+
+
+def test_a_memo_whose_additions_are_not_this_starts_is_never_adopted(project: Project) -> None:
+    """The right argv with another environment added (a stale memo's, a hand-edited one's ``NODE_OPTIONS``): the
+    spare's start is not this call's, so the call runs cold; the memo is written anew."""
+    project.tool("who.ts", WHO_TS)
+    config = str(project.configure(sandbox="off"))
+    assert toolexec("--config", config, "run", "who", '{"text": "a"}').returncode == 0
+    [memo] = _memos(_cache(project))
+    argv, _, additions = memo.read_bytes().partition(b"\0\0")
+    memo.write_bytes(argv + b"\0\0" + additions + b"\0GREETING=planted")
+    run = toolexec("--config", config, "run", "who", '{"text": "b"}', env={"TOOLEXEC_NO_SERVER": "1"})
+    assert run.returncode == 0, run.stderr
+    assert (json.loads(run.stdout)["spare"], json.loads(run.stdout)["greeting"]) == (False, "unset")
+    assert b"planted" not in memo.read_bytes()
+    again = toolexec("--config", config, "run", "who", '{"text": "c"}', env={"TOOLEXEC_NO_SERVER": "1"})
+    assert (json.loads(again.stdout)["spare"], json.loads(again.stdout)["greeting"]) == (True, "unset")
