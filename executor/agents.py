@@ -23,8 +23,9 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from toolexec.agent_folders import DEFINITIONS, Layout, agent_names, agents_dir
 from toolexec.build import build
 from toolexec.catalog import Catalog, Entry
 from toolexec.compilers import CompileError
@@ -51,9 +52,6 @@ if TYPE_CHECKING:
     from toolexec.compilers.agent import Dialect
     from toolexec.records import ToolDeclaration
 
-Layout = Literal["llm-functions", "loki"]
-# The definition file of each layout, in the order they are looked for.
-DEFINITIONS: dict[str, Layout] = {"index.yaml": "llm-functions", "config.yaml": "loki"}
 # The tools file of an agent with several, in the order each project looks (llm-functions' LANG_CMDS: sh, js, py).
 TOOLS_FILES = ("tools.sh", "tools.py", "tools.js", "tools.ts")
 TOOLS_ORDER: dict[Layout, tuple[str, ...]] = {
@@ -146,30 +144,6 @@ class Agent:
     def fingerprint(self) -> dict[str, Any]:
         """What the agent's catalog depends on besides its files."""
         return {"agent": self.name, "layout": self.layout, "tools_file": str(self.tools_file), "tools_only": self.tools_only}
-
-
-def agents_dir(config: Config) -> Path | None:
-    """Where the config's agents are (``agents_dir``, else found beside the functions), or None."""
-    if config.agents_dir is not None:
-        return config.agents_dir
-    if config.embedded:
-        return None
-    for candidate in (config.functions_dir / "agents", config.functions_dir.parent / "agents"):
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-def agent_names(config: Config) -> list[str]:
-    """Every agent of the config (a folder with a definition file), sorted."""
-    found = agents_dir(config)
-    if found is None:
-        return []
-    try:
-        folders = sorted(p for p in found.iterdir() if p.is_dir() and not p.name.startswith("."))
-    except OSError:
-        return []
-    return [p.name for p in folders if any((p / name).is_file() for name in DEFINITIONS)]
 
 
 def agent_functions(config: Config) -> list[tuple[str, ToolDeclaration | None, str | None]]:

@@ -553,7 +553,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _agent_function(args: argparse.Namespace) -> None:
     """``run AGENT:FUNCTION`` (the name ``list`` shows) is ``--agent AGENT run FUNCTION``, unless a tool has that name."""
-    from toolexec.agents import agent_names
+    from toolexec.agent_folders import agent_names
     from toolexec.compilers.common import stem_name
     from toolexec.config import load_config
 
@@ -564,6 +564,10 @@ def _agent_function(args: argparse.Namespace) -> None:
 
 
 def _agent_rows(config: Any) -> list[dict[str, Any]]:
+    from toolexec.agent_folders import agent_names
+
+    if not agent_names(config):  # (then neither the agents' module nor the builder it imports is loaded)
+        return []
     from toolexec.agents import agent_functions
 
     rows = []

@@ -39,6 +39,7 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     writable = [cache if place == "cache" else os.getcwd() if place == "cwd" else _expand(place) for place in writes]
     hidden = [_expand(path) for path in config.sandbox_hide]
     hidden += [str(config.path), str(config.functions_dir / ".env"), str(state.root / "cache"), str(user_config_dir())]
+    hidden += servers_folders()
     if config.audit_log is not None:  # every call's arguments (when configured) and who made it
         hidden.append(str(config.audit_log))
     revealed = [_expand(path) for path in policy.reads] + [str(state.transpile_dir)]
@@ -65,6 +66,16 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     if missing is not None:
         raise SandboxUnavailable(tool, missing)
     return found
+
+
+def servers_folders() -> list[str]:
+    """Where toolexec's servers keep their sockets, locks and the generated MCP bearer token, in both places either
+    may be (:func:`toolexec.serve_client.socket_folder`, :func:`toolexec.mcp_http.token_file`): the runtime folder's
+    and the state folder's ``toolexec``. Whoever reads the token calls every tool over HTTP, unconfined by this one's
+    policy; none of it is a tool's business."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return [os.path.join(_expand(folder), "toolexec") for folder in (runtime, state) if folder]
 
 
 def _expand(path: str) -> str:

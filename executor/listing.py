@@ -136,14 +136,19 @@ def _read_kept(path: str, key: str) -> tuple[bytes, int] | None:
     except OSError:
         return None
     try:
-        with open(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # (before open(), which leaves a folder's descriptor open)
+            return None
+        with open(fd, "rb", closefd=False) as handle:
             data = handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
         end = data.find(b"\n")
         found, _, count = data[: max(end, 0)].decode("ascii").partition(" ")
         if end < 0 or found != key:
             return None
         return data[end + 1 :], int(count)
-    except (OSError, ValueError):
+    except ValueError:  # (a decoding error too)
         return None

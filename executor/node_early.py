@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"
+MAX_MEMO = 1 << 20  # an argv and a few variables: a longer memo is not one toolexec wrote
 # What the spare takes with its call (the call's own, or toolexec's): never compared with what node started with.
 _PER_CALL_PREFIXES = ("LLM_", "TOOLEXEC_")
 _PER_CALL = frozenset({"TRACEPARENT", "TRACESTATE", "BAGGAGE"})
@@ -88,9 +89,16 @@ class Early:
                 _close(fd)
         self.ready, self.info = ready_read, info_read
 
-    def matches(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
-        """Whether the spare is what a cold start with ``argv`` (INFO for bwrap's info descriptor) and ``env`` makes."""
-        return self.proc is not None and list(argv) == self.argv and _compatible(self.env, env, self.additions)
+    def matches(self, argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str]) -> bool:
+        """Whether the spare is what a cold start with ``argv`` (INFO for bwrap's info descriptor) and ``env`` makes,
+        ``additions`` being what this start adds to the command's environment (a memo's own are never taken on trust:
+        a stale or planted one's would be exempt from the comparison)."""
+        return (
+            self.proc is not None
+            and list(argv) == self.argv
+            and dict(additions) == self.additions
+            and _compatible(self.env, env, self.additions)
+        )
 
     def discard(self) -> None:
         """End an unused spare and release what this process holds of it."""
@@ -116,24 +124,20 @@ def begin(argv: Sequence[str]) -> None:
     memo = memo_path(argv)
     if memo is None:
         return
-    try:
-        with open(memo, "rb") as handle:
-            known = handle.read()
-    except OSError:
-        known = b""
+    known = _read(memo)
     _early = Early(memo, known)
     if known:
         _early.start()
         atexit.register(_end)
 
 
-def take(argv: Sequence[str], env: Mapping[str, str]) -> Early | None:
-    """The started spare, handed over (once) when it is what ``argv`` and ``env`` would start; else None (and an
-    unused spare is ended)."""
+def take(argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str] | None = None) -> Early | None:
+    """The started spare, handed over (once) when it is what ``argv`` and ``env`` (with ``additions``, what this start
+    adds to the command's environment) would start; else None (and an unused spare is ended)."""
     early = _early
     if early is None or early.proc is None:
         return None
-    if early.matches(argv, env):
+    if early.matches(argv, env, additions or {}):
         return early
     early.discard()
     return None
@@ -157,13 +161,41 @@ def remember(argv: Sequence[str], additions: Mapping[str, str], env: Mapping[str
             return
         os.makedirs(os.path.dirname(early.memo), mode=0o700, exist_ok=True)
         staging = f"{early.memo}.{os.getpid()}"
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staging)  # (a crashed run's; never written through: a link there is not followed)
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with open(fd, "wb") as out:
             out.write(wanted)
         os.replace(staging, early.memo)
     except OSError:
         pass
     early.known = wanted
+
+
+def _read(memo: str) -> bytes:
+    """The memo's bytes, when it is what only this user could have written: a regular file of their own that no one
+    else may write, in a folder of theirs that only they may open, neither reached through a link (each checked on
+    what was opened, not on a path a swap could change meanwhile); else nothing. What it names starts unchecked."""
+    folder, name = os.path.split(memo)
+    try:
+        at = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(at)
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return b""
+        # (O_NONBLOCK: a FIFO planted there would block the run at its open)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=at)
+        with open(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if info.st_mode & 0o170000 != 0o100000 or info.st_uid != os.getuid() or info.st_mode & 0o022:
+                return b""  # not a regular file, another user's, or one others may write
+            return handle.read(MAX_MEMO)
+    except OSError:
+        return b""
+    finally:
+        os.close(at)
 
 
 def began() -> bool:

@@ -7,12 +7,16 @@ an inotify watch on the tools folder, on the config's folder and on every visibl
 Unix socket beside its own, with the digest of the files' stats as of the moment it answers:
 
 * it first reads every event the kernel queued. The kernel queues an inotify event within the system call that
-  made the change, so every change made before the question was asked is in the queue when it is read;
+  made the change, so every change made before the question was asked is in the queue when it is read. It polls its
+  mount table too (``/proc/self/mountinfo``): a bind mount over a file or folder (or its unmount) puts another file
+  at the same path and raises no inotify event;
 * when there was one (or the queue overflowed), it watches everything anew and only then stats the files: a change
   after a watch is added is an event the next question sees, one before it is in the stats;
 * otherwise it answers the digest it last computed, without a system call on the files.
 
-The asking process (:func:`vouched`) compares that digest with the index's, as it would compare its own. What this
+The asking process (:func:`vouched`) takes the word only from a server of its own uid, watching the same folder
+(its device and inode) and the same visible names, in the same mount namespace (a process in another one may see
+other files at the same paths); it compares that digest with the index's, as it would compare its own. What this
 relies on, and where the server vouches for nothing (then every check stats the files as without a server): Linux
 inotify; the tools folder on a local file system (:data:`LOCAL_FILE_SYSTEMS`: on NFS, CIFS or FUSE another machine's
 or the daemon's own writes raise no event); visible files named directly in the tools folder, none of them a
@@ -30,6 +34,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import select
     import socket
 
     from toolexec.config import Config
@@ -90,8 +95,10 @@ def vouched(config: Config, visible: str | None) -> str | None:
                 break
             answer += chunk
         words = answer.decode("ascii").split()
-        if len(words) != 5 or words[0] != "vouch" or len(words[1]) != 64 or visible is None or words[4] != visible:
+        if len(words) != 6 or words[0] != "vouch" or len(words[1]) != 64 or visible is None or words[4] != visible:
             return None
+        if words[5] != str(os.stat("/proc/self/ns/mnt").st_ino):
+            return None  # the server sees another mount table: a file covered here (or there) is not what it watches
         here = os.stat(config.tools_dir)
         if (here.st_dev, here.st_ino) != (int(words[2]), int(words[3])):
             return None  # the server watches another folder (this one was moved, or its config names another)
@@ -113,6 +120,8 @@ class Vouch:
         self._inotify = -1
         self._watched: dict[int, frozenset[str] | None] = {}  # wd: the names a folder's events count for (None: a file)
         self._answer: bytes | None = None  # the last answer; None: compute anew
+        self._mounts: select.poll | None = None  # /proc/self/mountinfo, polled: a mount raises no inotify event
+        self._mounts_fd = -1
         self._retry_at = 0.0  # (time.monotonic) when a ``no`` is computed anew without an event
 
     def open(self) -> None:
@@ -175,6 +184,7 @@ class Vouch:
         """The answer as of now: the kept one unless an event was queued since it was computed (a ``no`` is tried
         again after :data:`RETRY_SECONDS`: a folder made since, a watch limit raised)."""
         changed = self._inotify >= 0 and self._changed()  # (every queued event read, whatever the answer)
+        changed = self._remounted() or changed
         if changed or (self._answer == NO and time.monotonic() >= self._retry_at):
             self._answer = None
         if self._answer is None:
@@ -202,12 +212,23 @@ class Vouch:
                 if mask & _WHOLE or wd not in self._watched or names is None or os.fsdecode(name) in names:
                     changed = True
 
+    def _remounted(self) -> bool:
+        """Whether this namespace's mount table changed since the answer was computed (a file or folder covered by a
+        bind mount, uncovered by an unmount: another file at the same path, and no inotify event; proc(5): a change
+        of /proc/PID/mountinfo marks it with POLLPRI)."""
+        return self._mounts is not None and bool(self._mounts.poll(0))
+
     def _compute(self) -> bytes:
         """Watch everything anew, then stat the files: the answer, or ``no`` when it cannot be vouched for."""
+        import select
+
         from toolexec.config import load_config
 
         self._unwatch()
         try:
+            self._mounts_fd = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+            self._mounts = select.poll()
+            self._mounts.register(self._mounts_fd, select.POLLPRI)
             self._inotify = _inotify_init()
             folder, name = os.path.split(self.config_path)
             self._watch(folder, _FOLDER_EVENTS | _IN_ONLYDIR, frozenset({name}))
@@ -235,7 +256,8 @@ class Vouch:
         here = os.stat(tools)
         if digest is None or (here.st_dev, here.st_ino) != (folder.st_dev, folder.st_ino):
             return NO  # a symbolic link among them, or the folder replaced while watched
-        return f"vouch {digest} {here.st_dev} {here.st_ino} {visible}\n".encode()
+        namespace = os.stat("/proc/self/ns/mnt").st_ino
+        return f"vouch {digest} {here.st_dev} {here.st_ino} {visible} {namespace}\n".encode()
 
     def _watch(self, path: str, mask: int, names: frozenset[str] | None) -> None:
         wd = _add_watch(self._inotify, path, mask)
@@ -243,10 +265,12 @@ class Vouch:
         self._watched[wd] = None if names is None or before is None else before | names
 
     def _unwatch(self) -> None:
-        if self._inotify >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._inotify)
-        self._inotify = -1
+        for fd in (self._inotify, self._mounts_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._inotify = self._mounts_fd = -1
+        self._mounts = None
         self._watched = {}
         self._answer = None
 

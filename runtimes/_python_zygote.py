@@ -95,8 +95,10 @@ class _Namespaces:
         if os.getuid() == 0:
             return
         ctypes = self.ctypes
-        for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, dropped next)
+        for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, which bwrap kept: dropped next)
             if self.libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP; EINVAL past the last capability
+                if self.ctypes.get_errno() != 22:  # anything else leaves a capability an exec could take back
+                    self._check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
                 break
         self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
 

@@ -129,9 +129,16 @@ class CallControl:
         """Release the pipe; a closed control can no longer cancel."""
         with self._lock:
             for fd in (self._read, self._write):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
             self._read = self._write = -1
+
+    def __del__(self) -> None:
+        # A control its caller drops unclosed (the usual use: one per call) releases its pipe with it; two
+        # descriptors per call would otherwise stay open for the life of the process.
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 @record(kw_only=False, frozen=False)
@@ -496,7 +503,7 @@ def _early_spare(
         assert binary is not None
         argv = [*baseline._namespaces(binary), "--info-fd", node_early.INFO, "--", *argv]
     additions = {COMPILE_CACHE_VARIABLE: env[COMPILE_CACHE_VARIABLE]} if COMPILE_CACHE_VARIABLE in env else {}
-    early = node_early.take(argv, env)
+    early = node_early.take(argv, env, additions)
     node_early.remember(argv, additions, env)
     if early is None:
         return None, None

@@ -43,19 +43,35 @@ PROBE_TIMEOUT = 30.0
 CACHE_FORMAT = 1
 
 _known: dict[str, tuple[str, str] | None] = {}  # key -> (interpreter, PATH), None: the shim could not say
+MAX_SHIM_FILES = 256
+_shim_files: dict[str, tuple[tuple[int, ...], bool]] = {}  # program -> (its identity when read, whether a shim)
 _lock = threading.Lock()
 
 
 def is_shim(program: str) -> bool:
     """Whether ``program`` (an absolute path) is a version manager's shim script: a ``#!`` script in a directory
-    named ``shims``."""
+    named ``shims``. Its first bytes are read once per file (a call stats it: another file, or one rewritten since,
+    is read again)."""
     if os.path.basename(os.path.dirname(program)) != "shims":
         return False
     try:
-        with open(program, "rb") as handle:
-            return handle.read(2) == b"#!"
+        status = os.stat(program)
     except OSError:
         return False
+    identity = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_ctime_ns, status.st_size)
+    known = _shim_files.get(program)
+    if known is not None and known[0] == identity:
+        return known[1]
+    try:
+        with open(program, "rb") as handle:
+            found = handle.read(2) == b"#!"
+    except OSError:
+        return False
+    with _lock:
+        if len(_shim_files) >= MAX_SHIM_FILES:
+            _shim_files.pop(next(iter(_shim_files)))
+        _shim_files[program] = (identity, found)
+    return found
 
 
 def unshimmed(program: str, language: str, cwd: str, env: Mapping[str, str]) -> tuple[str, dict[str, str]]:

@@ -57,10 +57,11 @@ ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
 def isolated_argv(argv: list[str]) -> list[str]:
     """``argv`` run inside the sandbox baseline's namespaces (bwrap: :func:`toolexec.runtimes.baseline._namespaces`),
     made once for a server that makes a PID namespace per call: it keeps CAP_SYS_ADMIN there (an ordinary user's,
-    only inside its own user namespace; each call drops it)."""
+    only inside its own user namespace), and CAP_SETPCAP, without which a call could not empty its bounding set:
+    each call drops every capability, from every set."""
     binary = sandbox.bwrap()
     assert binary is not None
-    keep = ["--cap-add", "CAP_SYS_ADMIN"] if os.geteuid() != 0 else []
+    keep = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"] if os.geteuid() != 0 else []
     return [*baseline._namespaces(binary), *keep, "--", *argv]
 
 

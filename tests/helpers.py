@@ -208,3 +208,58 @@ def host_pids(namespace: str, pids: list[int]) -> list[int]:
                     found[int(line.split()[-1])] = pid
     assert set(pids) <= set(found), (pids, found)
     return [found[pid] for pid in pids]
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether a user who owns nothing on the way (``nobody``) can reach and run ``path``: every folder above it
+    searchable by others, the file itself executable by them."""
+    import stat
+
+    real = os.path.realpath(path)
+    parts = real.split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth]) or "/"
+        if not os.stat(folder).st_mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(real).st_mode & stat.S_IXOTH)
+
+
+def python_for_others(folder: Path) -> str | None:
+    """A Python an ordinary user can start, also inside a user namespace of their own, that imports this toolexec
+    and its dependencies: this one when it is reachable, else a venv made in ``folder`` (which must be reachable)
+    from the system's Python of the same version, seeing this venv's packages. None when there is no such Python.
+
+    (A root-owned interpreter under a mode-700 /root is reachable by root alone: an ordinary user's toolexec could
+    not start its own warm servers with it.)"""
+    import subprocess
+    import sys
+    import sysconfig
+
+    if reachable_by_others(sys.executable) and all(reachable_by_others(p) for p in (sys.prefix, sys.base_prefix)):
+        return sys.executable
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    base = next((f"{d}/python{version}" for d in ("/usr/bin", "/usr/local/bin") if os.path.exists(f"{d}/python{version}")), None)
+    if base is None or not reachable_by_others(base):
+        return None
+    subprocess.run([base, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True)
+    paths = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    if not all(reachable_by_others(path) for path in paths):
+        return None
+    site = folder / "lib" / f"python{version}" / "site-packages"
+    (site / "toolexec-tests.pth").write_text("".join(f"import site; site.addsitedir({path!r})\n" for path in paths))
+    return str(folder / "bin" / "python")
+
+
+def as_nobody(root: Path) -> list[str]:
+    """The command prefix that runs a command as ``nobody`` (util-linux's setpriv), ``root``'s tree given to it; the
+    test is skipped where setpriv is missing. For a test running as root, whom no file permission stops."""
+    import shutil
+
+    import pytest
+
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root needs util-linux's setpriv to drop to an ordinary user")
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, 65534, 65534)
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]

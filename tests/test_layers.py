@@ -61,6 +61,7 @@ LAYERS = [
         "toolexec.engine",
         "toolexec.artifacts",
         "toolexec.agents",
+        "toolexec.agent_folders",
         "toolexec.sources",
         "toolexec.approval",
         "toolexec.asking",

@@ -66,8 +66,13 @@ def read_index(project: Project) -> dict[str, Any]:
 def imported_by_run(config: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[str, set[str]]:
     """The output of a one-shot ``toolexec run`` and every module it imported (from ``-v``: ``-X importtime`` misses
     what is imported once the call has started); ``env`` is its environment (default: this process's)."""
+    return imported_by(config, "run", *argv, env=env)
+
+
+def imported_by(config: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[str, set[str]]:
+    """The output of ``toolexec ARGV`` and every module it imported (see :func:`imported_by_run`)."""
     done = subprocess.run(
-        [sys.executable, "-v", "-m", "toolexec", "--config", str(config), "run", *argv],
+        [sys.executable, "-v", "-m", "toolexec", "--config", str(config), *argv],
         capture_output=True,
         text=True,
         check=True,
@@ -383,6 +388,20 @@ def test_list_reads_the_index_alone(project: Project) -> None:
         "broken": (None, False),
     }
     assert (read_index(project)["pack"], pack_file.read_bytes()) == (index["pack"], b"x" * pack_file.stat().st_size)
+
+
+def test_list_of_a_built_catalog_imports_no_builder_and_no_compiler(project: Project) -> None:
+    """`toolexec list` shows the index: with no agent whose functions it would build, it imports neither the builder
+    nor a compiler (nor what they import), whatever the languages of the tools."""
+    project.tool("echo.sh", NOOP_SH)
+    project.tool("double.py", GOOD)
+    config = project.configure()
+    build(load_config(config))
+    output, modules = imported_by(config, "list")
+    assert [line.split()[0] for line in output.splitlines()] == ["double", "echo"]
+    builders = ("toolexec.agents", "toolexec.build", "toolexec.compilers", "tree_sitter", "yaml")  # (not the index's readers)
+    heavy = sorted(m for m in modules if any(m == name or m.startswith(name + ".") for name in builders))
+    assert heavy == []
 
 
 @pytest.mark.parametrize("tools", [3, 120])

@@ -243,3 +243,26 @@ def test_a_per_call_timeout_must_be_a_positive_number(project: Project, timeout:
         2,
         f"timeout must be a positive number of seconds, got {timeout!r}",
     )
+
+
+def test_a_call_control_dropped_unclosed_leaves_no_descriptor(project: Project) -> None:
+    """The usual use of a :class:`CallControl` is one per call, made and dropped (the MCP server's, a caller's event
+    callback): its wake-up pipe goes with it, not at the end of the process (nor with the garbage collector)."""
+    import gc
+    import os
+
+    project.tool("echo.sh", '# @describe Echo.\nmain() { printf ok >>"$LLM_OUTPUT"; }\n')
+    with project.executor() as executor:
+        assert executor.call("echo", {}).output == "ok"
+        descriptors = sorted(os.listdir("/proc/self/fd"))
+        gc.disable()
+        try:
+            for _ in range(3):
+                events: list[dict] = []
+                result = executor.call("echo", {}, cancel=CallControl(on_event=events.append))
+                assert (result.output, events[0]["event"]) == ("ok", "started")
+            unused = CallControl()
+            del unused
+            assert sorted(os.listdir("/proc/self/fd")) == descriptors
+        finally:
+            gc.enable()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
+from tests.helpers import as_nobody
 from toolexec.runtimes import process_linux
 
 pytestmark = pytest.mark.skipif(not process_linux.available(), reason="needs Linux's /proc")
@@ -145,12 +146,7 @@ def unprivileged(request: pytest.FixtureRequest) -> Iterator[Unprivileged]:
             (root / "functions" / "tools" / name).write_text(source)
         project.config.write_text(yaml.safe_dump({**CONFIG, "sandbox": request.param}))
         if os.geteuid() == 0:
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("running as root needs util-linux's setpriv to drop to an ordinary user")
-            for path in [root, *root.rglob("*")]:
-                os.chown(path, 65534, 65534)
-            project.prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+            project.prefix = as_nobody(root)
         yield project
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -233,3 +229,65 @@ def test_a_dotenv_file_cannot_expand_a_secret_into_a_tool(project: Project, monk
     (project.root / "functions" / ".env").write_text("LEAK=${HOST_API_KEY}\nSEEN=${HOST_PLAIN}\n")
     result = project.executor(secret_env=["HOST_API_*"]).call("show", {})
     assert (result.status, result.output) == ("ok", "||plain")
+
+
+# A confined tool looks for toolexec's own files beside its sockets: the MCP bearer token (in the runtime folder, or
+# the state folder when there is none), a server's lock and sockets. Each probe prints what it could read.
+TOKEN_PROBES = {
+    "look_py.py": '''import os, sys
+
+
+def run() -> str:
+    """Look for toolexec's token."""
+    found = []
+    for path in sys.argv[1:] or os.environ["PROBE_PATHS"].split(":"):
+        try:
+            with open(path) as handle:
+                found.append("read " + handle.read().strip())
+        except OSError:
+            found.append("denied")
+    return " ".join(found)
+''',
+    "look_sh.sh": """# @describe Look for toolexec's token.
+main() {
+    local path found=()
+    IFS=: read -ra paths <<<"$PROBE_PATHS"
+    for path in "${paths[@]}"; do
+        if text=$(cat "$path" 2>/dev/null); then found+=("read $text"); else found+=(denied); fi
+    done
+    printf '%s' "${found[*]}" >>"$LLM_OUTPUT"
+}
+""",
+}
+
+
+@pytest.mark.parametrize("tool", ["look_py", "look_sh"])
+@pytest.mark.parametrize("runtime_dir", [True, False], ids=["runtime-dir", "state-dir"])
+def test_a_confined_tool_cannot_read_the_mcp_token_or_the_servers_folder(
+    project: Project, monkeypatch: pytest.MonkeyPatch, tool: str, runtime_dir: bool
+) -> None:
+    """The generated MCP bearer token lets whoever reads it call every tool over HTTP: no confined tool reads it, in
+    either place it is kept (``$XDG_RUNTIME_DIR/toolexec`` or ``$XDG_STATE_HOME/toolexec``)."""
+    from toolexec.mcp_http import token_file
+    from toolexec.serve_client import socket_folder
+
+    home = Path(os.environ["HOME"])
+    if runtime_dir:
+        runtime = home / "run"  # (not under /tmp, which a confined tool sees a private one of)
+        runtime.mkdir(mode=0o700)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    token = token_file()
+    token.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    token.write_text(TOKEN)
+    lock = Path(socket_folder()) / "serve-0123456789abcdef.lock"
+    lock.write_text("4242")
+    assert token.parent == lock.parent
+    monkeypatch.setenv("PROBE_PATHS", f"{token}:{lock}")
+    for name, source in TOKEN_PROBES.items():
+        project.tool(name, source)
+    executor = project.executor(sandbox="strict", sandbox_policies={tool: {"env": ["PROBE_PATHS"]}})
+    with executor:
+        result = executor.call(tool, {})
+    assert (result.status, result.output) == ("ok", "denied denied")
+    with project.executor(sandbox="off") as unconfined:  # the probe reads what is there when nothing hides it
+        assert unconfined.call(tool, {}).output == f"read {TOKEN} read 4242"

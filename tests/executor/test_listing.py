@@ -86,7 +86,9 @@ def test_a_kept_listing_that_is_not_a_regular_file_is_never_waited_on(
     else:
         (project.root / "forged.txt").write_text(real.replace("Say a.", "forged"))  # under the right key
         path.symlink_to(project.root / "forged.txt")
+    descriptors = sorted(os.listdir("/proc/self/fd"))
     assert cli(capsys, "--config", config, "list") == first
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors  # (not one left open, not even to the collector)
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1", "ascii"])

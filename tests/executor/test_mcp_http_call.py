@@ -533,3 +533,39 @@ def test_an_oauth_callers_scopes_and_subject_are_the_same_on_both_paths(project:
     assert len(lines) == 3  # the SDK's call, the one that admitted the headers, the direct one; none refused
     seen = [{key: line[key] for key in ("tool", "caller", "outcome", "reason")} for line in lines]
     assert seen == [{"tool": "push", "caller": {"surface": "mcp", "subject": "ada"}, "outcome": "ok", "reason": None}] * 3
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [(b"host", b"evil.example")],  # a second Host, read first by the SDK
+        [(b"origin", b"http://evil.example")],
+        [(b"origin", b"http://evil.example"), (b"origin", b"http://127.0.0.1:8000")],
+        [(b"content-type", b"text/plain")],
+        [(b"mcp-protocol-version", b"2026-07-28")],
+        [(b"authorization", b"Bearer wrong-wrong-wrong-wrong")],
+    ],
+    ids=["second-host", "foreign-origin", "two-origins", "second-content-type", "second-version", "second-token"],
+)
+def test_headers_repeated_or_added_beside_admitted_ones_open_no_door(
+    project_tools: Project, extra: list[tuple[bytes, bytes]]
+) -> None:
+    """A request carrying the admitted headers and, before them, another value of one of them (a DNS-rebinding
+    page's Host or Origin, a second token): the direct path never answers it on the strength of the admitted set;
+    whatever the SDK and the gate decide of it, the tool runs only if they answer 200 (and then through them)."""
+    marker = project_tools.root / "ran"
+    body = call("sleeper", {"marker": str(marker)})
+
+    async def scenario() -> tuple[list[int], int]:
+        async with served(project_tools) as running:
+            assert (await running.both(call("echo", {"text": "x"})))[1][0] == 200
+            statuses = []
+            before = running.sdk.calls
+            for _ in range(2):
+                statuses.append((await running.post(body, [*extra, *HEADERS]))[0])
+            return statuses, running.sdk.calls - before
+
+    statuses, asked = anyio.run(scenario)
+    assert statuses[0] == statuses[1] and statuses[0] != 200, statuses
+    assert not marker.exists()
+    assert asked == (0 if statuses[0] == 401 else 2)  # each asked of the SDK (but what the gate refused first)

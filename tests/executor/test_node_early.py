@@ -149,3 +149,52 @@ def test_a_secret_kept_from_tools_is_never_in_a_spare_that_runs_a_call(project: 
     assert [r.returncode for r in runs] == [0, 0]
     assert [(json.loads(r.stdout)["spare"], "hunter2" in r.stdout) for r in runs] == [(False, False)] * 2
     assert _memos(_cache(project)) == []
+
+
+@pytest.mark.parametrize("planted", ["a-link-to-anothers-file", "anothers-file", "writable-by-others", "a-fifo"])
+def test_a_planted_memo_starts_nothing(project: Project, tmp_path: Path, planted: str) -> None:
+    """The memo names a program that starts before anything is checked: only a regular file of the user's own, that
+    only they may write, found in their own folder without following a link, is read. A planted one (a link to a
+    file another user wrote, a file of another user's, one others may write, a FIFO that would block the run) starts
+    nothing, and the run runs cold."""
+    project.tool("who.ts", WHO_TS)
+    config = str(project.configure(sandbox="off"))
+    assert toolexec("--config", config, "run", "who", '{"text": "a"}').returncode == 0
+    [memo] = _memos(_cache(project))
+    proof = tmp_path / "proof"
+    hostile = "\0".join(["/bin/sh", "-c", f"echo ran >{proof}", "", ""]).encode()
+    memo.unlink()
+    if planted == "a-link-to-anothers-file":
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.write_bytes(hostile)
+        memo.symlink_to(elsewhere)
+    elif planted == "a-fifo":
+        os.mkfifo(memo, 0o600)
+    else:
+        memo.write_bytes(hostile)
+        if planted == "anothers-file":
+            if os.geteuid() != 0:
+                pytest.skip("only root can give a file to another user")
+            os.chown(memo, 65534, 65534)
+        else:
+            memo.chmod(0o622)
+    run = toolexec("--config", config, "run", "who", '{"text": "b"}', env={"TOOLEXEC_NO_SERVER": "1"})
+    assert (run.returncode, json.loads(run.stdout)["spare"]) == (0, False), run.stderr
+    assert not proof.exists()
+
+
+def test_a_memo_whose_additions_are_not_this_starts_is_never_adopted(project: Project) -> None:
+    """The right argv with another environment added (a stale memo's, a hand-edited one's ``NODE_OPTIONS``): the
+    spare's start is not this call's, so the call runs cold; the memo is written anew."""
+    project.tool("who.ts", WHO_TS)
+    config = str(project.configure(sandbox="off"))
+    assert toolexec("--config", config, "run", "who", '{"text": "a"}').returncode == 0
+    [memo] = _memos(_cache(project))
+    argv, _, additions = memo.read_bytes().partition(b"\0\0")
+    memo.write_bytes(argv + b"\0\0" + additions + b"\0GREETING=planted")
+    run = toolexec("--config", config, "run", "who", '{"text": "b"}', env={"TOOLEXEC_NO_SERVER": "1"})
+    assert run.returncode == 0, run.stderr
+    assert (json.loads(run.stdout)["spare"], json.loads(run.stdout)["greeting"]) == (False, "unset")
+    assert b"planted" not in memo.read_bytes()
+    again = toolexec("--config", config, "run", "who", '{"text": "c"}', env={"TOOLEXEC_NO_SERVER": "1"})
+    assert (json.loads(again.stdout)["spare"], json.loads(again.stdout)["greeting"]) == (True, "unset")

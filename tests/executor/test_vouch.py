@@ -357,3 +357,61 @@ def test_a_word_for_other_files_is_not_taken(project: Project, vouching: Callabl
     fewer = replace(load_config(config), visible_tools=("t1.py",))
     assert vouched(fewer, fewer.fingerprint()["visible_tools"]) is None
     assert vouched(load_config(config), None) is None
+
+
+REPO = Path(__file__).resolve().parents[2]
+# Run in a mount namespace of its own (``unshare -rm``, so that no mount reaches the machine): a server vouches for
+# the project, then a file is covered by a bind mount, in the server's namespace or in a child namespace where the
+# asking process runs. Prints what the server's word was before and after, and the digest the files' stats give.
+MOUNTED = """
+import json, subprocess, sys
+from pathlib import Path
+
+from tests.executor.test_vouch import Vouching, _vouched
+
+ASK = (
+    "import json, sys; from tests.executor.test_vouch import _vouched; from toolexec import catalog; "
+    "from toolexec.config import load_config; loaded = load_config(sys.argv[1]); "
+    "print(json.dumps([_vouched(sys.argv[1]), catalog.files_digest(str(loaded.tools_dir), list(loaded.visible_tools))]))"
+)
+config, covered, cover, where = sys.argv[1:]
+server = Vouching(Path(config))
+try:
+    before = _vouched(config)
+    ask = [sys.executable, "-c", ASK, config]
+    if where == "client":  # the asking process in a mount namespace of its own, where the file is covered
+        script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+        ask = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "-", cover, covered, *ask]
+    else:
+        subprocess.run(["mount", "--bind", cover, covered], check=True)
+    after, actual = json.loads(subprocess.run(ask, check=True, capture_output=True, text=True).stdout)
+    print(json.dumps([before, after, actual]))
+finally:
+    server.stop()
+"""
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux's unshare")
+@pytest.mark.parametrize("where", ["server", "client"], ids=["in-the-servers-namespace", "in-the-askers-namespace"])
+def test_a_file_covered_by_a_bind_mount_is_never_vouched_for_as_it_was(
+    where: str, project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mount raises no inotify event: a tool file covered by another (``mount --bind``) after the server watched it
+    is another file at the same path, whose stats the asking process must get. The server sees its mount table change (it polls /proc/self/mountinfo) and
+    stats anew; a process in another mount namespace, whose files may differ from the server's, is not vouched for."""
+    project.tool("t1.py", tool("v1"))
+    project.tool("t2.py", tool("two"))
+    config = str(project.configure())
+    assert _listed(capsys, config) == {"t1": "Say v1.", "t2": "Say two."}
+    cover = project.root / "cover.py"
+    cover.write_text(tool("v2"))
+    argv = ["unshare", "-rm", "--propagation", "private", sys.executable, "-c", MOUNTED, config]
+    done = subprocess.run(
+        [*argv, str(project.tools / "t1.py"), str(cover), where], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    if done.returncode != 0 and "unshare failed" in done.stderr:
+        pytest.skip(f"no mount namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    before, after, actual = json.loads(done.stdout)
+    assert before is not None and actual is not None and before != actual
+    assert after == (actual if where == "server" else None)

@@ -123,3 +123,29 @@ def test_only_a_script_in_a_shims_folder_is_a_shim(tmp_path: Path) -> None:
     (tmp_path / "script").write_text("#!/bin/sh\n")
     assert [shims.is_shim(str(p)) for p in (folder / "script", folder / "binary", tmp_path / "script")] == [True, False, False]
     assert not shims.is_shim(str(folder / "missing"))
+
+
+def test_a_shim_file_is_read_once_while_it_is_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a program is a shim is decided by its first bytes, read once per file: a call stats it, and reads it
+    again only once it is another file (replaced, rewritten)."""
+    folder = tmp_path / "shims"
+    folder.mkdir()
+    shim = folder / "python3"
+    shim.write_text("#!/bin/sh\nexec true\n")
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(file: object, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(shims, "open", counting_open, raising=False)
+    assert [shims.is_shim(str(shim)) for _ in range(3)] == [True, True, True]
+    assert opened == [str(shim)]
+    replaced = folder / "python3.new"
+    replaced.write_bytes(b"\x7fELF not a script")
+    replaced.replace(shim)
+    assert [shims.is_shim(str(shim)) for _ in range(2)] == [False, False]
+    shim.write_text("#!/bin/sh\nexec true\n")  # rewritten in place: the same inode, another size and time
+    assert shims.is_shim(str(shim)) is True
+    assert opened == [str(shim)] * 3
