@@ -289,6 +289,9 @@ class Finished:
     # What the call's network proxy refused (its 403 bodies, naming the policy line), in order.
     refused: tuple[str, ...] = ()
     oom_killed: bool = False  # the kernel's OOM killer ended a process of the call's memory cgroup
+    # Every process of the call had ended before its status came (a warm call's PID namespace, whose init its server
+    # reaped first): none can still hold a descriptor of the call's (its private files may be used again).
+    sealed: bool = False
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -409,6 +412,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             limit_file_size(proc.pid, bound)
         namespaced = alone or (held is not None and held.pid_namespace)  # the kernel ended what the tool left
         finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced, search=not alone)
+        if alone and getattr(proc, "reported", False):  # the server said the status: it had reaped the namespace's init
+            finished = replace(finished, sealed=True)
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:

@@ -58,6 +58,7 @@ LAYERS = [
     {"toolexec.calls"},
     {
         "toolexec.engine",
+        "toolexec.callfiles",
         "toolexec.artifacts",
         "toolexec.agents",
         "toolexec.sources",

@@ -278,3 +278,66 @@ def _waiting(server: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+FILES = r'''
+import json, os
+
+
+def run(action: str) -> str:
+    """Report the call's files, then use them.
+
+    Warm: true
+
+    Args:
+        action: what to do with them
+    """
+    output = os.environ["LLM_OUTPUT"]
+    seen = {
+        "paths": [output, os.environ["LLM_ARTIFACTS_DIR"]],
+        "sizes": [os.path.getsize(output)],
+        "artifacts": os.listdir(os.environ["LLM_ARTIFACTS_DIR"]),
+    }
+    if action == "link":  # a name of its own for the output file, outside its call: the file is never used again
+        os.link(output, os.path.join(os.path.dirname(output), "stolen"))
+    if action == "artifact":
+        with open(os.path.join(os.environ["LLM_ARTIFACTS_DIR"], "report.txt"), "w") as handle:
+            handle.write("made")
+    return json.dumps(seen) + "\n" + "x" * 1000  # written to LLM_OUTPUT: the next call would see it
+'''
+
+
+def _files_seen(executor: Executor, action: str = "look") -> dict:
+    result = executor.call("files", {"action": action})
+    assert (result.status, result.stderr) == ("ok", ""), result.error
+    return json.loads(result.output.splitlines()[0])
+
+
+def test_a_sealed_warm_calls_files_go_to_the_next_call_emptied_and_only_as_made(project: Project, private_tmpdir: Path) -> None:
+    project.tool("files.py", FILES)
+    with project.executor(sandbox="declared") as executor:
+        first = _files_seen(executor)
+        (pool,) = private_tmpdir.iterdir()  # the executor's private directory of call files
+        assert [Path(path).parent for path in first["paths"]] == [pool] * 2 and pool.name.startswith("toolexec-calls-")
+        second = _files_seen(executor)  # the same files, empty as made: nothing of the first call's output
+        assert (second["paths"], second["sizes"], second["artifacts"]) == (first["paths"], [0], [])
+        linked = _files_seen(executor, "link")
+        assert linked["paths"] == first["paths"]
+        after_link = _files_seen(executor)  # the linked output is never used again: the whole set is new
+        assert not set(after_link["paths"]) & set(first["paths"])
+        assert (after_link["sizes"], (pool / "stolen").read_text().startswith('{"paths"')) == ([0], True)
+        result = executor.call("files", {"action": "artifact"})
+        assert [artifact.name for artifact in result.artifacts] == ["report.txt"]
+        after_artifact = _files_seen(executor)  # the directory held a file: a new set
+        assert not set(after_artifact["paths"]) & set(after_link["paths"])
+        assert after_artifact["artifacts"] == []
+        (pool / "stolen").unlink()
+    assert os.listdir(private_tmpdir) == []  # closed: the pool's directory is gone
+
+
+def test_a_warm_call_under_sandbox_off_gets_new_files_every_time(project: Project, private_tmpdir: Path) -> None:
+    project.tool("files.py", FILES)
+    with project.executor(sandbox="off") as executor:
+        seen = [_files_seen(executor)["paths"] for _ in range(3)]  # not sealed: a process of it may hold them
+    assert len({path for paths in seen for path in paths}) == 6
+    assert os.listdir(private_tmpdir) == []
