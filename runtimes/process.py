@@ -650,12 +650,13 @@ def _supervise(
     kill_tree = (lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)) if search else (lambda: 0)
     try:
         exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
-        supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)
+        supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree, sealed=not search)
         finished = supervisor.run()
     finally:
         _close(progress_read)
         escaped = kill_tree() + (supervisor.escaped if supervisor is not None else 0)
-        _kill_group(proc.pid, signal.SIGKILL)
+        if not _ended_sealed(proc, sealed=not search):
+            _kill_group(proc.pid, signal.SIGKILL)
         if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
             escaped = 0
         for pipe in (proc.stdout, proc.stderr):
@@ -688,9 +689,12 @@ class _Supervisor:
         start: float,
         progress_fd: int = -1,
         kill_tree: Callable[[], int] | None = None,
+        *,
+        sealed: bool = False,
     ):
         assert proc.stdout and proc.stderr
         self.proc, self.launch, self.control = proc, launch, control
+        self.sealed = sealed  # a warm call whose server says its status once its PID namespace is gone
         self.kill_tree = kill_tree
         self.escaped = 0  # processes outside the group killed with the tree
         self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
@@ -801,7 +805,12 @@ class _Supervisor:
             sel.unregister(fd)
             self.proc.wait()
             self.exited = True
-            if self.kill_at is None and self.give_up_at is None:  # the tool is done: what it left in its group goes too
+            if _ended_sealed(self.proc, sealed=self.sealed):
+                # nothing of the call is left, and its server has reaped it: its pid (so its group's number) may be
+                # another process's by now, which no signal may reach
+                self.kill_at, self.deadline = None, None
+                self.give_up_at = self.give_up_at or time.monotonic() + 0.2  # for its pipes' ends, closed with it
+            elif self.kill_at is None and self.give_up_at is None:  # the tool is done: what it left in its group goes too
                 self._terminate()
                 self.deadline = None
         elif fd == self.control.fileno():
@@ -896,6 +905,12 @@ def _close(fd: int) -> None:
     if fd >= 0:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def _ended_sealed(proc: subprocess.Popen[bytes] | WarmProcess, *, sealed: bool) -> bool:
+    """Whether ``proc`` is a sealed warm call (``sealed``) whose server said its status: every process of the call had
+    ended by then and the server reaped them, so no signal may go to their numbers (another process may have one)."""
+    return sealed and proc.returncode is not None and bool(getattr(proc, "reported", False))
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:

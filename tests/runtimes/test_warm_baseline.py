@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -341,3 +342,27 @@ def test_a_warm_call_under_sandbox_off_gets_new_files_every_time(project: Projec
         seen = [_files_seen(executor)["paths"] for _ in range(3)]  # not sealed: a process of it may hold them
     assert len({path for paths in seen for path in paths}) == 6
     assert os.listdir(private_tmpdir) == []
+
+
+def test_no_signal_goes_to_a_sealed_calls_numbers_once_its_server_said_the_status(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server reaps a sealed call's processes before it says the status: their pids may be another process's by
+    then (pid reuse), so the group's TERM and KILL after the call, and the look for its leftovers, are not sent."""
+    project.tool("probe.py", PROBE)
+    sent: list[tuple[int, int]] = []
+    real = os.killpg
+
+    def recorded(pgid: int, sig: int) -> None:
+        sent.append((pgid, sig))
+        real(pgid, sig)
+
+    with project.executor(sandbox="declared") as executor:
+        _call(executor, "look")  # the server is up
+        monkeypatch.setattr(os, "killpg", recorded)
+        seen = [_call(executor, "look") for _ in range(3)]
+        timed_out = executor.call("probe", {"action": "wait", "arg": "30"}, timeout=1)
+        monkeypatch.setattr(os, "killpg", real)
+    assert ([s["pid"] for s in seen], timed_out.status) == ([2, 2, 2], "timeout")
+    # the three calls that ended: nothing; the one timed out: its TERM, before its status came, and nothing after
+    assert [sig for _, sig in sent] == [signal.SIGTERM]
