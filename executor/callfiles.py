@@ -11,9 +11,11 @@ no process can still hold it and it is exactly as made:
 * the call was **sealed**: it ran in a PID namespace of its own whose init its server reaped before saying the status
   (:attr:`toolexec.runtimes.process.Finished.sealed`), so every process of the call had ended, its descriptors closed
   (none was passed to a process outside: a sealed call has no process outside its namespace to pass one to);
-* each file is still the very inode made (no link followed), a regular file with one link, 0600, and the directory
-  the very one made, 0700 and empty. Then the files are truncated; anything else (a file replaced, moved away to
-  keep a long output, linked elsewhere, a chmod, an artifact left) and the set is removed as a fresh one is.
+* each file is still the inode made (no link followed), a regular file with one link, 0600, and the directory the
+  one made, 0700 and empty. Then the files are truncated; anything else (a file replaced, moved away to keep a long
+  output, linked elsewhere, a chmod, an artifact left) and the set is removed as a fresh one is. (A file the sealed
+  call put in the place of its own that got the same inode number and passes every check is as private: no process
+  holds it and no other name links it.)
 
 Making and removing three names per call in a large ext4 ``/tmp`` took ~0.45 ms (more under load: each waits for
 the journal); a reuse takes a few system calls. The pool's directory is removed when the pool is closed, and by the
@@ -99,12 +101,13 @@ class FilePool:
         self._directory: str | None = None
         self._out = 0  # sets of the pool's directory in use by a call
         self._closed = False
+        self._owner = os.getpid()  # a process forked from it makes its own sets: the kept ones are its parent's
 
     def take(self, tool: str, asking: bool) -> CallFiles:
         """A kept set of ``tool``'s, else a new one made in the pool's directory (a fresh one in the temporary
         directory once the pool is closed)."""
         with self._lock:
-            if self._closed:
+            if self._closed or os.getpid() != self._owner:
                 directory = None
             else:
                 free = self._free.get((tool, asking))
@@ -148,6 +151,8 @@ class FilePool:
             self._closed = True
             kept = [files for free in self._free.values() for files in free]
             self._free.clear()
+            if os.getpid() != self._owner:  # a forked copy: what it lists is its parent's to remove
+                self._directory, kept = None, []
         for files in kept:
             files.remove()
         self._returned(0)
