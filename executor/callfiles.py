@@ -30,7 +30,7 @@ import stat
 import sys
 import threading
 
-from toolexec.errors import StateUnavailable
+from toolexec.errors import StateUnavailable, ToolexecError
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -205,10 +205,13 @@ def _made_directory() -> str:
 
 
 def _guarded(path: str, on: bool) -> None:
+    """Tell the process's guard (the Linux backend's, where it is the one chosen) to remove ``path`` at its death."""
     from toolexec.runtimes import process_linux
+    from toolexec.runtimes.process import backend
 
-    if process_linux.available():
-        process_linux.remove_at_death(path, on)
+    with contextlib.suppress(ToolexecError):  # a bad TOOLEXEC_PROCESS_BACKEND: the call itself says so
+        if backend() is process_linux:
+            process_linux.remove_at_death(path, on)
 
 
 def _private(prefix: str, suffix: str, *, directory: bool = False, within: str | None = None) -> str:
