@@ -174,7 +174,8 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
-                private_files=(output_path, failure_path, artifacts_dir, *([request_path] if request_path else [])),
+                # a pool's sets are removed with its directory, which the guard knows already: no line of them per call
+                private_files=() if files.pooled else files.paths,
                 file_limit=self.config.max_kept_bytes,
                 sets_file_limit=prepared.sets_file_limit,
                 awaits_file_limit=prepared.awaits_file_limit,

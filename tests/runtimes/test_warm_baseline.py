@@ -366,3 +366,48 @@ def test_no_signal_goes_to_a_sealed_calls_numbers_once_its_server_said_the_statu
     assert ([s["pid"] for s in seen], timed_out.status) == ([2, 2, 2], "timeout")
     # the three calls that ended: nothing; the one timed out: its TERM, before its status came, and nothing after
     assert [sig for _, sig in sent] == [signal.SIGTERM]
+
+
+SLEEPER = r'''
+import os, time
+
+
+def run(report: str) -> str:
+    """Say where the call's files are, then wait.
+
+    Warm: true
+
+    Args:
+        report: where to say it
+    """
+    with open(report + ".part", "w") as handle:
+        handle.write(os.environ["LLM_OUTPUT"])
+    os.rename(report + ".part", report)
+    time.sleep(600)
+    return "never"
+'''
+
+
+def test_a_warm_executor_killed_mid_call_leaves_neither_the_call_nor_its_files(
+    project: Project, private_tmpdir: Path, tmp_path: Path
+) -> None:
+    """The guard removes the pool of call files (told once, not per call) and kills the running call."""
+    project.tool("sleeper.py", SLEEPER)
+    config = project.configure(sandbox="declared")
+    report = tmp_path / "report"
+    program = (
+        "import sys\nfrom toolexec import Executor\n"
+        "executor = Executor(sys.argv[1])\n"
+        "print(executor.call('sleeper', {'report': sys.argv[2]}, timeout=600).status, flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", program, str(config), str(report)], stdout=subprocess.PIPE, text=True)
+    try:
+        wait_until(report.exists, "the call to start")
+        output = Path(report.read_text())
+        assert output.parent.parent == private_tmpdir and output.parent.name.startswith("toolexec-calls-")
+    finally:
+        proc.kill()
+        proc.communicate()
+    wait_until(lambda: not output.parent.exists(), "the guard to remove the call files", timeout=30)
+    wait_until(lambda: marked_processes(private_tmpdir) == [], "the call to be killed", timeout=30)
+    assert os.listdir(private_tmpdir) == []
