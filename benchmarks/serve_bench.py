@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,9 +53,29 @@ def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> 
         server.communicate(timeout=60)
 
 
-def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs: int) -> list[tuple[str, Paired, float]]:
+class Served(NamedTuple):
+    """One row's figures."""
+
+    label: str
+    paired: Paired  # the served run against `python -c pass`
+    cold: float  # ms: the cold run's median (no server tried)
+    client_cpu: float  # ms of CPU (user + system) of the served run's own process, the command
+    bare_cpu: float  # ms of CPU of `python -c pass`
+
+
+def cpu_ms(action: Callable[[], object], runs: int) -> float:
+    """The CPU (user + system, ms) of the processes ``action`` runs and waits for, per run: a loaded machine
+    changes it far less than wall time (the server's CPU is not in it: it is not waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # (microseconds: os.times counts clock ticks)
+    for _ in range(runs):
+        action()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000 / runs
+
+
+def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs: int) -> list[Served]:
     """For each no-op tool, under the config's sandbox and under ``sandbox: off``: the served run against
-    ``python -c pass``, and the cold run's median."""
+    ``python -c pass``, the cold run's median, and the CPU of the served run's command against the bare start's."""
     run_dir = Path(env["XDG_RUNTIME_DIR"])
     run_dir.mkdir(mode=0o700, exist_ok=True)
     bare = spawn([python, "-c", "pass"], env=env)
@@ -73,7 +95,8 @@ def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs:
                         one_shot(chosen, tool, env)()
                     paired = paired_ms(one_shot(chosen, tool, env), bare, runs)
                     cold = median_ms(one_shot(chosen, tool, cold_env), max(5, runs // 4))
-                    found.append((f"{label} tool{how}{sandbox}", paired, cold))
+                    client, bare_cpu = (cpu_ms(action, max(5, runs // 2)) for action in (one_shot(chosen, tool, env), bare))
+                    found.append(Served(f"{label} tool{how}{sandbox}", paired, cold, client, bare_cpu))
     return found
 
 
@@ -83,14 +106,15 @@ def serve_rows(b: object) -> list[object]:
 
     env = {**b.env, "XDG_RUNTIME_DIR": str(b.root / "run")}  # type: ignore[attr-defined]
     rows = []
-    for label, paired, cold in measure(b.toolexec, b.interpreter, b.small, env, RUNS):  # type: ignore[attr-defined]
+    for row in measure(b.toolexec, b.interpreter, b.small, env, RUNS):  # type: ignore[attr-defined]
         rows.append(
             ratio_row(
-                f"one-shot `toolexec run` with `toolexec serve` running, no-op {label}",
-                paired,
+                f"one-shot `toolexec run` with `toolexec serve` running, no-op {row.label}",
+                row.paired,
                 "`python -c pass`",
                 TARGET,
-                f"cold (no server): {cold:.1f} ms",
+                f"cold (no server): {row.cold:.1f} ms; the command's CPU {row.client_cpu:.1f} ms, "
+                f"`python -c pass`'s {row.bare_cpu:.1f} ms",
             )
         )
     return rows
@@ -107,13 +131,19 @@ def main() -> None:
         config = write_project(root, {"noop_py.py": NOOP_PY, "noop_sh.sh": NOOP_SH}, runtimes={"python": sys.executable})
         subprocess.run([toolexec, "--config", str(config), "build"], env=env, check=True, capture_output=True)
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print("| tool | served run | `python -c pass` | ratio (median of pairs) | cold run (no server) | target ≤ 1.5x |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for label, paired, cold in measure(toolexec, sys.executable, config, env, runs):
+        print(
+            "| tool | served run | `python -c pass` | ratio (median of pairs) | cold run (no server) "
+            "| CPU: the command / `python -c pass` | target ≤ 1.5x |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for row in measure(toolexec, sys.executable, config, env, runs):
+            paired = row.paired
             met = "met" if paired.ratio <= TARGET else "**not met**"
             print(
-                f"| no-op {label} | {paired.ours:.1f} ms | {paired.bare:.1f} ms | {paired.ratio:.2f}x | {cold:.1f} ms | {met} |"
+                f"| no-op {row.label} | {paired.ours:.1f} ms | {paired.bare:.1f} ms | {paired.ratio:.2f}x | {row.cold:.1f} ms "
+                f"| {row.client_cpu:.1f} / {row.bare_cpu:.1f} ms | {met} |"
             )
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from toolexec.errors import BadRequest, ToolexecError, did_you_mean
 from toolexec.mcp_auth import client_secret, granted_scopes
 from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
+from toolexec.mcp_stdio_call import DirectCalls
 from toolexec.mcp_tasks import McpTasks
 from toolexec.observe import Caller
 from toolexec.policy import enforced_tool
@@ -634,7 +635,7 @@ class ToolServer:
             if self.options.reload:
                 group.start_soon(self._watch)
             try:
-                async with stdio_transport() as (read, write, drained):
+                async with stdio_transport(DirectCalls(self)) as (read, write, drained):
                     self._drained = drained
                     await self.server.run(read, write, init)
             finally:

@@ -30,7 +30,6 @@ the same bytes on the wire. Every case but the plain one goes to the SDK:
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -38,12 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from toolexec.mcp_direct import METHOD, direct_params_type, plain_params, respond
 from toolexec.mcp_http_memo import EVENT_PREFIX, EVENT_SUFFIX, KEY_HEADERS, plain_id, traced
 
 if TYPE_CHECKING:
@@ -55,10 +52,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 App = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
 
-METHOD = "tools/call"
 MAX_ADMITTED = 64
-PLAIN_PARAMS = frozenset({"name", "arguments"})
-logger = logging.getLogger("mcp.shared.jsonrpc_dispatcher")  # where the SDK logs a handler's unexpected failure
 
 
 @dataclass(frozen=True)
@@ -77,10 +71,8 @@ class DirectCalls:
     def __init__(self, server: ToolServer, path: str) -> None:
         self.server = server
         self.path = path  # the MCP endpoint's path (``/mcp``)
-        entry = server.server.get_request_handler(METHOD)
-        self.params_type: type[BaseModel] | None = entry.params_type if entry is not None else None
-        # A cache hint on tools/call would be added by the SDK's runner: leave every call to it then.
-        self.usable = self.params_type is not None and METHOD not in server.server.cache_hints
+        self.params_type: type[BaseModel] | None = direct_params_type(server)
+        self.usable = self.params_type is not None
         self._admitted: OrderedDict[tuple[tuple[bytes, bytes], ...], dict[str, Any]] = OrderedDict()
 
     def __len__(self) -> int:
@@ -93,24 +85,15 @@ class DirectCalls:
             return None
         if not isinstance(message, types.JSONRPCRequest) or message.method != METHOD or not plain_id(message.id):
             return None
-        params = message.params
-        if not isinstance(params, dict) or not set(params) <= PLAIN_PARAMS or not isinstance(params.get("name"), str):
-            return None
         key = tuple(sorted((name, value) for name, value in scope.get("headers") or [] if name in KEY_HEADERS))
         versions = [value for name, value in key if name == b"mcp-protocol-version"]
         if len(versions) != 1 or (version := versions[0].decode("latin-1")) not in HANDSHAKE_PROTOCOL_VERSIONS:
             return None
-        listing = self.server.listing
-        tool = listing.by_name.get(listing.map.original(params["name"]))
-        if tool is None or tool.metadata.task is not None or traced():
-            return None  # an unknown tool's error, a task tool and a traced request are the SDK's
-        try:
-            methods.validate_client_request(METHOD, version, params)
-            assert self.params_type is not None
-            typed = self.params_type.model_validate(params, by_name=False)
-        except (KeyError, ValueError):  # ValidationError is a ValueError: the SDK says what is wrong
+        if traced():  # the SDK's span is wanted
             return None
-        if not isinstance(typed, types.CallToolRequestParams):
+        assert self.params_type is not None
+        typed = plain_params(self.server, self.params_type, message.params, version)
+        if typed is None:
             return None
         return Plan(message.id, typed, version, key)
 
@@ -172,20 +155,5 @@ class DirectCalls:
 
     async def _respond(self, plan: Plan, requester: Any) -> bytes:
         """The JSON-RPC response to the plan's request, as the SDK's runner and dispatcher write it."""
-        message: types.JSONRPCResponse | types.JSONRPCError
-        try:
-            result = await self.server.answer_call(plan.params, requester)
-            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            try:
-                shaped = methods.serialize_server_result(METHOD, plan.version, dumped)
-            except ValidationError:
-                logger.exception("handler for %r returned an invalid result", METHOD)
-                raise MCPError(code=types.INTERNAL_ERROR, message="Handler returned an invalid result") from None
-            message = types.JSONRPCResponse(jsonrpc="2.0", id=plan.request_id, result=shaped)
-        except Exception as error:
-            found = handler_exception_to_error_data(error)
-            if found is None:
-                logger.exception("handler for %r raised", METHOD)
-                found = types.ErrorData(code=0, message=str(error))
-            message = types.JSONRPCError(jsonrpc="2.0", id=plan.request_id, error=found)
+        message = await respond(self.server, plan.request_id, plan.params, plan.version, requester)
         return message.model_dump_json(by_alias=True, exclude_unset=True).encode()

@@ -9,6 +9,9 @@ server when a message cannot be encoded. Here, as JSON-RPC 2.0 asks:
 * JSON that is not one message (a batch array, a scalar, a request whose ``id`` is null, a boolean or
   a fraction, a missing ``jsonrpc``) is answered ``-32600`` (invalid request), with the request's id
   when it has a usable one;
+* a request read while :data:`MAX_UNANSWERED` requests of the client are still unanswered is refused at once
+  (``-32099``, saying so), neither queued nor run: a client that floods or never reads its answers holds a bounded
+  amount of the server's memory (its unread answers stop the reading at once; then its own writes block);
 * a message that cannot be encoded (text with lone surrogates, say) goes out with such characters
   replaced; what still cannot be sent becomes an error response to its request. The writer never stops.
 
@@ -27,9 +30,10 @@ import re
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -39,6 +43,9 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # as an HTTP request body (toolexec.mcp_http.
 CHUNK = 1 << 16
 PARSER_DEPTH = 200  # the SDK's JSON parser (jiter) stops there
 FLUSH_SECONDS = 5.0
+# Requests read and not yet answered, at most (each holds a task, and a call its record, until answered).
+MAX_UNANSWERED = 1024
+TOO_MANY_UNANSWERED = -32099  # implementation-defined server error, outside the MCP SDK's and the schema's codes
 STREAMS = (
     "subscriptions/listen",
 )  # requests answered by a stream that lasts as long as the client listens  # at the end, how long the replies still queued may take to go out
@@ -46,6 +53,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # What the end of input cancels rather than waits for: a call may run for long, and its client has gone.
 ENDED_BY_EOF = ("tools/call",)
 Drained = Callable[[], Awaitable[None]]
+
+
+class Direct(Protocol):
+    """What answers some requests without the SDK (:class:`toolexec.mcp_stdio_call.DirectCalls`)."""
+
+    def take(self, message: types.JSONRPCMessage, unanswered: dict[Any, str]) -> bool:
+        """Whether ``message``, just read, is taken (then the SDK never sees it)."""
+        ...
+
+    async def run(self, replies: MemoryObjectSendStream[Any], *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Take requests until :meth:`close`, their answers sent to ``replies``; return once all are answered."""
+        ...
+
+    def close(self) -> None:
+        """The input has ended: nothing more is taken, and what runs is ended."""
+        ...
 
 
 def error_reply(code: int, message: str, request_id: Any = None) -> types.JSONRPCError:
@@ -211,7 +234,11 @@ class Channel:
 
 
 async def _read_lines(
-    wire_in: Channel, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire
+    wire_in: Channel,
+    replies: MemoryObjectSendStream[Any],
+    messages: MemoryObjectSendStream[Any],
+    wire: Wire,
+    direct: Direct | None = None,
 ) -> None:
     """Lines from ``wire_in`` until end of file: messages to the server, error responses to the writer."""
     pending = bytearray()
@@ -229,28 +256,45 @@ async def _read_lines(
                 elif len(line) > MAX_LINE_BYTES:
                     await replies.send(_too_long())
                 else:
-                    await _hand_on(bytes(line), replies, messages, wire)
+                    await _hand_on(bytes(line), replies, messages, wire, direct)
             if len(rest) > MAX_LINE_BYTES:
                 await replies.send(_too_long())
                 skipping, rest = True, bytearray()
             pending = bytearray(rest)
         if pending and not skipping:
-            await _hand_on(bytes(pending), replies, messages, wire)
+            await _hand_on(bytes(pending), replies, messages, wire, direct)
         with anyio.move_on_after(FLUSH_SECONDS):
             await wire.settled()
+        if direct is not None:  # the calls the SDK has not seen end as its own do at the end of input
+            direct.close()
+
+
+def _too_many(request_id: Any) -> types.JSONRPCError:
+    return error_reply(
+        TOO_MANY_UNANSWERED,
+        f"too many requests in flight: {MAX_UNANSWERED} of this client's are still unanswered; read their answers "
+        "(or wait for them) before sending more",
+        request_id,
+    )
 
 
 def _too_long() -> types.JSONRPCError:
     return error_reply(types.PARSE_ERROR, f"Parse error: a message over {MAX_LINE_BYTES} bytes")
 
 
-async def _hand_on(line: bytes, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire) -> None:
+async def _hand_on(
+    line: bytes, replies: MemoryObjectSendStream[Any], messages: MemoryObjectSendStream[Any], wire: Wire, direct: Direct | None
+) -> None:
     decoded = decode(line)
     if isinstance(decoded, Refusal):
         await replies.send(decoded.reply)
+    elif isinstance(decoded, types.JSONRPCRequest) and len(wire.unanswered) >= MAX_UNANSWERED:
+        await replies.send(_too_many(decoded.id))
     elif decoded is not None:
+        taken = direct is not None and direct.take(decoded, wire.unanswered)
         wire.read(decoded)
-        await messages.send(SessionMessage(decoded))
+        if not taken:
+            await messages.send(SessionMessage(decoded))
 
 
 class Wire:
@@ -298,14 +342,18 @@ async def _write_lines(wire_out: Channel, outgoing: MemoryObjectReceiveStream[An
 
 
 @contextlib.asynccontextmanager
-async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any], Drained]]:
+async def stdio_transport(
+    direct: Direct | None = None,
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[Any], Drained]]:
     """``(read_stream, write_stream, drained)`` over this process's stdin and stdout: the streams for ``Server.run``,
-    and an awaitable function returning once every message handed over so far is written."""
+    and an awaitable function returning once every message handed over so far is written. ``direct`` is offered
+    every message read before the SDK (see :class:`Direct`)."""
     fd_in, fd_out, restore = _claim()
     wire_in, wire_out = Channel(fd_in), Channel(fd_out)
     to_server, from_wire = anyio.create_memory_object_stream[Any](0)
     to_wire, outgoing = anyio.create_memory_object_stream[Any](16)
     server_side, reader_side = to_wire.clone(), to_wire.clone()
+    direct_side = to_wire.clone() if direct is not None else None
     to_wire.close()
     written = anyio.Event()
     wire = Wire()
@@ -320,14 +368,18 @@ async def stdio_transport() -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any
 
             async def read() -> None:
                 with reading:
-                    await _read_lines(wire_in, reader_side, to_server, wire)
+                    await _read_lines(wire_in, reader_side, to_server, wire, direct)
 
+            if direct is not None and direct_side is not None:
+                await group.start(direct.run, direct_side)
             group.start_soon(read)
             group.start_soon(write)
             try:
                 yield from_wire, server_side, lambda: wire.drained(outgoing)
             finally:
                 reading.cancel()
+                if direct is not None:
+                    direct.close()
                 server_side.close()
                 with anyio.move_on_after(FLUSH_SECONDS):  # what is queued still goes out, then the writer ends
                     await written.wait()

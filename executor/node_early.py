@@ -13,8 +13,9 @@ on the node, its pids cgroup joined by the node itself, its environment, working
 stdin. Otherwise the spare is ended, unused, and the call starts cold; what this call's start would be is written
 down for the next run (:func:`remember`). A run that launches nothing ends its spare at exit.
 
-This module is imported before anything else of toolexec: the standard library's ``os`` and ``subprocess`` (and
-what that imports) only.
+This module is imported before the rest of toolexec: the standard library's ``os`` and ``subprocess`` (and what that
+imports), and :mod:`toolexec.serve_client` (which the run imported to try a server: how the config is named on the
+command line, and the digest of the files named after it, are read the same way by both).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import contextlib
 import os
 import signal
 import subprocess
+
+from toolexec.serve_client import config_option, fnv1a64  # (imported already: the run tried a server first)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -176,14 +179,10 @@ def memo_path(argv: Sequence[str]) -> str | None:
     if "run" not in words:
         return None
     rest = words[words.index("run") + 1 :]
-    config = os.environ.get("TOOLEXEC_CONFIG", "")
+    given = config_option(words)
+    config = os.environ.get("TOOLEXEC_CONFIG", "") if given is None else given
     name = None
     skip = False
-    for index, word in enumerate(words):
-        if word == "--config" and index + 1 < len(words):
-            config = words[index + 1]
-        elif word.startswith("--config="):
-            config = word.partition("=")[2]
     for word in rest:
         if skip:
             skip = False
@@ -205,10 +204,7 @@ def memo_path(argv: Sequence[str]) -> str | None:
     except OSError:
         return None
     key = "\0".join((os.getcwd(), config, name))
-    digest = 0xCBF29CE484222325  # 64-bit FNV-1a: no hash module to load for it
-    for byte in os.fsencode(key):
-        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return os.path.join(folder, f"{digest:016x}")
+    return os.path.join(folder, f"{fnv1a64(os.fsencode(key)):016x}")
 
 
 def _compatible(start: Mapping[str, str], call: Mapping[str, str], additions: Mapping[str, str]) -> bool:

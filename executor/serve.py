@@ -451,6 +451,7 @@ class Server:
                 return  # the server ended before the signal was asked for
             if self.pool is not None:
                 self.pool.forked()
+            gc.disable()  # a call's process is a one-shot run, whose cyclic garbage waits for its end (toolexec.entry)
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
                     os.close(fd)

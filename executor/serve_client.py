@@ -24,6 +24,10 @@ either the server's child takes it (and runs the call) or the client, tired of w
 the call locally; the child then finds the pipe empty and ends without running it). Any failure before then (no
 socket, a stale one, a server for another config or another version, a slow or busy one) makes the client return
 None: the caller runs the call locally, silently. A call never runs twice, and never waits on the client's reply.
+
+The client trusts a socket only when it is one of this user's, itself (``lstat``: not a symbolic link, whose target
+``connect`` would reach) and when the process listening on it is this user's too (``SO_PEERCRED``, as the kernel took
+it at ``listen``): a server of another user never answers, whatever was put in the folder.
 """
 
 import os
@@ -31,7 +35,7 @@ import sys
 
 TYPE_CHECKING = False  # typing is not imported: the client is the first thing a one-shot run pays for
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 PROTOCOL = b"toolexec-serve/2"
 # Set to anything but "" or "0": `toolexec run` never tries a server (the benchmarks' cold figures, a debugging user).
@@ -44,7 +48,17 @@ UNIX_PATH_MAX = 107  # sun_path's bytes, without the final NUL
 # The signals a local `toolexec run` takes as "cancel the call" (toolexec.cli.CANCELLING_SIGNALS), by number.
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
 
-__all__ = ["NO_SERVER_VARIABLE", "PROTOCOL", "folder_problem", "request", "socket_folder", "socket_name", "through_server"]
+__all__ = [
+    "NO_SERVER_VARIABLE",
+    "PROTOCOL",
+    "config_option",
+    "fnv1a64",
+    "folder_problem",
+    "request",
+    "socket_folder",
+    "socket_name",
+    "through_server",
+]
 
 
 # --- where the socket is ------------------------------------------------------------------------------------------
@@ -85,10 +99,16 @@ def socket_name(config_path: str) -> str:
     The digest is 64-bit FNV-1a, computed here in a few microseconds: a hash module (``_sha256``, ``zlib``) is a
     shared library the client would load for this alone. Names need no secrecy and little collision resistance (the
     folder is the user's alone, and a server refuses a call whose config is not its own: the client runs it locally)."""
+    return f"serve-{fnv1a64(os.fsencode(config_path)):016x}.sock"
+
+
+def fnv1a64(data: bytes) -> int:
+    """64-bit FNV-1a of ``data``: the digest of the files named after a config (this socket, the one-shot run's
+    node memo of :mod:`toolexec.node_early`), where loading a hash module would cost more than hashing."""
     digest = 0xCBF29CE484222325
-    for byte in os.fsencode(config_path):
+    for byte in data:
         digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"serve-{digest:016x}.sock"
+    return digest
 
 
 def _candidates(explicit: str | None) -> "Iterator[str]":
@@ -108,7 +128,7 @@ def _candidates(explicit: str | None) -> "Iterator[str]":
     yield bundled if os.path.isfile(bundled) else os.path.join(os.path.dirname(here), "config.yaml")
 
 
-def _config_option(argv: list[str]) -> str | None:
+def config_option(argv: "Sequence[str]") -> str | None:
     """The last ``--config PATH`` (or ``--config=PATH``) of ``argv``, as the quick parser reads it."""
     found = None
     for index, word in enumerate(argv):
@@ -160,14 +180,14 @@ def through_server(argv: list[str], version: str) -> int | None:
         return None
     payload = b""
     tried = set()
-    for candidate in _candidates(_config_option(argv)):
+    for candidate in _candidates(config_option(argv)):
         try:
             if not os.path.isfile(candidate):
                 continue
             path = os.path.join(folder, socket_name(os.path.realpath(candidate)))
         except (OSError, ValueError):
             continue
-        if path in tried or len(os.fsencode(path)) > UNIX_PATH_MAX or not os.path.exists(path):
+        if path in tried or len(os.fsencode(path)) > UNIX_PATH_MAX or not _our_socket(path):
             continue  # (the request is made only once a socket is there: a run with no server pays for a stat)
         tried.add(path)
         if not payload:
@@ -183,6 +203,18 @@ def through_server(argv: list[str], version: str) -> int | None:
         if answer not in ("absent", "config"):  # a server that did not take it: no other will either
             return None
     return None  # (a server for a later candidate refuses a call whose local run would use an earlier config)
+
+
+def _our_socket(path: str) -> bool:
+    """Whether ``path`` is a socket of this user's, itself: not a symbolic link to one (which ``connect`` would
+    follow), not a file of another user's that the folder's owner let in."""
+    import stat  # (imported by os already: no cost)
+
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISSOCK(info.st_mode) and info.st_uid == os.getuid()
 
 
 def _call(path: str, payload: bytes) -> int | str:
@@ -201,6 +233,12 @@ def _call(path: str, payload: bytes) -> int | str:
             return "absent"
         except OSError:
             return "slow"
+        try:  # the listener's credentials, as the kernel took them when it listened: a server of this user's only
+            peer = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
+            if int.from_bytes(peer[4:8], sys.byteorder) != os.getuid():
+                return "uid"
+        except (OSError, AttributeError):  # (no SO_PEERCRED: no server either, `toolexec serve` needs it)
+            return "uid"
         try:
             token, filled = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
             os.write(filled, TOKEN)

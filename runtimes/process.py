@@ -328,7 +328,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     set_here = False
     alone = False
     started_after = 0
-    system.enter()
+    system.enter(mark, tuple(launch.private_files))
     proc: subprocess.Popen[bytes] | WarmProcess | None = None
     registered: int | None = None
     try:
@@ -417,7 +417,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:
-        system.leave(registered)  # None: no tool was registered (its spawn, or its limits, failed)
+        system.leave(registered, mark)  # None: no tool was registered (its spawn, or its limits, failed)
         oom_killed = sandbox.release(held)
         if proxy is not None:
             proxy.close()

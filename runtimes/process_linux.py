@@ -53,6 +53,7 @@ _lock = threading.Condition()
 _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since boot): only later processes carry its marker
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
+_pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
 # in _in_flight yet, so a scan must not mistake it for an orphan of another call (and kill it).
@@ -157,8 +158,10 @@ def own_pages() -> int:
 
 
 # The guard: started once per process, in its own session, it holds one end of a socket pair whose other end
-# only this process holds. A call is announced when its tool starts (``+ PGID MARK``: the tool's group and the
-# call's marker; ``f PGID PATH``: a private file of the call) and withdrawn when it is over (``- PGID``). End of file
+# only this process holds. A call is announced before its tool is spawned (``P MARK``: the call's marker, ``F MARK
+# PATH``: a private file of the call), so that a process dying between the spawn and what follows leaves nothing;
+# then, once the tool is started, by its group (``R MARK``, then ``+ PGID MARK`` and ``f PGID PATH``), withdrawn when
+# it is over (``- PGID``; ``R MARK`` for a spawn that failed). End of file
 # means this process is gone, however it ended: every group still announced is killed, then every process still
 # carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed.
 #
@@ -172,13 +175,18 @@ nl='
 '
 calls=''
 while read -r op group rest; do
-  case $group in ''|*[!0-9]*|????????*) continue ;; esac
-  if [ "$group" -le 1 ] || [ "$group" = "$$" ]; then continue; fi
+  case $op in
+  [PFR]) case $group in ????????????????*) ;; *) continue ;; esac
+         case $group in *[!0-9a-f]*) continue ;; esac ;;
+  *) case $group in ''|*[!0-9]*|????????*) continue ;; esac
+     if [ "$group" -le 1 ] || [ "$group" = "$$" ]; then continue; fi ;;
+  esac
   case $op in
   +) case $rest in *[!0-9a-f]*) continue ;; esac
      case $rest in ''|????????????????*) calls="$calls$group m $rest$nl" ;; esac ;;
-  f) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
-  -) kept=''; IFS=$nl; set -f
+  P) calls="$calls$group p $group$nl" ;;
+  f|F) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
+  -|R) kept=''; IFS=$nl; set -f
      for line in $calls; do case $line in "$group "*) ;; *) kept="$kept$line$nl" ;; esac; done
      unset IFS; set +f; calls=$kept ;;
   esac
@@ -186,9 +194,10 @@ done
 IFS=$nl; set -f
 marks=''
 for line in $calls; do
-  case $line in *" m "*)
-    kill -s KILL -- "-${line%% *}" 2>/dev/null
-    mark=${line#* m }; [ -z "$mark" ] || marks="${marks}TOOLEXEC_CALL_MARK=$mark$nl" ;;
+  case ${line#* } in
+  "m "*) kill -s KILL -- "-${line%% *}" 2>/dev/null
+     mark=${line#* m }; [ -z "$mark" ] || marks="${marks}TOOLEXEC_CALL_MARK=$mark$nl" ;;
+  "p "*) marks="${marks}TOOLEXEC_CALL_MARK=${line#* p }$nl" ;;
   esac
 done
 round=0
@@ -199,7 +208,7 @@ while [ -n "$marks" ] && [ $round -lt 50 ]; do
   round=$((round + 1))
 done
 for line in $calls; do
-  case $line in *" f "*) rm -rf -- "${line#* f }" ;; esac
+  case ${line#* } in "f "*) rm -rf -- "${line#* f }" ;; esac
 done
 """
 GUARD_SHELL = "/bin/sh"
@@ -323,7 +332,7 @@ def remove_at_death(path: str, on: bool = True) -> None:
         else:
             _kept.discard(path)
         # the guard forgets this process's lines, then learns those left (this process's pid is no call's group)
-        _tell_guard(f"- {os.getpid()}\n{_kept_lines()}")
+        _announce(f"- {os.getpid()}\n{_kept_lines()}")
 
 
 def _kept_lines() -> str:
@@ -340,6 +349,8 @@ def _forget_guard_after_fork() -> None:
         with contextlib.suppress(OSError):
             os.close(_guard.fd)
         _guard = None
+    _announced.clear()  # the parent's calls: never told to this process's own guard, which would kill them at its end
+    _pending.clear()
 
 
 os.register_at_fork(after_in_child=_forget_guard_after_fork)
@@ -365,13 +376,19 @@ def with_death_signal(argv: list[str]) -> list[str]:
     return [_setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 
-def enter() -> None:
-    """A call is about to start its tool: be a subreaper from before the spawn (first call in flight), and have a guard."""
+def enter(mark: str = "", files: tuple[str, ...] = ()) -> None:
+    """A call is about to start its tool: be a subreaper from before the spawn (first call in flight), and have a guard
+    that knows the call's ``mark`` and private ``files`` already: should this process die before :func:`register`, the
+    guard still kills every process carrying the mark (a sandbox's init waiting on its parent, which no group names yet)
+    and removes the files."""
     global _subreaper_was_set, _subreaper_on, _calls, _spawning
     with _lock:
         _ensure_guard()  # first: should it raise, no count has changed
         _calls += 1
         _spawning += 1
+        if len(mark) >= 16:
+            _pending[mark] = f"P {mark}\n" + "".join(f"F {mark} {path}\n" for path in files if _one_line(path))
+            _announce(_pending[mark])
         prctl = _libc_prctl()
         if _calls == 1 and prctl is not None:
             if _subreaper_was_set is None:
@@ -390,23 +407,28 @@ def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_a
     ``started_after`` (clock ticks since boot, :func:`boot_ticks`, read before the tool was started) stands for the
     tool's start: a bound no later than it, which spares a read of ``/proc`` per call (and serves a warm call's process,
     which its server may have reaped already). Without it the start is read from ``/proc``."""
-    global _spawning, _guard
+    global _spawning
     start = started_after or _stat(pid).start
     with _lock:
         _in_flight[pid] = start
         _announced[pid] = _announcement(pid, mark, files)
         _spawning -= 1
         _lock.notify_all()
-        if _guard is not None and not _tell_guard(_announced[pid]):
-            # The guard is gone (killed, or stopped with its buffer full): a new one takes every call in flight.
-            # The old socket is closed only once its guard has ended: a stopped guard that later read the end of
-            # file would kill the groups of calls still running.
-            if _guard.proc.poll() is not None:
-                os.close(_guard.fd)
-            _guard = _start_guard()
-            for announcement in _announced.values():
-                _tell_guard(announcement)
-            _tell_guard(_kept_lines())
+        _announce((f"R {mark}\n" if _pending.pop(mark, None) is not None else "") + _announced[pid])
+
+
+def _announce(message: str) -> None:
+    """Tell the guard ``message`` (under the lock). Should the guard be gone (killed, or stopped with its buffer full),
+    a new one takes every call in flight and every call being spawned. The old socket is closed only once its guard
+    has ended: a stopped guard that later read the end of file would kill the groups of calls still running."""
+    global _guard
+    if _guard is not None and not _tell_guard(message):
+        if _guard.proc.poll() is not None:
+            os.close(_guard.fd)
+        _guard = _start_guard()
+        for announcement in (*_pending.values(), *_announced.values()):
+            _tell_guard(announcement)
+        _tell_guard(_kept_lines())
 
 
 def boot_ticks() -> int:
@@ -427,12 +449,17 @@ def unexempt(pid: int) -> None:
 def _announcement(pid: int, mark: str, files: tuple[str, ...]) -> str:
     """The lines that tell the guard about one call (a file whose path would break a line is left out)."""
     lines = [f"+ {pid} {mark}\n"]
-    lines += [f"f {pid} {path}\n" for path in files if "\n" not in path and "\r" not in path]
+    lines += [f"f {pid} {path}\n" for path in files if _one_line(path)]
     return "".join(lines)
 
 
-def leave(pid: int | None) -> None:
-    """The call (of tool ``pid``, if one started) is over; the last call in flight stops being a subreaper."""
+def _one_line(path: str) -> bool:
+    return "\n" not in path and "\r" not in path
+
+
+def leave(pid: int | None, mark: str = "") -> None:
+    """The call (of tool ``pid``, if one started; of marker ``mark``) is over; the last call in flight stops being a
+    subreaper."""
     global _calls, _spawning, _subreaper_on
     with _lock:
         if pid is not None:
@@ -442,6 +469,8 @@ def leave(pid: int | None) -> None:
         else:  # the spawn failed: it is no longer pending
             _spawning -= 1
             _lock.notify_all()
+            if _pending.pop(mark, None) is not None:
+                _tell_guard(f"R {mark}\n")
         _calls -= 1
         prctl = _libc_prctl()
         if _calls == 0 and not _subreaper_was_set and prctl is not None:

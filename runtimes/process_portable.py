@@ -62,7 +62,7 @@ def with_death_signal(argv: list[str]) -> list[str]:
     return argv
 
 
-def enter() -> None:
+def enter(mark: str = "", files: tuple[str, ...] = ()) -> None:
     """Nothing to set up before a spawn."""
 
 
@@ -70,7 +70,7 @@ def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_a
     """Nothing to remember: the marker and the group find the call's processes (no call runs warm here)."""
 
 
-def leave(pid: int | None) -> None:
+def leave(pid: int | None, mark: str = "") -> None:
     """Nothing to release."""
 
 

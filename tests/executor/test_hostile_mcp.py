@@ -117,19 +117,21 @@ def tools(project: Project) -> Project:
 class RawStdio:
     """The stdio server under raw JSON-RPC: what exactly it answers to each line."""
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, program: list[str] | None = None, *, initialize: bool = True) -> None:
+        """``program``: what runs toolexec (``python -m toolexec``); ``initialize``: whether to do the handshake."""
         self.errors = (project.root / "stdio.err").open("w+")
         self.pending = b""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolexec", "--config", str(project.config), "mcp", "--no-reload"],
+            [*(program or [sys.executable, "-m", "toolexec"]), "--config", str(project.config), "mcp", "--no-reload"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errors,
             cwd=project.root,
         )
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
-        assert self.request(1, "initialize", init)["id"] == 1
-        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+        if initialize:
+            init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+            assert self.request(1, "initialize", init)["id"] == 1
+            self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
 
     def send(self, line: bytes) -> None:
         assert self.proc.stdin is not None
@@ -137,7 +139,11 @@ class RawStdio:
         self.proc.stdin.flush()
 
     def reply(self) -> dict[str, Any]:
-        """The next line the server wrote (read unbuffered: select must see what is still to come)."""
+        """The next line the server wrote, parsed."""
+        return json.loads(self.line())
+
+    def line(self) -> bytes:
+        """The next line the server wrote, as it is (read unbuffered: select must see what is still to come)."""
         assert self.proc.stdout is not None
         while b"\n" not in self.pending:
             ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
@@ -145,9 +151,8 @@ class RawStdio:
             chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
             assert chunk, "the server closed its stdout"
             self.pending += chunk
-        line, _, rest = self.pending.partition(b"\n")
-        self.pending = rest
-        return json.loads(line)
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
 
     def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}
@@ -294,6 +299,61 @@ def test_the_stdio_writer_sends_what_json_can_carry_and_never_stops() -> None:
     assert json.loads(encode(reply)) == {"jsonrpc": "2.0", "id": 7, "result": {"text": "a\ufffdb", "n": None, "k\ufffd": [1]}}
     note = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"data": "\udc00"})
     assert json.loads(encode(note))["params"] == {"data": "\ufffd"}
+
+
+@pytest.mark.parametrize("method", ["ping", "tools/call"])
+def test_a_client_that_floods_and_never_reads_holds_a_bounded_part_of_the_server(tools: Project, method: str) -> None:
+    """Past MAX_UNANSWERED requests in flight each is refused at once; once the refusals fill the client's unread pipe,
+    the server stops reading: the client's writes block, whatever it goes on sending. Then every request read is
+    answered exactly once (served or refused), and the server keeps serving."""
+    from toolexec.mcp_stdio import MAX_UNANSWERED, TOO_MANY_UNANSWERED
+
+    server = RawStdio(tools)
+    params = {"name": "echo", "arguments": {"text": "x"}} if method == "tools/call" else None
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": method, **({"params": params} if params else {})}).encode() + b"\n"
+        for n in range(2, 30_000)
+    ]
+    from toolexec.mcp_stdio import CHUNK
+
+    shortest_answer = len(b'{"jsonrpc":"2.0","id":2,"result":{}}')  # no answer the server writes is shorter
+    shortest_line = min(len(line) for line in lines)
+    pipe = 1 << 16  # Linux's default pipe capacity, each way
+    # in flight, answers queued and one being sent, answers in the unread pipe, lines in the reader's chunk and the pipe
+    bound = MAX_UNANSWERED + 16 + 1 + pipe // shortest_answer + (CHUNK + pipe) // shortest_line
+    assert len(lines) > 2 * bound
+    assert server.proc.stdin is not None
+    fd = server.proc.stdin.fileno()
+    os.set_blocking(fd, False)
+    sent = 0
+    try:
+        while sent < len(lines):  # each line is one write under PIPE_BUF: written whole or not at all
+            try:
+                os.write(fd, lines[sent])
+                sent += 1
+            except BlockingIOError:
+                _, writable, _ = select.select([], [fd], [], 3.0)
+                if not writable:  # the server has stopped reading
+                    break
+        os.set_blocking(fd, True)
+        answers: dict[int, dict[str, Any]] = {}
+        while len(answers) < sent:
+            reply = server.reply()
+            assert reply["id"] not in answers, f"two answers to {reply['id']}"
+            answers[reply["id"]] = reply
+        still = server.request(1, "tools/call", {"name": "echo", "arguments": {"text": "still here"}})
+    finally:
+        status = server.close()
+    assert sent <= bound, f"the server read {sent} requests without its answers being read"
+    assert set(answers) == set(range(2, 2 + sent))
+    refused = {n for n, reply in answers.items() if "error" in reply}
+    assert refused, "no request was refused"
+    assert all(answers[n]["error"]["code"] == TOO_MANY_UNANSWERED for n in refused)
+    assert f"{MAX_UNANSWERED} of this client's are still unanswered" in answers[min(refused)]["error"]["message"]
+    assert len(answers) - len(refused) >= MAX_UNANSWERED  # the first ones were all served
+    assert still["result"]["content"][0]["text"] == "still here"
+    assert status == 0
+    assert "Traceback" not in server.log
 
 
 # --- progress: hostile lines, and a flood -----------------------------------------------------------

@@ -346,12 +346,7 @@ def test_the_socket_and_lock_are_removed_when_the_server_is_stopped(tools: Proje
 
 def test_a_call_running_when_the_server_stops_is_cancelled_as_a_local_one(tools: Project, tmp_path: Path) -> None:
     server = Served(tools.config)
-    run = subprocess.Popen(
-        [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    wait_until(lambda: _running(server.process.pid), "the tool")
+    run = _sleeping_call(tools, server.process.pid, subprocess.PIPE)
     code, count, _ = server.stop()
     out, err = run.communicate(timeout=60)
     assert (code, count, run.returncode, out) == (0, 1, 130, b"")
@@ -360,12 +355,7 @@ def test_a_call_running_when_the_server_stops_is_cancelled_as_a_local_one(tools:
 
 
 def test_ctrl_c_of_the_client_cancels_the_call(tools: Project, served: Served) -> None:
-    run = subprocess.Popen(
-        [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    wait_until(lambda: _running(served.process.pid), "the tool")
+    run = _sleeping_call(tools, served.process.pid, subprocess.PIPE)
     child, _ = _running(served.process.pid)[0]
     run.send_signal(signal.SIGINT)
     out, err = run.communicate(timeout=60)
@@ -375,16 +365,43 @@ def test_ctrl_c_of_the_client_cancels_the_call(tools: Project, served: Served) -
 
 
 def test_a_client_that_dies_takes_its_call_with_it(tools: Project, served: Served) -> None:
-    run = subprocess.Popen(
-        [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}'],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wait_until(lambda: _running(served.process.pid), "the tool")
+    run = _sleeping_call(tools, served.process.pid, subprocess.DEVNULL)
     child, tool = _running(served.process.pid)[0]
     run.kill()
     run.wait()
     wait_until(lambda: not alive(child) and not alive(tool), "the call to end")
+
+
+def test_a_server_killed_mid_call_is_reported_and_leaves_no_tool_behind(tools: Project) -> None:
+    """The server and its children killed outright while a call runs: the client says so and exits 1 at once (it
+    never waits on a socket no one will write to), and the call's tool ends with the child that ran it."""
+    server = Served(tools.config)
+    run = _sleeping_call(tools, server.process.pid, subprocess.PIPE)
+    # The tool's Python itself, not the bwrap that starts it: killed while bwrap sets its namespace up (before the
+    # process helper has told its guard about the call), bwrap's inner process would wait on it forever.
+    wait_until(lambda: [pid for _, pid in _running(server.process.pid) if _comm(pid).startswith("python")], "the tool's Python")
+    child, tool = next((c, pid) for c, pid in _running(server.process.pid) if _comm(pid).startswith("python"))
+    for pid in (server.process.pid, *_children(server.process.pid)):
+        os.kill(pid, signal.SIGKILL)
+    out, err = run.communicate(timeout=30)
+    server.stop()
+    assert (run.returncode, out, err) == (1, b"", b"toolexec: the server ended during the call; its result is unknown\n")
+    wait_until(lambda: not alive(child) and not alive(tool), "the call's tool to end")
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _sleeping_call(tools: Project, server: int, output: int) -> subprocess.Popen[bytes]:
+    """A run of the py tool that sleeps, through the server ``server``, once its tool runs."""
+    command = [sys.executable, "-m", "toolexec", "--config", str(tools.config), "run", "py", '{"mode": "sleep"}']
+    run = subprocess.Popen(command, stdout=output, stderr=output)
+    wait_until(lambda: _running(server), "the tool")
+    return run
 
 
 def _running(server: int) -> list[tuple[int, int]]:
@@ -504,6 +521,11 @@ def request_for(argv: list[str], cwd: Path, **changes: bytes) -> bytes:
             b"no malformed request: it must come with stdin, stdout, stderr and the token (four descriptors)\n",
         ),
         (
+            b"\0\0\0\x05hello",
+            (0, 1, 2, 0, 1, 2),
+            b"no malformed request: it must come with stdin, stdout, stderr and the token (four descriptors)\n",
+        ),
+        (
             b"\xff\xff\xff\xff",
             (0, 1, 2, 0),
             b"no too large: a request may have at most 8388608 bytes, this one says 4294967295\n",
@@ -512,7 +534,7 @@ def request_for(argv: list[str], cwd: Path, **changes: bytes) -> bytes:
         (b"\0\0\0\x06hello\0", (0, 1, 2, 0), b"no version: this server speaks toolexec-serve/2\n"),
         (b"\0\0\0\x02x", (0, 1, 2, 0), b"no malformed request: it ended early\n"),
     ],
-    ids=["no-fds", "two-fds", "oversized", "no-nul", "not-the-protocol", "short"],
+    ids=["no-fds", "two-fds", "six-fds", "oversized", "no-nul", "not-the-protocol", "short"],
 )
 def test_a_malformed_request_is_refused_with_a_reason(
     tools: Project, served: Served, data: bytes, fds: tuple[int, ...], answer: bytes
@@ -606,6 +628,65 @@ def test_another_user_is_refused(tools: Project, served: Served) -> None:
             path.chmod(stat.S_IMODE(mode))
     assert (done.returncode, done.stdout) == (0, "no uid: this server serves its own user only\n"), done.stderr
     assert served.stop()[:2] == (0, 0)
+
+
+# --- a socket that is not the user's server's ----------------------------------------------------------------------
+
+CLAIMER = """
+import os, socket, sys
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o600)
+if sys.argv[2] != "-":  # listen as that user: the kernel records who listens (SO_PEERCRED), not who bound
+    os.setgid(int(sys.argv[2]))
+    os.setuid(int(sys.argv[2]))
+listener.listen(1)
+listener.settimeout(30)
+print("listening", flush=True)
+try:
+    conn, _ = listener.accept()
+except TimeoutError:
+    sys.exit(0)
+conn.recv(1 << 20)
+conn.sendall(b"ready 1\\nexit 7\\n")  # a server that would take the call and make the client exit 7
+conn.recv(1)
+"""
+
+
+def _claimer(path: Path, uid: str = "-") -> subprocess.Popen[str]:
+    """A listener at ``path`` (as user ``uid``, or this one) that claims every call it gets, ending it with 7."""
+    process = subprocess.Popen([sys.executable, "-c", CLAIMER, str(path), uid], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "listening\n"
+    return process
+
+
+@pytest.mark.parametrize("how", ["link", "another-owner", "another-listener"])
+def test_a_socket_that_is_not_the_user_s_own_server_s_is_passed_over(project: Project, tmp_path: Path, how: str) -> None:
+    """The client runs the call locally when the config's socket is a symbolic link (to a listener that would take
+    the call), a socket file of another user's, or a socket whose listener is another user's process: nothing that
+    is not the user's own server ever answers."""
+    if how != "link" and os.getuid() != 0:
+        pytest.skip("needs root (to make a socket another user owns or listens on)")
+    project.tool("mark.sh", MARK_SH)
+    config = project.configure()
+    path = Path(socket_folder()) / socket_name(os.path.realpath(config))
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if how == "link":
+        elsewhere = tmp_path / "elsewhere.sock"
+        claimer = _claimer(elsewhere)
+        path.symlink_to(elsewhere)
+    else:
+        claimer = _claimer(path, "65534" if how == "another-listener" else "-")
+        if how == "another-owner":
+            os.chown(path, 65534, 65534, follow_symlinks=False)
+    try:
+        done = toolexec("--config", str(config), "run", "mark", "{}", cwd=tmp_path)
+    finally:
+        path.unlink()
+        claimer.kill()
+        claimer.communicate()
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"ok", b"")  # run locally
+    assert (tmp_path / "marks").read_text() == "ran\n"
 
 
 # --- the token: a call runs once, whoever answers late ------------------------------------------------------------

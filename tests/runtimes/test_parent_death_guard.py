@@ -45,6 +45,85 @@ def test_the_guard_kills_the_groups_still_announced_when_its_writer_is_gone() ->
             proc.wait()
 
 
+def test_the_guard_kills_what_carries_a_call_s_marker_announced_before_its_spawn(tmp_path: Path) -> None:
+    """``P MARK`` / ``F MARK PATH`` come before the spawn: a process dying before it names the tool's group still has
+    the guard kill what carries the marker and remove the call's files; ``R MARK`` withdraws them."""
+    guard = process_linux._start_guard()
+    assert guard is not None
+    pending, withdrawn = "a1" * 12, "b2" * 12
+    files = {mark: tmp_path / f"toolexec-t-{mark[:4]}.out" for mark in (pending, withdrawn)}
+    procs = {
+        mark: subprocess.Popen(["sleep", "1000"], env={"PATH": os.environ["PATH"], process.MARKER: mark})
+        for mark in (pending, withdrawn)
+    }
+    try:
+        for mark, path in files.items():
+            path.write_text("x")
+            os.write(guard.fd, f"P {mark}\nF {mark} {path}\n".encode())
+        os.write(guard.fd, f"R {withdrawn}\n".encode())
+        os.close(guard.fd)  # what the end of the guarded process does
+        assert guard.proc.wait(timeout=30) == 0
+        assert procs[pending].wait(timeout=30) == -signal.SIGKILL
+        assert (procs[withdrawn].poll(), files[pending].exists(), files[withdrawn].exists()) == (None, False, True)
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+
+
+SLEEPER = """# @describe Say its pid, then wait.
+# @option --ready! A file to write the pid to.
+main() {
+    echo $$ >"$argc_ready.tmp" && mv "$argc_ready.tmp" "$argc_ready"
+    sleep 1000
+}
+"""
+
+
+def test_a_toolexec_killed_between_the_spawn_and_naming_the_tool_s_group_leaves_nothing(
+    project: Project, private_tmpdir: Path, tmp_path: Path
+) -> None:
+    """The tool is spawned in a session of its own; the process that spawned it dies before it tells the guard the
+    tool's group. The guard knew the call's marker and files since before the spawn: neither is left."""
+    import json
+    import sys
+    import textwrap
+
+    from tests.helpers import marked_processes
+
+    project.tool("sleeper.sh", SLEEPER)
+    config = project.configure()
+    ready = tmp_path / "ready"
+    script = textwrap.dedent(f"""
+        import os, signal, time
+        from pathlib import Path
+        from toolexec import Executor
+        from toolexec.runtimes import process_linux
+
+        def register(*args, **kwargs):  # dies where a SIGKILL could land: the tool started, its group not yet told
+            while not Path({str(ready)!r}).exists():
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        process_linux.register = register
+        Executor(config={str(config)!r}).call("sleeper", {json.dumps({"ready": str(ready)})})
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        assert proc.wait(timeout=60) == -signal.SIGKILL
+        tool = int(ready.read_text())
+        wait_until(lambda: not alive(tool), "the guard to kill the tool whose group it was never told")
+        wait_until(lambda: not marked_processes(private_tmpdir), "every process of the call to be gone")
+        wait_until(
+            lambda: not [p for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-sleeper-")],
+            "the guard to remove the call's files",
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_a_call_runs_its_tool_without_an_exec_of_setpriv_and_the_guard_survives_it(project: Project) -> None:
     process_linux.ensure_guard()
     guard = process_linux._guard
