@@ -390,6 +390,7 @@ def warm_rows(b: Bench) -> list[Row]:
     for mode, where in (("declared", "the sandbox's baseline (the default)"), ("off", "`sandbox: off`")):
         ours, bare, ratio, python = figures[f"noop:{mode}"]
         warm, cold, heavy, label = figures[f"heavy:{mode}"]
+        warm_cpu, cold_cpu, _, _ = figures[f"cpu:{mode}"]
         rows += [
             Row(
                 f"in-process call of a warm Python no-op tool vs `python -c pass`, {where}",
@@ -398,7 +399,8 @@ def warm_rows(b: Bench) -> list[Row]:
                 f"{ratio:.2f}x",
                 "≤ 0.2x",
                 ratio <= 0.2,
-                note=f"the tool's Python and the reference's: {python}",
+                note=f"the tool's Python and the reference's: {python}; toolexec's own CPU per call: {warm_cpu:.2f} ms "
+                f"(a cold call's: {cold_cpu:.2f} ms)",
             ),
             Row(
                 f"heavy-import tool ({label}), warm vs the same tool cold, {where}",

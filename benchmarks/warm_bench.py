@@ -111,6 +111,17 @@ def _project(root: Path, tools: dict[str, str], sandbox: str = "off") -> Path:
     return config
 
 
+def cpu_per_call(action: Callable[[], object], runs: int) -> float:
+    """The median CPU time (ms) this process spends on one ``action`` (every thread of it; not the tool's process,
+    nor its server's): the executor's own work per call, which the load of a shared machine hardly changes."""
+    spent = []
+    for _ in range(runs):
+        start = time.process_time()
+        action()
+        spent.append((time.process_time() - start) * 1000)
+    return statistics.median(spent)
+
+
 def _call(executor: Executor, name: str) -> Callable[[], object]:
     def action() -> None:
         result = executor.call(name, {})
@@ -124,7 +135,8 @@ MODES = ("declared", "off")  # the default (every call under the sandbox's basel
 
 def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
     """The figures: name → (ours ms, reference ms, ratio, label), for each sandbox mode of :data:`MODES`
-    (``noop:declared``, ``heavy:off`` …): a warm no-op against ``python -c pass``, a heavy tool warm against cold."""
+    (``noop:declared``, ``heavy:off`` …): a warm no-op against ``python -c pass``, a heavy tool warm against cold;
+    and ``cpu:MODE``: (the executor's CPU ms per warm no-op call, the same per cold call, their ratio, "")."""
     python = sys.executable
     modules, label = heavy_modules(python)
     figures: dict[str, tuple[float, float, float, str]] = {}
@@ -139,6 +151,8 @@ def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
                 noop = paired(_call(warm, "noop"), lambda: subprocess.run(bare, check=True), runs)
                 figures[f"noop:{mode}"] = (*noop, interpreter())
                 figures[f"heavy:{mode}"] = (*paired(_call(warm, "heavy"), _call(cold, "heavy"), runs), label)
+                warm_cpu, cold_cpu = cpu_per_call(_call(warm, "noop"), runs), cpu_per_call(_call(cold, "noop"), runs)
+                figures[f"cpu:{mode}"] = (warm_cpu, cold_cpu, warm_cpu / cold_cpu, "")
     return figures
 
 
@@ -227,6 +241,8 @@ def main() -> None:
             f"| warm Python no-op call, sandbox {mode} | {ours:.2f} ms | `python -c pass`: {bare:.1f} ms "
             f"| {ratio:.3f}x | ≤ 0.2x | {python} |"
         )
+        warm_cpu, cold_cpu, _, _ = figures[f"cpu:{mode}"]
+        print(f"| toolexec's own CPU per no-op call, sandbox {mode} | warm: {warm_cpu:.2f} ms | cold: {cold_cpu:.2f} ms | | | |")
         ours, cold, ratio, label = figures[f"heavy:{mode}"]
         print(
             f"| heavy-import tool ({label}), warm vs cold, sandbox {mode} | {ours:.2f} ms | cold: {cold:.1f} ms "

@@ -19,7 +19,6 @@ or a small wrapper around :meth:`Calls.execute`; see docs/architecture.md.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
 
     from toolexec.approval import ApprovalRequest, BeforeCall, Decision
     from toolexec.asking import Asker
+    from toolexec.callfiles import FilePool
     from toolexec.caps import Held
     from toolexec.config import Config
     from toolexec.observe import Caller, Observation
@@ -169,6 +169,7 @@ class Calls:
         self.source = source
         self.warm = warm
         self._pool: WarmPool | None = None
+        self._files: FilePool | None = None  # the private files of warm calls, kept between sealed ones
         self.before_call = before_call
         self.caller = caller  # who asks, for the audit log: the surface (None: the Python API)
         self.max_parallel = max_parallel or source.config.max_parallel
@@ -368,7 +369,8 @@ class Calls:
                 return not_run(pending.call, pending.call_id, "cancelled", "the call was cancelled before it started")
             if observation is not None:
                 observation.queued(time.monotonic() - waiting)
-            engine = Engine(pending.snapshot.config, pool=self._warm_pool(snapshot.config, tool))
+            pool = self._warm_pool(snapshot.config, tool)
+            engine = Engine(pending.snapshot.config, pool=pool, files=self._files if pool is not None else None)
             return engine.execute(
                 pending.snapshot,
                 pending.call,
@@ -484,9 +486,11 @@ class Calls:
             return served_pool
         with self._registry:
             if self._pool is None and not self._closed:
+                from toolexec.callfiles import FilePool
                 from toolexec.runtimes.warm import WarmPool
 
                 self._pool = WarmPool(max_servers=config.warm_max, idle=config.warm_idle)
+                self._files = FilePool()
             return self._pool
 
     # --- the registry and the limiter ----------------------------------------------------------
@@ -519,9 +523,12 @@ class Calls:
         """Stop the warm servers (each ends once its calls are over, and is reaped); later calls run cold."""
         with self._registry:
             pool, self._pool = self._pool, None
+            files, self._files = self._files, None
             self.warm = False
         if pool is not None:
             pool.close()
+        if files is not None:
+            files.close()  # a call still running gives its files back to a closed pool: they are removed then
 
     def _register(self, control: CallControl) -> object | None:
         with self._registry:
@@ -566,12 +573,11 @@ def _observe(
 
 
 def _otel_variables() -> bool:
-    """Whether an ``OTEL_*`` variable is set. Every call asks: the names are read as ``os.environ`` keeps them (bytes on
-    POSIX), since decoding each one every time, as iterating ``os.environ`` does, was a third of the step's time."""
-    kept = getattr(os.environ, "_data", None)  # CPython's store behind os.environ (since 3.2)
-    if isinstance(kept, dict):
-        return any(name.startswith(b"OTEL_" if isinstance(name, bytes) else "OTEL_") for name in kept)
-    return any(name.startswith("OTEL_") for name in os.environ)
+    """Whether an ``OTEL_*`` variable is set. Every call asks: known once per state of ``os.environ``
+    (:func:`toolexec.runtimes.environment.otel_variables`), since reading every name each time was most of the step."""
+    from toolexec.runtimes.environment import otel_variables
+
+    return otel_variables()
 
 
 def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
+from toolexec.callfiles import FilePool, call_files
 from toolexec.config import Config
 from toolexec.errors import BadRequest, CacheFull, InternalError, RuntimeUnavailable, StateUnavailable, ToolexecError
 from toolexec.policy import effective as effective_policy
@@ -26,9 +25,9 @@ from toolexec.runtimes import CallControl, Capture, Finished, Launch, Site, run_
 from toolexec.runtimes.environment import (
     TRUSTED_IDS_VARIABLE,
     TRUSTED_PATHS_VARIABLE,
+    caller_environment,
     dotenv_values,
     tool_environment,
-    without_secrets,
 )
 from toolexec.runtimes.process import disk_usage
 from toolexec.runtimes.warm import WarmStart
@@ -51,10 +50,12 @@ FAILURE_VARIABLE = "TOOLEXEC_FAILURE_FILE"
 class Engine:
     """Runs calls of one config, each against its own :class:`~toolexec.sources.Snapshot`."""
 
-    def __init__(self, config: Config, *, pool: WarmPool | None = None) -> None:
-        """``pool``: the warm servers this call may fork from (None: it is spawned cold)."""
+    def __init__(self, config: Config, *, pool: WarmPool | None = None, files: FilePool | None = None) -> None:
+        """``pool``: the warm servers this call may fork from (None: it is spawned cold); ``files``: where its private
+        files come from and go back to (None: made for it, removed after it)."""
         self.config = config
         self.pool = pool
+        self.files = files
 
     def execute(
         self,
@@ -106,10 +107,11 @@ class Engine:
         cache_limit = self.config.max_cache_bytes
         if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
             raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
-        with _call_files(tool.name, can_ask) as (output_path, failure_path, artifacts_dir, request_path):
+        with call_files(tool.name, can_ask, self.files) as files:
+            output_path, failure_path, artifacts_dir, request_path = files.output, files.failure, files.artifacts, files.request
             raw_json = _raw_json(call.arguments, arguments)
             # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
-            base = without_secrets(os.environ, self.config.secret_names())
+            base = caller_environment(self.config.secret_names())
             dotenv = dotenv_values(self.config.functions_dir, agent.dotenv_files if agent is not None else (), environ=base)
             env = tool_environment(
                 base,
@@ -122,7 +124,7 @@ class Engine:
                 dotenv=dotenv,
                 raw_json=raw_json,
                 trusted=self.config.trusted_paths,
-                secrets=self.config.secret_names(),
+                secrets=(),  # base has none of them already
                 input_request=request_path,
                 answers=_answers(call) if request_path is not None else None,
             )
@@ -172,7 +174,8 @@ class Engine:
                 spill_dir=str(state.outputs_dir),
                 progress=control is not None and control.on_event is not None,
                 keep_limit=self.config.max_kept_bytes,
-                private_files=(output_path, failure_path, artifacts_dir, *([request_path] if request_path else [])),
+                # a pool's sets are removed with its directory, which the guard knows already: no line of them per call
+                private_files=() if files.pooled else files.paths,
                 file_limit=self.config.max_kept_bytes,
                 sets_file_limit=prepared.sets_file_limit,
                 awaits_file_limit=prepared.awaits_file_limit,
@@ -186,6 +189,7 @@ class Engine:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
+            files.sealed = finished.sealed
             if observation is not None:
                 observation.launched(prepared.argv, finished)
             declared = confined is not None and confined.file_size is not None  # its bound replaces max_kept_bytes's
@@ -223,7 +227,7 @@ class Engine:
                 started=started,
                 notes=prepared.notes + _refusal_notes(finished),
             )
-            if result.status in ("ok", "error") and not _removed_empty(artifacts_dir):  # a timed-out or cancelled call's are not
+            if result.status in ("ok", "error") and not files.artifacts_empty():  # a timed-out or cancelled call's are not
                 from toolexec.artifacts import collect
 
                 found, notes = collect(artifacts_dir, self.config.artifacts, state)
@@ -390,93 +394,6 @@ def _asked(path: str, tool: str, finished: Finished) -> InputRequest | BadReques
         return read_request(path, tool)
     except BadRequest as error:
         return error
-
-
-@contextlib.contextmanager
-def _call_files(tool: str, asking: bool = False) -> Iterator[tuple[str, str, str, str | None]]:
-    """LLM_OUTPUT, the failure channel (fresh private 0600 files), LLM_ARTIFACTS_DIR (a fresh private 0700
-    directory) and, when the call can ask, the request file of one call, removed afterwards; StateUnavailable when
-    no temporary directory takes them."""
-    paths: list[str] = []
-    try:
-        for suffix in (".out", ".failure", ".artifacts", *([".ask"] if asking else [])):
-            try:
-                paths.append(_private_file(f"toolexec-{tool}-", suffix, directory=suffix == ".artifacts"))
-            except OSError as exc:
-                where = exc.filename if isinstance(exc.filename, str) else "the temporary directory"
-                raise StateUnavailable(
-                    os.path.dirname(where) or where, f"cannot create the call's files there: {exc.strerror or exc}"
-                ) from None
-        yield paths[0], paths[1], paths[2], paths[3] if asking else None
-    finally:
-        for path in paths:
-            _remove(path)
-
-
-def _remove(path: str) -> None:
-    """Remove one of a call's files or its artifacts directory, whatever the tool made of it (never through a link)."""
-    try:
-        os.rmdir(path) if path.endswith(".artifacts") else os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError:  # a file in the directory's place or a directory in the file's, or files left in the directory
-        if os.path.islink(path) or not os.path.isdir(path):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            return
-        import shutil
-
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _removed_empty(directory: str) -> bool:
-    """Whether the call's artifacts directory held nothing, removed if so: the usual case costs one ``rmdir`` (nothing
-    more is imported, listed or read); a directory with files in it (or gone, or replaced) is for collect()."""
-    try:
-        os.rmdir(directory)
-    except OSError:
-        return False
-    return True
-
-
-def _private_file(prefix: str, suffix: str, *, directory: bool = False) -> str:
-    """A new empty file, 0600, made as ``tempfile.mkstemp`` makes one (``O_EXCL``, never through a link) and where it
-    would, without importing ``tempfile`` and ``random`` on every one-shot run (~2 ms); its path. With
-    ``directory``, a new empty directory, 0700, as ``tempfile.mkdtemp`` makes one."""
-    problem: OSError | None = None
-    for directory_path in _temporary_directories():
-        for _ in range(100):
-            path = os.path.join(directory_path, f"{prefix}{os.urandom(6).hex()}{suffix}")
-            try:
-                if directory:
-                    os.mkdir(path, 0o700)
-                else:
-                    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
-            except FileExistsError:
-                continue
-            except OSError as exc:  # missing, unwritable, read-only: the next candidate, as gettempdir does
-                problem = exc
-                break
-            return path
-    raise problem or FileExistsError(f"no free temporary file name for {prefix}")
-
-
-def _temporary_directories() -> Iterator[str]:
-    """``tempfile.gettempdir()``'s candidates in its order: ``tempfile.tempdir`` where a program set it (then only
-    that), else TMPDIR, TEMP, TMP, the system's directories, the working directory."""
-    chosen = getattr(sys.modules.get("tempfile"), "tempdir", None)
-    if chosen:
-        yield os.path.abspath(chosen)
-        return
-    for name in ("TMPDIR", "TEMP", "TMP"):
-        value = os.environ.get(name)
-        if value:
-            yield os.path.abspath(value)
-    yield from ("/tmp", "/var/tmp", "/usr/tmp")
-    try:
-        yield os.getcwd()
-    except OSError:  # the working directory was removed
-        yield os.curdir
 
 
 def _reported_failure(path: str) -> str | None:

@@ -132,7 +132,7 @@ def tool_environment(
     answer variables, and the prompt helpers the asking ones (:data:`PROMPT_ASK`); a value of those variables
     from anywhere else (the caller's environment, a ``.env`` file) is dropped.
     """
-    env = {**dotenv, **without_secrets(base, secrets)}
+    env = {**dotenv, **(without_secrets(base, secrets) if secrets else base)}
     for name in [name for name in env if name in ASKING_VARIABLES or name.startswith(ANSWER_PREFIX)]:
         del env[name]
     env.update(
@@ -177,6 +177,55 @@ def without_secrets(environ: Mapping[str, str], secrets: tuple[str, ...]) -> dic
 
         return {k: v for k, v in environ.items() if k not in exact and not any(fnmatchcase(k, p) for p in patterns)}
     return {k: v for k, v in environ.items() if k not in exact}
+
+
+class _Seen:
+    """``os.environ`` as it was last read: its bytes (compared, never decoded again while unchanged), its text, and
+    what was made of it (each secrets rule's filtered copy, whether an ``OTEL_*`` variable is set)."""
+
+    __slots__ = ("filtered", "otel", "raw", "text")
+
+    def __init__(self, raw: dict[bytes, bytes]) -> None:
+        self.raw = raw
+        decode_key, decode_value = os.environ.decodekey, os.environ.decodevalue  # bytes to text, as os.environ does
+        self.text: dict[str, str] = {decode_key(k): decode_value(v) for k, v in raw.items()}  # type: ignore[arg-type]
+        self.filtered: dict[tuple[str, ...], dict[str, str]] = {}
+        self.otel = any(name.startswith("OTEL_") for name in self.text)
+
+
+_seen: _Seen | None = None
+
+
+def _environ() -> _Seen | None:
+    """What :class:`_Seen` holds of ``os.environ`` now: made again only when it changed (one comparison of two dicts
+    of bytes, in C, where decoding every variable and copying took most of a call's environment work); None where
+    ``os.environ`` does not keep its values as CPython does on POSIX (then it is read as it is)."""
+    global _seen
+    data = getattr(os.environ, "_data", None)
+    if not isinstance(data, dict) or not hasattr(os.environ, "decodekey"):
+        return None
+    seen = _seen
+    if seen is None or seen.raw != data:
+        seen = _seen = _Seen(dict(data))  # a copy: os.environ may change afterwards (another thread's putenv)
+    return seen
+
+
+def caller_environment(secrets: tuple[str, ...] = ()) -> Mapping[str, str]:
+    """``os.environ`` without the variables ``secrets`` names (:func:`without_secrets`), made once per state of
+    ``os.environ`` and rule: read-only (copy it to change it)."""
+    seen = _environ()
+    if seen is None:
+        return without_secrets(os.environ, secrets)
+    found = seen.filtered.get(secrets)
+    if found is None:
+        found = seen.filtered[secrets] = without_secrets(seen.text, secrets)
+    return found
+
+
+def otel_variables() -> bool:
+    """Whether an ``OTEL_*`` variable is set (known once per state of ``os.environ``)."""
+    seen = _environ()
+    return seen.otel if seen is not None else any(name.startswith("OTEL_") for name in os.environ)
 
 
 def prompt_utils(functions_dir: Path) -> Path:

@@ -296,6 +296,9 @@ class Finished:
     # What the call's network proxy refused (its 403 bodies, naming the policy line), in order.
     refused: tuple[str, ...] = ()
     oom_killed: bool = False  # the kernel's OOM killer ended a process of the call's memory cgroup
+    # Every process of the call had ended before its status came (a warm call's PID namespace, whose init its server
+    # reaped first): none can still hold a descriptor of the call's (its private files may be used again).
+    sealed: bool = False
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -416,6 +419,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             limit_file_size(proc.pid, bound)
         namespaced = alone or (held is not None and held.pid_namespace)  # the kernel ended what the tool left
         finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced, search=not alone)
+        if alone and getattr(proc, "reported", False):  # the server said the status: it had reaped the namespace's init
+            finished = replace(finished, sealed=True)
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             system.reap_orphan(gate.child, gate.child_start)
     finally:
@@ -652,12 +657,13 @@ def _supervise(
     kill_tree = (lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid)) if search else (lambda: 0)
     try:
         exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
-        supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree)
+        supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree, sealed=not search)
         finished = supervisor.run()
     finally:
         _close(progress_read)
         escaped = kill_tree() + (supervisor.escaped if supervisor is not None else 0)
-        _kill_group(proc.pid, signal.SIGKILL)
+        if not _ended_sealed(proc, sealed=not search):
+            _kill_group(proc.pid, signal.SIGKILL)
         if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
             escaped = 0
         for pipe in (proc.stdout, proc.stderr):
@@ -690,9 +696,12 @@ class _Supervisor:
         start: float,
         progress_fd: int = -1,
         kill_tree: Callable[[], int] | None = None,
+        *,
+        sealed: bool = False,
     ):
         assert proc.stdout and proc.stderr
         self.proc, self.launch, self.control = proc, launch, control
+        self.sealed = sealed  # a warm call whose server says its status once its PID namespace is gone
         self.kill_tree = kill_tree
         self.escaped = 0  # processes outside the group killed with the tree
         self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
@@ -803,7 +812,12 @@ class _Supervisor:
             sel.unregister(fd)
             self.proc.wait()
             self.exited = True
-            if self.kill_at is None and self.give_up_at is None:  # the tool is done: what it left in its group goes too
+            if _ended_sealed(self.proc, sealed=self.sealed):
+                # nothing of the call is left, and its server has reaped it: its pid (so its group's number) may be
+                # another process's by now, which no signal may reach
+                self.kill_at, self.deadline = None, None
+                self.give_up_at = self.give_up_at or time.monotonic() + 0.2  # for its pipes' ends, closed with it
+            elif self.kill_at is None and self.give_up_at is None:  # the tool is done: what it left in its group goes too
                 self._terminate()
                 self.deadline = None
         elif fd == self.control.fileno():
@@ -898,6 +912,12 @@ def _close(fd: int) -> None:
     if fd >= 0:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def _ended_sealed(proc: subprocess.Popen[bytes] | WarmProcess, *, sealed: bool) -> bool:
+    """Whether ``proc`` is a sealed warm call (``sealed``) whose server said its status: every process of the call had
+    ended by then and the server reaped them, so no signal may go to their numbers (another process may have one)."""
+    return sealed and proc.returncode is not None and bool(getattr(proc, "reported", False))
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:

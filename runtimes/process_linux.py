@@ -52,6 +52,7 @@ _usable: bool | None = None
 _lock = threading.Condition()
 _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since boot): only later processes carry its marker
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
+_kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
 _pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
@@ -321,9 +322,29 @@ def _tell_guard(message: str) -> bool:
     return True
 
 
+def remove_at_death(path: str, on: bool = True) -> None:
+    """Have this process's guard remove ``path`` (a directory named ``toolexec-…``: a pool of call files) should this
+    process die; ``on`` False: no longer (this process removed it itself)."""
+    with _lock:
+        if on:
+            _ensure_guard()
+            _kept.add(path)
+        else:
+            _kept.discard(path)
+        # the guard forgets this process's lines, then learns those left (this process's pid is no call's group)
+        _announce(f"- {os.getpid()}\n{_kept_lines()}")
+
+
+def _kept_lines() -> str:
+    me = os.getpid()
+    return "".join(f"f {me} {path}\n" for path in sorted(_kept) if "\n" not in path and "\r" not in path)
+
+
 def _forget_guard_after_fork() -> None:
-    """In a forked child: the parent's guard is not ours; holding its pipe would keep it from seeing the parent die."""
+    """In a forked child: the parent's guard is not ours; holding its pipe would keep it from seeing the parent die
+    (nor are the paths it removes at the parent's death the child's)."""
     global _guard
+    _kept.clear()
     if _guard is not None:
         with contextlib.suppress(OSError):
             os.close(_guard.fd)
@@ -407,6 +428,7 @@ def _announce(message: str) -> None:
         _guard = _start_guard()
         for announcement in (*_pending.values(), *_announced.values()):
             _tell_guard(announcement)
+        _tell_guard(_kept_lines())
 
 
 def boot_ticks() -> int:

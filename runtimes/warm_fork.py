@@ -278,6 +278,7 @@ class CallProcess:
         self._sender = 0  # the pid in the credentials of the last message read (0: none came)
         self.progress = progress  # -1: progress goes to the pipe the call was given
         self.returncode: int | None = None
+        self.reported = False  # the server said the status (not an end of file: the server died)
         self.stdout: IO[bytes] | None = None  # opened once started: until then the caller owns the descriptors
         self.stderr: IO[bytes] | None = None
         self.waiter = waiter
@@ -324,7 +325,8 @@ class CallProcess:
         """The call's exit status, once the server has it."""
         if self.returncode is None:
             line = self._line(None)
-            self.returncode = self.exit_code(int(line[1:])) if line[:1] == b"X" else -9
+            self.reported = line[:1] == b"X"
+            self.returncode = self.exit_code(int(line[1:])) if self.reported else -9
             self._release()
         return self.returncode
 

@@ -59,6 +59,7 @@ LAYERS = [
     {"toolexec.calls"},
     {
         "toolexec.engine",
+        "toolexec.callfiles",
         "toolexec.artifacts",
         "toolexec.agents",
         "toolexec.agent_folders",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -353,3 +354,27 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_pool_of_call_files_is_removed_by_the_guard_when_its_process_is_killed(tmp_path: Path) -> None:
+    """A warm executor's call files outlive each call (toolexec.callfiles): its guard removes them should it be killed;
+    a directory it withdrew (removed itself) is left alone."""
+    program = (
+        "import os, sys\n"
+        "from toolexec.runtimes import process_linux\n"
+        "kept, withdrawn = (os.path.join(sys.argv[1], name) for name in ('toolexec-calls-kept', 'toolexec-calls-gone'))\n"
+        "for path in (kept, withdrawn):\n"
+        "    os.mkdir(path, 0o700)\n"
+        "    open(os.path.join(path, 'toolexec-x.out'), 'w').close()\n"
+        "    process_linux.remove_at_death(path)\n"
+        "process_linux.remove_at_death(withdrawn, False)\n"
+        "print(process_linux._guard.proc.pid, flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    where = tmp_path / "tmp"
+    where.mkdir()
+    done = subprocess.run([sys.executable, "-c", program, str(where)], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (-signal.SIGKILL, "")
+    guard = int(done.stdout)
+    wait_until(lambda: not alive(guard), "the guard to end", timeout=30)
+    assert sorted(os.listdir(where)) == ["toolexec-calls-gone"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -278,3 +279,135 @@ def _waiting(server: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+FILES = r'''
+import json, os
+
+
+def run(action: str) -> str:
+    """Report the call's files, then use them.
+
+    Warm: true
+
+    Args:
+        action: what to do with them
+    """
+    output = os.environ["LLM_OUTPUT"]
+    seen = {
+        "paths": [output, os.environ["LLM_ARTIFACTS_DIR"]],
+        "sizes": [os.path.getsize(output)],
+        "artifacts": os.listdir(os.environ["LLM_ARTIFACTS_DIR"]),
+    }
+    if action == "link":  # a name of its own for the output file, outside its call: the file is never used again
+        os.link(output, os.path.join(os.path.dirname(output), "stolen"))
+    if action == "artifact":
+        with open(os.path.join(os.environ["LLM_ARTIFACTS_DIR"], "report.txt"), "w") as handle:
+            handle.write("made")
+    return json.dumps(seen) + "\n" + "x" * 1000  # written to LLM_OUTPUT: the next call would see it
+'''
+
+
+def _files_seen(executor: Executor, action: str = "look") -> dict:
+    result = executor.call("files", {"action": action})
+    assert (result.status, result.stderr) == ("ok", ""), result.error
+    return json.loads(result.output.splitlines()[0])
+
+
+def test_a_sealed_warm_calls_files_go_to_the_next_call_emptied_and_only_as_made(project: Project, private_tmpdir: Path) -> None:
+    project.tool("files.py", FILES)
+    with project.executor(sandbox="declared") as executor:
+        first = _files_seen(executor)
+        (pool,) = private_tmpdir.iterdir()  # the executor's private directory of call files
+        assert [Path(path).parent for path in first["paths"]] == [pool] * 2 and pool.name.startswith("toolexec-calls-")
+        second = _files_seen(executor)  # the same files, empty as made: nothing of the first call's output
+        assert (second["paths"], second["sizes"], second["artifacts"]) == (first["paths"], [0], [])
+        linked = _files_seen(executor, "link")
+        assert linked["paths"] == first["paths"]
+        after_link = _files_seen(executor)  # the linked output is never used again: the whole set is new
+        assert not set(after_link["paths"]) & set(first["paths"])
+        assert (after_link["sizes"], (pool / "stolen").read_text().startswith('{"paths"')) == ([0], True)
+        result = executor.call("files", {"action": "artifact"})
+        assert [artifact.name for artifact in result.artifacts] == ["report.txt"]
+        after_artifact = _files_seen(executor)  # the directory held a file: a new set
+        assert not set(after_artifact["paths"]) & set(after_link["paths"])
+        assert after_artifact["artifacts"] == []
+        (pool / "stolen").unlink()
+    assert os.listdir(private_tmpdir) == []  # closed: the pool's directory is gone
+
+
+def test_a_warm_call_under_sandbox_off_gets_new_files_every_time(project: Project, private_tmpdir: Path) -> None:
+    project.tool("files.py", FILES)
+    with project.executor(sandbox="off") as executor:
+        seen = [_files_seen(executor)["paths"] for _ in range(3)]  # not sealed: a process of it may hold them
+    assert len({path for paths in seen for path in paths}) == 6
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_no_signal_goes_to_a_sealed_calls_numbers_once_its_server_said_the_status(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server reaps a sealed call's processes before it says the status: their pids may be another process's by
+    then (pid reuse), so the group's TERM and KILL after the call, and the look for its leftovers, are not sent."""
+    project.tool("probe.py", PROBE)
+    sent: list[tuple[int, int]] = []
+    real = os.killpg
+
+    def recorded(pgid: int, sig: int) -> None:
+        sent.append((pgid, sig))
+        real(pgid, sig)
+
+    with project.executor(sandbox="declared") as executor:
+        _call(executor, "look")  # the server is up
+        monkeypatch.setattr(os, "killpg", recorded)
+        seen = [_call(executor, "look") for _ in range(3)]
+        timed_out = executor.call("probe", {"action": "wait", "arg": "30"}, timeout=1)
+        monkeypatch.setattr(os, "killpg", real)
+    assert ([s["pid"] for s in seen], timed_out.status) == ([2, 2, 2], "timeout")
+    # the three calls that ended: nothing; the one timed out: its TERM, before its status came, and nothing after
+    assert [sig for _, sig in sent] == [signal.SIGTERM]
+
+
+SLEEPER = r'''
+import os, time
+
+
+def run(report: str) -> str:
+    """Say where the call's files are, then wait.
+
+    Warm: true
+
+    Args:
+        report: where to say it
+    """
+    with open(report + ".part", "w") as handle:
+        handle.write(os.environ["LLM_OUTPUT"])
+    os.rename(report + ".part", report)
+    time.sleep(600)
+    return "never"
+'''
+
+
+def test_a_warm_executor_killed_mid_call_leaves_neither_the_call_nor_its_files(
+    project: Project, private_tmpdir: Path, tmp_path: Path
+) -> None:
+    """The guard removes the pool of call files (told once, not per call) and kills the running call."""
+    project.tool("sleeper.py", SLEEPER)
+    config = project.configure(sandbox="declared")
+    report = tmp_path / "report"
+    program = (
+        "import sys\nfrom toolexec import Executor\n"
+        "executor = Executor(sys.argv[1])\n"
+        "print(executor.call('sleeper', {'report': sys.argv[2]}, timeout=600).status, flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", program, str(config), str(report)], stdout=subprocess.PIPE, text=True)
+    try:
+        wait_until(report.exists, "the call to start")
+        output = Path(report.read_text())
+        assert output.parent.parent == private_tmpdir and output.parent.name.startswith("toolexec-calls-")
+    finally:
+        proc.kill()
+        proc.communicate()
+    wait_until(lambda: not output.parent.exists(), "the guard to remove the call files", timeout=30)
+    wait_until(lambda: marked_processes(private_tmpdir) == [], "the call to be killed", timeout=30)
+    assert os.listdir(private_tmpdir) == []

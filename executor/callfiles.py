@@ -1,0 +1,321 @@
+"""A call's private files: ``LLM_OUTPUT``, the failure channel, ``LLM_ARTIFACTS_DIR`` and, for a call that can ask,
+``LLM_INPUT_REQUEST``.
+
+Each set is made fresh (files 0600, the directory 0700, as ``tempfile.mkstemp``/``mkdtemp`` make them and where they
+would, without importing ``tempfile`` and ``random``) and removed after the call, whatever the tool made of it.
+
+A :class:`FilePool` (a :class:`~toolexec.calls.Calls` with warm tools keeps one) spares a warm call that work: its
+sets live in a private directory of the pool's, and a set is used again by the next call of the same tool only when
+no process can still hold it and it is exactly as made:
+
+* the call was **sealed**: it ran in a PID namespace of its own whose init its server reaped before saying the status
+  (:attr:`toolexec.runtimes.process.Finished.sealed`), so every process of the call had ended, its descriptors closed
+  (none was passed to a process outside: a sealed call has no process outside its namespace to pass one to);
+* each file is still the inode made (no link followed), a regular file with one link, 0600, and the directory the
+  one made, 0700 and empty. Then the files are truncated; anything else (a file replaced, moved away to keep a long
+  output, linked elsewhere, a chmod, an artifact left) and the set is removed as a fresh one is. (A file the sealed
+  call put in the place of its own that got the same inode number and passes every check is as private: no process
+  holds it and no other name links it.)
+
+Making and removing three names per call in a large ext4 ``/tmp`` took ~0.45 ms (more under load: each waits for
+the journal); a reuse takes a few system calls. The pool's directory is removed when the pool is closed, and by the
+process's guard should the process die (:func:`toolexec.runtimes.process_linux.remove_at_death`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import threading
+
+from toolexec.errors import StateUnavailable, ToolexecError
+
+TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["CallFiles", "FilePool", "call_files"]
+
+KEPT_PER_TOOL = 4  # sets kept for each tool (and asking or not): as many as its calls that usually overlap
+
+
+class CallFiles:
+    """The private files of one call, and how to tell they are still the ones made."""
+
+    __slots__ = ("artifacts", "asking", "failure", "made", "output", "pooled", "request", "sealed", "tool")
+
+    def __init__(self, tool: str, paths: list[str], *, pooled: bool) -> None:
+        self.tool = tool
+        self.output, self.failure, self.artifacts = paths[0], paths[1], paths[2]
+        self.request: str | None = paths[3] if len(paths) > 3 else None
+        self.asking = self.request is not None
+        self.pooled = pooled  # made in a pool's directory: may be kept for the next call
+        self.sealed = False  # set once the call ran sealed (no process of it can be left): it may be kept
+        self.made = _identities(self.paths) if pooled else ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path of the set: the files and the directory, the request file last when there is one."""
+        return (self.output, self.failure, self.artifacts, *([self.request] if self.request else []))
+
+    def artifacts_empty(self) -> bool:
+        """Whether the tool left nothing in its artifacts directory: one ``rmdir`` for a set that is removed anyway
+        (nothing more is imported, listed or read), one look for a pooled set; a directory with files in it (or gone,
+        or replaced) is for :func:`toolexec.artifacts.collect`."""
+        if not self.pooled:
+            try:
+                os.rmdir(self.artifacts)
+            except OSError:
+                return False
+            return True
+        return _empty_directory(self.artifacts, self.made[2] if self.made else None)
+
+    def reset(self) -> bool:
+        """Truncate the set for the next call when it is exactly as made (see the module); False when it is not."""
+        if not self.pooled or not self.made:
+            return False
+        for path, made in zip(self.paths, self.made, strict=True):
+            if path == self.artifacts:
+                if not _empty_directory(path, made):
+                    return False
+            elif not _truncated(path, made):
+                return False
+        return True
+
+    def remove(self) -> None:
+        """Remove every file of the set, whatever the tool made of it (never through a link)."""
+        for path in self.paths:
+            _remove(path, directory=path == self.artifacts)
+
+
+class FilePool:
+    """Call file sets kept between the sealed calls of each tool, in a private directory removed at :meth:`close` (or,
+    when calls still use sets of it then, once the last of them has given its set back)."""
+
+    def __init__(self, kept_per_tool: int = KEPT_PER_TOOL) -> None:
+        self.kept_per_tool = kept_per_tool
+        self._lock = threading.Lock()
+        self._free: dict[tuple[str, bool], list[CallFiles]] = {}
+        self._directory: str | None = None
+        self._out = 0  # sets of the pool's directory in use by a call
+        self._closed = False
+        self._owner = os.getpid()  # a process forked from it makes its own sets: the kept ones are its parent's
+
+    def take(self, tool: str, asking: bool) -> CallFiles:
+        """A kept set of ``tool``'s, else a new one made in the pool's directory (a fresh one in the temporary
+        directory once the pool is closed)."""
+        with self._lock:
+            if self._closed or os.getpid() != self._owner:
+                directory = None
+            else:
+                free = self._free.get((tool, asking))
+                self._out += 1
+                if free:
+                    return free.pop()
+                if self._directory is None:
+                    try:
+                        self._directory = _made_directory()
+                    except BaseException:
+                        self._out -= 1
+                        raise
+                directory = self._directory
+        try:
+            return _fresh(tool, asking, directory)
+        except BaseException:
+            if directory is not None:
+                self._returned()
+            raise
+
+    def give_back(self, files: CallFiles) -> None:
+        """``files`` after its call: kept when the call was sealed and :meth:`CallFiles.reset` succeeds, else removed."""
+        if not files.pooled:
+            files.remove()
+            return
+        if files.sealed and files.reset():
+            with self._lock:
+                free = self._free.setdefault((files.tool, files.asking), [])
+                if not self._closed and len(free) < self.kept_per_tool:
+                    files.sealed = False
+                    free.append(files)
+                    self._out -= 1
+                    return
+        files.remove()
+        self._returned()
+
+    def close(self) -> None:
+        """Remove every kept set, and the pool's directory once no call uses a set of it; later sets are made fresh
+        and removed after their call. Closing twice is harmless."""
+        with self._lock:
+            self._closed = True
+            kept = [files for free in self._free.values() for files in free]
+            self._free.clear()
+            if os.getpid() != self._owner:  # a forked copy: what it lists is its parent's to remove
+                self._directory, kept = None, []
+        for files in kept:
+            files.remove()
+        self._returned(0)
+
+    def _returned(self, count: int = 1) -> None:
+        """``count`` sets of the pool's directory are no longer in use: the directory goes once the pool is closed and
+        none is."""
+        with self._lock:
+            self._out -= count
+            directory = self._directory if self._closed and self._out == 0 else None
+            if directory is not None:
+                self._directory = None
+        if directory is not None:
+            _remove(directory, directory=True)
+            _guarded(directory, False)
+
+
+@contextlib.contextmanager
+def call_files(tool: str, asking: bool = False, pool: FilePool | None = None) -> Iterator[CallFiles]:
+    """The private files of one call of ``tool`` (the request file only when ``asking``): from ``pool`` when given
+    (kept afterwards when the call was sealed: set ``sealed`` on them), else made fresh; removed afterwards.
+    StateUnavailable when no temporary directory takes them."""
+    files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
+    try:
+        yield files
+    finally:
+        if pool is not None:
+            pool.give_back(files)
+        else:
+            files.remove()
+
+
+def _fresh(tool: str, asking: bool, directory: str | None) -> CallFiles:
+    paths: list[str] = []
+    try:
+        for suffix in (".out", ".failure", ".artifacts", *([".ask"] if asking else [])):
+            paths.append(_private(f"toolexec-{tool}-", suffix, directory=suffix == ".artifacts", within=directory))
+        return CallFiles(tool, paths, pooled=directory is not None)
+    except BaseException:
+        for path in paths:
+            _remove(path, directory=path.endswith(".artifacts"))
+        raise
+
+
+def _made_directory() -> str:
+    """The pool's directory (0700, in the temporary directory), which the guard removes should this process die."""
+    directory = _private("toolexec-calls-", "", directory=True)
+    _guarded(directory, True)
+    return directory
+
+
+def _guarded(path: str, on: bool) -> None:
+    """Tell the process's guard (the Linux backend's, where it is the one chosen) to remove ``path`` at its death."""
+    from toolexec.runtimes import process_linux
+    from toolexec.runtimes.process import backend
+
+    with contextlib.suppress(ToolexecError):  # a bad TOOLEXEC_PROCESS_BACKEND: the call itself says so
+        if backend() is process_linux:
+            process_linux.remove_at_death(path, on)
+
+
+def _private(prefix: str, suffix: str, *, directory: bool = False, within: str | None = None) -> str:
+    """A new empty file, 0600, made as ``tempfile.mkstemp`` makes one (``O_EXCL``, never through a link) and where it
+    would (or in ``within``); its path. With ``directory``, a new empty directory, 0700, as ``tempfile.mkdtemp``
+    makes one. StateUnavailable when no candidate directory takes it."""
+    problem: OSError | None = None
+    for directory_path in [within] if within is not None else _temporary_directories():
+        for _ in range(100):
+            path = os.path.join(directory_path, f"{prefix}{os.urandom(6).hex()}{suffix}")
+            try:
+                if directory:
+                    os.mkdir(path, 0o700)
+                else:
+                    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+            except FileExistsError:
+                continue
+            except OSError as exc:  # missing, unwritable, read-only: the next candidate, as gettempdir does
+                problem = exc
+                break
+            return path
+    where = problem.filename if problem is not None and isinstance(problem.filename, str) else "the temporary directory"
+    reason = (problem.strerror or str(problem)) if problem is not None else f"no free name for {prefix}"
+    raise StateUnavailable(os.path.dirname(where) or where, f"cannot create the call's files there: {reason}")
+
+
+def _temporary_directories() -> Iterator[str]:
+    """``tempfile.gettempdir()``'s candidates in its order: ``tempfile.tempdir`` where a program set it (then only
+    that), else TMPDIR, TEMP, TMP, the system's directories, the working directory."""
+    chosen = getattr(sys.modules.get("tempfile"), "tempdir", None)
+    if chosen:
+        yield os.path.abspath(chosen)
+        return
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(name)
+        if value:
+            yield os.path.abspath(value)
+    yield from ("/tmp", "/var/tmp", "/usr/tmp")
+    try:
+        yield os.getcwd()
+    except OSError:  # the working directory was removed
+        yield os.curdir
+
+
+def _identities(paths: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """(device, inode) of each path as made (no link followed)."""
+    found = []
+    for path in paths:
+        info = os.lstat(path)
+        found.append((info.st_dev, info.st_ino))
+    return tuple(found)
+
+
+def _truncated(path: str, made: tuple[int, int]) -> bool:
+    """Empty the file at ``path`` when it is the regular file ``made`` (one link, 0600, ours); else False."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not _as_made(info, made, 0o600) or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return False
+        if info.st_size:
+            os.ftruncate(fd, 0)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _empty_directory(path: str, made: tuple[int, int] | None) -> bool:
+    """Whether ``path`` is the directory ``made`` (0700, ours), with nothing in it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if made is not None and not _as_made(os.fstat(fd), made, 0o700):
+            return False
+        with os.scandir(fd) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _as_made(info: os.stat_result, made: tuple[int, int], mode: int) -> bool:
+    return (info.st_dev, info.st_ino) == made and stat.S_IMODE(info.st_mode) == mode and info.st_uid == os.geteuid()
+
+
+def _remove(path: str, *, directory: bool) -> None:
+    """Remove one of a call's files or a directory, whatever the tool made of it (never through a link)."""
+    try:
+        os.rmdir(path) if directory else os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:  # a file in the directory's place or a directory in the file's, or files left in the directory
+        if os.path.islink(path) or not os.path.isdir(path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            return
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
