@@ -465,8 +465,11 @@ def _from_spare(
         env[PROGRESS_VARIABLE] = f"/dev/fd/{WARM_PROGRESS_FD}"  # where the launcher puts the pipe
     if not confinement.baseline:
         env["TMPDIR"] = "/tmp"  # the private one (a cold call's bwrap sets it)
-    limits = (confinement.memory, confinement.cpu, confinement.processes, confinement.file_size)
-    if not spare.go(launch.argv, env, stdin, progress, limits, strict=not confinement.baseline):
+    try:  # its limits, set before its go as on a cold call's init; one that cannot be set fails the cold start too
+        limited = spare.limit(confinement, strict=not confinement.baseline)
+    except OSError:
+        limited = False
+    if not limited or not spare.go(launch.argv, env, stdin, progress):
         spare.discard(files=False)
         return None, None, None, 0
     return spare.proc, spare.held, (spare.child, spare.child_start) if spare.child is not None else None, spare.born

@@ -58,6 +58,8 @@ DEFAULT_IDLE = 300.0  # seconds a spare waits for its call
 QUIET_WAIT = 0.5  # seconds a spare's making waits for the calls in flight to end (it is made anyway after)
 SEND_TIMEOUT = 2.0  # seconds a go may take to be read (a launcher that does not read is discarded: the call runs cold)
 GIVE_UP = 3  # a kind of call whose spare failed to start this many times in a row gets none
+SECOND = 2  # spares are made for a kind of call from its second call on: one called once costs nothing ahead
+KINDS_SEEN = 1024  # kinds of call counted at once (the oldest are forgotten)
 
 
 def launcher_argv() -> list[str]:
@@ -119,10 +121,12 @@ class Spare:
         held: Held,
         child: tuple[int | None, int | None],
         born: int,
+        launcher: tuple[int, int | None] = (0, None),
     ) -> None:
         self.recipe, self.confinement, self.proc, self.held = recipe, confinement, proc, held
         self._control: socket.socket | None = control
         self.child, self.child_start = child  # the namespace's init (bwrap does not wait for it), and its start
+        self.launcher, self.launcher_start = launcher  # the launcher (outside pid), which becomes the tool
         self.born = born  # clock ticks since boot before it was started: no process of its call is older
         self.made = time.monotonic()
         self.view = _view(confinement, recipe.places)
@@ -163,26 +167,25 @@ class Spare:
         make: the same confinement (its files are this spare's), working directory and view, as they are now."""
         return confinement == self.confinement and cwd == self.recipe.cwd and _view(confinement, places(argv)) == self.view
 
-    def go(
-        self,
-        argv: Sequence[str],
-        env: Mapping[str, str],
-        stdin: int,
-        progress: int,
-        limits: Sequence[int | None],
-        *,
-        strict: bool,
-    ) -> bool:
-        """Hand the call to the launcher (its stdin, progress pipe, program, environment and limits); False when the
-        spare is gone or does not take it (then :meth:`discard` it: the call runs cold)."""
+    def limit(self, confinement: Confinement, *, strict: bool) -> bool:
+        """Set the call's limits on the launcher (which becomes the tool at its go) from here, as a cold call's are set
+        on its namespace's init (:func:`toolexec.runtimes.baseline._limit`); False when the launcher is gone. ``strict``:
+        a limit that cannot be set raises OSError."""
+        if process_linux.start_of(self.launcher) != self.launcher_start:
+            return False
+        baseline._limit(self.launcher, confinement, (), strict=strict)
+        return True
+
+    def go(self, argv: Sequence[str], env: Mapping[str, str], stdin: int, progress: int) -> bool:
+        """Hand the call to the launcher (its stdin, progress pipe, program and environment); False when the spare is
+        gone or does not take it (then :meth:`discard` it: the call runs cold)."""
         control, self._control = self._control, None
         self.consumed = True
         if control is None or not self.alive():
             if control is not None:
                 control.close()
             return False
-        items = [b"1" if strict else b"0", *(b"%d" % (-1 if value is None else value) for value in limits)]
-        items.append(b"%d" % len(argv))
+        items = [b"%d" % len(argv)]
         items += [os.fsencode(arg) for arg in argv]
         items += [os.fsencode(name) + b"=" + os.fsencode(value) for name, value in env.items()]
         payload = b"\0".join(items) + b"\0"
@@ -264,6 +267,8 @@ def make(recipe: Recipe) -> Spare | None:
             raise OSError("bwrap did not start its sandbox")
         if not confinement.baseline and not all(cgroup.holds(path, gate.child) for path in held.cgroups):
             raise OSError("the sandbox is not in its cgroups")
+        launcher_pid = _launcher_of(gate.child, proc)
+        launched = (launcher_pid, process_linux.start_of(launcher_pid))
     except BaseException as exc:
         gate.close()
         theirs.close()
@@ -276,7 +281,22 @@ def make(recipe: Recipe) -> Spare | None:
         if not isinstance(exc, Exception):
             raise
         return None
-    return Spare(recipe, confinement, proc, ours, held, child, born)
+    return Spare(recipe, confinement, proc, ours, held, child, born, launched)
+
+
+LAUNCHER_WAIT = 10.0  # seconds the making thread waits for a sandbox's launcher to start
+
+
+def _launcher_of(init: int, proc: subprocess.Popen[bytes]) -> int:
+    """The launcher's pid: the one child of the namespace's init, once it has been started (waited for: this is the
+    making thread, off every call's path); OSError when bwrap ended first, or it took too long."""
+    deadline = time.monotonic() + LAUNCHER_WAIT
+    while time.monotonic() < deadline and proc.poll() is None:
+        children = process_linux._task_children(init, init)
+        if children:
+            return min(children)
+        time.sleep(0.001)
+    raise OSError("the sandbox's launcher did not start")
 
 
 class _State:
@@ -287,6 +307,7 @@ class _State:
         self.ready: dict[Hashable, Spare] = {}  # in the order they were made: the first goes first past ``most``
         self.wanted: dict[Hashable, Recipe] = {}
         self.failed: dict[Hashable, int] = {}
+        self.calls: dict[Hashable, int] = {}  # calls of each kind so far (up to SECOND): the second orders spares
         self.making = 0  # spares being made now
         self.closed = False
         self.thread: threading.Thread | None = None
@@ -321,10 +342,17 @@ class Spares:
         return None
 
     def order(self, key: Hashable, recipe: Recipe) -> None:
-        """Make the next spare for calls of ``key`` as ``recipe`` says, off the call's path (once calls are over)."""
+        """Make the next spare for calls of ``key`` as ``recipe`` says, off the call's path (once calls are over), from
+        the second call of that kind on."""
         state = self._state
         with state.lock:
             if state.closed or state.owner != os.getpid() or state.failed.get(key, 0) >= GIVE_UP or key in state.ready:
+                return
+            seen = state.calls.pop(key, 0) + 1
+            state.calls[key] = min(seen, SECOND)
+            if len(state.calls) > KINDS_SEEN:
+                state.calls.pop(next(iter(state.calls)))
+            if seen < SECOND:
                 return
             state.wanted[key] = recipe
             if state.thread is None:
