@@ -5,6 +5,10 @@ under a policy, called alternately.
     python benchmarks/sandbox_mcp_bench.py [RUNS]
 
 Per language; medians of each and the median of the adjacent differences. Target: ≤ +3 ms added.
+
+``toolexec mcp`` is long-lived: from a tool's second call on, each baseline and confined call starts in a sandbox set
+up ahead (runtimes/sandbox_spare.py), made once the call before it is over, while the other server's call runs (the
+think time a model would give it).
 """
 
 from __future__ import annotations

@@ -230,8 +230,9 @@ def _remove(paths: Sequence[str]) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def make(recipe: Recipe) -> Spare | None:
-    """A spare made as ``recipe`` says, waiting (its bwrap started, its cgroups joined); None when it cannot be made."""
+def make(recipe: Recipe, *, own_files: bool = True) -> Spare | None:
+    """A spare made as ``recipe`` says, waiting (its bwrap started, its cgroups joined); None when it cannot be made.
+    ``own_files``: the files ``recipe.files`` gives are the spare's, removed should it fail (else they are a call's)."""
     files = recipe.files() if recipe.files is not None and not recipe.confinement.baseline else ()
     confinement = replace(recipe.confinement, files=files)
     gate = baseline.Gate(block=False)  # only told which process is the namespace's init: its limits come at the go
@@ -274,10 +275,12 @@ def make(recipe: Recipe) -> Spare | None:
         theirs.close()
         ours.close()
         if proc is not None:
-            Spare(recipe, confinement, proc, ours, held or sandbox.Held(), (gate.child, gate.child_start), 0).discard()
+            failed = Spare(recipe, confinement, proc, ours, held or sandbox.Held(), (gate.child, gate.child_start), 0)
+            failed.discard(files=own_files)
         else:
             sandbox.release(held)
-            _remove(files)
+            if own_files:
+                _remove(files)
         if not isinstance(exc, Exception):
             raise
         return None

@@ -382,6 +382,7 @@ def test_with_neither_bwrap_nor_landlock_a_policy_is_refused(
     assert not marker.exists()
 
 
+@pytest.mark.starts_cold  # ahead: the limit cannot be set on the spare either; it is discarded, and the cold start refuses
 def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     """toolexec sets a confined call's limits on the namespace's init before the tool starts: one it cannot set is
     never skipped (the baseline's are best effort; a declared policy's are not), and the tool never runs."""
@@ -406,13 +407,10 @@ def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monk
 
 
 @needs_memory_cgroup
-def test_a_declared_cgroup_the_call_cannot_join_is_a_refusal(
-    project: Project, monkeypatch: pytest.MonkeyPatch, launch_mode: str
-) -> None:
+@pytest.mark.starts_cold  # ahead: no spare is made outside its cgroups; the call starts its own, which is refused
+def test_a_declared_cgroup_the_call_cannot_join_is_a_refusal(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shell that becomes bwrap moves itself into the call's cgroups; under a declared policy the gate checks it
     did, and refuses the call (the tool never runs) when it did not."""
-    if launch_mode == "ahead":
-        pytest.skip("no spare is made outside its cgroups (it would run cold): tests/runtimes/test_sandbox_spare.py")
     from toolexec.runtimes import cgroup
 
     marker = project.root / "out" / "ran"
@@ -457,6 +455,7 @@ def test_strict_confines_a_tool_that_declares_nothing(project: Project, monkeypa
         assert result.status == "error" and not (Path.home() / "x").exists()
 
 
+@pytest.mark.starts_cold  # ahead: no spare can be made with that bwrap; the call starts its own, which is refused
 def test_a_bwrap_that_cannot_set_the_sandbox_up_is_a_refusal(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
