@@ -1,7 +1,7 @@
 """The program a sandbox set up ahead waits in: ``python -S -I -B _spare_launcher.py [PLACE…]``.
 
 It runs inside a spare's sandbox (:mod:`toolexec.runtimes.sandbox_spare`), made before its call: bwrap's namespaces,
-view, private ``/tmp``, seccomp filter and dropped capabilities are in place, and it blocks reading its standard input,
+view, private ``/tmp``, seccomp filter and dropped capabilities are in place, and it says so (one byte) and blocks reading its standard input,
 a socket whose other end toolexec holds (``PLACE`` arguments are not read: they name what the call's program needs
 seen, for the view). The call's limits are set on this process from outside before its go, as a cold call's are set
 on its namespace's init (:func:`toolexec.runtimes.baseline._limit`). The call is one message: descriptors (the call's
@@ -21,11 +21,13 @@ import socket
 import sys
 
 PROGRESS_FD = 3  # toolexec.runtimes.process.WARM_PROGRESS_FD: where the call finds its progress pipe
+READY = b"R"  # said once it waits (toolexec.runtimes.sandbox_spare.READY)
 
 
 def main() -> None:
     """Wait for the call, then become it."""
     control = socket.socket(fileno=0)
+    control.sendall(READY)  # (toolexec gone: a broken pipe ends it)
     fds: list[int] = []
     head = b""
     while len(head) < 8:

@@ -45,6 +45,7 @@ import weakref
 
 from toolexec.recordtype import field, record, replace
 from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
+from toolexec.runtimes.interpreter import which
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,9 +63,10 @@ SECOND = 2  # spares are made for a kind of call from its second call on: one ca
 KINDS_SEEN = 1024  # kinds of call counted at once (the oldest are forgotten)
 
 
-def launcher_argv() -> list[str]:
-    """The launcher a spare's sandbox runs: this Python, isolated from its environment and site."""
-    return [sys.executable, "-S", "-I", "-B", LAUNCHER]
+def launcher_argv(python: str | None = None) -> list[str]:
+    """The launcher a spare's sandbox runs: on ``python`` (this one by default), isolated from its environment and
+    site."""
+    return [python or sys.executable, "-S", "-I", "-B", LAUNCHER]
 
 
 def eligible(confinement: Confinement | None) -> bool:
@@ -94,11 +96,12 @@ class Recipe:
     files: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False)
 
 
-def _view(confinement: Confinement, seen: Sequence[str]) -> tuple[str, ...]:
-    """The view's binds (as :func:`toolexec.runtimes.sandbox._view` makes them now) of a sandbox that sees ``seen``."""
+def _view(confinement: Confinement, seen: Sequence[str], python: str | None = None) -> tuple[str, ...]:
+    """The view's binds (as :func:`toolexec.runtimes.sandbox._view` makes them now) of a sandbox that sees ``seen``
+    and runs its launcher on ``python``."""
     if confinement.baseline:
         return ()
-    return tuple(sandbox._view(confinement, [*launcher_argv(), *seen]))
+    return tuple(sandbox._view(confinement, [*launcher_argv(python), *seen]))
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -122,6 +125,7 @@ class Spare:
         child: tuple[int | None, int | None],
         born: int,
         launcher: tuple[int, int | None] = (0, None),
+        python: str | None = None,
     ) -> None:
         self.recipe, self.confinement, self.proc, self.held = recipe, confinement, proc, held
         self._control: socket.socket | None = control
@@ -129,7 +133,8 @@ class Spare:
         self.launcher, self.launcher_start = launcher  # the launcher (outside pid), which becomes the tool
         self.born = born  # clock ticks since boot before it was started: no process of its call is older
         self.made = time.monotonic()
-        self.view = _view(confinement, recipe.places)
+        self.python = python
+        self.view = _view(confinement, recipe.places, python)
         self.files = confinement.files
         self._identities = tuple(_identity(path) for path in self.files)
         self.consumed = False  # gone to its call, or discarded
@@ -165,7 +170,9 @@ class Spare:
     def fits(self, confinement: Confinement, argv: Sequence[str], cwd: str) -> bool:
         """Whether this spare is what the cold start of a call under ``confinement`` running ``argv`` in ``cwd`` would
         make: the same confinement (its files are this spare's), working directory and view, as they are now."""
-        return confinement == self.confinement and cwd == self.recipe.cwd and _view(confinement, places(argv)) == self.view
+        if confinement != self.confinement or cwd != self.recipe.cwd:
+            return False
+        return _view(confinement, places(argv), self.python) == self.view
 
     def limit(self, confinement: Confinement, *, strict: bool) -> bool:
         """Set the call's limits on the launcher (which becomes the tool at its go) from here, as a cold call's are set
@@ -231,15 +238,39 @@ def _remove(paths: Sequence[str]) -> None:
 
 
 def make(recipe: Recipe, *, own_files: bool = True) -> Spare | None:
-    """A spare made as ``recipe`` says, waiting (its bwrap started, its cgroups joined); None when it cannot be made.
-    ``own_files``: the files ``recipe.files`` gives are the spare's, removed should it fail (else they are a call's)."""
+    """A spare made as ``recipe`` says, its launcher up and waiting; None when none can be made. ``own_files``: the
+    files ``recipe.files`` gives are the spare's, removed should it fail (else they are a call's). The launcher runs on
+    this Python, else (one the sandbox cannot run: under a directory its user may not enter) the system's python3."""
     files = recipe.files() if recipe.files is not None and not recipe.confinement.baseline else ()
     confinement = replace(recipe.confinement, files=files)
+    for python in _pythons():
+        spare = _start(recipe, confinement, python)
+        if spare is not None:
+            _working[:] = [python]
+            return spare
+    if own_files:
+        _remove(files)
+    return None
+
+
+_working: list[str] = []  # the Python a launcher last started on
+
+
+def _pythons() -> list[str]:
+    if _working:
+        return list(_working)
+    found = [sys.executable, *(which(name) or "" for name in ("python3",))]
+    return [python for i, python in enumerate(found) if python and python not in found[:i]]
+
+
+def _start(recipe: Recipe, confinement: Confinement, python: str) -> Spare | None:
+    """The spare's sandbox started with its launcher on ``python``, once the launcher says it waits; None when it does
+    not (everything of it ended; its files, which are the caller's, kept)."""
     gate = baseline.Gate(block=False)  # only told which process is the namespace's init: its limits come at the go
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     held: Held | None = None
     proc: subprocess.Popen[bytes] | None = None
-    launcher = launcher_argv()
+    launcher = launcher_argv(python)
     try:
         if confinement.baseline:
             argv, held = baseline.wrap(confinement, launcher, gate)
@@ -260,7 +291,7 @@ def make(recipe: Recipe, *, own_files: bool = True) -> Spare | None:
         )
         theirs.close()
         held.close_descriptors()
-        if not process_linux.announce(proc.pid, files):
+        if not process_linux.announce(proc.pid, confinement.files):
             raise OSError("no guard: a spare would outlive a killed toolexec")
         gate.open(confinement, None)
         child = (gate.child, gate.child_start)
@@ -268,38 +299,31 @@ def make(recipe: Recipe, *, own_files: bool = True) -> Spare | None:
             raise OSError("bwrap did not start its sandbox")
         if not confinement.baseline and not all(cgroup.holds(path, gate.child) for path in held.cgroups):
             raise OSError("the sandbox is not in its cgroups")
-        launcher_pid = _launcher_of(gate.child, proc)
+        ours.settimeout(LAUNCHER_WAIT)
+        if ours.recv(1) != READY:  # (the end of the socket: bwrap could not run it, or it failed)
+            raise OSError("the sandbox's launcher did not start")
+        launchers = process_linux._task_children(gate.child, gate.child)
+        if len(launchers) != 1:
+            raise OSError("the sandbox's launcher is not its init's one child")
+        (launcher_pid,) = launchers
         launched = (launcher_pid, process_linux.start_of(launcher_pid))
     except BaseException as exc:
         gate.close()
         theirs.close()
-        ours.close()
         if proc is not None:
             failed = Spare(recipe, confinement, proc, ours, held or sandbox.Held(), (gate.child, gate.child_start), 0)
-            failed.discard(files=own_files)
+            failed.discard(files=False)
         else:
+            ours.close()
             sandbox.release(held)
-            if own_files:
-                _remove(files)
         if not isinstance(exc, Exception):
             raise
         return None
-    return Spare(recipe, confinement, proc, ours, held, child, born, launched)
+    return Spare(recipe, confinement, proc, ours, held, child, born, launched, python)
 
 
-LAUNCHER_WAIT = 10.0  # seconds the making thread waits for a sandbox's launcher to start
-
-
-def _launcher_of(init: int, proc: subprocess.Popen[bytes]) -> int:
-    """The launcher's pid: the one child of the namespace's init, once it has been started (waited for: this is the
-    making thread, off every call's path); OSError when bwrap ended first, or it took too long."""
-    deadline = time.monotonic() + LAUNCHER_WAIT
-    while time.monotonic() < deadline and proc.poll() is None:
-        children = process_linux._task_children(init, init)
-        if children:
-            return min(children)
-        time.sleep(0.001)
-    raise OSError("the sandbox's launcher did not start")
+LAUNCHER_WAIT = 10.0  # seconds the making thread waits for a sandbox's launcher to say it waits
+READY = b"R"  # what the launcher says once it waits (_spare_launcher.READY)
 
 
 class _State:
