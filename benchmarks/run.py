@@ -600,11 +600,33 @@ BLOCKERS = {
 }
 
 
-def write_results(sections: list[tuple[str, list[Row]]], started: float) -> str:
+def _kept_sections(measured: set[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """The sections of the RESULTS.md on disk that this run does not measure: their table lines and not-met lines.
+
+    A run of some sections (``run.py SECTION``) keeps every other section as it was, so a partial re-run never
+    loses figures; what it re-measures replaces its section in place.
+    """
+    if not RESULTS.exists():
+        return [], []
+    sections: list[tuple[str, list[str]]] = []
+    for chunk in RESULTS.read_text().split("\n## ")[1:]:
+        title, _, body = chunk.partition("\n")
+        sections.append((title, body.strip("\n").splitlines()))
+    missed_lines = next((body for title, body in sections if title.startswith("Targets not met")), [])
+    kept = [(title, body) for title, body in sections if title not in measured and not title.startswith("Targets not met")]
+    kept_measures = {line.split(" | ")[0].removeprefix("| ") for _, body in kept for line in body if "**not met**" in line}
+    kept_missed = [line for line in missed_lines if any(line.startswith(f"- {measure}: ") for measure in kept_measures)]
+    return kept, kept_missed
+
+
+def write_results(sections: list[tuple[str, list[Row]]], started: float, *, order: list[str] | None = None) -> str:
+    """Write RESULTS.md: every section measured now; with ``order`` (a partial run), the others kept from the file."""
+    kept, kept_missed = _kept_sections({title for title, _ in sections}) if order is not None else ([], [])
     lines = [
         "# Benchmark results",
         "",
-        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='minutes')}",
+        f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='minutes')}"
+        + (f" (sections re-measured: {', '.join(title for title, _ in sections)}; the others are kept)" if order else ""),
         f"- machine: {machine()}",
         f"- load average at the start: {os.getloadavg()[0]:.2f}",
         f"- method: {RUNS} runs, ours and the bare figure alternately; medians of each, and ratios (differences) as the "
@@ -613,16 +635,21 @@ def write_results(sections: list[tuple[str, list[Row]]], started: float) -> str:
         "",
     ]
     header = ["measure", "toolexec", "bare / alternative", "ratio", "target", "", "note"]
+    rendered: dict[str, list[str]] = {title: ["", *body, ""] for title, body in kept}
     for title, rows in sections:
-        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row.cells()) + " |" for row in rows]
-        lines.append("")
+        body = ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        body += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row.cells()) + " |" for row in rows]
+        rendered[title] = [*body, ""]
+    titles = [title for title in (order or []) if title in rendered]
+    titles += [title for title in rendered if title not in titles]
+    for title in titles:
+        lines += [f"## {title}", *rendered[title]]
     missed = [row for _, rows in sections for row in rows if row.met is False]
     lines += ["## Targets not met, and what stands in the way", ""]
     lines += [
         f"- {row.measure}: {row.ours} ({row.ratio or row.target}). {next((why for key, why in BLOCKERS.items() if key in row.measure), '')}"
         for row in missed
-    ] or ["- none"]
+    ] + kept_missed or ["- none"]
     text = "\n".join(lines) + "\n"
     RESULTS.write_text(text)
     return text
@@ -659,7 +686,7 @@ def main() -> None:
                 continue
             print(f"measuring: {title}", file=sys.stderr, flush=True)
             results.append((title, measure(bench)))
-    print(write_results(results, started))
+    print(write_results(results, started, order=[title for title, _ in sections] if only else None))
 
 
 if __name__ == "__main__":
