@@ -16,8 +16,8 @@ environment (``NAME=value``), each item ended by a NUL.
 
 from __future__ import annotations
 
+import _socket  # not socket: its import (enum, selectors, …) would make every spare ~20 ms slower to be ready
 import os
-import socket
 import sys
 
 PROGRESS_FD = 3  # toolexec.runtimes.process.WARM_PROGRESS_FD: where the call finds its progress pipe
@@ -26,14 +26,14 @@ READY = b"R"  # said once it waits (toolexec.runtimes.sandbox_spare.READY)
 
 def main() -> None:
     """Wait for the call, then become it."""
-    control = socket.socket(fileno=0)
+    control = _socket.socket(fileno=0)
     control.sendall(READY)  # (toolexec gone: a broken pipe ends it)
     fds: list[int] = []
     head = b""
     while len(head) < 8:
-        data, ancillary, _, _ = control.recvmsg(8 - len(head), socket.CMSG_SPACE(2 * 4))
+        data, ancillary, _, _ = control.recvmsg(8 - len(head), _socket.CMSG_SPACE(2 * 4))
         for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
                 fds += [int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4)]
         if not data:
             os._exit(0)  # no call: toolexec discarded this spare (or is gone)
