@@ -335,7 +335,7 @@ class _State:
         self.wanted: dict[Hashable, Recipe] = {}
         self.failed: dict[Hashable, int] = {}
         self.calls: dict[Hashable, int] = {}  # calls of each kind so far (up to SECOND): the second orders spares
-        self.making = 0  # spares being made now
+        self.making: set[Hashable] = set()  # the kinds whose spare is being made now
         self.closed = False
         self.thread: threading.Thread | None = None
         self.owner = os.getpid()
@@ -373,7 +373,9 @@ class Spares:
         the second call of that kind on."""
         state = self._state
         with state.lock:
-            if state.closed or state.owner != os.getpid() or state.failed.get(key, 0) >= GIVE_UP or key in state.ready:
+            if state.closed or state.owner != os.getpid() or state.failed.get(key, 0) >= GIVE_UP:
+                return
+            if key in state.ready or key in state.making:  # (one being made serves the next call)
                 return
             seen = state.calls.pop(key, 0) + 1
             state.calls[key] = min(seen, SECOND)
@@ -438,7 +440,7 @@ def _run(state: _State) -> None:
                 if state.wanted:
                     key = next(iter(state.wanted))
                     recipe = state.wanted.pop(key)
-                    state.making += 1
+                    state.making.add(key)
                     break
                 if doomed:
                     break
@@ -455,7 +457,7 @@ def _run(state: _State) -> None:
         made = make(recipe)
         evicted: list[Spare] = []
         with state.lock:
-            state.making -= 1
+            state.making.discard(key)
             if made is None:
                 state.failed[key] = state.failed.get(key, 0) + 1
             elif state.closed:
