@@ -18,8 +18,8 @@ view (the hidden paths as they are now, the places its program needs seen) and w
 whose files are as they were made (the same inodes, still empty: nothing pre-seeded them); else it is discarded and
 the call runs cold. A dead spare (its bwrap killed from outside) is noticed and the call runs cold.
 
-The next spare is made after the call has ended, on a thread of its own that first waits (a little) until no call of
-this process is in flight: never on a call's path. Spares are bounded in number (the least recently made go first),
+The next spare is made after the call has ended, on a thread of its own that first waits (5 ms at most) until no call
+of this process is in flight: never on a call's path. Spares are bounded in number (the least recently made go first),
 end after ``idle`` seconds unused, at :meth:`Spares.close`, when their pool is collected, and when this process dies
 (each launcher reads the end of its socket; the guard of :mod:`~toolexec.runtimes.process_linux` kills their groups
 and removes their files). A forked child uses none of its parent's.
@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_spare_launcher.py")
 DEFAULT_MOST = 8  # spares kept at once
 DEFAULT_IDLE = 300.0  # seconds a spare waits for its call
-QUIET_WAIT = 0.5  # seconds a spare's making waits for the calls in flight to end (it is made anyway after)
+# Seconds a spare's making waits for the calls in flight to end, then it is made anyway: a call started just after the
+# one that ordered it gets a head start, and back-to-back calls (each ordering the next one's) still get their spares.
+QUIET_WAIT = 0.005
 SEND_TIMEOUT = 2.0  # seconds a go may take to be read (a launcher that does not read is discarded: the call runs cold)
 GIVE_UP = 3  # a kind of call whose spare failed to start this many times in a row gets none
 SECOND = 2  # spares are made for a kind of call from its second call on: one called once costs nothing ahead
