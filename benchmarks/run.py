@@ -427,7 +427,7 @@ def sandbox_rows(b: Bench) -> list[Row]:
     import sandbox_mcp_bench
 
     rows = []
-    ahead = "a sandbox set up ahead: made after the call before, while the alternated `off` call ran (a model's think time)"
+    ahead = "a sandbox set up ahead: made after the call before, in a 30 ms think time that follows every call of every mode"
     children, own = sandbox_bench.spare_cost()
     rows.append(Row("CPU a spare costs (a confined sandbox set up ahead)", ms(children), f"in toolexec: {ms(own)}", note=ahead))
     for language, found in sandbox_bench.rows(max(RUNS // 2, 5)):

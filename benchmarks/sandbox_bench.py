@@ -11,8 +11,8 @@ seccomp and rlimits applied by a launcher, a Python start more). Printed: the me
 its differences from the adjacent ``off`` call. Target: ≤ +3 ms added (baseline, confined).
 
 The executors are long-lived, so the baseline and confined calls start in sandboxes set up ahead
-(runtimes/sandbox_spare.py): each call's spare is made after the call before it, while the other modes' calls run,
-as a model's think time between two calls would let it be; "baseline, cold" and "confined, cold" are the same calls
+(runtimes/sandbox_spare.py): each call's spare is made after the call before it, in the think time (:data:`THINK`)
+that follows every call of every mode, as a model's would; "baseline, cold" and "confined, cold" are the same calls
 with no spare (each call starts its own bwrap, as a one-shot run does). :func:`spare_cost` is the CPU a spare costs.
 """
 
@@ -40,6 +40,9 @@ TOOLS = {
     "typescript": ("noop.ts", '/**\n * Do nothing.\n */\nexport function run(): string {\n  return "ok";\n}\n'),
 }
 POLICY = {"network": "none", "writes": ["cache"], "memory": "4GiB", "cpu": 60}
+# A model's think time between two calls, after every call of every mode: what lets a spare be made off every call's
+# path (without it, its making would overlap the next measured call, whichever mode that is).
+THINK = 0.03
 MODES = ("off", "baseline", "confined", "baseline, cold", "confined, cold", "allow-listed", "fallback")
 # Measured as an ordinary user too (:func:`as_user`): the modes the ≤ +3 ms target is for. (A root-owned venv under a
 # mode-700 /root, as on the benchmark machine, cannot start the allow-list's forwarder for nobody.)
@@ -64,6 +67,7 @@ def _call(executor: Executor, name: str, mode: str) -> float:
         start = time.perf_counter()
         result = executor.call(name, {})
         elapsed = (time.perf_counter() - start) * 1000
+        time.sleep(THINK)
     finally:
         os.environ.pop("TOOLEXEC_BWRAP", None)
     assert result.ok, (mode, result)

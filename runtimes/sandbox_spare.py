@@ -59,6 +59,9 @@ DEFAULT_IDLE = 300.0  # seconds a spare waits for its call
 # Seconds a spare's making waits for the calls in flight to end, then it is made anyway: a call started just after the
 # one that ordered it gets a head start, and back-to-back calls (each ordering the next one's) still get their spares.
 QUIET_WAIT = 0.005
+# Seconds a spare's making waits after its order, so that the call that ordered it has returned its result first: its
+# making holds the GIL for ~2 ms (its argv, cgroups, files and fork), which would otherwise be taken from that call.
+SETTLE = 0.003
 SEND_TIMEOUT = 2.0  # seconds a go may take to be read (a launcher that does not read is discarded: the call runs cold)
 GIVE_UP = 3  # a kind of call whose spare failed to start this many times in a row gets none
 SECOND = 2  # spares are made for a kind of call from its second call on: one called once costs nothing ahead
@@ -455,6 +458,7 @@ def _run(state: _State) -> None:
             spare.discard()
         if recipe is None:
             continue
+        time.sleep(SETTLE)
         process_linux.wait_quiet(QUIET_WAIT)  # after the call: not competing with it for the CPU
         made = make(recipe)
         evicted: list[Spare] = []
