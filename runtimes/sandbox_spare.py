@@ -224,8 +224,10 @@ class Spare:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
-        if self.child is not None:
-            process_linux.reap_orphan(self.child, self.child_start)
+        # its init and launcher, re-parented here should this process be a subreaper now (calls in flight): reaped
+        for pid, start in ((self.child, self.child_start), (self.launcher, self.launcher_start)):
+            if pid:
+                process_linux.reap_orphan(pid, start)
         process_linux.withdraw(self.proc.pid)
         sandbox.release(self.held)
         if files:

@@ -230,6 +230,20 @@ def test_a_spare_killed_from_outside_is_noticed_and_the_call_runs_cold(project: 
         result = executor.call("probe", {"action": "ok"})
         assert (result.ok, result.output, went) == (True, "ok", [])
     assert _launchers() == before
+    assert _zombies() == []
+
+
+def _zombies() -> list[int]:
+    """This process's children that ended and were never reaped."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            found.append(int(name))
+    return found
 
 
 def test_a_spare_made_for_one_policy_is_never_used_for_another(tmp_path: Path, went: list[Any]) -> None:
@@ -313,6 +327,7 @@ def test_nothing_is_left_after_close_after_collection_and_in_a_fork(project: Pro
     executor.close()
     assert not spare.alive()
     assert _launchers() == before
+    assert _zombies() == []
     assert sorted(p.name for p in private_tmpdir.iterdir()) == []
     executor = _executor(project)  # never closed: collected
     _primed(executor)
