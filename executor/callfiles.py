@@ -34,7 +34,7 @@ from toolexec.errors import StateUnavailable, ToolexecError
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 __all__ = ["CallFiles", "FilePool", "call_files"]
 
@@ -171,11 +171,18 @@ class FilePool:
 
 
 @contextlib.contextmanager
-def call_files(tool: str, asking: bool = False, pool: FilePool | None = None) -> Iterator[CallFiles]:
-    """The private files of one call of ``tool`` (the request file only when ``asking``): from ``pool`` when given
-    (kept afterwards when the call was sealed: set ``sealed`` on them), else made fresh; removed afterwards.
+def call_files(
+    tool: str, asking: bool = False, pool: FilePool | None = None, *, made: Sequence[str] | None = None
+) -> Iterator[CallFiles]:
+    """The private files of one call of ``tool`` (the request file only when ``asking``): ``made`` when given (a
+    sandbox set up ahead made them, :func:`new_call_files`), else from ``pool`` when given (kept afterwards when the
+    call was sealed: set ``sealed`` on them), else made fresh; removed afterwards unless pooled.
     StateUnavailable when no temporary directory takes them."""
-    files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
+    if made is not None:
+        pool = None
+        files = CallFiles(tool, list(made), pooled=False)
+    else:
+        files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
     try:
         yield files
     finally:
@@ -183,6 +190,12 @@ def call_files(tool: str, asking: bool = False, pool: FilePool | None = None) ->
             pool.give_back(files)
         else:
             files.remove()
+
+
+def new_call_files(tool: str, asking: bool = False) -> tuple[str, ...]:
+    """The paths of a new set of a call's private files (as :func:`call_files` makes them), for a sandbox set up ahead
+    of the call to bind; the call that takes them removes them (``call_files(made=...)``)."""
+    return _fresh(tool, asking, None).paths
 
 
 def _fresh(tool: str, asking: bool, directory: str | None) -> CallFiles:
