@@ -429,6 +429,9 @@ def sandbox_rows(b: Bench) -> list[Row]:
     import sandbox_mcp_bench
 
     rows = []
+    ahead = "a sandbox set up ahead: made after the call before, in a 30 ms think time that follows every call of every mode"
+    children, own = sandbox_bench.spare_cost()
+    rows.append(Row("CPU a spare costs (a confined sandbox set up ahead)", ms(children), f"in toolexec: {ms(own)}", note=ahead))
     for language, found in sandbox_bench.rows(max(RUNS // 2, 5)):
         for mode in sandbox_bench.MODES[1:]:
             limit = 3.0 if mode in ("baseline", "confined") else None

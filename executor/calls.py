@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from toolexec.observe import Caller, Observation
     from toolexec.records import InputRequest, InputResponse, ToolDeclaration
     from toolexec.runtimes.process import CallControl
+    from toolexec.runtimes.sandbox_spare import Spares
     from toolexec.runtimes.warm import WarmPool
 
     # A filter step: given the resolved tool name, raises a ToolexecError (the refusal) for a call it does not admit.
@@ -163,13 +164,18 @@ class Calls:
         max_parallel: int | None = None,
         caller: Caller | None = None,
         warm: bool | None = None,
+        ahead: bool = True,
     ) -> None:
         """``warm``: True runs every tool warm (docs/performance.md), None those the config or their script name,
-        False none (a one-shot run, which would only pay for the server's start)."""
+        False none (a one-shot run, which would only pay for the server's start). ``ahead``: set up each confined (or
+        baseline) call's sandbox before the next call of its kind comes (:mod:`toolexec.runtimes.sandbox_spare`); not
+        for a one-shot run, which makes no second call."""
         self.source = source
         self.warm = warm
+        self.ahead = ahead
         self._pool: WarmPool | None = None
         self._files: FilePool | None = None  # the private files of warm calls, kept between sealed ones
+        self._spares: Spares | None = None
         self.before_call = before_call
         self.caller = caller  # who asks, for the audit log: the surface (None: the Python API)
         self.max_parallel = max_parallel or source.config.max_parallel
@@ -370,7 +376,12 @@ class Calls:
             if observation is not None:
                 observation.queued(time.monotonic() - waiting)
             pool = self._warm_pool(snapshot.config, tool)
-            engine = Engine(pending.snapshot.config, pool=pool, files=self._files if pool is not None else None)
+            engine = Engine(
+                pending.snapshot.config,
+                pool=pool,
+                files=self._files if pool is not None else None,
+                spares=self._sandboxes(snapshot.config),
+            )
             return engine.execute(
                 pending.snapshot,
                 pending.call,
@@ -493,6 +504,17 @@ class Calls:
                 self._files = FilePool()
             return self._pool
 
+    def _sandboxes(self, config: Config) -> Spares | None:
+        """The sandboxes set up ahead of this surface's calls (made with the first call that can use one), or None."""
+        if not self.ahead or config.sandbox == "off":
+            return None
+        with self._registry:
+            if self._spares is None and not self._closed:
+                from toolexec.runtimes.sandbox_spare import Spares
+
+                self._spares = Spares(idle=config.warm_idle)
+            return self._spares
+
     # --- the registry and the limiter ----------------------------------------------------------
 
     @property
@@ -520,15 +542,20 @@ class Calls:
         return done
 
     def close_warm(self) -> None:
-        """Stop the warm servers (each ends once its calls are over, and is reaped); later calls run cold."""
+        """Stop the warm servers (each ends once its calls are over, and is reaped) and discard the sandboxes set up
+        ahead; later calls run cold."""
         with self._registry:
             pool, self._pool = self._pool, None
             files, self._files = self._files, None
+            spares, self._spares = self._spares, None
             self.warm = False
+            self.ahead = False
         if pool is not None:
             pool.close()
         if files is not None:
             files.close()  # a call still running gives its files back to a closed pool: they are removed then
+        if spares is not None:
+            spares.close()
 
     def _register(self, control: CallControl) -> object | None:
         with self._registry:

@@ -434,7 +434,8 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
             print(f"toolexec: config: {line}", file=sys.stderr)
     from toolexec.records import Caller
 
-    executor.calls.caller = Caller(surface="cli")  # who asks, for the audit log (the OS user is added when it is written)
+    executor.calls.caller = Caller(surface="cli")
+    executor.calls.ahead = False  # one run: no second call would use a sandbox set up ahead  # who asks, for the audit log (the OS user is added when it is written)
     if any(name.startswith("OTEL_") for name in os.environ):  # tracing is imported only where it may be configured
         from toolexec.tracing import configure_from_environment
 

@@ -14,7 +14,7 @@ import stat
 import time
 from pathlib import Path
 
-from toolexec.callfiles import FilePool, call_files
+from toolexec.callfiles import FilePool, call_files, new_call_files
 from toolexec.config import Config
 from toolexec.errors import BadRequest, CacheFull, InternalError, RuntimeUnavailable, StateUnavailable, ToolexecError
 from toolexec.policy import effective as effective_policy
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from toolexec.observe import Observation
     from toolexec.records import InputRequest
     from toolexec.runtimes.sandbox import Confinement
+    from toolexec.runtimes.sandbox_spare import Spare, Spares
     from toolexec.runtimes.warm import WarmPool
 
 OUTPUT_RETENTION_SECONDS = 24 * 3600  # full outputs of capped calls, in State.outputs_dir
@@ -50,12 +51,17 @@ FAILURE_VARIABLE = "TOOLEXEC_FAILURE_FILE"
 class Engine:
     """Runs calls of one config, each against its own :class:`~toolexec.sources.Snapshot`."""
 
-    def __init__(self, config: Config, *, pool: WarmPool | None = None, files: FilePool | None = None) -> None:
+    def __init__(
+        self, config: Config, *, pool: WarmPool | None = None, files: FilePool | None = None, spares: Spares | None = None
+    ) -> None:
         """``pool``: the warm servers this call may fork from (None: it is spawned cold); ``files``: where its private
-        files come from and go back to (None: made for it, removed after it)."""
+        files come from and go back to (None: made for it, removed after it); ``spares``: the sandboxes set up ahead
+        of calls (:mod:`toolexec.runtimes.sandbox_spare`) a confined or baseline call may start in, and where the next
+        one is ordered (None: each starts its own)."""
         self.config = config
         self.pool = pool
         self.files = files
+        self.spares = spares
 
     def execute(
         self,
@@ -101,13 +107,43 @@ class Engine:
         can_ask: bool = False,
         observation: Observation | None = None,
     ) -> ToolResult:
+        cache_dir = self.config.state.tool_cache(tool.name)
+        cache_limit = self.config.max_cache_bytes
+        if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
+            raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
+        config = self.config
+        policy = effective_policy(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox)
+        spare: Spare | None = None
+        # A declared policy's spare binds the call's files: taken first, its files are the call's.
+        confined_key = ("confined", tool.name, str(config.path), can_ask)
+        if self.spares is not None and policy is not None and not isinstance(policy.network, tuple):
+            spare = self.spares.take(confined_key)
+        try:
+            return self._run_with(tool, code, arguments, call, call_id, control, started, can_ask, observation, policy, spare)
+        finally:
+            if spare is not None and not spare.consumed:  # the call failed before its start
+                spare.discard(files=False)
+
+    def _run_with(
+        self,
+        tool: ToolDeclaration,
+        code: str | None,
+        arguments: dict,
+        call: ToolCall,
+        call_id: str,
+        control: CallControl | None,
+        started: float,
+        can_ask: bool,
+        observation: Observation | None,
+        policy: Sandbox | None,
+        spare: Spare | None,
+    ) -> ToolResult:
         state = self.config.state
         agent = self.config.agent
         cache_dir = state.tool_cache(tool.name)
         cache_limit = self.config.max_cache_bytes
-        if (used := disk_usage(str(cache_dir), limit=cache_limit)) > cache_limit:
-            raise CacheFull(tool.name, str(cache_dir), used, cache_limit)
-        with call_files(tool.name, can_ask, self.files) as files:
+        made = spare.files if spare is not None else None
+        with call_files(tool.name, can_ask, self.files, made=made) as files:
             output_path, failure_path, artifacts_dir, request_path = files.output, files.failure, files.artifacts, files.request
             raw_json = _raw_json(call.arguments, arguments)
             # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
@@ -150,7 +186,6 @@ class Engine:
             launch_env = {**env, **prepared.env_additions}
             confined = None
             config = self.config
-            policy = effective_policy(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox)
             if policy is not None:
                 from toolexec.confine import confinement
                 from toolexec.runtimes.sandbox import environment
@@ -185,10 +220,22 @@ class Engine:
                 if self.pool is not None and prepared.warm is not None
                 else None,
             )
+            ahead = self._ahead(tool, can_ask, launch, policy, spare)
+            if ahead is not None:
+                launch = replace(launch, spare=ahead[1])
             try:
                 finished = run_process(launch, control)
             except OSError as exc:
                 raise RuntimeUnavailable(launch.argv[0], f"cannot be started: {exc.strerror or exc}") from None
+            finally:
+                if ahead is not None and self.spares is not None:  # the next call's, made once this one is over
+                    from toolexec.runtimes.sandbox_spare import Recipe, places
+
+                    made_with = launch.confinement
+                    assert made_with is not None
+                    next_files = (lambda: new_call_files(tool.name, can_ask)) if not made_with.baseline else None
+                    recipe = Recipe(confinement=made_with, places=places(launch.argv), cwd=os.getcwd(), files=next_files)
+                    self.spares.order(ahead[0], recipe)
             files.sealed = finished.sealed
             if observation is not None:
                 observation.launched(prepared.argv, finished)
@@ -239,6 +286,24 @@ class Engine:
             if result.ok:
                 return result
             return _limited(result, confined, f"{failure or ''}\n{result.stderr}", oom_killed=finished.oom_killed)
+
+    def _ahead(
+        self, tool: ToolDeclaration, can_ask: bool, launch: Launch, policy: Sandbox | None, spare: Spare | None
+    ) -> tuple[tuple[str | bool, ...], Spare | None] | None:
+        """Whether this call is one a sandbox set up ahead serves: (the key its kind of call's spares are kept by, the
+        spare it starts in, if one was made for it); None when it is not (no spares here, unconfined, a network
+        allow-list, a call that runs warm, a host without bwrap)."""
+        confined = launch.confinement
+        if self.spares is None or confined is None or (confined.baseline and launch.warm is not None):
+            return None
+        from toolexec.runtimes.sandbox_spare import eligible
+
+        if not eligible(confined):
+            return None
+        if not confined.baseline:
+            return ("confined", tool.name, str(self.config.path), can_ask), spare
+        key = ("baseline", tool.name, str(self.config.path))
+        return key, self.spares.take(key)
 
     def _source(self, tool: ToolDeclaration, policy: Sandbox) -> str:
         """Where the policy a call runs under comes from, as a denial note names it."""

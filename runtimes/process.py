@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from toolexec.runtimes.sandbox import Confinement, Held
+    from toolexec.runtimes.sandbox_spare import Spare
     from toolexec.runtimes.warm import WarmProcess, WarmStart
 else:
     Protocol = object  # at run time _ExitWaiter is a plain base class; type checkers see the protocol
@@ -276,6 +277,9 @@ class Launch:
     # Fork the call from the tool's warm server (:mod:`toolexec.runtimes.warm`) when it can run warm; None: spawn it.
     # A confined call is always spawned (its policy is applied by the launcher), as on systems without pidfd.
     warm: WarmStart | None = None
+    # The call's sandbox set up ahead (:mod:`toolexec.runtimes.sandbox_spare`), made for calls like this one: used when
+    # it fits (else discarded, and the call starts cold). Either way it is this call's: no other call gets it.
+    spare: Spare | None = None
 
 
 @record
@@ -324,6 +328,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     process_linux.protect()  # before any tool exists: no tool may read this process's memory or environment
     confinement, held, proxy = launch.confinement, None, None
     gate: baseline.Gate | None = None
+    orphan: tuple[int, int | None] | None = None  # a confined call's namespace init (bwrap does not wait for it)
     if confinement is not None and confinement.file_size is None and launch.file_limit is not None:
         # the sandbox sets the bound: a declared file size (wider or narrower), else max_kept_bytes's
         confinement = replace(confinement, file_size=launch.file_limit)
@@ -353,6 +358,10 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 # its own PID namespace, whose init its server reaps before it says the call's status: nothing of the
                 # call can be left once it has, and no process of it can be outside that namespace to search for
                 alone = proc is not None and isolated is not None and launch.warm.sealed
+            if launch.spare is not None and proc is None and system is process_linux:
+                proc, held, orphan, started_after = _from_spare(launch, confinement, stdin, env, progress_write)
+            elif launch.spare is not None:  # it ran warm: the spare is not used
+                launch.spare.discard(files=False)
             if proc is None and node_early.began() and system is process_linux:
                 proc, held = _early_spare(launch, confinement, stdin, env, bound, progress_write)
             if proc is None:
@@ -422,7 +431,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         if alone and getattr(proc, "reported", False):  # the server said the status: it had reaped the namespace's init
             finished = replace(finished, sealed=True)
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
-            system.reap_orphan(gate.child, gate.child_start)
+            orphan = (gate.child, gate.child_start)
+        if orphan is not None:
+            system.reap_orphan(*orphan)
     finally:
         system.leave(registered, mark)  # None: no tool was registered (its spawn, or its limits, failed)
         oom_killed = sandbox.release(held)
@@ -442,6 +453,38 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     if finished.limit is None and launch.file_limit is not None and xfsz and not (declared and declared < launch.file_limit):
         finished = replace(finished, limit=("file", launch.file_limit))
     return finished
+
+
+def _from_spare(
+    launch: Launch,
+    confinement: Confinement | None,
+    stdin: int,
+    env: dict[str, str],
+    progress: int,
+) -> tuple[subprocess.Popen[bytes] | None, Held | None, tuple[int, int | None] | None, int]:
+    """The call started in its sandbox set up ahead (:mod:`toolexec.runtimes.sandbox_spare`): (its bwrap, what it holds,
+    its namespace's init, when it was made); (None, None, None, 0) when the spare does not fit the call or is gone
+    (it is discarded: the call starts cold)."""
+    spare = launch.spare
+    assert spare is not None
+    cwd = launch.cwd or os.getcwd()
+    if launch.confinement is None or not spare.fits(launch.confinement, launch.argv, cwd):
+        spare.discard(files=False)  # its files, if any, are the call's (the engine made it use them)
+        return None, None, None, 0
+    assert confinement is not None
+    env = dict(env)
+    if progress >= 0:
+        env[PROGRESS_VARIABLE] = f"/dev/fd/{WARM_PROGRESS_FD}"  # where the launcher puts the pipe
+    if not confinement.baseline:
+        env["TMPDIR"] = "/tmp"  # the private one (a cold call's bwrap sets it)
+    try:  # its limits, set before its go as on a cold call's init; one that cannot be set fails the cold start too
+        limited = spare.limit(confinement, strict=not confinement.baseline)
+    except OSError:
+        limited = False
+    if not limited or not spare.go(launch.argv, env, stdin, progress):
+        spare.discard(files=False)
+        return None, None, None, 0
+    return spare.proc, spare.held, (spare.child, spare.child_start) if spare.child is not None else None, spare.born
 
 
 def _bound_cold(

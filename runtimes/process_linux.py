@@ -446,6 +446,31 @@ def unexempt(pid: int) -> None:
     _servers.discard(pid)
 
 
+def announce(pid: int, files: tuple[str, ...] = ()) -> bool:
+    """Tell the guard of a process group this process started ahead of a call (a sandbox set up ahead:
+    :mod:`toolexec.runtimes.sandbox_spare`) and of the call files it holds: should this process die, the group is killed
+    and the files removed. False where there is no guard (then nothing is started ahead)."""
+    with _lock:
+        _ensure_guard()
+        if _guard is None:
+            return False
+        _announced[pid] = _announcement(pid, "", files)
+        return _tell_guard(_announced[pid])
+
+
+def withdraw(pid: int) -> None:
+    """The group announced by :func:`announce` is gone (or its files are a call's now, announced by :func:`register`)."""
+    with _lock:
+        if pid not in _in_flight and _announced.pop(pid, None) is not None:
+            _tell_guard(f"- {pid}\n")
+
+
+def wait_quiet(timeout: float) -> bool:
+    """Wait (up to ``timeout`` seconds) until no call of this process is in flight; whether none is."""
+    with _lock:
+        return _lock.wait_for(lambda: _calls == 0, timeout)
+
+
 def _announcement(pid: int, mark: str, files: tuple[str, ...]) -> str:
     """The lines that tell the guard about one call (a file whose path would break a line is left out)."""
     lines = [f"+ {pid} {mark}\n"]
@@ -472,6 +497,8 @@ def leave(pid: int | None, mark: str = "") -> None:
             if _pending.pop(mark, None) is not None:
                 _tell_guard(f"R {mark}\n")
         _calls -= 1
+        if _calls == 0:
+            _lock.notify_all()  # (wait_quiet)
         prctl = _libc_prctl()
         if _calls == 0 and not _subreaper_was_set and prctl is not None:
             prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)

@@ -170,6 +170,7 @@ def wrap(
     forwarder: Sequence[str] = (),
     *,
     gated: bool = False,
+    view: Sequence[str] | None = None,
 ) -> tuple[list[str], Held]:
     """The argv that runs ``argv`` confined, and what the call holds (its cgroups: give them back with :func:`release`);
     under bwrap, ``info``: its options that say which process is the namespace's init
@@ -177,7 +178,8 @@ def wrap(
     :meth:`~toolexec.runtimes.netproxy.Proxy.prefix`) runs first inside. ``gated``: ``info`` blocks the init until the
     caller has set its limits and moved it into its cgroups (:meth:`~toolexec.runtimes.baseline.Gate.open`), so
     neither prlimit(1) nor a shell joining the cgroups starts before the tool. Under the fallback (:func:`mechanism`)
-    none is given: it has no init to name, and refuses allow-lists."""
+    none is given: it has no init to name, and refuses allow-lists. ``view``: the argv whose places the view makes seen
+    (``argv`` itself when None; a sandbox set up ahead runs its launcher, and sees what its call's program will need)."""
     if mechanism()[0] == "landlock":
         from toolexec.runtimes import fallback
 
@@ -190,7 +192,7 @@ def wrap(
         args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
-    args += _view(confinement, argv)
+    args += _view(confinement, argv if view is None else view)
     for path in confinement.files:
         args += ["--bind", path, path]
     held = Held()

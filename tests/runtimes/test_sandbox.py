@@ -21,7 +21,10 @@ import pytest
 from tests.conftest import Project
 from tests.helpers import alive, wait_until
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only")
+pytestmark = [
+    pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only"),
+    pytest.mark.sandbox_modes,  # each call cold, then in its sandbox set up ahead (tests/conftest.py)
+]
 
 
 def _memory_cgroup() -> bool:
@@ -379,6 +382,7 @@ def test_with_neither_bwrap_nor_landlock_a_policy_is_refused(
     assert not marker.exists()
 
 
+@pytest.mark.starts_cold  # ahead: the limit cannot be set on the spare either; it is discarded, and the cold start refuses
 def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     """toolexec sets a confined call's limits on the namespace's init before the tool starts: one it cannot set is
     never skipped (the baseline's are best effort; a declared policy's are not), and the tool never runs."""
@@ -403,6 +407,7 @@ def test_a_declared_limit_that_cannot_be_set_is_a_refusal(project: Project, monk
 
 
 @needs_memory_cgroup
+@pytest.mark.starts_cold  # ahead: no spare is made outside its cgroups; the call starts its own, which is refused
 def test_a_declared_cgroup_the_call_cannot_join_is_a_refusal(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shell that becomes bwrap moves itself into the call's cgroups; under a declared policy the gate checks it
     did, and refuses the call (the tool never runs) when it did not."""
@@ -450,6 +455,7 @@ def test_strict_confines_a_tool_that_declares_nothing(project: Project, monkeypa
         assert result.status == "error" and not (Path.home() / "x").exists()
 
 
+@pytest.mark.starts_cold  # ahead: no spare can be made with that bwrap; the call starts its own, which is refused
 def test_a_bwrap_that_cannot_set_the_sandbox_up_is_a_refusal(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

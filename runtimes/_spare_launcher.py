@@ -1,0 +1,67 @@
+"""The program a sandbox set up ahead waits in: ``python -S -I -B _spare_launcher.py [PLACE…]``.
+
+It runs inside a spare's sandbox (:mod:`toolexec.runtimes.sandbox_spare`), made before its call: bwrap's namespaces,
+view, private ``/tmp``, seccomp filter and dropped capabilities are in place, and it says so (one byte) and blocks reading its standard input,
+a socket whose other end toolexec holds (``PLACE`` arguments are not read: they name what the call's program needs
+seen, for the view). The call's limits are set on this process from outside before its go, as a cold call's are set
+on its namespace's init (:func:`toolexec.runtimes.baseline._limit`). The call is one message: descriptors (the call's
+stdin, and its progress pipe) by ``SCM_RIGHTS``, then its program and environment. It takes the descriptors as the
+call's own (stdin on 0, the progress pipe on 3) and ``exec``\\s the program. The end of its input before a message
+(toolexec closed, or died) ends it, and its sandbox with it. A program that cannot be run is reported as bwrap reports
+it. Standard library only.
+
+The message: 8 bytes (its length, big-endian) with the descriptors, then the count of argv items, the argv and the
+environment (``NAME=value``), each item ended by a NUL.
+"""
+
+from __future__ import annotations
+
+import _socket  # not socket: its import (enum, selectors, …) would make every spare ~20 ms slower to be ready
+import os
+import sys
+
+PROGRESS_FD = 3  # toolexec.runtimes.process.WARM_PROGRESS_FD: where the call finds its progress pipe
+READY = b"R"  # said once it waits (toolexec.runtimes.sandbox_spare.READY)
+
+
+def main() -> None:
+    """Wait for the call, then become it."""
+    control = _socket.socket(fileno=0)
+    control.sendall(READY)  # (toolexec gone: a broken pipe ends it)
+    fds: list[int] = []
+    head = b""
+    while len(head) < 8:
+        data, ancillary, _, _ = control.recvmsg(8 - len(head), _socket.CMSG_SPACE(2 * 4))
+        for level, kind, payload in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fds += [int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4)]
+        if not data:
+            os._exit(0)  # no call: toolexec discarded this spare (or is gone)
+        head += data
+    size = int.from_bytes(head, "big")
+    body = bytearray()
+    while len(body) < size:
+        data = control.recv(min(size - len(body), 1 << 20))
+        if not data:
+            os._exit(0)
+        body += data
+    items = bytes(body).split(b"\0")
+    count = int(items[0])
+    argv = items[1 : 1 + count]
+    env = dict(item.split(b"=", 1) for item in items[1 + count : -1])
+    for target, fd in zip((0, PROGRESS_FD), fds, strict=False):  # stdin first: never the progress pipe's place
+        if fd != target:
+            os.dup2(fd, target)  # (the control socket on 0 is closed by it: nothing of toolexec's is left here)
+            os.close(fd)
+        else:
+            os.set_inheritable(fd, True)
+    try:
+        os.execvpe(argv[0], argv, env)  # type: ignore[arg-type]  # bytes throughout: any byte may be in them
+    except OSError as exc:
+        sys.stderr.write(f"bwrap: execvp {os.fsdecode(argv[0])}: {exc.strerror or exc}\n")
+        sys.stderr.flush()
+        os._exit(1)
+
+
+if __name__ == "__main__":
+    main()
