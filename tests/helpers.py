@@ -161,9 +161,20 @@ def check_case(case: Case, executor: Any, private_tmpdir: Path) -> None:
     finally:
         if result.output_file:
             os.unlink(result.output_file)
+    close_warm(executor)
     assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
+
+
+def close_warm(executor: Any) -> None:
+    """Stop ``executor``'s warm servers and discard its sandboxes set up ahead, which live (with their processes,
+    descriptors and files) until the executor closes, so that a test can then check that nothing of its calls is left;
+    the executor's later calls start them again (as they would have run: warm, ahead or cold)."""
+    calls = executor.calls
+    warm, ahead = calls.warm, calls.ahead
+    calls.close_warm()
+    calls.warm, calls.ahead = warm, ahead
 
 
 def in_pid_namespace(namespace: str, started_before: float | None = None) -> list[int]:
