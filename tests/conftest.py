@@ -70,6 +70,24 @@ def _launch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if mode == "cold":
         yield mode
         return
+    from tests import helpers
+    from toolexec import calls as calls_module
+
+    made = calls_module.Calls.__init__
+
+    def made_and_kept(self: Any, *args: Any, **options: Any) -> None:
+        made(self, *args, **options)
+        helpers.surfaces.append(self)
+
+    monkeypatch.setattr(calls_module.Calls, "__init__", made_and_kept)
+    try:
+        yield from _warm_or_ahead(mode, request, monkeypatch)
+    finally:
+        helpers.close_warm()
+        helpers.surfaces.clear()
+
+
+def _warm_or_ahead(mode: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if mode == "ahead":
         yield from _ahead(monkeypatch, expect_cold=request.node.get_closest_marker("starts_cold") is not None)
         return
