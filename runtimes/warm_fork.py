@@ -139,13 +139,21 @@ class ServerProcess:
 
     def _keep_init(self) -> None:
         """Note the namespace's init of a server started by :func:`isolated_argv` (bwrap's child: bwrap may end before
-        it), so that :meth:`_end` reaps it should it be re-parented here; nothing where the kernel lists no children."""
+        it), so that :meth:`_end` reaps it should it be re-parented here: bwrap's child, or (bwrap gone already, a server
+        that ended at start) a child of this process in the server's session; nothing where the kernel lists none."""
         proc = self._proc
         if proc is None or not self.spec.isolated:
             return
         with contextlib.suppress(OSError, ValueError):
-            for child in process_linux._task_children(proc.pid, proc.pid):
-                self._inits.append((child, process_linux._stat(child).start))
+            found = process_linux._task_children(proc.pid, proc.pid)
+            if not found:
+                me = os.getpid()
+                for task in os.listdir(f"/proc/{me}/task"):
+                    found |= process_linux._task_children(me, task)
+            for child in found:
+                info = process_linux._stat(child)
+                if child != proc.pid and info.session == proc.pid:
+                    self._inits.append((child, info.start))
 
 
 class ForkServer(ServerProcess):
