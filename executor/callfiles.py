@@ -36,7 +36,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-__all__ = ["CallFiles", "FilePool", "call_files", "new_call_files"]
+__all__ = ["CallFiles", "FilePool", "call_files"]
 
 KEPT_PER_TOOL = 4  # sets kept for each tool (and asking or not): as many as its calls that usually overlap
 
@@ -174,10 +174,10 @@ class FilePool:
 def call_files(
     tool: str, asking: bool = False, pool: FilePool | None = None, *, made: Sequence[str] | None = None
 ) -> Iterator[CallFiles]:
-    """The private files of one call of ``tool`` (the request file only when ``asking``): ``made`` when given (made
-    ahead by :func:`new_call_files`, for a sandbox set up ahead), else from ``pool`` when given (kept afterwards when
-    the call was sealed: set ``sealed`` on them), else made fresh; removed afterwards. StateUnavailable when no
-    temporary directory takes them."""
+    """The private files of one call of ``tool`` (the request file only when ``asking``): ``made`` when given (a
+    sandbox set up ahead made them, :func:`new_call_files`), else from ``pool`` when given (kept afterwards when the
+    call was sealed: set ``sealed`` on them), else made fresh; removed afterwards unless pooled.
+    StateUnavailable when no temporary directory takes them."""
     if made is not None:
         pool = None
         files = CallFiles(tool, list(made), pooled=False)
@@ -193,8 +193,8 @@ def call_files(
 
 
 def new_call_files(tool: str, asking: bool = False) -> tuple[str, ...]:
-    """The paths of a new set of a call's private files, made fresh in the temporary directory (for a call that takes
-    them later: see ``made`` in :func:`call_files`)."""
+    """The paths of a new set of a call's private files (as :func:`call_files` makes them), for a sandbox set up ahead
+    of the call to bind; the call that takes them removes them (``call_files(made=...)``)."""
     return _fresh(tool, asking, None).paths
 
 
