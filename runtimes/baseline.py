@@ -107,7 +107,9 @@ def _try(binary: str) -> bool:
 
     try:
         done = subprocess.run(
-            [*_namespaces(binary), "--", "/bin/true"],
+            # --as-pid-1: bwrap waits for its child, which it does not for an init of its own (re-parented to this
+            # process, a subreaper while calls are in flight, that init would stay a zombie)
+            [*_namespaces(binary), "--as-pid-1", "--", "/bin/true"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -102,6 +102,7 @@ def _bwrap_fails(binary: str) -> str | None:
 
         probe = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
         probe += ["--die-with-parent", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        probe += ["--as-pid-1"]  # bwrap waits for its child (no init of its own left a zombie here, a subreaper)
         try:
             done = subprocess.run([*probe, "--", binary, "--version"], capture_output=True, timeout=10, check=False)
             lines = done.stderr.decode(errors="replace").strip().splitlines()

@@ -81,6 +81,7 @@ class ServerProcess:
         self._lock = threading.Lock()
         self._busy = 0
         self._closed = False
+        self._inits: list[tuple[int, int | None]] = []  # an isolated server's namespace init (bwrap does not wait for it)
 
     def busy(self) -> int:
         """Calls handed over and not yet waited for."""
@@ -132,6 +133,27 @@ class ServerProcess:
                 os.killpg(proc.pid, 9)
             proc.wait()
         unregister(proc.pid)
+        inits, self._inits = self._inits, []
+        for pid, start in inits:  # re-parented here should this process be a subreaper now (calls in flight): reaped
+            process_linux.reap_orphan(pid, start)
+
+    def _keep_init(self) -> None:
+        """Note the namespace's init of a server started by :func:`isolated_argv` (bwrap's child: bwrap may end before
+        it), so that :meth:`_end` reaps it should it be re-parented here: bwrap's child, or (bwrap gone already, a server
+        that ended at start) a child of this process in the server's session; nothing where the kernel lists none."""
+        proc = self._proc
+        if proc is None or not self.spec.isolated:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            found = process_linux._task_children(proc.pid, proc.pid)
+            if not found:
+                me = os.getpid()
+                for task in os.listdir(f"/proc/{me}/task"):
+                    found |= process_linux._task_children(me, task)
+            for child in found:
+                info = process_linux._stat(child)
+                if child != proc.pid and info.session == proc.pid:
+                    self._inits.append((child, info.start))
 
 
 class ForkServer(ServerProcess):
@@ -178,6 +200,7 @@ class ForkServer(ServerProcess):
         except OSError:
             answer = b""
         ours.settimeout(None)
+        self._keep_init()
         if answer != b"R":
             self.problem = answer[1:].decode("utf-8", "replace") if answer[:1] == b"F" else "the warm server ended at start"
             ours.close()

@@ -48,6 +48,7 @@ class Spare:
         self.proc = proc
         self.problem: str | None = None
         self.node = 0  # the node's pid in this process's PID namespace (a child of bwrap's init when isolated)
+        self.init: tuple[int, int | None] | None = None  # bwrap's init when isolated, and its start (bwrap does not wait)
         self.progress = progress  # the read end of its progress pipe
         self.progress_in_spare = progress_in_spare  # the write end's number there (pass_fds keeps numbers)
 
@@ -111,16 +112,21 @@ class Spare:
         if select.select([ready], [], [], START_SECONDS)[0]:
             with contextlib.suppress(OSError):
                 answer = os.read(ready, 1 << 16)
+        init = 0
+        if info >= 0:  # bwrap's init (noted even for a spare that failed: it is reaped with it), then its child: the node
+            data = b""
+            with contextlib.suppress(OSError):
+                while chunk := os.read(info, 4096):
+                    data += chunk
+            found = re.search(rb'"child-pid":\s*(\d+)', data)
+            init = int(found.group(1)) if found else 0
+            if init:
+                self.init = (init, process_linux._stat(init).start)
         if answer != b"R":
             self.problem = answer[1:].decode("utf-8", "replace") if answer[:1] == b"F" else "the spare ended at start"
             return
         self.node = self.proc.pid
-        if info >= 0:  # bwrap's init, then its one child: the node
-            data = b""
-            while chunk := os.read(info, 4096):
-                data += chunk
-            found = re.search(rb'"child-pid":\s*(\d+)', data)
-            init = int(found.group(1)) if found else 0
+        if info >= 0:
             try:
                 with open(f"/proc/{init}/task/{init}/children") as handle:
                     self.node = int(handle.read().split()[0])
@@ -177,6 +183,9 @@ class Spare:
         _close(self.progress)
         self.progress = -1
         unregister(self.proc.pid)
+        init, self.init = self.init, None
+        if init is not None:  # re-parented here should this process be a subreaper now (calls in flight): reaped
+            process_linux.reap_orphan(*init)
 
 
 def _read_all(fd: int) -> bytes:

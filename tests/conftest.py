@@ -35,10 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # How a call's process starts (docs/performance.md): spawned, forked from the tool's warm server, or in its sandbox set
 # up ahead (runtimes/sandbox_spare.py: every confined or baseline call). A test marked ``launch_modes`` (a module:
 # ``pytestmark = pytest.mark.launch_modes``) runs once in each; one marked ``sandbox_modes``, cold and ahead.
-# "warm" is not among them yet: until this parametrisation was applied by an autouse fixture, its "warm" runs were
-# cold ones (the fixture was only named at collection, never set up), and applied, ~70 of them fail (warm servers
-# still running when a test looks for what a call left, among others): to be taken up with the warm pools.
-LAUNCH_MODES = ("cold", "ahead")
+# A warm pool (and a spare) lives until its executor closes: a test that looks for what its calls left closes them
+# first (tests/helpers.py: close_warm), then checks that nothing at all is left.
+LAUNCH_MODES = ("cold", "warm", "ahead")
 SANDBOX_MODES = ("cold", "ahead")
 
 
@@ -70,6 +69,24 @@ def _launch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if mode == "cold":
         yield mode
         return
+    from tests import helpers
+    from toolexec import calls as calls_module
+
+    made = calls_module.Calls.__init__
+
+    def made_and_kept(self: Any, *args: Any, **options: Any) -> None:
+        made(self, *args, **options)
+        helpers.surfaces.append(self)
+
+    monkeypatch.setattr(calls_module.Calls, "__init__", made_and_kept)
+    try:
+        yield from _warm_or_ahead(mode, request, monkeypatch)
+    finally:
+        helpers.close_warm()
+        helpers.surfaces.clear()
+
+
+def _warm_or_ahead(mode: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if mode == "ahead":
         yield from _ahead(monkeypatch, expect_cold=request.node.get_closest_marker("starts_cold") is not None)
         return

@@ -161,9 +161,26 @@ def check_case(case: Case, executor: Any, private_tmpdir: Path) -> None:
     finally:
         if result.output_file:
             os.unlink(result.output_file)
+    close_warm(executor)
     assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
+
+
+# The call surfaces (:class:`toolexec.calls.Calls`) a test made in the warm or ahead launch mode (tests/conftest.py:
+# held until the test ends, so that one whose executor was dropped is closed too).
+surfaces: list[Any] = []
+
+
+def close_warm(executor: Any = None) -> None:
+    """Stop the warm servers and discard the sandboxes set up ahead of ``executor`` (default: of every executor the
+    test made in a warm or ahead launch mode), which live (with their processes, descriptors and files) until the
+    executor closes, so that a test can then check that nothing of its calls is left; an executor's later calls start
+    them again (as they would have run: warm, ahead or cold)."""
+    for calls in [executor.calls] if executor is not None else surfaces:
+        warm, ahead = calls.warm, calls.ahead
+        calls.close_warm()
+        calls.warm, calls.ahead = warm, ahead
 
 
 def in_pid_namespace(namespace: str, started_before: float | None = None) -> list[int]:

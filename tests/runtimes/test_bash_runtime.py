@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project, wrapper_interpreter
+from tests.helpers import close_warm
 
 pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
 
@@ -323,6 +324,7 @@ def test_no_temporary_file_left(project: Project, private_tmpdir: Path) -> None:
     executor = project.executor()
     assert executor.call("echo", {"text": "x"}).ok
     assert not executor.call("echo", {"text": [1]}).ok
+    close_warm()  # a warm pool keeps its files until the executor closes
     assert os.listdir(private_tmpdir) == []
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import boot_clock, in_pid_namespace, marked_processes, wait_until
+from tests.helpers import boot_clock, close_warm, in_pid_namespace, marked_processes, wait_until
 from toolexec.runtimes import baseline
 
 # The process helper's own search (see the fixture); every call here runs cold, then warm (tests/conftest.py).
@@ -143,6 +143,7 @@ def test_nothing_outlives_the_call(row: tuple, project: Project, private_tmpdir:
         assert in_pid_namespace(namespace, started_before=returned) == []
     else:
         assert everyone(project.root) == []
+    close_warm(executor)  # its warm servers (and their spares) live until the executor closes: then nothing is left
     assert marked_processes(private_tmpdir) == []
     assert zombies_of_mine() == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors

@@ -36,7 +36,12 @@ def test_background_child_in_the_group_is_killed(project: Project) -> None:
     assert not alive(read_pid(project.root / "functions" / "cache" / "leaves" / "child.pid"))
 
 
-def test_escaped_grandchild_is_killed_after_a_normal_return(project: Project) -> None:
+def test_escaped_grandchild_is_killed_after_a_normal_return(
+    project: Project, launch_mode: str, process_backend: str, request: pytest.FixtureRequest
+) -> None:
+    if launch_mode == "warm" and process_backend == "linux":
+        reason = "warm: a sealed call's escapee dies with its PID namespace, uncounted (no 'killed 1 process(es)' note)"
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     project.tool("escapes.py", ESCAPES)
     result = project.executor().call("escapes", {"then_wait": False})
     assert (result.ok, result.output) == (True, "returned")

@@ -94,20 +94,30 @@ def test_the_bootstrap_runs_the_code_toolexec_compiled_only_on_the_python_that_c
     assert _run_bootstrap(tmp_path, tool, request({}, source, None, elsewhere)) == (0, "from the source", "")
 
 
-def test_a_python_tool_is_handed_its_code_compiled_once_and_its_failures_show_its_lines(project: Project) -> None:
+def test_a_python_tool_is_handed_its_code_compiled_once_and_its_failures_show_its_lines(
+    project: Project, launch_mode: str
+) -> None:
     """The runtime hands the bootstrap the tool compiled by this Python (kept in the private state: a second call
-    compiles nothing); a traceback still shows the tool's own lines."""
+    compiles nothing); a traceback still shows the tool's own lines. Warm, the tool's server imported it once, and
+    forks every call from it: nothing is kept, and the second call starts no other server."""
+    from toolexec.runtimes.warm_fork import running_servers
     from toolexec.state import State
 
     project.tool("fails.py", 'def run(x: int) -> int:\n    """Fail."""\n    return 1 // x  # the failing line\n')
     executor = project.executor(runtimes={"python": sys.executable})
     assert executor.call("fails", {"x": 1}).output == "1"
-    kept = sorted(State(project.root / "functions").validators_dir.iterdir())
-    assert kept  # the tool's code (and the stored validator's, once read from its record)
+    state = State(project.root / "functions").validators_dir
+    kept = sorted(state.iterdir()) if state.exists() else []
+    servers = running_servers()
+    if launch_mode == "warm":
+        assert (kept, len(servers)) == ([], 1)
+    else:
+        assert kept  # the tool's code (and the stored validator's, once read from its record)
     failed = executor.call("fails", {"x": 0})
     assert (failed.ok, failed.error) == (
         False,
         "Tool call 'fails' exited with code 1: ZeroDivisionError: integer division or modulo by zero",
     )
     assert "return 1 // x  # the failing line" in failed.stderr
-    assert sorted(State(project.root / "functions").validators_dir.iterdir()) == kept
+    assert (sorted(state.iterdir()) if state.exists() else []) == kept
+    assert running_servers() == servers

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
+from tests.helpers import close_warm
 from toolexec.runtimes.environment import PROMPT_UTILS
 
 pytestmark = pytest.mark.launch_modes  # every call here runs cold, then warm (tests/conftest.py)
@@ -33,7 +34,7 @@ def run(text: str = "") -> dict:
 '''
 
 
-def test_llm_environment_seen_by_the_tool(project: Project, private_tmpdir: Path) -> None:
+def test_llm_environment_seen_by_the_tool(project: Project, private_tmpdir: Path, launch_mode: str) -> None:
     project.tool("echo-env.py", ECHO_ENV)
     result = project.executor().call("echo_env", {}, call_id="call-42")
     assert result.ok, result.error
@@ -55,9 +56,18 @@ def test_llm_environment_seen_by_the_tool(project: Project, private_tmpdir: Path
         "cache_is_dir": True,
         "cwd": os.getcwd(),
     }
-    assert Path(output).parent == private_tmpdir
+    within = Path(output).parent
+    if launch_mode == "warm":  # from the executor's pool: a private directory in TMPDIR, kept until the executor closes
+        assert (within.parent, within.name.startswith("toolexec-calls-"), within.stat().st_mode & 0o777) == (
+            private_tmpdir,
+            True,
+            0o700,
+        )
+        close_warm()
+    else:
+        assert within == private_tmpdir
     assert not Path(output).exists(), "LLM_OUTPUT must be removed after the call"
-    assert (Path(artifacts).parent, Path(artifacts).exists()) == (private_tmpdir, False)
+    assert (Path(artifacts).parent, Path(artifacts).exists()) == (within, False)
     assert list(private_tmpdir.iterdir()) == []
 
 
