@@ -54,6 +54,7 @@ _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
 _pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
+_killed: dict[int, int] = {}  # processes a kill pass ended whose parent was not this process yet -> their start
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
 # in _in_flight yet, so a scan must not mistake it for an orphan of another call (and kill it).
@@ -351,6 +352,7 @@ def _forget_guard_after_fork() -> None:
         _guard = None
     _announced.clear()  # the parent's calls: never told to this process's own guard, which would kill them at its end
     _pending.clear()
+    _killed.clear()
 
 
 os.register_at_fork(after_in_child=_forget_guard_after_fork)
@@ -496,6 +498,8 @@ def leave(pid: int | None, mark: str = "") -> None:
             _lock.notify_all()
             if _pending.pop(mark, None) is not None:
                 _tell_guard(f"R {mark}\n")
+        if _killed:
+            _reap_killed(os.getpid())
         _calls -= 1
         if _calls == 0:
             _lock.notify_all()  # (wait_quiet)
@@ -759,12 +763,28 @@ def reap_orphan(pid: int, start: int | None) -> None:
 
 
 def _reap(victims: dict[int, bool], me: int) -> None:
-    """Collect the orphans that were re-parented here (a subreaper must, or they stay zombies)."""
+    """Collect the orphans that were re-parented here (a subreaper must, or they stay zombies). A victim whose parent
+    is still another process (a warm call's escapee, killed while the call it left ran) comes here only once that
+    parent has ended: it is remembered, and collected when the call is over (:func:`_reap_killed`)."""
     for pid in victims:
         info = _stat(pid)
         if info.state == "Z" and info.ppid == me and pid not in _in_flight:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
+        elif info.state:
+            _killed[pid] = info.start
+
+
+def _reap_killed(me: int) -> None:
+    """Collect the processes a kill pass ended that have been re-parented here since (under the lock)."""
+    for pid, start in list(_killed.items()):
+        info = _stat(pid)
+        if not info.state or info.start != start:  # reaped by its parent (or its number is another process's now)
+            del _killed[pid]
+        elif info.state == "Z" and info.ppid == me:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+            del _killed[pid]
 
 
 def _stat(pid: int) -> _Proc:
