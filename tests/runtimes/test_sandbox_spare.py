@@ -215,7 +215,7 @@ def test_a_pre_seeded_spare_is_never_used(project: Project, went: list[Any]) -> 
 
 
 def test_a_spare_killed_from_outside_is_noticed_and_the_call_runs_cold(project: Project, went: list[Any]) -> None:
-    before = _launchers()
+    before, zombies = _launchers(), _zombies()
     with _executor(project) as executor:
         spare = _primed(executor)
         os.killpg(spare.pid, signal.SIGKILL)
@@ -230,7 +230,7 @@ def test_a_spare_killed_from_outside_is_noticed_and_the_call_runs_cold(project: 
         result = executor.call("probe", {"action": "ok"})
         assert (result.ok, result.output, went) == (True, "ok", [])
     assert _launchers() == before
-    assert _zombies() == []
+    assert set(_zombies()) <= set(zombies)  # none of the spares' (an earlier test's are not this one's to judge)
 
 
 def _zombies() -> list[int]:
@@ -311,7 +311,7 @@ def test_the_environment_of_one_call_never_reaches_the_next(
 
 
 def test_nothing_is_left_after_close_after_collection_and_in_a_fork(project: Project, private_tmpdir: Path) -> None:
-    before = _launchers()
+    before, zombies = _launchers(), _zombies()
     executor = _executor(project)
     spare = _primed(executor)
     pid = os.fork()
@@ -327,7 +327,7 @@ def test_nothing_is_left_after_close_after_collection_and_in_a_fork(project: Pro
     executor.close()
     assert not spare.alive()
     assert _launchers() == before
-    assert _zombies() == []
+    assert set(_zombies()) <= set(zombies)  # none of the spares' (an earlier test's are not this one's to judge)
     assert sorted(p.name for p in private_tmpdir.iterdir()) == []
     executor = _executor(project)  # never closed: collected
     _primed(executor)
