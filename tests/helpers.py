@@ -280,3 +280,31 @@ def as_nobody(root: Path) -> list[str]:
     for path in [root, *root.rglob("*")]:
         os.chown(path, 65534, 65534)
     return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+
+
+def run_executor_script(script: str, config: Path, action: str, arg: str, env: dict[str, str]) -> list[Any]:
+    """Run ``script`` (a Python program driving an Executor: ``CONFIG ACTION ARG``) in a process of its own, with ``env``
+    added to this one's; its JSON lines. One that does not finish fails the test, saying whether it was stopped (the
+    attack these scripts try), and is resumed and killed."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(config), action, arg],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        stopped = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        os.kill(proc.pid, 18)  # SIGCONT, then end it
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"the executor did not finish (stopped: {stopped})")
+    assert proc.returncode == 0, err
+    return [json.loads(line) for line in out.splitlines()]

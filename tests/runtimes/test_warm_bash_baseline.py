@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes
+from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes, run_executor_script
 from tests.runtimes.test_warm_baseline import _sleepers
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux
@@ -140,23 +138,7 @@ EXECUTOR = textwrap.dedent(
 
 def _run_executor(project: Project, action: str, arg: str = "", **env: str) -> list[list]:
     config = project.configure(sandbox="declared", secret_env=["WARM_SECRET"], warm_tools=["probe"])
-    proc = subprocess.Popen(
-        [sys.executable, "-c", EXECUTOR, str(config), action, arg],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **env},
-        text=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        stopped = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
-        os.kill(proc.pid, 18)  # SIGCONT, then end it
-        proc.kill()
-        proc.communicate()
-        pytest.fail(f"the executor did not finish (stopped: {stopped})")
-    assert proc.returncode == 0, err
-    return [json.loads(line) for line in out.splitlines()]
+    return run_executor_script(EXECUTOR, config, action, arg, env)
 
 
 def test_a_warm_bash_tool_cannot_stop_toolexec_nor_its_init(project: Project) -> None:
