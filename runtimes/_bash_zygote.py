@@ -32,7 +32,7 @@ import signal
 import socket
 import sys
 
-from _python_zygote import _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
+from _python_zygote import _exit_with, _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
 
 SPARES = 1  # spares kept ready ahead of the calls (each: an init and a bash)
 CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, env file and progress pipe
@@ -178,15 +178,7 @@ def _run(bash, request, fds, go):
         os.close(fd)
     os.write(go, b"g\n")
     os.close(go)
-    while True:  # orphans of the call come here too: reaped until the bash ends
-        try:
-            ended, status = os.waitpid(-1, 0)
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            os._exit(70)
-        if ended == bash:  # the server says the status once this init is reaped: its namespace is empty by then
-            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+    _exit_with(bash)  # orphans of the call are reaped too, until the bash ends
 
 
 def _limit(pid, limits, fsize):

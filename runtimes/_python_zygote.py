@@ -166,14 +166,21 @@ def _spare(namespaces, module, calls):
     calls.close()  # a call sent once the tool's process is gone fails at once (the zygote then makes another spare)
     if pid < 0:
         os._exit(70)
-    while True:  # orphans of the call come here too: reaped until the tool's own process ends
+    _exit_with(pid)
+
+
+def _exit_with(pid):
+    """As a call's namespace init: reap every child (orphans of the call come here too) until ``pid``, the tool's own
+    process, ends; then exit with its status. The zygote says the status once this init is reaped: its namespace is
+    empty by then."""
+    while True:
         try:
             ended, status = os.waitpid(-1, 0)
         except InterruptedError:
             continue
         except ChildProcessError:
             os._exit(70)
-        if ended == pid:  # the zygote says the status once this init is reaped: its namespace is empty by then
+        if ended == pid:
             os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
