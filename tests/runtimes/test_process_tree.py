@@ -119,3 +119,17 @@ def test_a_cancel_inside_a_cancel_on_the_same_thread_returns() -> None:
     worker.join(timeout=10)
     assert done.is_set() and control.cancelled
     control.close()
+
+
+def test_an_escapee_killed_at_a_timeout_is_not_left_a_zombie_of_this_process(project: Project) -> None:
+    """A warm call's escapee is killed while the call that left it still runs; it comes here (the subreaper) only once
+    that call has ended, and must be collected then, not left a zombie."""
+    project.tool("escapes.py", ESCAPES)
+    with project.executor() as executor:
+        assert executor.call("escapes", {}, timeout=2).status == "timeout"
+    escapee = read_pid(project.root / "functions" / "cache" / "escapes" / "escaped.pid")
+    try:
+        fields = Path(f"/proc/{escapee}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        fields = ["gone", "0"]
+    assert not (fields[0] == "Z" and int(fields[1]) == os.getpid())
