@@ -170,10 +170,8 @@ def _remove_doomed() -> None:
                 _remover = None
                 _doomed_changed.notify_all()
                 return
-            path = _doomed[0]
+            path = _doomed.pop(0)  # (drain still waits for it: the remover is not done until the list is empty)
         remove(path)
-        with _doomed_changed:
-            _doomed.remove(path)
 
 
 def drain(timeout: float = 10.0) -> None:
