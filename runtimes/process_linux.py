@@ -294,7 +294,11 @@ def ensure_guard() -> None:
     """Start this process's guard unless it has one. A call does it itself; a host (or a test) that compares its
     open descriptors before and after a call does it first, since the guard keeps one for the process's life."""
     with _lock:
-        _ensure_guard()
+        guard = _guard
+        if guard is not None and guard.owner == os.getpid() and (guard.broken or guard.proc.poll() is not None):
+            _replace_guard()  # (gone: a call would replace it anyway, opening its descriptor then)
+        else:
+            _ensure_guard()
 
 
 def _ensure_guard() -> None:
@@ -423,11 +427,18 @@ def _announce(message: str) -> None:
     """Tell the guard ``message`` (under the lock). Should the guard be gone (killed, or stopped with its buffer full),
     a new one takes every call in flight and every call being spawned. The old socket is closed only once its guard
     has ended: a stopped guard that later read the end of file would kill the groups of calls still running."""
-    global _guard
     if _guard is not None and not _tell_guard(message):
-        if _guard.proc.poll() is not None:
-            os.close(_guard.fd)
-        _guard = _start_guard()
+        _replace_guard()
+
+
+def _replace_guard() -> None:
+    """A new guard for one that is gone or no longer told anything (under the lock): it learns every call in flight
+    and every call being spawned."""
+    global _guard
+    if _guard is not None and _guard.proc.poll() is not None:
+        os.close(_guard.fd)
+    _guard = _start_guard()
+    if _guard is not None:
         for announcement in (*_pending.values(), *_announced.values()):
             _tell_guard(announcement)
         _tell_guard(_kept_lines())

@@ -195,10 +195,11 @@ def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def parent_death_guard() -> None:
-    """Start the Linux backend's guard up front: it keeps one descriptor for the life of the process from the
-    first call on, and tests compare the descriptors open before and after a call."""
+    """Start the Linux backend's guard before each test: it keeps one descriptor for the life of the process from the
+    first call on, and tests compare the descriptors open before and after a call. One an earlier test killed or
+    stopped is replaced now, not by the test's first call."""
     from toolexec.runtimes import process_linux
 
     if process_linux.available():

@@ -152,6 +152,28 @@ def test_a_guard_that_was_killed_is_replaced_by_the_next_call(project: Project) 
     assert len(os.listdir("/proc/self/fd")) == descriptors  # the dead guard's pipe was released for the new one's
 
 
+def test_ensure_guard_replaces_a_guard_that_was_killed_holding_as_many_descriptors(project: Project) -> None:
+    """A host (or a test) that compares its descriptors around a call starts the guard first: one killed meanwhile is
+    replaced then, so the call that follows opens nothing that stays."""
+    process_linux.ensure_guard()
+    old = process_linux._guard
+    assert old is not None
+    before = len(os.listdir("/proc/self/fd"))
+    old.proc.kill()
+    old.proc.wait()
+    process_linux.ensure_guard()
+    new = process_linux._guard
+    assert new is not None and new.proc.pid != old.proc.pid and alive(new.proc.pid)
+    project.tool("echo.sh", ECHO)
+    executor = project.executor()
+    executor.build()
+    descriptors = sorted(os.listdir("/proc/self/fd"))
+    assert len(descriptors) == before
+    assert executor.call("echo", {"text": "x"}).output == "x"
+    assert process_linux._guard is new
+    assert sorted(os.listdir("/proc/self/fd")) == descriptors
+
+
 def test_a_forked_child_lets_go_of_its_parents_guard(tmp_path: Path) -> None:
     """Holding the pipe would keep the guard from seeing the parent die; writing to it would mix two processes' groups."""
     process_linux.ensure_guard()
