@@ -295,6 +295,7 @@ def run(action: str) -> str:
 def _files_seen(executor: Executor, action: str = "look") -> dict:
     result = executor.call("files", {"action": action})
     assert (result.status, result.stderr) == ("ok", ""), result.error
+    assert executor.calls.settle()  # its files given back (off its path) before the next call takes a set
     return json.loads(result.output.splitlines()[0])
 
 
