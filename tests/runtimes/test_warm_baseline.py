@@ -396,3 +396,45 @@ def test_a_warm_executor_killed_mid_call_leaves_neither_the_call_nor_its_files(
     wait_until(lambda: not output.parent.exists(), "the guard to remove the call files", timeout=30)
     wait_until(lambda: marked_processes(private_tmpdir) == [], "the call to be killed", timeout=30)
     assert os.listdir(private_tmpdir) == []
+
+
+def _told(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What this process tells its guard from now on (the messages, as sent)."""
+    told: list[str] = []
+    real = process_linux._tell_guard
+
+    def recorded(message: str) -> bool:
+        told.append(message)
+        return real(message)
+
+    monkeypatch.setattr(process_linux, "_tell_guard", recorded)
+    return told
+
+
+def test_the_guard_is_told_nothing_of_a_sealed_call_and_everything_of_one_that_runs_cold(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sealed call's every process is in its server's PID namespace, which bwrap ends with toolexec
+    (--die-with-parent): the guard need not know it (three wake-ups of a shell per call fewer). A call of the same tool
+    that runs cold (the pool closed) is told as ever: its marker before the spawn, its group after, its end."""
+    project.tool("probe.py", PROBE)
+    with project.executor(sandbox="declared") as executor:
+        _call(executor, "look")  # the server is up (and the guard knows the pool's directory)
+        told = _told(monkeypatch)
+        seen = _call(executor, "look")
+        assert seen["namespace"] != seen["loaded_in"]  # it ran warm, in a namespace of its own
+        assert told == []
+        executor.calls.close_warm()  # later calls run cold (and get fresh files, which the guard removes at death)
+        told.clear()
+        result = executor.call("probe", {"action": "look"})
+        assert result.status == "ok"
+    kinds = [line.split(" ")[0] for message in told for line in message.splitlines()]
+    assert kinds == ["P", "F", "F", "F", "R", "+", "f", "f", "f", "-"]
+
+
+def test_a_sealed_calls_server_dies_with_the_process_that_started_it() -> None:
+    """What lets the guard know nothing of a sealed call: its server's bwrap is told to end with its parent."""
+    from toolexec.runtimes.warm_fork import isolated_argv
+
+    argv = isolated_argv(["python", "zygote.py"])
+    assert "--die-with-parent" in argv[: argv.index("--")] and "--unshare-pid" in argv[: argv.index("--")]
