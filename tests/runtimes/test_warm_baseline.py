@@ -7,6 +7,7 @@ from the one load, and that nothing of toolexec, of its server or of another cal
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -438,3 +439,85 @@ def test_a_sealed_calls_server_dies_with_the_process_that_started_it() -> None:
 
     argv = isolated_argv(["python", "zygote.py"])
     assert "--die-with-parent" in argv[: argv.index("--")] and "--unshare-pid" in argv[: argv.index("--")]
+
+
+NAMESPACE_REPORTER = r'''
+import os, time
+
+
+def run(report: str) -> str:
+    """Say which mount namespace the call has, then wait for the go.
+
+    Warm: true
+
+    Args:
+        report: where to say it
+    """
+    with open(report + ".part", "w") as handle:
+        handle.write(str(os.stat("/proc/self/ns/mnt").st_ino))
+    os.rename(report + ".part", report)
+    while not os.path.exists(report + ".go"):
+        time.sleep(0.01)
+    return "done"
+'''
+
+
+def _below(server: int) -> set[int]:
+    """The processes under warm server ``server`` (its bwrap): bwrap's init, the zygote, its spare's init and process."""
+    below = {server}
+    for _ in range(4):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    if int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1]) in below:
+                        below.add(int(name))
+    return below
+
+
+def _spare_has_its_namespace(server: int) -> bool:
+    """Whether the server's spare has its mount namespace (a third one under the server: the host's, bwrap's, its own)."""
+    found = set()
+    for pid in _below(server):
+        with contextlib.suppress(OSError):
+            found.add(os.stat(f"/proc/{pid}/ns/mnt").st_ino)
+    return len(found) == 3
+
+
+def _mount_namespaces_held(server: int) -> list[int]:
+    """The mount namespaces (inode numbers) that the processes under warm server ``server`` hold open as descriptors."""
+    found = []
+    for pid in _below(server):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("mnt:["):
+                        found.append(int(link[5:-1]))
+    return found
+
+
+def test_the_server_holds_a_calls_mount_namespace_until_it_said_the_status(project: Project, tmp_path: Path) -> None:
+    """The last process of a mount namespace to exit would tear it down before its exit is reported (~1 ms on the
+    call's path): the zygote holds each call's namespace, and lets it go once the call's status is said."""
+    import threading
+
+    project.tool("reporter.py", NAMESPACE_REPORTER)
+    report = tmp_path / "report"
+    with project.executor(sandbox="declared") as executor:
+        (tmp_path / "first.go").touch()
+        assert executor.call("reporter", {"report": str(tmp_path / "first")}).output == "done"  # the server is up
+        (server,) = running_servers()
+        wait_until(lambda: _spare_has_its_namespace(server), "the next call's spare")  # (else it pays the teardown)
+        results: list[object] = []
+        caller = threading.Thread(target=lambda: results.append(executor.call("reporter", {"report": str(report)})))
+        caller.start()
+        try:
+            wait_until(report.exists, "the call to start")
+            call_namespace = int(report.read_text())
+            assert call_namespace != os.stat("/proc/self/ns/mnt").st_ino
+            wait_until(lambda: _mount_namespaces_held(server) == [call_namespace], "the call's namespace held")
+        finally:
+            Path(f"{report}.go").touch()
+            caller.join(60)
+        assert [getattr(result, "output", None) for result in results] == ["done"]
+        wait_until(lambda: _mount_namespaces_held(server) == [], "the call's namespace let go")  # once its status came
