@@ -358,19 +358,22 @@ SLEEPER = r'''
 import os, time
 
 
-def run(report: str) -> str:
-    """Say where the call's files are, then wait.
+def run(report: str, what: str = "output") -> str:
+    """Say where the call's files are (or, what: mounts, which mount namespace it has), then wait for the go.
 
     Warm: true
 
     Args:
         report: where to say it
+        what: output or mounts
     """
+    said = os.environ["LLM_OUTPUT"] if what == "output" else str(os.stat("/proc/self/ns/mnt").st_ino)
     with open(report + ".part", "w") as handle:
-        handle.write(os.environ["LLM_OUTPUT"])
+        handle.write(said)
     os.rename(report + ".part", report)
-    time.sleep(600)
-    return "never"
+    while not os.path.exists(report + ".go"):
+        time.sleep(0.01)
+    return "done"
 '''
 
 
@@ -441,27 +444,6 @@ def test_a_sealed_calls_server_dies_with_the_process_that_started_it() -> None:
     assert "--die-with-parent" in argv[: argv.index("--")] and "--unshare-pid" in argv[: argv.index("--")]
 
 
-NAMESPACE_REPORTER = r'''
-import os, time
-
-
-def run(report: str) -> str:
-    """Say which mount namespace the call has, then wait for the go.
-
-    Warm: true
-
-    Args:
-        report: where to say it
-    """
-    with open(report + ".part", "w") as handle:
-        handle.write(str(os.stat("/proc/self/ns/mnt").st_ino))
-    os.rename(report + ".part", report)
-    while not os.path.exists(report + ".go"):
-        time.sleep(0.01)
-    return "done"
-'''
-
-
 def _below(server: int) -> set[int]:
     """The processes under warm server ``server`` (its bwrap): bwrap's init, the zygote, its spare's init and process."""
     below = {server}
@@ -501,15 +483,17 @@ def test_the_server_holds_a_calls_mount_namespace_until_it_said_the_status(proje
     call's path): the zygote holds each call's namespace, and lets it go once the call's status is said."""
     import threading
 
-    project.tool("reporter.py", NAMESPACE_REPORTER)
+    project.tool("sleeper.py", SLEEPER)
     report = tmp_path / "report"
     with project.executor(sandbox="declared") as executor:
         (tmp_path / "first.go").touch()
-        assert executor.call("reporter", {"report": str(tmp_path / "first")}).output == "done"  # the server is up
+        first = {"report": str(tmp_path / "first"), "what": "mounts"}
+        assert executor.call("sleeper", first).output == "done"  # the server is up
         (server,) = running_servers()
         wait_until(lambda: _spare_has_its_namespace(server), "the next call's spare")  # (else it pays the teardown)
         results: list[object] = []
-        caller = threading.Thread(target=lambda: results.append(executor.call("reporter", {"report": str(report)})))
+        arguments = {"report": str(report), "what": "mounts"}
+        caller = threading.Thread(target=lambda: results.append(executor.call("sleeper", arguments)))
         caller.start()
         try:
             wait_until(report.exists, "the call to start")
