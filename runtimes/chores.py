@@ -6,7 +6,8 @@ it changes the call's result, so none of it is on the call's path: each is queue
 order, by its one thread. The thread waits a little for more work before it ends (a thread started per call costs
 the next call a start and a wake-up), and :meth:`Chores.drain` waits until everything queued is done and the thread
 has ended: an executor's close, and this process's exit, leave nothing behind. A process forked from one that queued
-chores does its own: its copy starts empty, and runs each chore at once.
+chores does its own: its copy of each queue starts empty, with no thread (its parent's are not its), and starts its
+own as its parent did.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -35,14 +37,10 @@ class Chores:
         self._thread: threading.Thread | None = None
         self._busy = False  # a chore is being done (taken off the queue)
         self._stopping = False  # drain() asks the thread to end once the queue is empty
-        self._owner = os.getpid()
+        _queues.add(self)
 
     def add(self, chore: Callable[[], object]) -> None:
-        """Do ``chore`` soon, after those queued before it (at once, on this thread, in a process forked from the one
-        that made this queue: its thread is not there)."""
-        if os.getpid() != self._owner:
-            _quietly(chore)
-            return
+        """Do ``chore`` soon, after those queued before it."""
         with self._changed:
             self._queue.append(chore)
             if self._thread is None:
@@ -59,8 +57,6 @@ class Chores:
 
     def drain(self, timeout: float | None = 10.0) -> bool:
         """Wait (up to ``timeout`` seconds) until every chore queued is done and the thread has ended; whether it has."""
-        if os.getpid() != self._owner:
-            return True
         with self._changed:
             self._stopping = True
             self._changed.notify_all()
@@ -81,6 +77,24 @@ class Chores:
                 chore = self._queue.pop(0)
                 self._busy = True
             _quietly(chore)
+
+    def _forget(self) -> None:
+        """In a forked child: the parent's chores and thread are not this process's."""
+        self._queue = []
+        self._changed = threading.Condition()
+        self._thread = None
+        self._busy = self._stopping = False
+
+
+_queues: weakref.WeakSet[Chores] = weakref.WeakSet()
+
+
+def _forget_after_fork() -> None:
+    for queue in list(_queues):
+        queue._forget()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _quietly(chore: Callable[[], object]) -> None:
