@@ -31,6 +31,7 @@ import sys
 import threading
 
 from toolexec.errors import StateUnavailable, ToolexecError
+from toolexec.runtimes.chores import Chores
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class FilePool:
         self._out = 0  # sets of the pool's directory in use by a call
         self._closed = False
         self._owner = os.getpid()  # a process forked from it makes its own sets: the kept ones are its parent's
+        self._chores = Chores("toolexec-call-files")  # what give_back leaves for after the call
 
     def take(self, tool: str, asking: bool) -> CallFiles:
         """A kept set of ``tool``'s, else a new one made in the pool's directory (a fresh one in the temporary
@@ -129,13 +131,31 @@ class FilePool:
             raise
 
     def give_back(self, files: CallFiles) -> None:
-        """``files`` after its call: kept when the call was sealed and :meth:`CallFiles.reset` succeeds, else removed."""
+        """``files`` after its call, off the call's path (see :meth:`_tidy`): kept when the call was sealed and
+        :meth:`CallFiles.reset` succeeds, else removed and, in its place, a fresh set made for the tool's next call. A
+        set not of the pool's directory is removed at once; so is any set once the pool is closed."""
         if not files.pooled:
             files.remove()
             return
+        with self._lock:
+            later = not self._closed and os.getpid() == self._owner
+        if later:
+            self._chores.add(lambda: self._tidy(files))
+        else:
+            self._tidy(files)
+
+    def settle(self, timeout: float | None = 10.0) -> bool:
+        """Wait (up to ``timeout`` seconds) until every set given back is kept or removed; whether it is."""
+        return self._chores.drain(timeout)
+
+    def _tidy(self, files: CallFiles) -> None:
+        """Keep ``files`` for the next call of its tool when its call was sealed and it is exactly as made; else remove
+        it, and make a fresh set in its place (a set no process has seen, as good as one made on the next call's
+        path, which then takes it)."""
+        key = (files.tool, files.asking)
         if files.sealed and files.reset():
             with self._lock:
-                free = self._free.setdefault((files.tool, files.asking), [])
+                free = self._free.setdefault(key, [])
                 if not self._closed and len(free) < self.kept_per_tool:
                     files.sealed = False
                     free.append(files)
@@ -143,10 +163,32 @@ class FilePool:
                     return
         files.remove()
         self._returned()
+        self._make_ahead(key)
+
+    def _make_ahead(self, key: tuple[str, bool]) -> None:
+        """A fresh set for ``key``'s next call, unless the pool is closed or one is kept for it already."""
+        with self._lock:
+            if self._closed or self._free.get(key) or self._directory is None:
+                return
+            directory = self._directory
+            self._out += 1
+        try:
+            made = _fresh(key[0], key[1], directory)
+        except BaseException:
+            self._returned()
+            raise
+        with self._lock:
+            if not self._closed:
+                self._free.setdefault(key, []).append(made)
+                self._out -= 1  # (counted while it was made: the directory stays meanwhile) kept, as a reset set is
+                return
+        made.remove()
+        self._returned()
 
     def close(self) -> None:
         """Remove every kept set, and the pool's directory once no call uses a set of it; later sets are made fresh
         and removed after their call. Closing twice is harmless."""
+        self.settle()  # the sets given back are kept or removed first (a fresh one made meanwhile is kept too)
         with self._lock:
             self._closed = True
             kept = [files for free in self._free.values() for files in free]

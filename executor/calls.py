@@ -541,6 +541,14 @@ class Calls:
             cgroups.drain()  # the cgroups of calls that are over are removed off their path: nothing is left at close
         return done
 
+    def settle(self, timeout: float | None = 10.0) -> bool:
+        """Wait (up to ``timeout`` seconds) until the private files of the warm calls that are over are kept for the
+        next call or removed (done off the calls' paths: :meth:`toolexec.callfiles.FilePool.give_back`); whether
+        they are."""
+        with self._registry:
+            files = self._files
+        return files.settle(timeout) if files is not None else True
+
     def close_warm(self) -> None:
         """Stop the warm servers (each ends once its calls are over, and is reaped) and discard the sandboxes set up
         ahead; later calls run cold."""

@@ -119,7 +119,9 @@ class Engine:
         if self.spares is not None and policy is not None and not isinstance(policy.network, tuple):
             spare = self.spares.take(confined_key)
         try:
-            return self._run_with(tool, code, arguments, call, call_id, control, started, can_ask, observation, policy, spare)
+            return self._run_with(
+                tool, code, arguments, call, call_id, control, started, can_ask, observation, policy, spare, cache_dir
+            )
         finally:
             if spare is not None and not spare.consumed:  # the call failed before its start
                 spare.discard(files=False)
@@ -137,10 +139,10 @@ class Engine:
         observation: Observation | None,
         policy: Sandbox | None,
         spare: Spare | None,
+        cache_dir: Path,
     ) -> ToolResult:
         state = self.config.state
         agent = self.config.agent
-        cache_dir = state.tool_cache(tool.name)
         cache_limit = self.config.max_cache_bytes
         made = spare.files if spare is not None else None
         with call_files(tool.name, can_ask, self.files, made=made) as files:

@@ -340,6 +340,7 @@ class _Spares:
         self.module = module
         self.waiting = None  # (pid, the socket it waits on)
         self.made = set()  # spares alive without a call: reaped quietly
+        self.own_mounts = os.stat("/proc/self/ns/mnt").st_ino if namespaces is not None else 0
 
     def make(self):
         """A new spare, unless one waits (none when it cannot be made: the next call tries again)."""
@@ -379,22 +380,45 @@ class _Spares:
         return pid
 
     def hand(self, data, fds):
-        """Hand a call to the waiting spare (made now if none waits); its pid, or -1 when no spare took it."""
+        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it) and, isolated,
+        the call's mount namespace held (:meth:`hold`; -1: none)."""
         for _ in range(2):  # a spare that died meanwhile: one more, made now
             self.make()
             if self.waiting is None:
-                return -1
+                return -1, -1
             pid, sock = self.waiting
             self.waiting = None
             _last[0] = data
+            held = self.hold(pid) if self.namespaces is not None else -1  # before the call runs: it may end at once
             try:
                 socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
             except OSError:
+                if held >= 0:
+                    os.close(held)
                 continue
             finally:
                 sock.close()
             self.made.discard(pid)
-            return pid
+            return pid, held
+        return -1, -1
+
+    def hold(self, pid):
+        """A descriptor of the mount namespace of the call whose init is ``pid`` (-1: none, or not its own yet).
+
+        The last process of a mount namespace to exit tears it down (its /proc unmounted, a grace period waited for)
+        before its parent hears of the exit: ~1 ms between the tool's end and its status. Held here, the namespace
+        outlives the call's processes, and goes once the status is said (:meth:`_Reply.close`). It holds no process:
+        the status still comes only once every process of the call has ended."""
+        try:
+            held = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return -1
+        try:
+            if os.fstat(held).st_ino != self.own_mounts:
+                return held
+        except OSError:
+            pass
+        os.close(held)  # the zygote's own: the spare has not made its own yet (the call pays the teardown)
         return -1
 
     def close(self):
@@ -403,10 +427,32 @@ class _Spares:
             self.waiting = None
 
 
+class _Reply:
+    """A call's reply socket (its descriptor: no socket object, whose making costs three system calls) and, isolated,
+    what the zygote holds of the call's namespace until the status is said (:meth:`_Spares.hold`)."""
+
+    def __init__(self, fd, held=-1):
+        self.fd = fd
+        self.held = held
+
+    def sendall(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def close(self):
+        """Close the socket (toolexec has the status by then), then let go of the call's mount namespace: the kernel
+        tears it down now, after the status, not on the call's path when its init exits."""
+        for fd in (self.fd, self.held):
+            if fd >= 0:
+                os.close(fd)
+        self.fd = self.held = -1
+
+
 def _hand_over(spares, data, fds, children):
     """Give the call to a spare; toolexec hears ``P`` once it has it (from the call's process itself, isolated)."""
-    reply = socket.socket(fileno=fds[3])
-    pid = spares.hand(data, fds)
+    pid, held = spares.hand(data, fds)
+    reply = _Reply(fds[3], held)
     for fd in fds[:3] + fds[4:]:
         os.close(fd)
     if pid < 0:  # the call is not started (toolexec runs it cold)

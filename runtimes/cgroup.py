@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import threading
 import time
+
+from toolexec.runtimes.chores import Chores
 
 _found: list[tuple[str, int] | None] = []  # (where calls' cgroups are made, cgroup version), once looked for
 
@@ -139,9 +140,7 @@ def remove(path: str) -> None:
         time.sleep(0.001)
 
 
-_doomed: list[str] = []  # cgroups of calls that are over, not yet removed
-_doomed_changed = threading.Condition()
-_remover: threading.Thread | None = None  # removes them, one after another; ends when none is left
+_removals = Chores("toolexec-cgroup-remover")  # removes them, one after another, off the calls' paths
 _drain_at_exit: list[bool] = []
 
 
@@ -149,46 +148,17 @@ def remove_soon(path: str) -> None:
     """Remove a call's cgroup off the call's path: the kernel takes a grace period to remove one (~10 ms, mostly
     waiting), which the call's result need not wait for. :func:`drain` waits until every one is removed; so does the
     end of this process."""
-    global _remover
-    with _doomed_changed:
-        _doomed.append(path)
-        if _remover is None:
-            if not _drain_at_exit:
-                import atexit
+    if not _drain_at_exit:
+        import atexit
 
-                atexit.register(drain)
-                _drain_at_exit.append(True)
-            _remover = threading.Thread(target=_remove_doomed, name="toolexec-cgroup-remover", daemon=True)
-            _remover.start()
-
-
-def _remove_doomed() -> None:
-    global _remover
-    while True:
-        with _doomed_changed:
-            if not _doomed:
-                _remover = None
-                _doomed_changed.notify_all()
-                return
-            path = _doomed.pop(0)  # (drain still waits for it: the remover is not done until the list is empty)
-        remove(path)
+        atexit.register(drain)
+        _drain_at_exit.append(True)
+    _removals.add(lambda: remove(path))
 
 
 def drain(timeout: float = 10.0) -> None:
     """Wait until the cgroups of calls that are over are removed (an executor's close, this process's exit)."""
-    with _doomed_changed:
-        _doomed_changed.wait_for(lambda: _remover is None, timeout)
-
-
-def _forget_after_fork() -> None:
-    """A forked child removes only its own calls' cgroups (its parent removes those it was removing)."""
-    global _remover, _doomed_changed
-    _doomed.clear()
-    _remover = None
-    _doomed_changed = threading.Condition()
-
-
-os.register_at_fork(after_in_child=_forget_after_fork)
+    _removals.drain(timeout)
 
 
 def look(own: str, mountinfo: str) -> tuple[str, int] | None:

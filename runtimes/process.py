@@ -340,7 +340,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     set_here = False
     alone = False
     started_after = 0
-    system.enter(mark, tuple(launch.private_files))
+    # A call that may run sealed is not told to the guard (see process_linux.register) unless it starts otherwise.
+    untold = _may_run_sealed(launch, confinement, system)
+    system.enter(mark, tuple(launch.private_files), told=not untold)
     proc: subprocess.Popen[bytes] | WarmProcess | None = None
     registered: int | None = None
     try:
@@ -358,6 +360,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 # its own PID namespace, whose init its server reaps before it says the call's status: nothing of the
                 # call can be left once it has, and no process of it can be outside that namespace to search for
                 alone = proc is not None and isolated is not None and launch.warm.sealed
+            if untold and not alone:  # it starts some other way: the guard learns of it before it does
+                system.tell(mark, tuple(launch.private_files))
+                untold = False
             if launch.spare is not None and proc is None and system is process_linux:
                 proc, held, orphan, started_after = _from_spare(launch, confinement, stdin, env, progress_write)
             elif launch.spare is not None:  # it ran warm: the spare is not used
@@ -424,7 +429,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         if getattr(proc, "progress", -1) >= 0:  # a warm server's own progress channel replaces the pipe
             _close(progress_read)
             progress_read = proc.progress  # type: ignore[union-attr]
-        system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after)
+        system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after, told=not untold)
         registered = proc.pid
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
@@ -513,6 +518,23 @@ def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
     cannot). A declared policy's filesystem, network and environment are made by each call's own bwrap: such a call
     runs cold."""
     return confinement is None or (confinement.baseline and warm.isolates and baseline.usable())
+
+
+def _may_run_sealed(launch: Launch, confinement: Confinement | None, system: ModuleType) -> bool:
+    """Whether ``launch`` is a warm call that runs sealed if its server takes it: in a PID namespace of its own inside
+    its server's, whose bwrap (``--die-with-parent``, :func:`toolexec.runtimes.warm_fork.isolated_argv`) the kernel
+    ends with this process, and so every process of the call; with no private file outside the pool's directory
+    (which the guard knows already)."""
+    warm = launch.warm
+    return (
+        warm is not None
+        and system is process_linux
+        and confinement is not None
+        and confinement.baseline
+        and warm.sealed
+        and not launch.private_files
+        and _warm_holds(confinement, warm)
+    )
 
 
 def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:

@@ -382,19 +382,19 @@ def with_death_signal(argv: list[str]) -> list[str]:
     return [_setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 
-def enter(mark: str = "", files: tuple[str, ...] = ()) -> None:
+def enter(mark: str = "", files: tuple[str, ...] = (), *, told: bool = True) -> None:
     """A call is about to start its tool: be a subreaper from before the spawn (first call in flight), and have a guard
     that knows the call's ``mark`` and private ``files`` already: should this process die before :func:`register`, the
     guard still kills every process carrying the mark (a sandbox's init waiting on its parent, which no group names yet)
-    and removes the files."""
+    and removes the files. ``told=False``: not yet, for a call that may start where the kernel ends it with this
+    process (a sealed warm call, see :func:`register`); :func:`tell` tells the guard should it start otherwise."""
     global _subreaper_was_set, _subreaper_on, _calls, _spawning
     with _lock:
         _ensure_guard()  # first: should it raise, no count has changed
         _calls += 1
         _spawning += 1
-        if len(mark) >= 16:
-            _pending[mark] = f"P {mark}\n" + "".join(f"F {mark} {path}\n" for path in files if _one_line(path))
-            _announce(_pending[mark])
+        if told:
+            _tell_pending(mark, files)
         prctl = _libc_prctl()
         if _calls == 1 and prctl is not None:
             if _subreaper_was_set is None:
@@ -406,21 +406,41 @@ def enter(mark: str = "", files: tuple[str, ...] = ()) -> None:
             _subreaper_on = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 or _subreaper_was_set
 
 
-def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0) -> None:
+def tell(mark: str, files: tuple[str, ...] = ()) -> None:
+    """Tell the guard of a call :func:`enter` did not tell it of (``told=False``), before its tool is started."""
+    with _lock:
+        _tell_pending(mark, files)
+
+
+def _tell_pending(mark: str, files: tuple[str, ...]) -> None:
+    if len(mark) >= 16:
+        _pending[mark] = f"P {mark}\n" + "".join(f"F {mark} {path}\n" for path in files if _one_line(path))
+        _announce(_pending[mark])
+
+
+def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0, told: bool = True) -> None:
     """The call's tool is ``pid``: remember when it started (only a later process can carry its marker), and tell the
     guard the call's group, its marker (hex) and its private ``files`` (removed by the guard should this process die).
 
     ``started_after`` (clock ticks since boot, :func:`boot_ticks`, read before the tool was started) stands for the
     tool's start: a bound no later than it, which spares a read of ``/proc`` per call (and serves a warm call's process,
-    which its server may have reaped already). Without it the start is read from ``/proc``."""
+    which its server may have reaped already). Without it the start is read from ``/proc``.
+
+    ``told=False``: the guard is told nothing of this call (nor of its end, at :func:`leave`): a sealed warm call, every
+    process of which is in the PID namespace of a server that bwrap ends with this process (``--die-with-parent``), so
+    that the kernel ends the whole call should this process die, whatever the guard knows. Three wake-ups of the guard
+    fewer per call (each a shell reading its socket one byte at a time)."""
     global _spawning
     start = started_after or _stat(pid).start
     with _lock:
         _in_flight[pid] = start
-        _announced[pid] = _announcement(pid, mark, files)
         _spawning -= 1
         _lock.notify_all()
-        _announce((f"R {mark}\n" if _pending.pop(mark, None) is not None else "") + _announced[pid])
+        if told:
+            _announced[pid] = _announcement(pid, mark, files)
+            _announce((f"R {mark}\n" if _pending.pop(mark, None) is not None else "") + _announced[pid])
+        elif _pending.pop(mark, None) is not None:
+            _announce(f"R {mark}\n")
 
 
 def _announce(message: str) -> None:
@@ -502,8 +522,8 @@ def leave(pid: int | None, mark: str = "") -> None:
     with _lock:
         if pid is not None:
             _in_flight.pop(pid, None)
-            _announced.pop(pid, None)
-            _tell_guard(f"- {pid}\n")
+            if _announced.pop(pid, None) is not None:  # (a call registered untold was never announced)
+                _tell_guard(f"- {pid}\n")
         else:  # the spawn failed: it is no longer pending
             _spawning -= 1
             _lock.notify_all()

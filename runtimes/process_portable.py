@@ -62,11 +62,15 @@ def with_death_signal(argv: list[str]) -> list[str]:
     return argv
 
 
-def enter(mark: str = "", files: tuple[str, ...] = ()) -> None:
+def enter(mark: str = "", files: tuple[str, ...] = (), *, told: bool = True) -> None:
     """Nothing to set up before a spawn."""
 
 
-def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0) -> None:
+def tell(mark: str, files: tuple[str, ...] = ()) -> None:
+    """No guard to tell."""
+
+
+def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_after: int = 0, told: bool = True) -> None:
     """Nothing to remember: the marker and the group find the call's processes (no call runs warm here)."""
 
 

@@ -58,7 +58,9 @@ def isolated_argv(argv: list[str]) -> list[str]:
     """``argv`` run inside the sandbox baseline's namespaces (bwrap: :func:`toolexec.runtimes.baseline._namespaces`),
     made once for a server that makes a PID namespace per call: it keeps CAP_SYS_ADMIN there (an ordinary user's,
     only inside its own user namespace), and CAP_SETPCAP, without which a call could not empty its bounding set:
-    each call drops every capability, from every set."""
+    each call drops every capability, from every set. bwrap's ``--die-with-parent`` (in the baseline's namespaces) ends
+    the server, and with it every call it forked, should this process die: a sealed call's process is not told to this
+    process's guard (:func:`toolexec.runtimes.process_linux.register`)."""
     binary = sandbox.bwrap()
     assert binary is not None
     keep = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"] if os.geteuid() != 0 else []

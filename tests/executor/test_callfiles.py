@@ -101,7 +101,9 @@ def _sealed_call(pool: FilePool, tool: str = "echo", write: bytes = b"ok", askin
         if files.request is not None:
             Path(files.request).write_bytes(b"{}")
         files.sealed = True
-        return files.paths
+        paths = files.paths
+    assert pool.settle()  # given back off the call's path: kept (or removed) once settled
+    return paths
 
 
 def _pool_directory(private_tmpdir: Path) -> Path:
@@ -177,22 +179,69 @@ def test_a_set_not_exactly_as_made_is_removed_not_kept(private_tmpdir: Path, tam
         assert files.paths == first
         tamper(files)
         files.sealed = True
-    left = sorted(os.listdir(directory))
+    assert pool.settle()
+    names = {os.path.basename(p) for p in first}
+    left = sorted(name for name in os.listdir(directory) if not name.startswith("toolexec-echo-"))
     assert left == (["kept-link"] if tamper is _link_output else [])  # what the tool made outside its set stays
+    assert not names & set(os.listdir(directory))  # none of the tampered set's names is left
     with call_files("echo", pool=pool) as files:
-        assert not set(files.paths) & set(first)  # a new set
+        assert not set(files.paths) & set(first)  # a new set (made ahead, in the removed one's place)
+        assert sorted(n for n in os.listdir(directory) if n.startswith("toolexec-echo-")) == sorted(
+            os.path.basename(p) for p in files.paths
+        )
     pool.close()
     assert os.listdir(private_tmpdir) == []
 
 
-def test_a_call_not_sealed_gives_back_nothing(private_tmpdir: Path) -> None:
+def test_a_call_not_sealed_gives_back_nothing_and_a_fresh_set_is_made_for_the_next(private_tmpdir: Path) -> None:
     pool = FilePool()
     with call_files("echo", pool=pool) as files:  # sealed is False: a process of the call may hold them
         first = files.paths
+        Path(files.output).write_text("the call's output")
+    assert pool.settle()
     directory = _pool_directory(private_tmpdir)
-    assert os.listdir(directory) == []
+    ahead = sorted(os.listdir(directory))  # the call's set removed; a new one, made off the next call's path
+    assert len(ahead) == 3 and not {os.path.join(directory, name) for name in ahead} & set(first)
     with call_files("echo", pool=pool) as files:
         assert not set(files.paths) & set(first)
+        assert sorted(os.path.basename(p) for p in files.paths) == ahead  # the one made ahead, empty as made
+        made = [Path(p) for p in files.paths]
+        assert [(p.stat().st_size, stat.S_IMODE(p.stat().st_mode)) for p in made[:2]] == [(0, 0o600), (0, 0o600)]
+        assert (os.listdir(files.artifacts), stat.S_IMODE(made[2].stat().st_mode)) == ([], 0o700)
+    pool.close()
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_sets_are_given_back_off_the_calls_path(private_tmpdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from toolexec import callfiles
+
+    pool = FilePool()
+    first = _sealed_call(pool)
+    assert pool.settle()
+    go = threading.Event()
+    real = callfiles.CallFiles.reset
+
+    def slow_reset(files: Any) -> bool:
+        go.wait(10)
+        return real(files)
+
+    monkeypatch.setattr(callfiles.CallFiles, "reset", slow_reset)
+    with call_files("echo", pool=pool) as files:
+        assert files.paths == first
+        Path(files.output).write_text("out")
+        files.sealed = True
+    assert Path(first[0]).read_text() == "out"  # the call returned before its set was emptied
+    with call_files("echo", pool=pool) as files:  # meanwhile the next call gets a set of its own
+        second = files.paths
+        assert not set(second) & set(first)
+        files.sealed = True
+    go.set()
+    assert pool.settle()
+    with call_files("echo", pool=pool) as one, call_files("echo", pool=pool) as other:  # both kept, emptied
+        assert {one.paths, other.paths} == {first, second}
+        assert [Path(p).stat().st_size for p in (one.output, other.output)] == [0, 0]
     pool.close()
     assert os.listdir(private_tmpdir) == []
 
@@ -218,6 +267,7 @@ def test_a_pool_keeps_a_bounded_number_of_sets_per_tool(private_tmpdir: Path) ->
         held = [stack.enter_context(call_files("echo", pool=pool)) for _ in range(3)]
         for files in held:
             files.sealed = True
+    assert pool.settle()
     assert len(os.listdir(_pool_directory(private_tmpdir))) == 2 * 3
     pool.close()
     assert os.listdir(private_tmpdir) == []

@@ -160,7 +160,7 @@ def test_a_calls_cgroup_is_removed_off_its_path_and_drained(tmp_path: Path, monk
     go.set()
     cgroup.drain()
     assert [path for path in made if path.exists()] == []
-    assert cgroup._remover is None  # no thread is left waiting for more
+    assert cgroup._removals._thread is None  # no thread is left waiting for more
 
 
 def test_an_executor_closes_only_once_its_calls_cgroups_are_removed(project: Project) -> None:
