@@ -32,10 +32,11 @@ import signal
 import socket
 import sys
 
+from _bash_call import call_script
 from _python_zygote import _exit_with, _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
 
 SPARES = 1  # spares kept ready ahead of the calls (each: an init and a bash)
-CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, env file and progress pipe
+CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, script and progress pipe
 _RESTORED = ("SIGINT", "SIGPIPE", "SIGXFSZ", "SIGXFZ")  # ignored by this server (or by Python): as a cold call has them
 
 
@@ -166,9 +167,8 @@ def _run(bash, request, fds, go):
     except (ImportError, OSError, ValueError) as exc:
         os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
         os._exit(70)
-    env = os.memfd_create("toolexec-env", 0)
-    entries = [request.get("cwd") or "/", join, *(f"{name}={value}" for name, value in request["env"].items())]
-    os.write(env, b"".join(entry.encode("utf-8", "surrogateescape") + b"\0" for entry in entries))
+    env = os.memfd_create("toolexec-call", 0)
+    os.write(env, call_script(request["env"], request.get("cwd") or "/", join))
     channels = [fds[0], fds[1], fds[2], env, *fds[4:5]]
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in channels]  # (a received one may have a target's number)
     for fd in channels:
