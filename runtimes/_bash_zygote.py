@@ -33,9 +33,9 @@ import socket
 import sys
 
 from _bash_call import call_script
-from _python_zygote import _exit_with, _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
+from _python_zygote import _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
 
-SPARES = 1  # spares kept ready ahead of the calls (each: an init and a bash)
+SPARES = 2  # spares kept ready ahead of the calls (each: an init and a bash): a call that follows one finds one
 CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, script and progress pipe
 _RESTORED = ("SIGINT", "SIGPIPE", "SIGXFSZ", "SIGXFZ")  # ignored by this server (or by Python): as a cold call has them
 
@@ -155,7 +155,6 @@ def _run(bash, request, fds, go):
         reply.sendall(b"P\n")
     except OSError:
         os._exit(70)
-    reply.close()
     limits = request.get("limits") or {}
     join = ""
     try:
@@ -178,7 +177,41 @@ def _run(bash, request, fds, go):
         os.close(fd)
     os.write(go, b"g\n")
     os.close(go)
-    _exit_with(bash)  # orphans of the call are reaped too, until the bash ends
+    _finish(bash, reply)
+
+
+def _finish(bash, reply):
+    """Reap every child (orphans of the call come here too) until the bash ends; exit with its status (128 + N for
+    signal N). When nothing else of the call is left (this init has no child: every process of a PID namespace
+    descends from its init), the init first closes its copies of the call's channels and says the status itself,
+    so that the call ends without waiting for this init's exit (the namespace's teardown: a forked Python's memory,
+    its mount namespace); else the kernel ends what is left as the init exits, and the server says the status once
+    it has reaped the init."""
+    while True:
+        try:
+            ended, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(70)
+        if ended == bash:
+            break
+    code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    while True:
+        try:
+            ended, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break  # nothing of the call is left
+        except InterruptedError:
+            continue
+        if ended == 0:
+            os._exit(code)  # a process of the call still runs: the kernel ends it with this init
+    for fd in CHANNELS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        reply.sendall(b"X%d\n" % (code << 8))  # a wait status, as the server's own
+    os._exit(code)
 
 
 def _limit(pid, limits, fsize):
@@ -220,7 +253,8 @@ def _hand_over(spares, data, fds, children):
         reply.close()
     else:
         children[pid] = reply
-    spares.fill()
+    if not spares.waiting:  # (calls beyond the spares kept: the next one is made now; else after a call's status)
+        spares.fill()
 
 
 def serve():
@@ -245,7 +279,7 @@ def serve():
         os._exit(0)
     wake_read = _woken_by_children()
     spares.fill()
-    _serve_calls(control, spares, wake_read, _hand_over)
+    _serve_calls(control, spares, wake_read, _hand_over, spares.fill)
 
 
 if __name__ == "__main__":

@@ -448,7 +448,7 @@ def _reap(children, spares):
         if pid == 0:
             return ended
         spares.made.discard(pid)
-        if spares.waiting is not None and spares.waiting[0] == pid:  # the spare died waiting: the next call makes one
+        if spares.waiting and spares.waiting[0] == pid:  # the spare died waiting: the next call makes one
             spares.close()
         reply = children.pop(pid, None)
         if reply is not None:

@@ -19,27 +19,33 @@ __toolexec_spare=${TOOLEXEC_WARM_SPARE-}
 unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER
 BASH_ARGV0=$1
 __toolexec_function=${2-}
-__toolexec_boot=$(<"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh") || exit 70
+# (read, not $(<…): no fork)
+IFS= read -r -d '' __toolexec_boot <"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh"
+[[ -n $__toolexec_boot ]] || exit 70
 shift $#
 argc() { :; }
 __toolexec_warm=1
 . "$0" </dev/null >/dev/null 2>&1
 __toolexec_traps=$(trap -p)
 # Read from variables, not in a command substitution (which would show `set -e` off).
-__toolexec_options=$SHELLOPTS:$BASHOPTS
+__toolexec_options=$SHELLOPTS
+__toolexec_shopts=$BASHOPTS
 trap - EXIT ERR DEBUG RETURN INT TERM HUP
 set +euo pipefail +E +T
 shopt -u failglob nullglob 2>/dev/null
 exec 2>/dev/null
 # The tool's options, as the commands that turn them on again in each call (made once: no loop per call).
 __toolexec_restore=
-__toolexec_rest=$__toolexec_options:
-while [[ -n $__toolexec_rest ]]; do
-  __toolexec_pair=${__toolexec_rest%%:*}
+for __toolexec_rest in "set -o:$__toolexec_options:" "shopt -s:$__toolexec_shopts:"; do
+  __toolexec_command=${__toolexec_rest%%:*}
   __toolexec_rest=${__toolexec_rest#*:}
-  [[ -z $__toolexec_pair ]] || __toolexec_restore+="set -o $__toolexec_pair || shopt -s $__toolexec_pair || :"$'\n'
+  while [[ -n $__toolexec_rest ]]; do
+    __toolexec_pair=${__toolexec_rest%%:*}
+    __toolexec_rest=${__toolexec_rest#*:}
+    [[ -z $__toolexec_pair ]] || __toolexec_restore+="$__toolexec_command $__toolexec_pair || :"$'\n'
+  done
 done
-unset __toolexec_rest __toolexec_pair __toolexec_options
+unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __toolexec_shopts
 echo R >&"$__toolexec_ready"
 exec {__toolexec_ready}>&-
 

@@ -18,6 +18,7 @@ on the ext4 ``/tmp`` measured, more under load).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -104,7 +105,7 @@ class BashServer(ServerProcess):
             self._end()
             return False
         try:
-            self._root = tempfile.mkdtemp(prefix="toolexec-warm-")
+            self._root = _private_directory()
         except OSError as exc:
             os.close(requests_write)
             self.problem = f"the warm server has no directory for its calls: {exc}"
@@ -186,6 +187,15 @@ class BashServer(ServerProcess):
 
 
 _FIFOS = ("out", "err", "st", "progress")
+MEMORY_DIRECTORY = "/dev/shm"  # a tmpfs on Linux: nothing there waits for a disk's journal
+
+
+def _private_directory() -> str:
+    """A new private directory (0700) for a server's slots: in memory where this user may make one, else in the
+    temporary directory."""
+    with contextlib.suppress(OSError):
+        return tempfile.mkdtemp(prefix="toolexec-warm-", dir=MEMORY_DIRECTORY)
+    return tempfile.mkdtemp(prefix="toolexec-warm-")
 
 
 class _Slot:
@@ -227,11 +237,11 @@ class _Slot:
     def write(self, request: bytes, script: bytes) -> None:
         """The call's request and script, in place of the last call's."""
         for fd, data in zip(self._files, (request, script), strict=True):
-            os.ftruncate(fd, 0)
             view = memoryview(data)
             offset = 0
             while offset < len(data):
                 offset += os.pwrite(fd, view[offset:], offset)
+            os.ftruncate(fd, len(data))  # (never to 0 first: on ext4 that starts the file's writeback)
 
     def close(self) -> None:
         for fd in self._files:
