@@ -17,11 +17,16 @@ limits on the bash (address space, CPU seconds, processes, file size), keeps the
 them (``/proc/1/fd/10``…: the init is process 1 of the bash's /proc; it dropped every capability before it started
 the bash, as bwrap leaves an ordinary user's tool none) and tells the bash to go. The bash takes its channels, environment, directory and pids cgroup and runs the call in place: the tool is
 process 2, under the namespace's init, as under bwrap (``kill -STOP $PPID`` reaches an init that ignores it; toolexec
-is in no /proc the tool sees). The init exits with the tool's status (128 + N for signal N) once it ends, the kernel
-ends whatever else the call left, and this server writes ``X<wait status>`` once it has reaped the init.
+is in no /proc the tool sees). Once the bash has ended and nothing else of the call is left (the init has no
+child), the init closes its copies of the call's channels and says ``X<wait status>`` itself, then exits; when a
+process of the call is left, the init exits at once (the kernel ends that process with the namespace) and this
+server says ``X<wait status>`` once it has reaped the init.
 
-The fork, the namespaces and the sourcing are all off the call's path: the next spare is made as soon as a call
-takes one. Each call sources the tool afresh, as a cold call does, in a process no other call ran in.
+The fork, the namespaces and the sourcing are all off the call's path: two spares wait (a call that follows
+another finds one), and a new one is made once a call's status is told, so that making it never competes with a
+call (a call that finds no spare waiting makes one). Each call sources the tool afresh, as a cold call does, in a
+process no other call ran in. The call's environment, directory and cgroup come as a script the bash sources
+(``_bash_call.py``), in a memory file.
 """
 
 import contextlib
@@ -33,7 +38,7 @@ import socket
 import sys
 
 from _bash_call import call_script
-from _python_zygote import _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
+from _python_zygote import _exit_with, _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
 
 SPARES = 2  # spares kept ready ahead of the calls (each: an init and a bash): a call that follows one finds one
 CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, script and progress pipe
@@ -187,31 +192,24 @@ def _finish(bash, reply):
     so that the call ends without waiting for this init's exit (the namespace's teardown: a forked Python's memory,
     its mount namespace); else the kernel ends what is left as the init exits, and the server says the status once
     it has reaped the init."""
-    while True:
-        try:
-            ended, status = os.waitpid(-1, 0)
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            os._exit(70)
-        if ended == bash:
-            break
-    code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    while True:
-        try:
-            ended, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break  # nothing of the call is left
-        except InterruptedError:
-            continue
-        if ended == 0:
-            os._exit(code)  # a process of the call still runs: the kernel ends it with this init
-    for fd in CHANNELS:
+
+    def said(code):
+        while True:
+            try:
+                ended, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break  # nothing of the call is left
+            except InterruptedError:
+                continue
+            if ended == 0:
+                return  # a process of the call still runs: the kernel ends it with this init
+        for fd in CHANNELS:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         with contextlib.suppress(OSError):
-            os.close(fd)
-    with contextlib.suppress(OSError):
-        reply.sendall(b"X%d\n" % (code << 8))  # a wait status, as the server's own
-    os._exit(code)
+            reply.sendall(b"X%d\n" % (code << 8))  # a wait status, as the server's own
+
+    _exit_with(bash, said)
 
 
 def _limit(pid, limits, fsize):
