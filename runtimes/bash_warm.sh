@@ -2,8 +2,8 @@
 # TOOLEXEC_ZYGOTE_FD naming a pipe on which it says R once the tool is sourced (argc's trailer included: `argc` is a
 # no-op here, as in bash_bootstrap.sh, so main does not run).
 #
-# A server (sandbox off): each line on stdin names a slot of the server's private directory (see
-# runtimes/warm_bash.py), after one character: `p` when the call listens for progress, else `-`. A slot holds the
+# A server (sandbox off): each line on stdin names a slot of the server's private directory (TOOLEXEC_WARM_SLOTS;
+# see runtimes/warm_bash.py), after one character: `p` when the call listens for progress, else `-`. A slot holds the
 # call's request (`in`, the bootstrap's binding records), its script (`call`: runtimes/_bash_call.py) and the FIFOs
 # `out`, `err`, `st` and `progress`, whose read ends toolexec holds. Per call a waiter (a job of its own) forks the
 # call's process (a job of its own too: its own process group), which takes those as its descriptors, writes P<pid>
@@ -16,7 +16,8 @@
 # when the call listens for it: the call's LLM_PROGRESS names descriptor 3).
 __toolexec_ready=$TOOLEXEC_ZYGOTE_FD
 __toolexec_spare=${TOOLEXEC_WARM_SPARE-}
-unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER
+__toolexec_slots=${TOOLEXEC_WARM_SLOTS-}
+unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS
 BASH_ARGV0=$1
 __toolexec_function=${2-}
 # (read, not $(<…): no fork)
@@ -53,7 +54,7 @@ exec {__toolexec_ready}>&-
 # options and traps, then the bootstrap's binding and main.
 __toolexec_run() {
   . "$1" || exit 70
-  unset __toolexec_spare __toolexec_line
+  unset __toolexec_spare __toolexec_line __toolexec_slots
   eval "$__toolexec_restore" 2>/dev/null
   eval "$__toolexec_traps"
   unset __toolexec_restore __toolexec_traps __toolexec_ready
@@ -87,6 +88,6 @@ __toolexec_serve() {
 }
 
 while IFS= read -r __toolexec_line; do
-  __toolexec_serve "${__toolexec_line:1}" "${__toolexec_line:0:1}" &
+  __toolexec_serve "$__toolexec_slots/${__toolexec_line:1}" "${__toolexec_line:0:1}" &
 done
 wait

@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from toolexec.runtimes.warm import WarmCall, WarmServer, WarmSpec
 
 DRAIN_SECONDS = 1.0  # the longest a call's waiter takes to exit once it has said the status
-BLOCK = 1024  # `ulimit -f` counts 1024-byte blocks: a bound that is no multiple of it runs cold
+BLOCK = 1024
+SLOTS_VARIABLE = "TOOLEXEC_WARM_SLOTS"  # the server's private directory, whose slots each request names  # `ulimit -f` counts 1024-byte blocks: a bound that is no multiple of it runs cold
 # Under the sandbox's baseline: the server that makes each call's PID namespace ahead of it, a bash sourced in it.
 SPARES_SERVER = Path(__file__).with_name("_bash_zygote.py")
 
@@ -72,6 +73,12 @@ class BashServer(ServerProcess):
 
     def start(self) -> bool:
         """Start bash, source the tool, and wait until it says it is ready."""
+        try:
+            self._root = _private_directory()
+        except OSError as exc:
+            self.problem = f"the warm server has no directory for its calls: {exc}"
+            return False
+        process_linux.remove_at_death(self._root)
         ready_read, ready_write = os.pipe()
         requests_read, requests_write = os.pipe()
         try:
@@ -80,7 +87,7 @@ class BashServer(ServerProcess):
                 stdin=requests_read,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env={**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool},
+                env={**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool, SLOTS_VARIABLE: self._root},
                 cwd=self.spec.cwd,
                 start_new_session=True,
                 close_fds=True,
@@ -89,6 +96,7 @@ class BashServer(ServerProcess):
         except OSError as exc:
             os.close(requests_write)
             self.problem = f"the warm server cannot start: {exc}"
+            self._end()
             return False
         finally:
             os.close(ready_write)
@@ -104,14 +112,6 @@ class BashServer(ServerProcess):
             self.problem = "the tool ended (or took too long) while it was sourced"
             self._end()
             return False
-        try:
-            self._root = _private_directory()
-        except OSError as exc:
-            os.close(requests_write)
-            self.problem = f"the warm server has no directory for its calls: {exc}"
-            self._end()
-            return False
-        process_linux.remove_at_death(self._root)
         self._requests = requests_write
         return True
 
@@ -127,7 +127,7 @@ class BashServer(ServerProcess):
             slot, fds = self._slot(call.progress >= 0)
             forked = BashCall(self, slot, fds, call)
             with self._lock:
-                line = f"{'p' if call.progress >= 0 else '-'}{slot.path}\n".encode()
+                line = f"{'p' if call.progress >= 0 else '-'}{slot.name}\n".encode()
                 written = not self._closed and os.write(self._requests, line) == len(line)
             if written and forked.started():
                 return forked
@@ -151,7 +151,7 @@ class BashServer(ServerProcess):
                 self._made += slot is None
                 number = self._made
             if slot is None:
-                slot = _Slot(os.path.join(root, str(number)))
+                slot = _Slot(root, str(number))
             fds = slot.open(progress)
             if fds is not None:
                 return slot, fds
@@ -202,8 +202,9 @@ class _Slot:
     """A directory of a server's, for one call at a time: its FIFOs, and its request and script files, kept open here
     to be rewritten in place."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, root: str, name: str) -> None:
+        self.path, self.name = os.path.join(root, name), name  # (the server finds it by its name in its directory)
+        path = self.path
         self._files: list[int] = []
         os.mkdir(path, 0o700)
         try:
