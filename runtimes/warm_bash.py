@@ -152,7 +152,10 @@ class BashServer(ServerProcess):
                 number = self._made
             if slot is None:
                 slot = _Slot(root, str(number))
-            fds = slot.open(progress)
+            try:
+                fds = slot.open(progress)
+            except OSError:
+                fds = None  # (its FIFOs are gone)
             if fds is not None:
                 return slot, fds
             slot.remove()  # a writer (or data) left in it by an earlier call: never used again
@@ -222,7 +225,7 @@ class _Slot:
         fds: list[int] = []
         try:
             for name in _FIFOS[: 4 if progress else 3]:
-                fds.append(os.open(os.path.join(self.path, name), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+                fds.append(os.open(os.path.join(self.path, name), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC))
                 if os.read(fds[-1], 1) != b"":  # end of file: no writer, nothing left
                     raise BlockingIOError
         except BlockingIOError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import threading
 from pathlib import Path
@@ -88,6 +89,21 @@ def test_a_slot_a_writer_was_left_in_is_never_used_again(project: Project, priva
             assert server._free == [second]  # a clean slot is used again
         finally:
             os.close(intruder)
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_a_slot_removed_from_under_its_server_is_made_again(project: Project, private_tmpdir: Path) -> None:
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        assert _echo(executor, "first") == ("ok", "out:first\n", "err:first\n")
+        server = _server(executor)
+        [first] = server._free
+        descriptors = sorted(os.listdir("/proc/self/fd"))
+        shutil.rmtree(first.path)  # (a cleaner of temporary files)
+        assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+        [second] = server._free  # warm still: a new slot, and the old one's files closed
+        assert second.path != first.path
+        assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
 
 
