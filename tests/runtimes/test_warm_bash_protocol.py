@@ -54,13 +54,14 @@ def test_a_servers_slots_are_private_in_memory_and_gone_with_it(
     monkeypatch.setattr(warm_bash, "MEMORY_DIRECTORY", "/dev/shm")  # (tests put it in their own TMPDIR)
     project.tool("echo.sh", ECHO)
     with project.executor(sandbox="off") as executor:
-        assert [_echo(executor, f"t{n}") for n in range(2)] == [("ok", f"out:t{n}\n", f"err:t{n}\n") for n in range(2)]
+        assert [_echo(executor, f"t{n}") for n in range(6)] == [("ok", f"out:t{n}\n", f"err:t{n}\n") for n in range(6)]
         server = _server(executor)
         root = server._root
         assert root is not None and os.path.dirname(root) == "/dev/shm"
         assert os.path.basename(root).startswith("toolexec-warm-")
-        [slot] = server._free  # the second call took the first call's slot again
-        assert os.listdir(root) == [os.path.basename(slot.path)]
+        [slot] = server._free  # one slot made, used by every call in turn
+        assert server._made == 1
+        assert os.listdir(root) == [slot.name]
         modes = {name: os.lstat(os.path.join(slot.path, name)).st_mode for name in os.listdir(slot.path)}
         assert {name: (stat.S_IFMT(mode), stat.S_IMODE(mode)) for name, mode in modes.items()} == {
             **{name: (stat.S_IFIFO, 0o600) for name in ("out", "err", "st", "progress")},
@@ -86,7 +87,7 @@ def test_a_slot_a_writer_was_left_in_is_never_used_again(project: Project, priva
             assert second.path != first.path and not os.path.exists(first.path)
             os.write(intruder, b"intruder again\n")
             assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
-            assert server._free == [second]  # a clean slot is used again
+            assert first.path not in [slot.path for slot in server._free]
         finally:
             os.close(intruder)
     assert os.listdir(private_tmpdir) == []
@@ -102,7 +103,7 @@ def test_a_slot_removed_from_under_its_server_is_made_again(project: Project, pr
         shutil.rmtree(first.path)  # (a cleaner of temporary files)
         assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
         [second] = server._free  # warm still: a new slot, and the old one's files closed
-        assert second.path != first.path
+        assert second.path != first.path and server._made == 2
         assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []
 
