@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from toolexec.runtimes.warm import WarmCall, WarmServer, WarmSpec
 
 DRAIN_SECONDS = 1.0  # the longest a call's waiter takes to exit once it has said the status
-BLOCK = 1024
-SLOTS_VARIABLE = "TOOLEXEC_WARM_SLOTS"  # the server's private directory, whose slots each request names  # `ulimit -f` counts 1024-byte blocks: a bound that is no multiple of it runs cold
+BLOCK = 1024  # `ulimit -f` counts 1024-byte blocks: a bound that is no multiple of it runs cold
+SLOTS_VARIABLE = "TOOLEXEC_WARM_SLOTS"  # the server's private directory, whose slots each request names
 # Under the sandbox's baseline: the server that makes each call's PID namespace ahead of it, a bash sourced in it.
 SPARES_SERVER = Path(__file__).with_name("_bash_zygote.py")
 
@@ -148,7 +148,8 @@ class BashServer(ServerProcess):
                 root = self._root
                 if root is None:
                     raise OSError("the server's directory is gone")
-                self._made += slot is None
+                if slot is None:
+                    self._made += 1
                 number = self._made
             if slot is None:
                 slot = _Slot(root, str(number))
@@ -211,11 +212,11 @@ class _Slot:
         self._files: list[int] = []
         os.mkdir(path, 0o700)
         try:
-            for name in _FIFOS:
-                os.mkfifo(os.path.join(path, name), 0o600)
-            for name in ("in", "call"):
+            for fifo in _FIFOS:
+                os.mkfifo(os.path.join(path, fifo), 0o600)
+            for file in ("in", "call"):
                 flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                self._files.append(os.open(os.path.join(path, name), flags, 0o600))
+                self._files.append(os.open(os.path.join(path, file), flags, 0o600))
         except BaseException:
             self.remove()
             raise
