@@ -155,7 +155,9 @@ def _spawn_bash(argv, go, ready):
 
 def _run(bash, request, fds, go):
     """The init's part of the call: say ``P``, set the bash's limits, hand it the channels, wait for it to end."""
-    reply = socket.socket(fileno=fds[3])
+    # (kept above the channels' numbers, to say the status on at the end)
+    reply = socket.socket(fileno=fcntl.fcntl(fds[3], fcntl.F_DUPFD_CLOEXEC, 64))
+    os.close(fds[3])
     try:
         reply.sendall(b"P\n")
     except OSError:
