@@ -42,6 +42,14 @@ def _server(executor: Any) -> warm_bash.BashServer:
     return servers[0]
 
 
+def _first_call(executor: Any) -> tuple[warm_bash.BashServer, warm_bash._Slot]:
+    """The executor's first call of ``echo``, its server and the one slot it made."""
+    assert _echo(executor, "first") == ("ok", "out:first\n", "err:first\n")
+    server = _server(executor)
+    [slot] = server._free
+    return server, slot
+
+
 def _echo(executor: Any, text: str) -> tuple[str, str, str]:
     result = executor.call("echo", {"text": text})
     return result.status, result.output, result.stderr
@@ -75,9 +83,7 @@ def test_a_servers_slots_are_private_in_memory_and_gone_with_it(
 def test_a_slot_a_writer_was_left_in_is_never_used_again(project: Project, private_tmpdir: Path) -> None:
     project.tool("echo.sh", ECHO)
     with project.executor(sandbox="off") as executor:
-        assert _echo(executor, "first") == ("ok", "out:first\n", "err:first\n")
-        server = _server(executor)
-        [first] = server._free
+        server, first = _first_call(executor)
         # A process that outlived its call, still holding the slot's stderr: whatever it writes must reach no later call.
         intruder = os.open(os.path.join(first.path, "err"), os.O_RDWR | os.O_NONBLOCK)
         try:
@@ -96,9 +102,7 @@ def test_a_slot_a_writer_was_left_in_is_never_used_again(project: Project, priva
 def test_a_slot_removed_from_under_its_server_is_made_again(project: Project, private_tmpdir: Path) -> None:
     project.tool("echo.sh", ECHO)
     with project.executor(sandbox="off") as executor:
-        assert _echo(executor, "first") == ("ok", "out:first\n", "err:first\n")
-        server = _server(executor)
-        [first] = server._free
+        server, first = _first_call(executor)
         descriptors = sorted(os.listdir("/proc/self/fd"))
         shutil.rmtree(first.path)  # (a cleaner of temporary files)
         assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
