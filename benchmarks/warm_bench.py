@@ -1,6 +1,8 @@
 """Warm tools (docs/performance.md) against what they replace, side by side in one run (in-process ``Executor.call``).
 
-    python benchmarks/warm_bench.py [RUNS]
+    python benchmarks/warm_bench.py [RUNS] [--bash]
+
+(``--bash``: the Bash rows alone, in-process and over MCP stdio.)
 
 Each Python figure is taken under ``sandbox: declared`` (the default: every call, warm or cold, in a PID namespace of
 its own under the sandbox's baseline) and under ``sandbox: off``:
@@ -230,11 +232,23 @@ def measure_mcp(runs: int, sandbox: str = "declared") -> tuple[float, float, flo
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+    options = [arg for arg in sys.argv[1:] if arg.startswith("--")]
+    numbers = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
+    if set(options) - {"--bash"} or len(numbers) > 1 or (numbers and not numbers[0].isdigit()):
+        print("usage: python benchmarks/warm_bench.py [RUNS] [--bash]", file=sys.stderr)
+        raise SystemExit(2)
+    runs = int(numbers[0]) if numbers else 21
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    figures = measure(runs)
     print("| measure | ours | reference | ratio | target | note |")
     print("| --- | --- | --- | --- | --- | --- |")
+    if "--bash" not in options:
+        python_rows(runs)
+    bash_rows(runs)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def python_rows(runs: int) -> None:
+    figures = measure(runs)
     for mode in MODES:
         ours, bare, ratio, python = figures[f"noop:{mode}"]
         print(
@@ -248,6 +262,9 @@ def main() -> None:
             f"| heavy-import tool ({label}), warm vs cold, sandbox {mode} | {ours:.2f} ms | cold: {cold:.1f} ms "
             f"| {1 / ratio:.1f}x faster | ≥ 20x | |"
         )
+
+
+def bash_rows(runs: int) -> None:
     for mode, (warm, cold, ratio) in sorted(measure_bash(runs).items()):
         print(
             f"| Bash no-op call in-process, warm vs cold, sandbox {mode.split(':')[1]} | {warm:.2f} ms | cold: {cold:.1f} ms | {ratio:.3f}x | |"

@@ -17,11 +17,16 @@ limits on the bash (address space, CPU seconds, processes, file size), keeps the
 them (``/proc/1/fd/10``…: the init is process 1 of the bash's /proc; it dropped every capability before it started
 the bash, as bwrap leaves an ordinary user's tool none) and tells the bash to go. The bash takes its channels, environment, directory and pids cgroup and runs the call in place: the tool is
 process 2, under the namespace's init, as under bwrap (``kill -STOP $PPID`` reaches an init that ignores it; toolexec
-is in no /proc the tool sees). The init exits with the tool's status (128 + N for signal N) once it ends, the kernel
-ends whatever else the call left, and this server writes ``X<wait status>`` once it has reaped the init.
+is in no /proc the tool sees). Once the bash has ended and nothing else of the call is left (the init has no
+child), the init closes its copies of the call's channels and says ``X<wait status>`` itself, then exits; when a
+process of the call is left, the init exits at once (the kernel ends that process with the namespace) and this
+server says ``X<wait status>`` once it has reaped the init.
 
-The fork, the namespaces and the sourcing are all off the call's path: the next spare is made as soon as a call
-takes one. Each call sources the tool afresh, as a cold call does, in a process no other call ran in.
+The fork, the namespaces and the sourcing are all off the call's path: two spares wait (a call that follows
+another finds one), and a new one is made once a call's status is told, so that making it never competes with a
+call (a call that finds no spare waiting makes one). Each call sources the tool afresh, as a cold call does, in a
+process no other call ran in. The call's environment, directory and cgroup come as a script the bash sources
+(``_bash_call.py``), in a memory file.
 """
 
 import contextlib
@@ -32,10 +37,11 @@ import signal
 import socket
 import sys
 
+from _bash_call import call_script
 from _python_zygote import _exit_with, _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
 
-SPARES = 1  # spares kept ready ahead of the calls (each: an init and a bash)
-CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, env file and progress pipe
+SPARES = 2  # spares kept ready ahead of the calls (each: an init and a bash): a call that follows one finds one
+CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, script and progress pipe
 _RESTORED = ("SIGINT", "SIGPIPE", "SIGXFSZ", "SIGXFZ")  # ignored by this server (or by Python): as a cold call has them
 
 
@@ -149,12 +155,13 @@ def _spawn_bash(argv, go, ready):
 
 def _run(bash, request, fds, go):
     """The init's part of the call: say ``P``, set the bash's limits, hand it the channels, wait for it to end."""
-    reply = socket.socket(fileno=fds[3])
+    # (kept above the channels' numbers, to say the status on at the end)
+    reply = socket.socket(fileno=fcntl.fcntl(fds[3], fcntl.F_DUPFD_CLOEXEC, 64))
+    os.close(fds[3])
     try:
         reply.sendall(b"P\n")
     except OSError:
         os._exit(70)
-    reply.close()
     limits = request.get("limits") or {}
     join = ""
     try:
@@ -166,9 +173,8 @@ def _run(bash, request, fds, go):
     except (ImportError, OSError, ValueError) as exc:
         os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
         os._exit(70)
-    env = os.memfd_create("toolexec-env", 0)
-    entries = [request.get("cwd") or "/", join, *(f"{name}={value}" for name, value in request["env"].items())]
-    os.write(env, b"".join(entry.encode("utf-8", "surrogateescape") + b"\0" for entry in entries))
+    env = os.memfd_create("toolexec-call", 0)
+    os.write(env, call_script(request["env"], request.get("cwd") or "/", join))
     channels = [fds[0], fds[1], fds[2], env, *fds[4:5]]
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in channels]  # (a received one may have a target's number)
     for fd in channels:
@@ -178,7 +184,34 @@ def _run(bash, request, fds, go):
         os.close(fd)
     os.write(go, b"g\n")
     os.close(go)
-    _exit_with(bash)  # orphans of the call are reaped too, until the bash ends
+    _finish(bash, reply)
+
+
+def _finish(bash, reply):
+    """Reap every child (orphans of the call come here too) until the bash ends; exit with its status (128 + N for
+    signal N). When nothing else of the call is left (this init has no child: every process of a PID namespace
+    descends from its init), the init first closes its copies of the call's channels and says the status itself,
+    so that the call ends without waiting for this init's exit (the namespace's teardown: a forked Python's memory,
+    its mount namespace); else the kernel ends what is left as the init exits, and the server says the status once
+    it has reaped the init."""
+
+    def said(code):
+        while True:
+            try:
+                ended, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break  # nothing of the call is left
+            except InterruptedError:
+                continue
+            if ended == 0:
+                return  # a process of the call still runs: the kernel ends it with this init
+        for fd in CHANNELS:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(OSError):
+            reply.sendall(b"X%d\n" % (code << 8))  # a wait status, as the server's own
+
+    _exit_with(bash, said)
 
 
 def _limit(pid, limits, fsize):
@@ -220,7 +253,8 @@ def _hand_over(spares, data, fds, children):
         reply.close()
     else:
         children[pid] = reply
-    spares.fill()
+    if not spares.waiting:  # (calls beyond the spares kept: the next one is made now; else after a call's status)
+        spares.fill()
 
 
 def serve():
@@ -245,7 +279,7 @@ def serve():
         os._exit(0)
     wake_read = _woken_by_children()
     spares.fill()
-    _serve_calls(control, spares, wake_read, _hand_over)
+    _serve_calls(control, spares, wake_read, _hand_over, spares.fill)
 
 
 if __name__ == "__main__":

@@ -169,10 +169,10 @@ def _spare(namespaces, module, calls):
     _exit_with(pid)
 
 
-def _exit_with(pid):
+def _exit_with(pid, ended_hook=None):
     """As a call's namespace init: reap every child (orphans of the call come here too) until ``pid``, the tool's own
-    process, ends; then exit with its status. The zygote says the status once this init is reaped: its namespace is
-    empty by then."""
+    process, ends; then exit with its status (``ended_hook(status)`` first, when given: the warm Bash server's). The
+    zygote says the status once this init is reaped: its namespace is empty by then."""
     while True:
         try:
             ended, status = os.waitpid(-1, 0)
@@ -181,7 +181,10 @@ def _exit_with(pid):
         except ChildProcessError:
             os._exit(70)
         if ended == pid:
-            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+            code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            if ended_hook is not None:
+                ended_hook(code)
+            os._exit(code)
 
 
 def _tool(module, calls, namespaces):
@@ -494,7 +497,7 @@ def _reap(children, spares):
         if pid == 0:
             return ended
         spares.made.discard(pid)
-        if spares.waiting is not None and spares.waiting[0] == pid:  # the spare died waiting: the next call makes one
+        if spares.waiting and spares.waiting[0] == pid:  # the spare died waiting: the next call makes one
             spares.close()
         reply = children.pop(pid, None)
         if reply is not None:

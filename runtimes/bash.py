@@ -7,6 +7,7 @@ choices computed by a script function are left to the bootstrap.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,14 +57,24 @@ class BashRuntime:
 
 def _warm_spec(tool: ToolDeclaration, server: list[str], site: Site, additions: dict[str, str]) -> WarmSpec:
     """A bash that has sourced the tool (``server``: its argv; see bash_warm.sh), keyed by the source text too."""
-    from toolexec.runtimes.warm import WarmSpec, server_environment, spec_key
+    from toolexec.runtimes.warm import server_environment
 
     env = server_environment({**site.env, **additions})
     source = site.code
     if source is None:
         source = Path(tool.source).read_text(encoding="utf-8", errors="surrogateescape")
-    digest = source.encode("utf-8", "surrogateescape")
-    return WarmSpec(kind="bash-fork", tool=tool.name, argv=server, env=env, cwd=str(site.cwd), key=spec_key(server, digest, env))
+    return _spec(tool.name, tuple(server), source, str(site.cwd), frozenset(env.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _spec(tool: str, server: tuple[str, ...], source: str, cwd: str, env: frozenset[tuple[str, str]]) -> WarmSpec:
+    """The spec of those inputs, made once: every warm call asks for its tool's, and the digest that tells servers
+    apart (the source and environment hashed) costs more than the call's own records."""
+    from toolexec.runtimes.warm import WarmSpec, spec_key
+
+    environment = dict(env)
+    key = spec_key(server, source.encode("utf-8", "surrogateescape"), environment)
+    return WarmSpec(kind="bash-fork", tool=tool, argv=server, env=environment, cwd=cwd, key=key)
 
 
 def _records(tool: ToolDeclaration, invocation: Argc, arguments: dict[str, Any]) -> bytes:

@@ -2,58 +2,62 @@
 # TOOLEXEC_ZYGOTE_FD naming a pipe on which it says R once the tool is sourced (argc's trailer included: `argc` is a
 # no-op here, as in bash_bootstrap.sh, so main does not run).
 #
-# A server (sandbox off): each line on stdin names a call's private directory (see runtimes/warm_bash.py): its
-# request (`in`, the bootstrap's binding records), `env` (NUL-separated: the working directory, the cgroup file to
-# join (empty: none), then NAME=VALUE of the call's environment) and the FIFOs `out`, `err`, `st` (and `progress`)
-# whose read ends toolexec holds. Per call a waiter (a job of its own) forks the call's process (a job of its own
-# too: its own process group), which takes those as its descriptors, writes P<pid> on `st`, restores the tool's
-# shell options and traps and runs bash_bootstrap.sh's binding and main; the waiter writes X<status> once it ends.
+# A server (sandbox off): each line on stdin names a slot of the server's private directory (TOOLEXEC_WARM_SLOTS;
+# see runtimes/warm_bash.py), after one character: `p` when the call listens for progress, else `-`. A slot holds the
+# call's request (`in`, the bootstrap's binding records), its script (`call`: runtimes/_bash_call.py) and the FIFOs
+# `out`, `err`, `st` and `progress`, whose read ends toolexec holds. Per call a waiter (a job of its own) forks the
+# call's process (a job of its own too: its own process group), which takes those as its descriptors, writes P<pid>
+# on `st`, restores the tool's shell options and traps and runs bash_bootstrap.sh's binding and main; the waiter
+# writes X<status> once it ends.
 #
 # A spare (TOOLEXEC_WARM_SPARE=1, under the sandbox's baseline: see runtimes/_bash_zygote.py): process 2 of a PID
 # namespace of its own, it runs one call in place once the namespace's init says `g` on stdin; the init holds the
-# call's channels, as /proc/1/fd/10 (the request), 11 (stdout), 12 (stderr), 13 (the `env` file) and 14 (progress,
+# call's channels, as /proc/1/fd/10 (the request), 11 (stdout), 12 (stderr), 13 (the call's script) and 14 (progress,
 # when the call listens for it: the call's LLM_PROGRESS names descriptor 3).
 __toolexec_ready=$TOOLEXEC_ZYGOTE_FD
 __toolexec_spare=${TOOLEXEC_WARM_SPARE-}
-unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER
+__toolexec_slots=${TOOLEXEC_WARM_SLOTS-}
+unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS
 BASH_ARGV0=$1
 __toolexec_function=${2-}
-__toolexec_boot=$(<"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh") || exit 70
+# (read, not $(<…): no fork)
+IFS= read -r -d '' __toolexec_boot <"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh"
+[[ -n $__toolexec_boot ]] || exit 70
 shift $#
 argc() { :; }
 __toolexec_warm=1
 . "$0" </dev/null >/dev/null 2>&1
 __toolexec_traps=$(trap -p)
 # Read from variables, not in a command substitution (which would show `set -e` off).
-__toolexec_options=$SHELLOPTS:$BASHOPTS
+__toolexec_options=$SHELLOPTS
+__toolexec_shopts=$BASHOPTS
 trap - EXIT ERR DEBUG RETURN INT TERM HUP
 set +euo pipefail +E +T
 shopt -u failglob nullglob 2>/dev/null
 exec 2>/dev/null
+# The tool's options, as the commands that turn them on again in each call (made once: no loop per call).
+__toolexec_restore=
+for __toolexec_rest in "set -o:$__toolexec_options:" "shopt -s:$__toolexec_shopts:"; do
+  __toolexec_command=${__toolexec_rest%%:*}
+  __toolexec_rest=${__toolexec_rest#*:}
+  while [[ -n $__toolexec_rest ]]; do
+    __toolexec_pair=${__toolexec_rest%%:*}
+    __toolexec_rest=${__toolexec_rest#*:}
+    [[ -z $__toolexec_pair ]] || __toolexec_restore+="$__toolexec_command $__toolexec_pair || :"$'\n'
+  done
+done
+unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __toolexec_shopts
 echo R >&"$__toolexec_ready"
 exec {__toolexec_ready}>&-
 
-# In the call's process, its channels taken: its environment (from the file $1), cgroup and directory, the tool's
+# In the call's process, its channels taken: its script (the file $1: environment, cgroup, directory), the tool's
 # options and traps, then the bootstrap's binding and main.
 __toolexec_run() {
-  {
-    IFS= read -r -d '' __toolexec_cwd
-    IFS= read -r -d '' __toolexec_join
-    while IFS= read -r -d '' __toolexec_pair; do
-      export -- "$__toolexec_pair" 2>/dev/null
-    done
-  } <"$1"
-  # Everything the call starts is born in its pids cgroup (root's process cap): it moves itself, as a cold call's
-  # shell does (best effort, as the baseline's is).
-  [[ -z $__toolexec_join ]] || { echo 0 >"$__toolexec_join"; } 2>/dev/null
-  cd -- "$__toolexec_cwd" || exit 70
-  unset __toolexec_cwd __toolexec_pair __toolexec_join __toolexec_spare
-  for __toolexec_pair in ${__toolexec_options//:/ }; do
-    set -o "$__toolexec_pair" 2>/dev/null || shopt -s "$__toolexec_pair" 2>/dev/null
-  done
-  unset __toolexec_pair
+  . "$1" || exit 70
+  unset __toolexec_spare __toolexec_line __toolexec_slots
+  eval "$__toolexec_restore" 2>/dev/null
   eval "$__toolexec_traps"
-  unset __toolexec_options __toolexec_traps __toolexec_ready
+  unset __toolexec_restore __toolexec_traps __toolexec_ready
   unset -f __toolexec_serve __toolexec_run
   set -- "$0" ${__toolexec_function:+"$__toolexec_function"}
   eval "$__toolexec_boot"
@@ -73,17 +77,17 @@ __toolexec_serve() {
   set -m
   (
     exec <"$1/in" >"$1/out" 2>"$1/err" || exit 70
-    if [[ -p $1/progress ]]; then exec {__toolexec_progress}>"$1/progress" || exit 70; fi
+    if [[ $2 == p ]]; then exec {__toolexec_progress}>"$1/progress" || exit 70; fi
     echo "P$BASHPID" >&3
     exec 3>&-
     set +m
-    __toolexec_run "$1/env"
+    __toolexec_run "$1/call"
   ) &
   wait "$!"
   echo "X$?" >&3
 }
 
-while IFS= read -r __toolexec_dir; do
-  __toolexec_serve "$__toolexec_dir" &
+while IFS= read -r __toolexec_line; do
+  __toolexec_serve "$__toolexec_slots/${__toolexec_line:1}" "${__toolexec_line:0:1}" &
 done
 wait

@@ -1,15 +1,24 @@
 """The host side of a warm Bash server (``bash_warm.sh``): a bash that has sourced the tool forks a subshell per call.
 
-A bash cannot receive descriptors, so a call's channels are named: a private directory (0700) per call holds its
-request (``in``), its environment and working directory (``env``), and FIFOs for stdout, stderr, the status (and
-progress) whose read ends this process opens before it names the directory on the server's stdin. The status FIFO
-carries ``P<pid>`` once the call's process has taken its descriptors and ``X<status>`` once it has ended: it is the
-call's exit waiter (end of file without a status: the waiter died, and the call counts as killed). The directory
-goes when the call's waiter is closed.
+A bash cannot receive descriptors, so a call's channels are named: each call takes a **slot**, a directory (0700) of
+the server's own private directory (``toolexec-warm-…``, 0700, made once per server and removed with it, or by the
+process's guard should this process die), holding FIFOs for stdout, stderr, the status and progress, whose read ends
+this process opens before it names the slot on the server's stdin, and two files: the call's request (``in``) and
+its script (``call``: environment, working directory; :mod:`toolexec.runtimes._bash_call`), rewritten in place
+through descriptors this process keeps. The status FIFO carries ``P<pid>`` once the call's process has taken its
+descriptors and ``X<status>`` once it has ended: it is the call's exit waiter (end of file without a status: the
+waiter died, and the call counts as killed). Closing it gives the slot back, every read end of the call closed.
+
+A slot is used again only when no process can write into its FIFOs: a read end just opened (no data, no writer)
+reads end of file; a FIFO that has a writer left (a process of an earlier call that outlived it) or unread data
+fails that check, and the slot is removed and a new one made. Nothing of the file system is made or removed on a
+call's path: a slot's FIFOs and files are made once (~0.45 ms for a directory, four FIFOs and their removal per call
+on the ext4 ``/tmp`` measured, more under load).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -19,6 +28,8 @@ import tempfile
 from pathlib import Path
 
 from toolexec.recordtype import replace
+from toolexec.runtimes import process_linux
+from toolexec.runtimes._bash_call import call_script
 from toolexec.runtimes.warm_fork import (
     FD_VARIABLE,
     SERVER_VARIABLE,
@@ -33,7 +44,9 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from toolexec.runtimes.warm import WarmCall, WarmServer, WarmSpec
 
+DRAIN_SECONDS = 1.0  # the longest a call's waiter takes to exit once it has said the status
 BLOCK = 1024  # `ulimit -f` counts 1024-byte blocks: a bound that is no multiple of it runs cold
+SLOTS_VARIABLE = "TOOLEXEC_WARM_SLOTS"  # the server's private directory, whose slots each request names
 # Under the sandbox's baseline: the server that makes each call's PID namespace ahead of it, a bash sourced in it.
 SPARES_SERVER = Path(__file__).with_name("_bash_zygote.py")
 
@@ -54,9 +67,18 @@ class BashServer(ServerProcess):
     def __init__(self, spec: WarmSpec) -> None:
         super().__init__(spec)
         self._requests = -1
+        self._root: str | None = None  # the slots' directory
+        self._free: list[_Slot] = []  # slots whose last call is over
+        self._made = 0  # slots made (each named by its number)
 
     def start(self) -> bool:
         """Start bash, source the tool, and wait until it says it is ready."""
+        try:
+            self._root = _private_directory()
+        except OSError as exc:
+            self.problem = f"the warm server has no directory for its calls: {exc}"
+            return False
+        process_linux.remove_at_death(self._root)
         ready_read, ready_write = os.pipe()
         requests_read, requests_write = os.pipe()
         try:
@@ -65,7 +87,7 @@ class BashServer(ServerProcess):
                 stdin=requests_read,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env={**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool},
+                env={**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool, SLOTS_VARIABLE: self._root},
                 cwd=self.spec.cwd,
                 start_new_session=True,
                 close_fds=True,
@@ -74,6 +96,7 @@ class BashServer(ServerProcess):
         except OSError as exc:
             os.close(requests_write)
             self.problem = f"the warm server cannot start: {exc}"
+            self._end()
             return False
         finally:
             os.close(ready_write)
@@ -99,12 +122,12 @@ class BashServer(ServerProcess):
             return None
         if self._requests < 0 or not self._take():
             return None
-        directory = tempfile.mkdtemp(prefix="toolexec-warm-")
         forked: BashCall | None = None
         try:
-            forked = BashCall(self, directory, call)
+            slot, fds = self._slot(call.progress >= 0)
+            forked = BashCall(self, slot, fds, call)
             with self._lock:
-                line = f"{directory}\n".encode()
+                line = f"{'p' if call.progress >= 0 else '-'}{slot.name}\n".encode()
                 written = not self._closed and os.write(self._requests, line) == len(line)
             if written and forked.started():
                 return forked
@@ -113,9 +136,39 @@ class BashServer(ServerProcess):
         if forked is not None:
             forked.abandon()
         else:
-            shutil.rmtree(directory, ignore_errors=True)
             self._done()
         return None
+
+    def _slot(self, progress: bool) -> tuple[_Slot, list[int]]:
+        """A free slot (or a new one) and the read ends of its FIFOs (stdout, stderr, status and, for ``progress``,
+        progress), none of which any process can write into."""
+        while True:
+            with self._lock:
+                slot = self._free.pop() if self._free else None
+                root = self._root
+                if root is None:
+                    raise OSError("the server's directory is gone")
+                if slot is None:
+                    self._made += 1
+                number = self._made
+            if slot is None:
+                slot = _Slot(root, str(number))
+            try:
+                fds = slot.open(progress)
+            except OSError:
+                fds = None  # (its FIFOs are gone)
+            if fds is not None:
+                return slot, fds
+            slot.remove()  # a writer (or data) left in it by an earlier call: never used again
+
+    def _give_back(self, slot: _Slot) -> None:
+        """The call in ``slot`` is over and its read ends closed: the next call may take it."""
+        with self._lock:
+            kept = self._root is not None and slot.path.startswith(self._root)
+            if kept:
+                self._free.append(slot)
+        if not kept:
+            slot.remove()
 
     def _stop_taking(self) -> None:
         """The server's loop ends at the end of its stdin, once its calls are over."""
@@ -124,47 +177,146 @@ class BashServer(ServerProcess):
         if requests >= 0:
             os.close(requests)
 
+    def _end(self) -> None:
+        """Reap the server and remove its slots (its calls are over: none is in use)."""
+        super()._end()
+        with self._lock:
+            root, self._root = self._root, None
+            free, self._free = self._free, []
+        for slot in free:
+            slot.close()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+            process_linux.remove_at_death(root, False)
+
+
+_FIFOS = ("out", "err", "st", "progress")
+MEMORY_DIRECTORY = "/dev/shm"  # a tmpfs on Linux: nothing there waits for a disk's journal
+
+
+def _private_directory() -> str:
+    """A new private directory (0700) for a server's slots: in memory where this user may make one, else in the
+    temporary directory."""
+    with contextlib.suppress(OSError):
+        return tempfile.mkdtemp(prefix="toolexec-warm-", dir=MEMORY_DIRECTORY)
+    return tempfile.mkdtemp(prefix="toolexec-warm-")
+
+
+class _Slot:
+    """A directory of a server's, for one call at a time: its FIFOs, and its request and script files, kept open here
+    to be rewritten in place."""
+
+    def __init__(self, root: str, name: str) -> None:
+        self.path, self.name = os.path.join(root, name), name  # (the server finds it by its name in its directory)
+        path = self.path
+        self._files: list[int] = []
+        os.mkdir(path, 0o700)
+        try:
+            for fifo in _FIFOS:
+                os.mkfifo(os.path.join(path, fifo), 0o600)
+            for file in ("in", "call"):
+                flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                self._files.append(os.open(os.path.join(path, file), flags, 0o600))
+        except BaseException:
+            self.remove()
+            raise
+
+    def open(self, progress: bool) -> list[int] | None:
+        """The read ends of the FIFOs the call uses; None when one has a writer or unread data (see the module)."""
+        fds: list[int] = []
+        try:
+            for name in _FIFOS[: 4 if progress else 3]:
+                fds.append(os.open(os.path.join(self.path, name), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC))
+                if os.read(fds[-1], 1) != b"":  # end of file: no writer, nothing left
+                    raise BlockingIOError
+        except BlockingIOError:
+            for fd in fds:
+                os.close(fd)
+            return None
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
+    def write(self, request: bytes, script: bytes) -> None:
+        """The call's request and script, in place of the last call's."""
+        for fd, data in zip(self._files, (request, script), strict=True):
+            view = memoryview(data)
+            offset = 0
+            while offset < len(data):
+                offset += os.pwrite(fd, view[offset:], offset)
+            os.ftruncate(fd, len(data))  # (never to 0 first: on ext4 that starts the file's writeback)
+
+    def close(self) -> None:
+        for fd in self._files:
+            os.close(fd)
+        self._files = []
+
+    def remove(self) -> None:
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
 
 class _Status:
-    """The status FIFO's read end: the call's exit waiter. Closing it removes the call's directory."""
+    """The status FIFO's read end: the call's exit waiter. Closing it gives the call's slot back once the waiter's
+    end of the FIFO is seen closed (:meth:`drain`); a slot of a call not seen through is removed."""
 
-    def __init__(self, fd: int, directory: str) -> None:
-        self._fd, self._directory = fd, directory
+    def __init__(self, fd: int, slot: _Slot, server: BashServer) -> None:
+        self._fd, self._slot, self._server = fd, slot, server
+        self._clean = False
 
     def fileno(self) -> int:
         return self._fd
+
+    def drain(self) -> None:
+        """After the status: read to the end of the FIFO, which the waiter closes as it exits (at once, unless it is
+        stopped: then the slot is not used again)."""
+        try:
+            while select.select([self._fd], [], [], DRAIN_SECONDS)[0]:
+                if not os.read(self._fd, 64):
+                    self._clean = True
+                    return
+        except OSError:
+            return
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        shutil.rmtree(self._directory, ignore_errors=True)
+            if self._clean:
+                self._server._give_back(self._slot)
+            else:
+                self._slot.remove()
 
 
 class BashCall(CallProcess):
     """A call's process forked by a :class:`BashServer`; the status FIFO is its waiter."""
 
-    def __init__(self, server: BashServer, directory: str, call: WarmCall) -> None:
-        fds: list[int] = []
+    def __init__(self, server: BashServer, slot: _Slot, fds: list[int], call: WarmCall) -> None:
         try:
-            for name in ("out", "err", "st", *(["progress"] if call.progress >= 0 else [])):
-                os.mkfifo(os.path.join(directory, name), 0o600)
-                fds.append(os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
-            with open(os.path.join(directory, "in"), "wb") as request:
-                request.write(_read_all(call.stdin))
             env = dict(call.env)
             if call.file_limit is not None:
                 env["TOOLEXEC_FILE_LIMIT"] = str(call.file_limit)
             if call.progress >= 0:
-                env["LLM_PROGRESS"] = os.path.join(directory, "progress")
-            entries = [call.cwd or os.getcwd(), "", *(f"{name}={value}" for name, value in env.items())]  # no cgroup
-            with open(os.path.join(directory, "env"), "wb") as out:
-                out.write(b"".join(entry.encode("utf-8", "surrogateescape") + b"\0" for entry in entries))
+                env["LLM_PROGRESS"] = os.path.join(slot.path, "progress")
+            slot.write(_read_all(call.stdin), call_script(env, call.cwd or os.getcwd()))  # no cgroup
         except BaseException:
             for fd in fds:
                 os.close(fd)
+            slot.remove()
             raise
-        super().__init__(server, _Status(fds[2], directory), fds[0], fds[1], fds[3] if len(fds) > 3 else -1)
+        self._status = _Status(fds[2], slot, server)
+        super().__init__(server, self._status, fds[0], fds[1], fds[3] if len(fds) > 3 else -1)
+
+    def wait(self) -> int:
+        """The call's exit status (see :meth:`CallProcess.wait`), then the end of its status FIFO."""
+        if self.returncode is None:
+            super().wait()
+            if self.reported:
+                self._status.drain()
+        assert self.returncode is not None
+        return self.returncode
 
     def exit_code(self, status: int) -> int:
         """As bash's ``wait`` gives it: 128 + N for a call ended by signal N."""

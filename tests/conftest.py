@@ -211,9 +211,12 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     """A TMPDIR of our own, so 'no temporary file left' can be checked exactly."""
     import tempfile
 
+    from toolexec.runtimes import warm_bash
+
     tmp = tmp_path_factory.mktemp("tmpdir")
     monkeypatch.setenv("TMPDIR", str(tmp))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setattr(warm_bash, "MEMORY_DIRECTORY", str(tmp))  # a warm Bash server's slots, in memory otherwise
     return tmp
 
 

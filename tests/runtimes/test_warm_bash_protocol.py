@@ -1,0 +1,237 @@
+"""The warm Bash call protocol (runtimes/warm_bash.py, bash_warm.sh, _bash_call.py, _bash_zygote.py): what a call's
+hand-over could get wrong that the behaviour suite would not see. Under ``sandbox: off`` a server's slots (FIFOs and
+files made once, used again) are private, never used again once a writer is left in one, and gone with the server;
+in both modes a call's environment is taken word for word, whatever its values hold; under the baseline a server
+closed while a call runs lets that call end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import wait_until
+from toolexec.runtimes import baseline, process_linux, warm_bash
+
+pytestmark = pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)")
+
+ECHO = """#!/usr/bin/env bash
+# @describe Echo.
+# @meta warm
+# @option --text! What to echo.
+main() {
+    echo "err:$argc_text" >&2
+    echo "out:$argc_text" >>"$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+def _server(executor: Any) -> warm_bash.BashServer:
+    """The one warm Bash server of ``executor`` (sandbox off)."""
+    servers = [entry.server for entry in executor.calls._pool._entries.values() if entry.server is not None]
+    assert len(servers) == 1 and isinstance(servers[0], warm_bash.BashServer), servers
+    return servers[0]
+
+
+def _first_call(executor: Any) -> tuple[warm_bash.BashServer, warm_bash._Slot]:
+    """The executor's first call of ``echo``, its server and the one slot it made."""
+    assert _echo(executor, "first") == ("ok", "out:first\n", "err:first\n")
+    server = _server(executor)
+    [slot] = server._free
+    return server, slot
+
+
+def _echo(executor: Any, text: str) -> tuple[str, str, str]:
+    result = executor.call("echo", {"text": text})
+    return result.status, result.output, result.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir(warm_bash.MEMORY_DIRECTORY), reason="no /dev/shm")
+def test_a_servers_slots_are_private_in_memory_and_gone_with_it(
+    project: Project, private_tmpdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(warm_bash, "MEMORY_DIRECTORY", "/dev/shm")  # (tests put it in their own TMPDIR)
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        assert [_echo(executor, f"t{n}") for n in range(6)] == [("ok", f"out:t{n}\n", f"err:t{n}\n") for n in range(6)]
+        server = _server(executor)
+        root = server._root
+        assert root is not None and os.path.dirname(root) == "/dev/shm"
+        assert os.path.basename(root).startswith("toolexec-warm-")
+        [slot] = server._free  # one slot made, used by every call in turn
+        assert server._made == 1
+        assert os.listdir(root) == [slot.name]
+        modes = {name: os.lstat(os.path.join(slot.path, name)).st_mode for name in os.listdir(slot.path)}
+        assert {name: (stat.S_IFMT(mode), stat.S_IMODE(mode)) for name, mode in modes.items()} == {
+            **{name: (stat.S_IFIFO, 0o600) for name in ("out", "err", "st", "progress")},
+            **{name: (stat.S_IFREG, 0o600) for name in ("in", "call")},
+        }
+        assert [stat.S_IMODE(os.stat(path).st_mode) for path in (root, slot.path)] == [0o700, 0o700]
+    assert not os.path.exists(root)
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_a_slot_a_writer_was_left_in_is_never_used_again(project: Project, private_tmpdir: Path) -> None:
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        server, first = _first_call(executor)
+        # A process that outlived its call, still holding the slot's stderr: whatever it writes must reach no later call.
+        intruder = os.open(os.path.join(first.path, "err"), os.O_RDWR | os.O_NONBLOCK)
+        try:
+            os.write(intruder, b"intruder\n")
+            assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+            [second] = server._free
+            assert second.path != first.path and not os.path.exists(first.path)
+            os.write(intruder, b"intruder again\n")
+            assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
+            assert first.path not in [slot.path for slot in server._free]
+        finally:
+            os.close(intruder)
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_a_slot_removed_from_under_its_server_is_made_again(project: Project, private_tmpdir: Path) -> None:
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        server, first = _first_call(executor)
+        descriptors = sorted(os.listdir("/proc/self/fd"))
+        shutil.rmtree(first.path)  # (a cleaner of temporary files)
+        assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+        [second] = server._free  # warm still: a new slot, and the old one's files closed
+        assert second.path != first.path and server._made == 2
+        assert sorted(os.listdir("/proc/self/fd")) == descriptors
+    assert os.listdir(private_tmpdir) == []
+
+
+VALUES = {
+    "TOOLEXEC_TEST_QUOTES": "it's \"quoted\" 'twice''",
+    "TOOLEXEC_TEST_EXPANSIONS": "$(touch {sentinel}) `touch {sentinel}` ${{HOME}} $HOME !! \\",
+    "TOOLEXEC_TEST_LINES": "one\ntwo; touch {sentinel}\n\n",
+    "TOOLEXEC_TEST_UNICODE": "ünï — 語",
+    "TOOLEXEC_TEST_EMPTY": "",
+}
+SEEN = """#!/usr/bin/env bash
+# @describe Show the environment.
+# @meta warm
+set -o posix
+main() {
+    printf '%s\\0' "$TOOLEXEC_TEST_QUOTES" "$TOOLEXEC_TEST_EXPANSIONS" "$TOOLEXEC_TEST_LINES" \\
+        "$TOOLEXEC_TEST_UNICODE" "${TOOLEXEC_TEST_EMPTY-unset}" "$TOOLEXEC_TEST_LATER" >>"$LLM_OUTPUT"
+}
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["off", "declared"])
+def test_a_calls_environment_is_taken_word_for_word(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: str
+) -> None:
+    if sandbox == "declared" and not baseline.usable():
+        pytest.skip("needs bwrap and PID namespaces")
+    sentinel = tmp_path / "pwned"
+    values = {name: value.format(sentinel=sentinel) for name, value in VALUES.items()}
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    # A name bash refuses (read-only) before one it takes: in POSIX mode (the tool's, restored in each call) a refused
+    # assignment of `export` would end the shell.
+    monkeypatch.setenv("PPID", "1")
+    monkeypatch.setenv("TOOLEXEC_TEST_LATER", "later")
+    project.tool("seen.sh", SEEN)
+    with project.executor(sandbox=sandbox, warm_tools="all") as executor:
+        results = [executor.call("seen", {}) for _ in range(2)]
+        assert len(executor.calls._pool) == 1  # warm
+    assert [(r.status, r.stderr) for r in results] == [("ok", "")] * 2
+    assert [r.output.split("\0") for r in results] == [[*values.values(), "later", ""]] * 2
+    assert not sentinel.exists()
+
+
+GATE = """#!/usr/bin/env bash
+# @describe Wait at a gate.
+# @meta warm
+# @option --started! FIFO to say so on
+# @option --gate! FIFO to wait on
+main() {
+    echo started >"$argc_started"
+    read -r word <"$argc_gate"
+    echo "passed $word" >>"$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and PID namespaces")
+def test_a_call_in_flight_ends_as_ever_when_its_server_is_closed(project: Project, tmp_path: Path) -> None:
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    os.mkfifo(started)
+    os.mkfifo(gate)
+    project.tool("gate.sh", GATE)
+    with project.executor(sandbox="declared") as executor:
+        results: list[Any] = []
+        caller = threading.Thread(
+            target=lambda: results.append(executor.call("gate", {"started": str(started), "gate": str(gate)}))
+        )
+        caller.start()
+        try:
+            with open(started, encoding="utf-8") as said:
+                assert said.read() == "started\n"
+            [server] = [entry.server for entry in executor.calls._pool._entries.values() if entry.server is not None]
+            assert server._proc is not None
+            zygote = _descendants(server._proc.pid, "_bash_zygote.py")[0]
+            call_init, *spares = _children(zygote)  # the call took the oldest spare; the others wait (each: an init, a bash)
+            assert spares
+            executor.calls._pool.close()  # the server stops taking calls: it (and its spares) ends once the call is over
+
+            def spares_reaped() -> bool:  # its spares end at once: the server has reaped them, and waits on
+                return not any(os.path.exists(f"/proc/{pid}") for pid in spares) and _state(zygote) == "S"
+
+            wait_until(spares_reaped, "the server to reap its spares and wait for its call", timeout=30)
+            assert os.path.exists(f"/proc/{call_init}")
+        finally:
+            with contextlib.suppress(OSError):  # (no reader: the call is gone)
+                opened = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+                os.write(opened, b"go\n")
+                os.close(opened)
+            caller.join()
+    [result] = results
+    assert (result.status, result.output, result.stderr) == ("ok", "passed go\n", "")
+
+
+def _state(pid: int) -> str:
+    """The state letter of process ``pid`` ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return ""
+
+
+def _children(pid: int) -> list[int]:
+    return [
+        int(child)
+        for task in os.listdir(f"/proc/{pid}/task")
+        for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+    ]
+
+
+def _descendants(pid: int, program: str) -> list[int]:
+    """The processes below ``pid`` (itself included) that run ``program`` (not bwrap, whose arguments name it), the
+    highest first."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop(0)
+        try:
+            argv = Path(f"/proc/{current}/cmdline").read_text(errors="replace").split("\0")
+            if any(arg.endswith(program) for arg in argv) and os.path.basename(argv[0]) != "bwrap":
+                found.append(current)
+            for task in os.listdir(f"/proc/{current}/task"):
+                todo += [int(child) for child in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+        except OSError:
+            continue
+    return found
