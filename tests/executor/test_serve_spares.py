@@ -1,0 +1,211 @@
+"""``toolexec serve``'s calls start in sandboxes set up ahead by the child waiting for them (toolexec.serve_spares), and
+a served run's caller gets the end of its output as the command exits: what a served call may change, and what it
+may not (a spare used once, by an identical call; nothing left behind; a recipe that does not read back makes none)."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.executor.test_serve import Served, _children, _descendants, _idle, toolexec
+from tests.helpers import alive, wait_until
+from toolexec.runtimes import baseline
+from toolexec.runtimes.sandbox import Confinement
+from toolexec.runtimes.sandbox_spare import Recipe
+from toolexec.serve_spares import read_recipe, write_recipe
+
+PROBE_SH = """#!/usr/bin/env bash
+# @describe Say what started the namespace the call runs in (its init's command line).
+main() {
+    tr '\\0' ' ' </proc/1/cmdline >>"$LLM_OUTPUT"
+}
+"""
+ECHO_SH = """#!/usr/bin/env bash
+# @describe Echo the text.
+# @option --text! The text.
+main() {
+    printf "%s" "$argc_text" >>"$LLM_OUTPUT"
+}
+"""
+needs_baseline = pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+
+
+def _waiting_sandbox(server: int) -> int | None:
+    """The bwrap of the sandbox a waiting child of ``server`` set up ahead, if there is one."""
+    for child in _children(server):
+        for pid in _descendants(child):
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap":
+                    return pid
+            except OSError:
+                pass
+    return None
+
+
+@needs_baseline
+def test_a_kind_of_served_call_seen_twice_starts_in_a_sandbox_set_up_ahead(project: Project) -> None:
+    """From a kind of call's second served run on, the child waiting for the next client sets its sandbox up while no
+    call runs; the next such call starts in it (its namespace's init is the one that started the spare's launcher),
+    with the cold call's result; the server's end takes a spare nobody used along, leaving nothing."""
+    project.tool("probe.sh", PROBE_SH)
+    config = project.configure()
+    served = Served(config)
+    try:
+        runs = [toolexec("--config", str(config), "run", "probe", "{}") for _ in range(2)]
+        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
+        spare = _waiting_sandbox(served.process.pid)
+        runs.append(toolexec("--config", str(config), "run", "probe", "{}"))
+        wait_until(lambda: _waiting_sandbox(served.process.pid) not in (None, spare), "the next one")
+        left = _waiting_sandbox(served.process.pid)
+    finally:
+        stopped = served.stop()[:2]
+    assert stopped == (0, 3)
+    assert [(done.returncode, done.stderr) for done in runs] == [(0, b"")] * 3
+    assert ["_spare_launcher.py" in done.stdout.decode() for done in runs] == [False, False, True]
+    assert spare is not None and not alive(spare)
+    assert left is not None and not alive(left)
+
+
+@needs_baseline
+def test_a_served_call_of_another_kind_runs_cold_and_its_child_ends_the_unused_sandbox(project: Project) -> None:
+    """A sandbox set up for one tool's calls is never another's: a call of another tool runs cold, as it would, and
+    the spare is ended with the child that made it."""
+    project.tool("probe.sh", PROBE_SH)
+    project.tool("echo.sh", ECHO_SH)
+    config = project.configure()
+    served = Served(config)
+    try:
+        for _ in range(2):
+            assert toolexec("--config", str(config), "run", "probe", "{}").returncode == 0
+        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
+        spare = _waiting_sandbox(served.process.pid)
+        assert spare is not None
+        done = toolexec("--config", str(config), "run", "echo", '{"text": "other"}')
+        wait_until(lambda: not alive(spare), "the unused sandbox to end")
+        wait_until(lambda: _idle(served.process.pid), "the server to be idle again")
+    finally:
+        stopped = served.stop()[:2]
+    assert stopped == (0, 3)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"other", b"")
+
+
+def _holders(pipe: int) -> list[int]:
+    """The processes (other than this one) holding ``pipe``'s inode open."""
+    target = os.readlink(f"/proc/self/fd/{pipe}")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except OSError:
+            continue
+        if target in links:
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_caller_s_streams_are_let_go_before_the_command_exits(project: Project) -> None:
+    """A caller reading a served run's output (``$(toolexec run …)``) sees its end as the command exits: the server's
+    child lets go of the caller's stdout and stderr before it says the status, though it is still ending (here its
+    guard is stopped, which holds its end for as long as the guard is)."""
+    project.tool("echo.sh", ECHO_SH)
+    config = project.configure(sandbox="off")
+    served = Served(config)
+    read_end, write_end = os.pipe()
+    try:
+        wait_until(lambda: _idle(served.process.pid), "the server's waiting child and its guard")
+        (child,) = _children(served.process.pid)
+        (guard,) = _children(child)
+        os.kill(guard, signal.SIGSTOP)
+        try:
+            command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "echo", '{"text": "x"}']
+            run = subprocess.Popen(command, stdout=write_end, stderr=write_end)
+            os.close(write_end)
+            write_end = -1
+            assert run.wait(timeout=60) == 0
+            holders = _holders(read_end)
+            still = alive(child)
+        finally:
+            os.kill(guard, signal.SIGCONT)
+        output = os.read(read_end, 100)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+        stopped = served.stop()[:2]
+    assert stopped == (0, 1)
+    assert (output, holders, still) == (b"x", [], True)
+
+
+# --- the recipes: plain data, checked on the way in -----------------------------------------------------------------
+
+
+def _recipe(**changes: object) -> Recipe:
+    confinement = Confinement(baseline=True, cpu=31, processes=256, file_size=1 << 20, **changes)  # type: ignore[arg-type]
+    return Recipe(confinement=confinement, places=("/tmp/x",), cwd="/work")
+
+
+def test_a_recipe_reads_back_as_it_was_written() -> None:
+    key = ("baseline", "probe", "/p/config.yaml")
+    found = read_recipe(write_recipe(key, _recipe()) or b"")
+    assert found is not None
+    assert (found[0], found[1].confinement, found[1].places, found[1].cwd, found[1].files) == (
+        key,
+        _recipe().confinement,
+        ("/tmp/x",),
+        "/work",
+        None,
+    )
+
+
+def test_a_declared_policy_s_recipe_makes_its_own_call_files() -> None:
+    recipe = Recipe(confinement=Confinement(network="none", files=("/tmp/a.out",)), places=(), cwd="/")
+    found = read_recipe(write_recipe(("confined", "probe", "/p/config.yaml", False), recipe) or b"")
+    assert found is not None and found[1].files is not None
+    assert found[1].confinement == Confinement(network="none")  # not the call's files: new ones, made for it
+    made = found[1].files()
+    try:
+        assert [Path(path).name.startswith("toolexec-probe-") for path in made] == [True] * 3
+    finally:
+        for path in made:
+            os.rmdir(path) if os.path.isdir(path) else os.unlink(path)
+
+
+FIELDS = {"baseline": True, "network": "none", "allowed": (), "visible": (), "writable": (), "files": (), "protected": ()}
+FIELDS |= {"hidden": (), "revealed": (), "memory": None, "cpu": 31, "processes": None, "file_size": None}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        b"",
+        b"\xff\x00 not marshal",
+        marshal.dumps("a string"),
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, ())),  # a field missing
+        marshal.dumps((["baseline", "t", "/c"], FIELDS, (), "/")),  # a key that is no tuple
+        marshal.dumps((("baseline", 3, "/c"), FIELDS, (), "/")),  # a key's part of another type
+        marshal.dumps((("other", "t", "/c"), FIELDS, (), "/")),  # a kind nobody makes
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "baseline": False}, (), "/")),  # a baseline key, confined
+        marshal.dumps((("confined", "t", "/c", "no"), {**FIELDS, "baseline": False}, (), "/")),  # asking must be a bool
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "surprise": 1}, (), "/")),  # a field Confinement lacks
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "hidden": ("/a", 1)}, (), "/")),  # a path that is no text
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "cpu": [1]}, (), "/")),  # a list
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, ("/a", b"/b"), "/")),  # bytes among the places
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), None)),  # no working directory
+    ],
+)
+def test_a_recipe_that_does_not_read_back_whole_and_well_typed_makes_no_spare(message: bytes) -> None:
+    assert read_recipe(message) is None
+
+
+def test_the_fields_above_are_confinement_s_own() -> None:
+    """(So that each bad message above differs from a good one by the one thing it names.)"""
+    assert read_recipe(marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/"))) is not None
