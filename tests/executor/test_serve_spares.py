@@ -96,6 +96,33 @@ def test_a_served_call_of_another_kind_runs_cold_and_its_child_ends_the_unused_s
     assert (done.returncode, done.stdout, done.stderr) == (0, b"other", b"")
 
 
+FDS_PY = '''import os
+
+def run() -> str:
+    """Name the descriptors this call holds open, and what started its namespace."""
+    held = sorted(int(name) for name in os.listdir("/proc/self/fd"))
+    return f"{held} {'spare' if b'_spare_launcher.py' in open('/proc/1/cmdline', 'rb').read() else 'cold'}"
+'''
+
+
+@needs_baseline
+def test_a_tool_served_cold_or_from_a_spare_holds_nothing_of_toolexec_s(project: Project) -> None:
+    """Hostile tools: whether its sandbox was set up ahead or not, a served call holds its three streams and nothing
+    else (the descriptor listing its own), so no tool can reach the server's socket, the children's queue of recipes
+    or another call's spare."""
+    project.tool("fds.py", FDS_PY)
+    config = project.configure()
+    served = Served(config)
+    try:
+        runs = [toolexec("--config", str(config), "run", "fds", "{}").stdout.decode() for _ in range(2)]
+        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
+        runs.append(toolexec("--config", str(config), "run", "fds", "{}").stdout.decode())
+    finally:
+        stopped = served.stop()[:2]
+    assert stopped == (0, 3)
+    assert runs == ["[0, 1, 2, 3] cold", "[0, 1, 2, 3] cold", "[0, 1, 2, 3] spare"]
+
+
 def _holders(pipe: int) -> list[int]:
     """The processes (other than this one) holding ``pipe``'s inode open."""
     target = os.readlink(f"/proc/self/fd/{pipe}")
