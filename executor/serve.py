@@ -517,7 +517,12 @@ class Server:
                 process_linux.own_pages()  # the copy-on-write faults a call would take, taken while waiting
             listener = self._listener
             assert listener is not None
+            if self.sandboxes is not None:  # the server's end, while waiting: the sandbox set up ahead goes too
+                for number in (signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(number, _end_waiting)
             conn = _accept_one(listener, recipe, self.sandboxes)
+            for number in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(number, signal.SIG_DFL)
             listener.close()
             if recipe >= 0:
                 os.close(recipe)
@@ -845,6 +850,11 @@ def _text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
     buffered: Any = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
     line = fd == 2 or (fd == 1 and raw.isatty())
     return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, line_buffering=line)
+
+
+def _end_waiting(*_: object) -> None:
+    """A waiting child told to end: out through its cleanup (which ends the sandbox it set up ahead)."""
+    raise SystemExit(0)
 
 
 def _accept_one(listener: socket.socket, recipe: int = -1, sandboxes: ServedSpares | None = None) -> socket.socket:
