@@ -49,6 +49,7 @@ from typing import Any
 
 import toolexec.api
 import toolexec.calls
+import toolexec.catalog
 import toolexec.catalog_store
 import toolexec.confine
 import toolexec.runtimes.argc_built
@@ -267,6 +268,9 @@ class Server:
         for name in PRELOADED:
             import_module(name)
         toolexec.state.sha256_hex(b"")  # the interpreter's own SHA-256 module
+        # What the catalog's freshness is checked against besides the files: the compilers' own (a scan and a stat
+        # of each; cached for the process). The children compile with the compilers this process loaded, so theirs.
+        toolexec.catalog.compilers_fingerprint()
         if self._vouch is not None:
             self._vouch.current()  # the files watched and stated once now: the first `list` finds the answer made
         gc.collect()
