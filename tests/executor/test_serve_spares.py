@@ -96,6 +96,27 @@ def test_a_served_call_of_another_kind_runs_cold_and_its_child_ends_the_unused_s
     assert (done.returncode, done.stdout, done.stderr) == (0, b"other", b"")
 
 
+@needs_baseline
+def test_a_sandbox_set_up_ahead_is_ended_after_warm_idle_seconds_without_a_call(project: Project) -> None:
+    """A spare no call came for within ``warm_idle`` seconds is ended by the child that waits (the next call runs
+    cold, as it would have); the child goes on waiting."""
+    project.tool("probe.sh", PROBE_SH)
+    config = project.configure(warm_idle=0.5)
+    served = Served(config)
+    try:
+        for _ in range(2):
+            assert toolexec("--config", str(config), "run", "probe", "{}").returncode == 0
+        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
+        spare = _waiting_sandbox(served.process.pid)
+        assert spare is not None
+        wait_until(lambda: not alive(spare), "the idle sandbox to end")
+        done = toolexec("--config", str(config), "run", "probe", "{}")
+    finally:
+        stopped = served.stop()[:2]
+    assert stopped == (0, 3)
+    assert (done.returncode, "_spare_launcher.py" in done.stdout.decode(), done.stderr) == (0, False, b"")
+
+
 FDS_PY = '''import os
 
 def run() -> str:
