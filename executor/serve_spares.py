@@ -38,6 +38,10 @@ __all__ = ["MAX_RECIPE", "ServedSpares", "read_recipe", "write_recipe"]
 MAX_RECIPE = 1 << 20  # bytes of one recipe (its paths: the hidden list, the places seen)
 KINDS_SEEN = 256  # kinds of call the server counts at once (the oldest are forgotten)
 _FIELDS = frozenset(field_names(Confinement()))
+# What the making of a spare reads of the environment (the waiting child's: the server's), which a cold start would
+# read of the caller's: the bwrap to run, and where a declared policy's call files are made. A spare is used only when
+# the caller's are the same.
+_READ = (BWRAP_VARIABLE, "TMPDIR", "TEMP", "TMP")
 
 
 class ServedSpares(Spares):
@@ -55,7 +59,7 @@ class ServedSpares(Spares):
         self.next: bytes | None = None  # the recipe for the next waiting child (the server's), as it came
         self.key: Hashable | None = None  # the kind of this child's spare
         self.spare: Spare | None = None  # this child's spare (made while it waited)
-        self._made_with: str | None = None  # the bwrap the caller may name (TOOLEXEC_BWRAP) when it was made
+        self._made_with: tuple[str | None, ...] = ()  # the variables of _READ when it was made
 
     # --- in a child ---------------------------------------------------------------------------------------------
 
@@ -75,7 +79,7 @@ class ServedSpares(Spares):
             if key == self.key and self.spare.alive():
                 return
             self.discard()
-        self._made_with = os.environ.get(BWRAP_VARIABLE)
+        self._made_with = _environment()
         self.spare = sandbox_spare.make(recipe)
         self.key = key if self.spare is not None else None
 
@@ -86,7 +90,7 @@ class ServedSpares(Spares):
         if spare is None or key != self.key or os.getpid() == self.owner:
             return None
         self.spare = self.key = None
-        if spare.alive() and spare.intact() and os.environ.get(BWRAP_VARIABLE) == self._made_with:  # (the caller's now)
+        if spare.alive() and spare.intact() and _environment() == self._made_with:  # (the caller's, now)
             return spare
         spare.discard()
         return None
@@ -107,12 +111,15 @@ class ServedSpares(Spares):
             spare.discard()
 
     def __len__(self) -> int:
+        """Spares waiting in this process: this child's one, or none."""
         return int(self.spare is not None)
 
     def wait_made(self, timeout: float = 10.0) -> bool:
+        """Nothing is made on a thread here (a child makes its spare before it takes its call): True at once."""
         return True
 
     def close(self) -> None:
+        """End this process's spare, if any, and its ends of the orders' queue."""
         self.discard()
         for end in (self.orders, self._order):
             end.close()
@@ -125,9 +132,7 @@ class ServedSpares(Spares):
         while True:
             try:
                 message = self.orders.recv(MAX_RECIPE)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
+            except OSError:  # (none left, or the queue closed)
                 return
             found = read_recipe(message)
             if found is None:
@@ -177,6 +182,10 @@ def read_recipe(message: bytes) -> tuple[tuple[str | bool, ...], Recipe] | None:
     if key[0] == "baseline" and len(key) == 3 and confinement.baseline:
         return key, Recipe(confinement=confinement, places=places, cwd=cwd)
     return None
+
+
+def _environment() -> tuple[str | None, ...]:
+    return tuple(os.environ.get(name) for name in _READ)
 
 
 def _strings(value: object) -> bool:

@@ -144,6 +144,29 @@ def test_a_tool_served_cold_or_from_a_spare_holds_nothing_of_toolexec_s(project:
     assert runs == ["[0, 1, 2, 3] cold", "[0, 1, 2, 3] cold", "[0, 1, 2, 3] spare"]
 
 
+@needs_baseline
+def test_a_caller_whose_environment_would_make_another_sandbox_runs_cold(project: Project, tmp_path: Path) -> None:
+    """A spare is made in the waiting child's environment (the server's): a caller whose environment would have its
+    cold start make another (here its TMPDIR, where a call's files are made) does not use it."""
+    project.tool("probe.sh", PROBE_SH)
+    config = project.configure()
+    served = Served(config)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    try:
+        for _ in range(2):
+            assert toolexec("--config", str(config), "run", "probe", "{}").returncode == 0
+        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
+        spare = _waiting_sandbox(served.process.pid)
+        done = toolexec("--config", str(config), "run", "probe", "{}", env={**os.environ, "TMPDIR": str(elsewhere)})
+    finally:
+        stopped = served.stop()[:2]
+    assert stopped == (0, 3)
+    assert (done.returncode, "_spare_launcher.py" in done.stdout.decode(), done.stderr) == (0, False, b"")
+    assert spare is not None and not alive(spare)
+    assert list(elsewhere.iterdir()) == []
+
+
 def _holders(pipe: int) -> list[int]:
     """The processes (other than this one) holding ``pipe``'s inode open."""
     target = os.readlink(f"/proc/self/fd/{pipe}")
