@@ -856,8 +856,19 @@ def _text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
     return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, line_buffering=line)
 
 
+class _Ending:
+    """A waiting child told to end while it starts a sandbox: it ends once the sandbox is started (or undone), never
+    in the middle of its start (a bwrap started and not yet known to the guard would outlive the child)."""
+
+    making = False
+    asked = False
+
+
 def _end_waiting(*_: object) -> None:
     """A waiting child told to end: out through its cleanup (which ends the sandbox it set up ahead)."""
+    if _Ending.making:
+        _Ending.asked = True
+        return
     raise SystemExit(0)
 
 
@@ -878,7 +889,13 @@ def _accept_one(listener: socket.socket, recipe: int = -1, sandboxes: ServedSpar
             if not chunk:
                 waiting.remove(recipe)
                 if sandboxes is not None and len(message) <= MAX_RECIPE:
-                    sandboxes.make(message)
+                    _Ending.making = True
+                    try:
+                        sandboxes.make(message)
+                    finally:
+                        _Ending.making = False
+                    if _Ending.asked:
+                        raise SystemExit(0)
             continue
         try:
             conn, _ = listener.accept()

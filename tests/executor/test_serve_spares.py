@@ -7,6 +7,7 @@ from __future__ import annotations
 import marshal
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from tests.executor.test_serve import Served, _children, _descendants, _idle, to
 from tests.helpers import alive, wait_until
 from toolexec.runtimes import baseline
 from toolexec.runtimes.sandbox import Confinement
-from toolexec.runtimes.sandbox_spare import Recipe
+from toolexec.runtimes.sandbox_spare import LAUNCHER, Recipe
 from toolexec.serve_spares import read_recipe, write_recipe
 
 PROBE_SH = """#!/usr/bin/env bash
@@ -115,6 +116,67 @@ def test_a_sandbox_set_up_ahead_is_ended_after_warm_idle_seconds_without_a_call(
         stopped = served.stop()[:2]
     assert stopped == (0, 3)
     assert (done.returncode, "_spare_launcher.py" in done.stdout.decode(), done.stderr) == (0, False, b"")
+
+
+def _spare_sandboxes() -> list[int]:
+    """Every process of a sandbox set up ahead by this toolexec (its launcher's path in its command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and LAUNCHER.encode() in (entry / "cmdline").read_bytes() and alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+@needs_baseline
+def test_a_server_stopped_while_its_waiting_child_sets_a_sandbox_up_leaves_none(project: Project) -> None:
+    """The server's stop reaches the waiting child while it may be starting the sandbox of the next call (it starts
+    as the call before ends): the child finishes or undoes it, then ends it; no sandbox outlives the server."""
+    project.tool("probe.sh", PROBE_SH)
+    config = project.configure()
+    for _ in range(4):
+        served = Served(config)
+        try:
+            for _ in range(2):
+                assert toolexec("--config", str(config), "run", "probe", "{}").returncode == 0
+        finally:
+            stopped = served.stop()[:2]
+        assert stopped == (0, 2)
+        assert _spare_sandboxes() == []
+
+
+def test_a_waiting_child_told_to_end_while_it_starts_a_sandbox_ends_once_it_is_started(tmp_path: Path) -> None:
+    """The server's stop (SIGTERM) may come while the waiting child starts a sandbox (a bwrap not yet known to the
+    guard, which would outlive the child): the child ends once the start is over, through its cleanup."""
+    from toolexec import serve
+
+    steps: list[bytes] = []
+
+    class Starting:
+        idle = 60.0
+        spare = None
+
+        def make(self, message: bytes) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)  # the stop, in the middle of the start
+            steps.append(message)
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "s.sock"))
+    listener.listen(1)
+    recipe, given = os.pipe()
+    os.write(given, b"the recipe")
+    os.close(given)
+    previous = signal.signal(signal.SIGTERM, serve._end_waiting)
+    try:
+        with pytest.raises(SystemExit):
+            serve._accept_one(listener, recipe, Starting())  # type: ignore[arg-type]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        listener.close()
+        os.close(recipe)
+    assert steps == [b"the recipe"]
 
 
 FDS_PY = '''import os
