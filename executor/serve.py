@@ -857,8 +857,9 @@ def _text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
 
 
 class _Ending:
-    """A waiting child told to end while it starts a sandbox: it ends once the sandbox is started (or undone), never
-    in the middle of its start (a bwrap started and not yet known to the guard would outlive the child)."""
+    """A waiting child told to end while it starts a sandbox (or whose server was killed outright meanwhile): it ends
+    once the sandbox is started (or undone), never in the middle of its start (a bwrap started and not yet known to
+    the guard would outlive the child)."""
 
     making = False
     asked = False
@@ -889,12 +890,15 @@ def _accept_one(listener: socket.socket, recipe: int = -1, sandboxes: ServedSpar
             if not chunk:
                 waiting.remove(recipe)
                 if sandboxes is not None and len(message) <= MAX_RECIPE:
+                    server = os.getppid()
                     _Ending.making = True
+                    process_linux.die_with_parent(None)  # (the server killed outright: noticed once it is started)
                     try:
                         sandboxes.make(message)
                     finally:
                         _Ending.making = False
-                    if _Ending.asked:
+                        process_linux.die_with_parent(signal.SIGKILL)
+                    if _Ending.asked or os.getppid() != server:
                         raise SystemExit(0)
             continue
         try:

@@ -147,12 +147,16 @@ def test_a_server_stopped_while_its_waiting_child_sets_a_sandbox_up_leaves_none(
         assert _spare_sandboxes() == []
 
 
-def test_a_waiting_child_told_to_end_while_it_starts_a_sandbox_ends_once_it_is_started(tmp_path: Path) -> None:
+def test_a_waiting_child_told_to_end_while_it_starts_a_sandbox_ends_once_it_is_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server's stop (SIGTERM) may come while the waiting child starts a sandbox (a bwrap not yet known to the
-    guard, which would outlive the child): the child ends once the start is over, through its cleanup."""
+    guard, which would outlive the child): the child ends once the start is over, through its cleanup. Nor does the
+    server's death kill it meanwhile (its death signal is off while it starts one, and on again after)."""
     from toolexec import serve
 
-    steps: list[bytes] = []
+    steps: list[object] = []
+    monkeypatch.setattr(serve.process_linux, "die_with_parent", lambda sig: steps.append(("death signal", sig)))
 
     class Starting:
         idle = 60.0
@@ -176,7 +180,7 @@ def test_a_waiting_child_told_to_end_while_it_starts_a_sandbox_ends_once_it_is_s
         signal.signal(signal.SIGTERM, previous)
         listener.close()
         os.close(recipe)
-    assert steps == [b"the recipe"]
+    assert steps == [("death signal", None), b"the recipe", ("death signal", signal.SIGKILL)]
 
 
 FDS_PY = '''import os
