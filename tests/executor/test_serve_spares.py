@@ -50,6 +50,17 @@ def _waiting_sandbox(server: int) -> int | None:
     return None
 
 
+def _set_up_ahead(served: Served, tool: str) -> int:
+    """Two served runs of ``tool`` (each succeeds), then the bwrap of the sandbox the waiting child sets up for the
+    next, once it is there."""
+    for _ in range(2):
+        assert toolexec("--config", str(served.config), "run", tool, "{}").returncode == 0
+    wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
+    spare = _waiting_sandbox(served.process.pid)
+    assert spare is not None
+    return spare
+
+
 @needs_baseline
 def test_a_kind_of_served_call_seen_twice_starts_in_a_sandbox_set_up_ahead(project: Project) -> None:
     """From a kind of call's second served run on, the child waiting for the next client sets its sandbox up while no
@@ -83,11 +94,7 @@ def test_a_served_call_of_another_kind_runs_cold_and_its_child_ends_the_unused_s
     config = project.configure()
     served = Served(config)
     try:
-        for _ in range(2):
-            assert toolexec("--config", str(config), "run", "probe", "{}").returncode == 0
-        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
-        spare = _waiting_sandbox(served.process.pid)
-        assert spare is not None
+        spare = _set_up_ahead(served, "probe")
         done = toolexec("--config", str(config), "run", "echo", '{"text": "other"}')
         wait_until(lambda: not alive(spare), "the unused sandbox to end")
         wait_until(lambda: _idle(served.process.pid), "the server to be idle again")
@@ -105,11 +112,7 @@ def test_a_sandbox_set_up_ahead_is_ended_after_warm_idle_seconds_without_a_call(
     config = project.configure(warm_idle=0.5)
     served = Served(config)
     try:
-        for _ in range(2):
-            assert toolexec("--config", str(config), "run", "probe", "{}").returncode == 0
-        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
-        spare = _waiting_sandbox(served.process.pid)
-        assert spare is not None
+        spare = _set_up_ahead(served, "probe")
         wait_until(lambda: not alive(spare), "the idle sandbox to end")
         done = toolexec("--config", str(config), "run", "probe", "{}")
     finally:
@@ -220,10 +223,7 @@ def test_a_caller_whose_environment_would_make_another_sandbox_runs_cold(project
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     try:
-        for _ in range(2):
-            assert toolexec("--config", str(config), "run", "probe", "{}").returncode == 0
-        wait_until(lambda: _waiting_sandbox(served.process.pid) is not None, "the sandbox set up ahead")
-        spare = _waiting_sandbox(served.process.pid)
+        spare = _set_up_ahead(served, "probe")
         done = toolexec("--config", str(config), "run", "probe", "{}", env={**os.environ, "TMPDIR": str(elsewhere)})
     finally:
         stopped = served.stop()[:2]
