@@ -505,8 +505,13 @@ class Calls:
             return self._pool
 
     def _sandboxes(self, config: Config) -> Spares | None:
-        """The sandboxes set up ahead of this surface's calls (made with the first call that can use one), or None."""
-        if not self.ahead or config.sandbox == "off":
+        """The sandboxes set up ahead of this surface's calls (made with the first call that can use one; in a call
+        ``toolexec serve`` forked, :data:`served_spares`), or None."""
+        if config.sandbox == "off":
+            return None
+        if served_spares is not None:
+            return served_spares
+        if not self.ahead:
             return None
         with self._registry:
             if self._spares is None and not self._closed:
@@ -577,6 +582,8 @@ class Calls:
 # The warm servers of the ``toolexec serve`` this process was forked from to run one call (their pool outlives the
 # call, and is never closed here); None: a Calls keeps its own.
 served_pool: WarmPool | None = None
+# The sandbox set up ahead by such a call's process while it waited (:mod:`toolexec.serve_spares`); None elsewhere.
+served_spares: Spares | None = None
 
 
 def runs_warm(config: Config, tool: ToolDeclaration, everything: bool | None) -> bool:

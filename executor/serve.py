@@ -49,6 +49,7 @@ from typing import Any
 
 import toolexec.api
 import toolexec.calls
+import toolexec.catalog
 import toolexec.catalog_store
 import toolexec.confine
 import toolexec.runtimes.argc_built
@@ -72,6 +73,7 @@ from toolexec.serve_client import (
     socket_folder,
     socket_name,
 )
+from toolexec.serve_spares import MAX_RECIPE, ServedSpares
 from toolexec.version import __version__
 from toolexec.vouch import Vouch
 
@@ -155,6 +157,8 @@ class Server:
         self.config: Config = load_config(config)
         self.warm = warm
         self.pool: ServedPool | None = None
+        self.sandboxes: ServedSpares | None = None  # the sandboxes the waiting children set up ahead of their calls
+        self._recipes: dict[int, int] = {}  # a waiting child's pid: the pipe its recipe goes down (toolexec.serve_spares)
         self.config_path = os.path.realpath(locate(config).path)
         self.folder = socket_folder()
         self.path = os.path.join(self.folder, socket_name(self.config_path))
@@ -205,6 +209,9 @@ class Server:
         if process_linux.available():  # (warm calls need pidfd and /proc: elsewhere every call runs cold)
             self.pool = ServedPool(max_servers=self.config.warm_max, idle=self.config.warm_idle)
             toolexec.calls.served_pool = self.pool  # what every child forked from here uses
+            if self.config.sandbox != "off":
+                self.sandboxes = ServedSpares(idle=self.config.warm_idle)
+                toolexec.calls.served_spares = self.sandboxes
         return True
 
     def _lock(self) -> str | None:
@@ -261,6 +268,9 @@ class Server:
         for name in PRELOADED:
             import_module(name)
         toolexec.state.sha256_hex(b"")  # the interpreter's own SHA-256 module
+        # What the catalog's freshness is checked against besides the files: the compilers' own (a scan and a stat
+        # of each; cached for the process). The children compile with the compilers this process loaded, so theirs.
+        toolexec.catalog.compilers_fingerprint()
         if self._vouch is not None:
             self._vouch.current()  # the files watched and stated once now: the first `list` finds the answer made
         gc.collect()
@@ -284,6 +294,14 @@ class Server:
             self.pool.close()
             toolexec.calls.served_pool = None
             self.pool = None
+        if self.sandboxes is not None:
+            self.sandboxes.close()
+            toolexec.calls.served_spares = None
+            self.sandboxes = None
+        for fd in self._recipes.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._recipes.clear()
         self._count_runs()
         for fd in (self._ran_read, self._ran_write, self._took_read, self._took_write):
             with contextlib.suppress(OSError):
@@ -317,6 +335,8 @@ class Server:
                 selector.register(self._took_read, selectors.EVENT_READ, "took")
                 if self.pool is not None:
                     selector.register(self.pool.asked, selectors.EVENT_READ, "warm")
+                if self.sandboxes is not None:
+                    selector.register(self.sandboxes.orders, selectors.EVENT_READ, "orders")
                 if self._vouch is not None:
                     selector.register(self._vouch.fileno(), selectors.EVENT_READ, "vouch")
                 listening = False
@@ -327,6 +347,7 @@ class Server:
                 while not self._stop:
                     self._reap()
                     self._spare()
+                    self._hand_recipe()
                     if listening != (not self.spares):  # no spare waits (all busy): the server answers, busy
                         listening = not self.spares
                         if listening:
@@ -343,6 +364,8 @@ class Server:
                                 os.read(wake_read, 512)
                         elif key.data == "ran":
                             self._count_runs()
+                        elif key.data == "orders":
+                            self.sandboxes.receive()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif key.data == "warm":
                             assert self.pool is not None
                             self.pool.start_asked()
@@ -385,21 +408,50 @@ class Server:
             stopping = {getattr(signal, name) for name in _STOPPING}
             signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # until the child has its own handlers
             server = os.getpid()
+            recipe_read, recipe_write = os.pipe2(os.O_CLOEXEC) if self.sandboxes is not None else (-1, -1)
             try:
                 pid = os.fork()
                 if pid == 0:
-                    self._child(server)  # never returns
+                    self._child(server, recipe_read, recipe_write)  # never returns
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
+                if recipe_read >= 0:
+                    os.close(recipe_read)
             self.children.add(pid)
             self.spares.add(pid)
+            if recipe_write >= 0:
+                self._recipes[pid] = recipe_write
+
+    def _hand_recipe(self) -> None:
+        """Hand the recipe of the spare the next call likely needs (:mod:`toolexec.serve_spares`) to the children
+        waiting, once no call runs (its making is never on a call's path): each gets one, whole or not at all."""
+        sandboxes = self.sandboxes
+        if sandboxes is None or sandboxes.next is None or self.children != self.spares:
+            return
+        message, sandboxes.next = sandboxes.next, None
+        for pid in list(self._recipes):
+            fd = self._recipes.pop(pid)
+            try:
+                os.set_blocking(fd, False)  # a child that does not read never holds the server up
+                os.write(fd, message)  # (a part only, when the pipe is full: the child finds no recipe in it)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
 
     def _took(self) -> None:
         """The spares that took a connection (each wrote its pid): no longer spare."""
         with contextlib.suppress(OSError):
             data = os.read(self._took_read, 4096)
             for start in range(0, len(data) - 3, 4):
-                self.spares.discard(int.from_bytes(data[start : start + 4], sys.byteorder))
+                pid = int.from_bytes(data[start : start + 4], sys.byteorder)
+                self.spares.discard(pid)
+                self._forget_recipe(pid)
+
+    def _forget_recipe(self, pid: int) -> None:
+        fd = self._recipes.pop(pid, -1)
+        if fd >= 0:
+            os.close(fd)
 
     def _count_runs(self) -> None:
         with contextlib.suppress(OSError):
@@ -414,6 +466,7 @@ class Server:
             if done:
                 self.children.discard(pid)
                 self.spares.discard(pid)
+                self._forget_recipe(pid)
 
     def _end_children(self) -> None:
         """Cancel every call still running (SIGTERM: a local run's Ctrl-C) and wait for them, killing the slow."""
@@ -434,9 +487,10 @@ class Server:
 
     # --- a call, in the forked child ------------------------------------------------------------------------
 
-    def _child(self, server: int) -> None:
-        """A spare: wait for a connection, serve that one client and exit. Whatever happens, this process ends here
-        (never back in the server's loop)."""
+    def _child(self, server: int, recipe: int = -1, recipe_write: int = -1) -> None:
+        """A spare: wait for a connection (setting up the sandbox of the recipe the server hands down ``recipe``, if
+        one comes first), serve that one client and exit. Whatever happens, this process ends here (never back in
+        the server's loop)."""
         code = 1
         try:
             os.setsid()  # no Ctrl-C of the server's terminal reaches a call; the server cancels its own
@@ -451,6 +505,11 @@ class Server:
                 return  # the server ended before the signal was asked for
             if self.pool is not None:
                 self.pool.forked()
+            for fd in (recipe_write, *self._recipes.values()):  # (the other waiting children's are not this one's)
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if self.sandboxes is not None:
+                self.sandboxes.forked()
             gc.disable()  # a call's process is a one-shot run, whose cyclic garbage waits for its end (toolexec.entry)
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
@@ -462,8 +521,15 @@ class Server:
                 process_linux.own_pages()  # the copy-on-write faults a call would take, taken while waiting
             listener = self._listener
             assert listener is not None
-            conn = _accept_one(listener)
+            if self.sandboxes is not None:  # the server's end, while waiting: the sandbox set up ahead goes too
+                for number in (signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(number, _end_waiting)
+            conn = _accept_one(listener, recipe, self.sandboxes)
+            for number in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(number, signal.SIG_DFL)
             listener.close()
+            if recipe >= 0:
+                os.close(recipe)
             process_linux.die_with_parent(None)  # a call taken runs to its end, server or no server
             os.write(self._took_write, os.getpid().to_bytes(4, sys.byteorder))
             os.close(self._took_write)
@@ -475,6 +541,9 @@ class Server:
         except BaseException:  # the child must end here, and says nothing on the server's terminal
             code = 1
         finally:
+            if self.sandboxes is not None:
+                with contextlib.suppress(BaseException):
+                    self.sandboxes.close()  # a spare its call did not take (another kind, or no call at all)
             with contextlib.suppress(BaseException):
                 atexit._run_exitfuncs()
             os._exit(code)
@@ -512,9 +581,7 @@ class Child:
                 os.close(self.ran)
             self._watch()
             code = dispatch(args)
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
+            _release_streams()
             self._unwatch()
             self._send(f"exit {code}\n".encode())
             return code
@@ -676,6 +743,23 @@ class Child:
         self.conn.setblocking(True)
 
 
+def _release_streams() -> None:
+    """Flush what the call printed and let go of the caller's stdin, stdout and stderr (each now /dev/null), before
+    the client is told the status: a caller reading the command's output (``$(toolexec run …)``, a pipe) sees its end
+    as the command exits, not once this process has also torn itself down (its guard, its memory: milliseconds)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)
+    os.close(null)
+
+
 def _take(token: int) -> bool:
     """Read the token's byte (see :mod:`toolexec.serve_client`): True when this child took it and runs the call,
     False when the client took it back first, or sent something else than a pipe holding it."""
@@ -772,10 +856,51 @@ def _text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
     return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, line_buffering=line)
 
 
-def _accept_one(listener: socket.socket) -> socket.socket:
-    """The next connection (the listener is shared with the server, which keeps it non-blocking)."""
+class _Ending:
+    """A waiting child told to end while it starts a sandbox (or whose server was killed outright meanwhile): it ends
+    once the sandbox is started (or undone), never in the middle of its start (a bwrap started and not yet known to
+    the guard would outlive the child)."""
+
+    making = False
+    asked = False
+
+
+def _end_waiting(*_: object) -> None:
+    """A waiting child told to end: out through its cleanup (which ends the sandbox it set up ahead)."""
+    if _Ending.making:
+        _Ending.asked = True
+        return
+    raise SystemExit(0)
+
+
+def _accept_one(listener: socket.socket, recipe: int = -1, sandboxes: ServedSpares | None = None) -> socket.socket:
+    """The next connection (the listener is shared with the server, which keeps it non-blocking); meanwhile, the
+    sandbox of the recipe that comes down ``recipe`` is set up (and ended after ``sandboxes.idle`` seconds unused)."""
+    message = b""
+    waiting: list[int] = [listener.fileno(), *([recipe] if recipe >= 0 and sandboxes is not None else [])]
     while True:
-        select.select([listener], [], [])
+        idle = sandboxes.idle if sandboxes is not None and sandboxes.spare is not None else None
+        ready, _, _ = select.select(waiting, [], [], idle)
+        if not ready and sandboxes is not None:
+            sandboxes.discard()  # waited too long: the next call (if any) starts cold
+            continue
+        if recipe in ready and listener.fileno() not in ready:  # (a client waiting goes first)
+            chunk = os.read(recipe, 65536)
+            message += chunk
+            if not chunk:
+                waiting.remove(recipe)
+                if sandboxes is not None and len(message) <= MAX_RECIPE:
+                    server = os.getppid()
+                    _Ending.making = True
+                    process_linux.die_with_parent(None)  # (the server killed outright: noticed once it is started)
+                    try:
+                        sandboxes.make(message)
+                    finally:
+                        _Ending.making = False
+                        process_linux.die_with_parent(signal.SIGKILL)
+                    if _Ending.asked or os.getppid() != server:
+                        raise SystemExit(0)
+            continue
         try:
             conn, _ = listener.accept()
         except (BlockingIOError, InterruptedError):

@@ -33,6 +33,7 @@ LAYERS = [
         "toolexec.cli",
         "toolexec.entry",
         "toolexec.serve",
+        "toolexec.serve_spares",
         "toolexec.api",
         "toolexec.toolkit",
         "toolexec.mcp",

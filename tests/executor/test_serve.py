@@ -185,7 +185,7 @@ def test_served_runs_of_a_warm_tool_fork_from_the_servers_own_warm_server(projec
     served = Served(config)
     try:
         inits = [toolexec("--config", str(config), "run", tool, "{}").stdout.decode() for _ in range(5)]
-        servers = [pid for pid in _descendants(served.process.pid) if server in Path(f"/proc/{pid}/cmdline").read_text()]
+        servers = [pid for pid in _descendants(served.process.pid) if server in _cmdline(pid)]
     finally:
         assert served.stop()[:2] == (0, 5)
     assert ["bwrap" in init for init in inits[:1]] == [True]
@@ -252,7 +252,7 @@ def _idle(server: int) -> bool:
     if len(spares) != 1:
         return False
     guards = _children(spares[0])
-    return len(guards) == 1 and not _children(guards[0]) and Path(f"/proc/{guards[0]}/comm").read_text() == "sh\n"
+    return len(guards) == 1 and not _children(guards[0]) and _comm(guards[0]) == "sh"
 
 
 # --- falling back ---------------------------------------------------------------------------------------------
@@ -387,6 +387,14 @@ def test_a_server_killed_mid_call_is_reported_and_leaves_no_tool_behind(tools: P
     server.stop()
     assert (run.returncode, out, err) == (1, b"", b"toolexec: the server ended during the call; its result is unknown\n")
     wait_until(lambda: not alive(child) and not alive(tool), "the call's tool to end")
+
+
+def _cmdline(pid: int) -> str:
+    """``pid``'s command line; empty once it is gone (a call's child may still be ending as its client returns)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
 
 
 def _comm(pid: int) -> str:
