@@ -30,6 +30,7 @@ from pathlib import Path
 from toolexec.recordtype import replace
 from toolexec.runtimes import process_linux
 from toolexec.runtimes._bash_call import call_script
+from toolexec.runtimes.starter import lasting
 from toolexec.runtimes.warm_fork import (
     FD_VARIABLE,
     SERVER_VARIABLE,
@@ -82,16 +83,19 @@ class BashServer(ServerProcess):
         ready_read, ready_write = os.pipe()
         requests_read, requests_write = os.pipe()
         try:
-            self._proc = subprocess.Popen(
-                list(self.spec.argv),  # no death signal: it ends at the end of its socket (or stdin), as when this process dies
-                stdin=requests_read,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env={**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool, SLOTS_VARIABLE: self._root},
-                cwd=self.spec.cwd,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(ready_write,),
+            env = {**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool, SLOTS_VARIABLE: self._root}
+            self._proc = lasting(  # by the thread that outlives every caller's (an isolated server's bwrap dies with it)
+                lambda: subprocess.Popen(
+                    list(self.spec.argv),  # no death signal of its own: it ends at the end of its stdin, or with this process
+                    stdin=requests_read,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    cwd=self.spec.cwd,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=(ready_write,),
+                )
             )
         except OSError as exc:
             os.close(requests_write)

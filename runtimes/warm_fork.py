@@ -20,6 +20,7 @@ import threading
 
 from toolexec.runtimes import baseline, process_linux, sandbox
 from toolexec.runtimes.process import _stdin_file
+from toolexec.runtimes.starter import lasting
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -176,16 +177,20 @@ class ForkServer(ServerProcess):
             if self.spec.isolated:
                 env[ISOLATE_VARIABLE] = "1"
                 argv = isolated_argv(argv)
-            self._proc = subprocess.Popen(
-                argv,  # no death signal: it ends at the end of its socket (or stdin), as when this process dies
-                stdin=stdin,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                cwd=self.spec.cwd,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(theirs.fileno(),),
+            # started by the one thread that lives as long as this process: an isolated server's bwrap dies with
+            # the thread that started it (--die-with-parent), and the calling thread may end while the server serves on
+            self._proc = lasting(
+                lambda: subprocess.Popen(
+                    argv,  # no death signal of its own: it ends at the end of its socket (or stdin), or with this process
+                    stdin=stdin,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    cwd=self.spec.cwd,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=(theirs.fileno(),),
+                )
             )
             register(self._proc.pid)
         except OSError as exc:

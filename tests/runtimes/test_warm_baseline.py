@@ -507,13 +507,10 @@ def test_the_server_holds_a_calls_mount_namespace_until_it_said_the_status(proje
         wait_until(lambda: _mount_namespaces_held(server) == [], "the call's namespace let go")  # once its status came
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: bwrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when the thread that started the server "
-    "ends (a call thread of call_many's pool, an idle anyio worker under toolexec mcp): the server dies with it and the "
-    "next call starts another (see changes/s11-hotpath.md)",
-)
 def test_a_warm_server_outlives_the_thread_that_started_it(project: Project) -> None:
+    """bwrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when the thread that started the server ends (a call
+    thread of call_many's pool, an idle anyio worker under toolexec mcp): servers are started by a thread that lives
+    as long as the process (toolexec.runtimes.starter), so a server outlives its first caller's thread."""
     import threading
 
     project.tool("probe.py", PROBE)
