@@ -124,6 +124,7 @@ def _load(control):
     for fd in (0, 1):  # what the tool prints while it loads is not any call's output
         os.dup2(devnull, fd)
     os.close(devnull)
+    before = set(sys.modules)
     try:
         module = _python_runner._load(sys.argv[1], request.get("source"))
     except BaseException as exc:  # the cold call reports it, as it always does
@@ -132,8 +133,45 @@ def _load(control):
     if _threads() > 1:
         control.send(b"F" + b"the tool starts threads when it loads; a process with threads cannot be forked safely")
         return None
-    control.send(b"R")
+    control.send(ready_word(_loaded_files(before, sys.argv[1])))
     return module
+
+
+_READY_BYTES = 1 << 19  # a longer list of files ends in "+" (toolexec then trusts this server with no later call)
+
+
+def ready_word(files):
+    """``R`` and the files the tool loaded, NUL-separated (the host keeps their identities: toolexec.runtimes.loaded)."""
+    word = b"\0".join([b"R"] + [os.fsencode(path) for path in files])
+    return word if len(word) <= _READY_BYTES else word[: word.rfind(b"\0", 0, _READY_BYTES)] + b"\0+"
+
+
+def _loaded_files(before, tool):
+    """The files of the modules loaded since ``before`` (the names in sys.modules then) but the tool's own (what runs
+    is its source text, not the file) and those of the interpreter's library and site-packages: a sibling module, a
+    package beside the tool, a library outside site-packages."""
+    import site
+    import sysconfig
+
+    places = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError, OSError, ValueError):
+            places.add(os.path.realpath(sysconfig.get_path(key)))
+    for found in (getattr(site, "getsitepackages", list)(), [getattr(site, "getusersitepackages", str)()]):
+        places.update(os.path.realpath(place) for place in found if place)
+    places = tuple(place.rstrip(os.sep) + os.sep for place in places if place)
+    own = os.path.realpath(tool)
+    files = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name in before or not isinstance(path, str):
+            continue
+        archive = getattr(getattr(module, "__loader__", None), "archive", None)  # a zip import: the archive's file
+        path = os.path.abspath(archive if isinstance(archive, str) else path)
+        real = os.path.realpath(path)
+        if real != own and not real.startswith(places):
+            files.append(path)
+    return files
 
 
 def _spare(namespaces, module, calls):

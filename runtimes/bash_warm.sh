@@ -2,6 +2,8 @@
 # TOOLEXEC_ZYGOTE_FD naming a pipe on which it says R once the tool is sourced (argc's trailer included: `argc` is a
 # no-op here, as in bash_bootstrap.sh, so main does not run).
 #
+# The ready word is R, then each file the sourcing read, NUL-separated (see below).
+#
 # A server (sandbox off): each line on stdin names a call's private directory (see runtimes/warm_bash.py): its
 # request (`in`, the bootstrap's binding records), `env` (NUL-separated: the working directory, the cgroup file to
 # join (empty: none), then NAME=VALUE of the call's environment) and the FIFOs `out`, `err`, `st` (and `progress`)
@@ -22,7 +24,25 @@ __toolexec_boot=$(<"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh") || exit 70
 shift $#
 argc() { :; }
 __toolexec_warm=1
+# The files the sourcing reads (the tool, what it sources, and where the functions it defines come from), for
+# toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (the DEBUG trap, in
+# functions too under extdebug) and each file that defines a function (declare -F under extdebug).
+declare -A __toolexec_loaded=()
+__toolexec_self=${BASH_SOURCE[0]}
+shopt -s extdebug
+trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1' DEBUG
+__toolexec_trap=$(trap -p DEBUG)
 . "$0" </dev/null >/dev/null 2>&1
+# A DEBUG trap of the tool's own replaced this one: the list may miss files ("+": toolexec trusts no later call)
+[[ $(trap -p DEBUG) == "$__toolexec_trap" ]] || __toolexec_loaded[+]=1
+trap - DEBUG
+while read -r _ _ __toolexec_at; do
+  read -r _ _ __toolexec_at < <(declare -F "$__toolexec_at")
+  [[ -z $__toolexec_at || $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at
+  [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
+done < <(declare -F)
+shopt -u extdebug
+unset "__toolexec_loaded[$__toolexec_self]" __toolexec_self __toolexec_at __toolexec_trap
 __toolexec_traps=$(trap -p)
 # Read from variables, not in a command substitution (which would show `set -e` off).
 __toolexec_options=$SHELLOPTS:$BASHOPTS
@@ -30,7 +50,12 @@ trap - EXIT ERR DEBUG RETURN INT TERM HUP
 set +euo pipefail +E +T
 shopt -u failglob nullglob 2>/dev/null
 exec 2>/dev/null
-echo R >&"$__toolexec_ready"
+{
+  printf R
+  for __toolexec_at in "${!__toolexec_loaded[@]}"; do [[ $__toolexec_at == + ]] || printf '\0%s' "$__toolexec_at"; done
+  [[ -z ${__toolexec_loaded[+]+x} ]] || printf '\0+'
+} >&"$__toolexec_ready"
+unset __toolexec_loaded __toolexec_at
 exec {__toolexec_ready}>&-
 
 # In the call's process, its channels taken: its environment (from the file $1), cgroup and directory, the tool's

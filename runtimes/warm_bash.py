@@ -11,7 +11,6 @@ goes when the call's waiter is closed.
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from toolexec.recordtype import replace
+from toolexec.runtimes import loaded
 from toolexec.runtimes.warm_fork import (
     FD_VARIABLE,
     SERVER_VARIABLE,
@@ -59,6 +59,7 @@ class BashServer(ServerProcess):
         """Start bash, source the tool, and wait until it says it is ready."""
         ready_read, ready_write = os.pipe()
         requests_read, requests_write = os.pipe()
+        started, started_wall = loaded.clocks()
         try:
             self._proc = subprocess.Popen(
                 list(self.spec.argv),  # no death signal: it ends at the end of its socket (or stdin), as when this process dies
@@ -80,15 +81,15 @@ class BashServer(ServerProcess):
             os.close(requests_read)
         register(self._proc.pid)
         try:
-            ready, _, _ = select.select([ready_read], [], [], START_SECONDS)
-            answer = os.read(ready_read, 16) if ready else b""
+            answer = loaded.read_word(ready_read, START_SECONDS)
         finally:
             os.close(ready_read)
-        if answer != b"R\n":
+        if answer[:1] != b"R":
             os.close(requests_write)
             self.problem = "the tool ended (or took too long) while it was sourced"
             self._end()
             return False
+        self.loaded = loaded.taken(loaded.parse(answer), started, started_wall)
         self._requests = requests_write
         return True
 

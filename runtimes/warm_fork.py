@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 
-from toolexec.runtimes import baseline, process_linux, sandbox
+from toolexec.runtimes import baseline, loaded, process_linux, sandbox
 from toolexec.runtimes.process import _stdin_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -77,6 +77,7 @@ class ServerProcess:
     def __init__(self, spec: WarmSpec) -> None:
         self.spec = spec
         self.problem: str | None = None  # why the tool cannot run warm, once start() said so
+        self.loaded: loaded.Loaded | None = None  # what it loaded besides the tool's source (set once it said R)
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._busy = 0
@@ -167,6 +168,7 @@ class ForkServer(ServerProcess):
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         stdin = -1
+        started, started_wall = loaded.clocks()
         try:
             stdin = _stdin_file(self.spec.payload)
             env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
@@ -196,16 +198,17 @@ class ForkServer(ServerProcess):
                 os.close(stdin)
         ours.settimeout(START_SECONDS)
         try:
-            answer = ours.recv(1 << 16)
+            answer = ours.recv(loaded.READY_BYTES)
         except OSError:
             answer = b""
         ours.settimeout(None)
         self._keep_init()
-        if answer != b"R":
+        if answer[:1] != b"R":
             self.problem = answer[1:].decode("utf-8", "replace") if answer[:1] == b"F" else "the warm server ended at start"
             ours.close()
             self._end()
             return False
+        self.loaded = loaded.taken(loaded.parse(answer), started, started_wall)
         self._control = ours
         return True
 
