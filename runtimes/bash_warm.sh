@@ -24,7 +24,7 @@ __toolexec_boot=$(<"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh") || exit 70
 shift $#
 argc() { :; }
 __toolexec_warm=1
-# The files the sourcing reads (the tool, what it sources, and where the functions it defines come from), for
+# The files the sourcing reads (what the tool sources, and where the functions it defines come from), for
 # toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (the DEBUG trap, in
 # functions too under extdebug) and each file that defines a function (declare -F under extdebug).
 declare -A __toolexec_loaded=()
@@ -42,7 +42,9 @@ while read -r _ _ __toolexec_at; do
   [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
 done < <(declare -F)
 shopt -u extdebug
-unset "__toolexec_loaded[$__toolexec_self]" __toolexec_self __toolexec_at __toolexec_trap
+# (the tool's own file is not one: its text is what its server is keyed by)
+[[ $0 == /* ]] && __toolexec_at=$0 || __toolexec_at=$PWD/$0
+unset "__toolexec_loaded[$__toolexec_self]" "__toolexec_loaded[$__toolexec_at]" __toolexec_self __toolexec_at __toolexec_trap
 __toolexec_traps=$(trap -p)
 # Read from variables, not in a command substitution (which would show `set -e` off).
 __toolexec_options=$SHELLOPTS:$BASHOPTS

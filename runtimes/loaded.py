@@ -92,11 +92,14 @@ def taken(paths: Iterable[str] | None, started: int, started_wall: int) -> Loade
 def _racy(known: Identity | None, wall: int) -> bool:
     """Whether a file's identity proves nothing about what a server started at ``wall`` read (a file gone already:
     the next call's server says why, its load failing)."""
-    if known is None:
-        return True
-    mtime, ctime = known[3], known[4]
-    whole = mtime % 1_000_000_000 == 0 and ctime % 1_000_000_000 == 0
-    return max(mtime, ctime) >= wall - (COARSE_RACY_NS if whole else RACY_NS)
+    return known is None or racy(known[3], known[4], wall)
+
+
+def racy(mtime_ns: int, ctime_ns: int, wall: int) -> bool:
+    """Whether a file stamped ``mtime_ns``/``ctime_ns`` may have changed again unseen after ``wall`` (``time.time_ns()``
+    when its reader started): it was stamped within a tick of the file system's clock of it, or later."""
+    whole = mtime_ns % 1_000_000_000 == 0 and ctime_ns % 1_000_000_000 == 0
+    return max(mtime_ns, ctime_ns) >= wall - (COARSE_RACY_NS if whole else RACY_NS)
 
 
 def parse(data: bytes) -> list[str] | None:

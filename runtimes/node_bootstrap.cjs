@@ -6,8 +6,8 @@
 // CommonJS, not an ES module: node starts a CommonJS entry without its ESM loader (~4 ms of every call);
 // the tool itself is still loaded by import(), with every hook and resolution rule an ESM entry has.
 "use strict";
-const { readFileSync, writeFileSync } = require("node:fs");
-const { pathToFileURL } = require("node:url");
+const { existsSync, readFileSync, writeFileSync } = require("node:fs");
+const { fileURLToPath, pathToFileURL } = require("node:url");
 
 // A pre-warmed spare (toolexec.runtimes.warm_node): started ahead of its call with the tool imported; it says so on
 // its ready descriptor, then reads its one call (environment, working directory, request) on stdin. Its value names
@@ -101,7 +101,10 @@ async function warmUp(descriptors) {
   let tool = null;
   const files = new Set();
   if (lazy !== "lazy" && typeof registerHooks === "function") {
-    const hooks = registerHooks({ resolve: (specifier, context, nextResolve) => noted(specifier, context, nextResolve(specifier, context), files) });
+    const own = require("node:path").resolve(process.argv[2]); // (not a file of its own: its text keys its server)
+    const hooks = registerHooks({
+      resolve: (specifier, context, nextResolve) => noted(specifier, context, nextResolve(specifier, context), files, own),
+    });
     try {
       tool = await import(pathToFileURL(process.argv[2]).href);
     } catch (error) {
@@ -119,10 +122,9 @@ async function warmUp(descriptors) {
 
 // A module the import resolved: its file (outside node_modules, like site-packages for Python), and the path it was
 // named by when that is another (a symlink: node runs the file it points to, which a new link changes).
-function noted(specifier, context, resolved, files) {
-  const { fileURLToPath } = require("node:url");
-  const { existsSync } = require("node:fs");
-  const local = (path) => !path.includes("/node_modules/") && files.add(path);
+// Nothing in here may require(): the hook would resolve that too.
+function noted(specifier, context, resolved, files, own) {
+  const local = (path) => !path.includes("/node_modules/") && path !== own && files.add(path);
   if (resolved?.url?.startsWith("file:")) local(fileURLToPath(resolved.url));
   if (/^\.{0,2}\//.test(specifier) && context.parentURL?.startsWith("file:")) {
     const named = fileURLToPath(new URL(specifier, context.parentURL));
