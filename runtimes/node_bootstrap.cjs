@@ -93,14 +93,17 @@ async function load() {
 //
 // With the "R" go the files the import loaded (NUL-separated; runtimes/loaded.py): toolexec looks at them before
 // the call and starts another spare should one have changed. A node that cannot say which files it loads (no
-// module.registerHooks: Node < 22.15) imports the tool only once it has its call, as a lazy spare does.
+// module.registerHooks: Node < 22.15), or that runs under a loader, imports the tool only once it has its call, as
+// a lazy spare does.
 async function warmUp(descriptors) {
   const [ready, progress, lazy] = descriptors.split(":");
   const { closeSync, writeSync } = require("node:fs");
   const { registerHooks } = require("node:module");
   let tool = null;
   const files = new Set();
-  if (lazy !== "lazy" && typeof registerHooks === "function") {
+  // (Under a loader of its own, tsx's, the hooks would meet its: such a spare imports once it has its call.)
+  const loader = process.execArgv.some((flag) => /^--(import|loader|experimental-loader|require)\b|^-r$/.test(flag));
+  if (lazy !== "lazy" && typeof registerHooks === "function" && !loader) {
     const own = require("node:path").resolve(process.argv[2]); // (not a file of its own: its text keys its server)
     const hooks = registerHooks({
       resolve: (specifier, context, nextResolve) => noted(specifier, context, nextResolve(specifier, context), files, own),

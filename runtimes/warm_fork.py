@@ -13,6 +13,7 @@ import contextlib
 import marshal
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -67,6 +68,8 @@ def isolated_argv(argv: list[str]) -> list[str]:
 
 START_SECONDS = 60.0  # the longest a tool may take to load before it runs cold instead
 REPLY_SECONDS = 30.0  # the longest a live server takes to fork a call (a loaded machine is slow)
+WAKE_SECONDS = 0.5  # a call's start slower than this looks whether a tool stopped the server (ServerProcess.wake)
+GIVE_UP_SECONDS = 5.0  # a call killed and given up on: how long its server has to say its status before it is ended
 
 
 class ServerProcess:
@@ -90,9 +93,35 @@ class ServerProcess:
             return self._busy
 
     def alive(self) -> bool:
-        """Whether the server's process still runs."""
+        """Whether the server's process still runs and takes calls."""
         proc = self._proc
-        return proc is not None and proc.poll() is None
+        return proc is not None and not self._closed and proc.poll() is None
+
+    def wake(self) -> bool:
+        """Continue the server's processes should one be stopped (toolexec never stops a server, but under ``sandbox:
+        off`` a call's tool can: the server is its parent, ``kill -STOP $PPID``), so that it says its calls' statuses.
+        True when one was: the server is then retired (it ends once its calls are over; the next call gets a new one).
+        Looked at only when a call is late: at its timeout or cancellation, or when its start is slow."""
+        proc = self._proc
+        if proc is None or not process_linux.stopped_in_group(proc.pid):
+            return False
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGCONT)
+        with self._lock:
+            self._closed = True
+        self._stop_taking()
+        return True
+
+    def kill(self) -> None:
+        """End the server at once (it said no status of a call killed seconds ago): its calls in flight count as
+        killed, their channels closed with it; it is reaped once their last is over."""
+        proc = self._proc
+        with self._lock:
+            self._closed = True
+        self._stop_taking()
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
         """Take no more calls; the server ends once its calls are over (and is reaped then)."""
@@ -328,7 +357,10 @@ class CallProcess:
 
     def started(self) -> bool:
         """Read the call's pid; False when the server did not start the call."""
-        line = self._line(REPLY_SECONDS)
+        line = self._line(WAKE_SECONDS)
+        if not line:  # slow: a server stopped by an earlier call's tool goes on (and is retired once this call is over)
+            self._server.wake()
+            line = self._line(REPLY_SECONDS)
         if line[:1] != b"P":
             return False
         self.pid = int(line[1:]) if line[1:] else self._sender
@@ -355,6 +387,21 @@ class CallProcess:
             self.returncode = self.exit_code(int(line[1:])) if self.reported else -9
             self._release()
         return self.returncode
+
+    def wake_server(self) -> None:
+        """The call is late (its timeout, or its cancellation): a server its tool stopped goes on (see
+        :meth:`ServerProcess.wake`), so that the call ends as a cold one would."""
+        self._server.wake()
+
+    def give_up(self) -> None:
+        """The supervisor stopped waiting for the call's end (its group was killed a second ago, no status came): wake
+        the server, give it :data:`GIVE_UP_SECONDS` to say the status, and end it if it does not (the call then counts
+        as killed), so that :meth:`wait` returns."""
+        if self.returncode is not None or b"\n" in self._buffer:
+            return
+        self._server.wake()
+        if not select.select([self.waiter.fileno()], [], [], GIVE_UP_SECONDS)[0]:
+            self._server.kill()
 
     def abandon(self) -> None:
         """The server did not start the call: release its channel (the caller keeps the output descriptors)."""

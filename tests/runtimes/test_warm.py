@@ -7,6 +7,7 @@ config changes, the pool's bounds, what runs cold instead, and that nothing outl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from tests.conftest import Project
 from tests.helpers import alive, marked_processes, wait_until
 from toolexec import Executor
-from toolexec.records import ToolCall
+from toolexec.records import ToolCall, ToolResult
 from toolexec.runtimes import process_linux
 from toolexec.runtimes.warm_fork import running_servers
 
@@ -400,3 +401,80 @@ def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
         for fd in (out_write, err_write):
             os.close(fd)
         theirs.close()
+
+
+# Each notes its server's process (sandbox off: its parent, or the Bash server's bash above the call's waiter) in
+# its cache, stops it, then hangs (Bash: unless told to return). Bash's $PPID is its shell's parent (toolexec itself):
+# parents are read from /proc.
+STOPS_ITS_SERVER = {
+    "python": (
+        "stops.py",
+        'import os, signal, time\n\n\ndef run() -> str:\n    """Stop my server.\n\n    Warm: true\n    """\n'
+        '    with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "servers"), "a") as f:\n'
+        '        f.write(f"{os.getppid()}\\n")\n'
+        "    os.kill(os.getppid(), signal.SIGSTOP)\n    time.sleep(1000)\n",
+    ),
+    "bash": (
+        "stops.sh",
+        "#!/usr/bin/env bash\n# @describe Stop my server.\n# @meta warm\n# @option --whom=parent\n"
+        'parent_of() { local stat; stat=$(</proc/$1/stat); stat=${stat##*) }; set -- $stat; echo "$2"; }\n'
+        'main() {\n  local me=$BASHPID pid; pid=$(parent_of "$me")\n  [[ $argc_whom == parent ]] || pid=$(parent_of "$pid")\n'
+        '  echo "$pid" >> "$LLM_TOOL_CACHE_DIR/servers"\n  kill -STOP "$pid"\n'
+        '  [[ $argc_whom == server ]] || sleep 1000\n  echo returned >> "$LLM_OUTPUT"\n}\n'
+        'eval "$(argc --argc-eval "$0" "$@")"\n',
+    ),
+}
+
+
+def _stopped(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that are stopped (each is continued: a failing test leaves nothing stopped behind it)."""
+    import signal
+
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                found.append(pid)
+                os.kill(pid, signal.SIGCONT)
+    return found
+
+
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_a_tool_that_stops_its_server_still_times_out_and_its_server_is_replaced(project: Project, language: str) -> None:
+    """``kill -STOP`` of its server (sandbox off: nothing keeps a tool from signalling its parent) hung the call past
+    its timeout, whose status comes from that server: the call now ends at its timeout as a cold one, the server
+    goes on to say so and is replaced, and the next call runs in a new one."""
+    import threading
+
+    project.tool(*STOPS_ITS_SERVER[language])
+    servers = project.root / "functions" / "cache" / "stops" / "servers"
+    results: list[ToolResult] = []
+
+    def calls() -> None:
+        results.extend(executor.call("stops", {}, timeout=2) for _ in range(2))
+
+    with project.executor() as executor:
+        caller = threading.Thread(target=calls)
+        caller.start()
+        caller.join(120)  # a hang fails the test here, rather than at pytest's own timeout
+        noted = [int(line) for line in servers.read_text().split()]
+        assert (caller.is_alive(), _stopped(noted)) == (False, [])
+        assert [(r.status, r.exit_code, r.tool_call_error) for r in results] == [
+            ("timeout", 124, "Tool call 'stops' timed out after 2s")
+        ] * 2
+        assert len(set(noted)) == 2  # the second call's server is a new one
+    assert [pid for pid in noted if alive(pid)] == []
+
+
+def test_a_bash_tool_that_stops_its_servers_bash_and_returns_leaves_the_next_call_on_time(project: Project) -> None:
+    """A call that stops the server's bash (the call's waiter says its status) ends as ever; the next call, which
+    that bash must start, finds it stopped: it goes on, runs that call, and is replaced for the one after."""
+    project.tool(*STOPS_ITS_SERVER["bash"])
+    servers = project.root / "functions" / "cache" / "stops" / "servers"
+    with project.executor() as executor:
+        results = [executor.call("stops", {"whom": "server"}, timeout=30) for _ in range(3)]
+        noted = [int(line) for line in servers.read_text().split()]
+        assert _stopped(noted) == [noted[2]]  # the last one stopped stays so until the executor closes (continued here)
+    assert [(r.ok, r.output) for r in results] == [(True, "returned\n")] * 3
+    assert (noted[0] == noted[1], noted[1] != noted[2]) == (True, True)
+    assert [pid for pid in noted if alive(pid)] == []
