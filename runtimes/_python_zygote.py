@@ -309,6 +309,7 @@ def _child(module, request, fds):
     os.closerange(4 if progress >= 0 else 3, _max_fd())
     os.environ.clear()
     os.environ.update(request["env"])
+    _write_mark(request["env"].get(_MARK_NAME, ""))
     try:
         if request.get("cwd"):
             os.chdir(request["cwd"])
@@ -325,6 +326,44 @@ def _child(module, request, fds):
             break
         data += chunk
     _python_runner.start(module, data)
+
+
+_MARK_NAME = "TOOLEXEC_CALL_MARK"  # toolexec.runtimes.process.MARKER
+_mark_at = [0, 0, None]  # the address and length of its value in this process's first environment, and ctypes
+
+
+def _find_mark():
+    """Where the call marker's value (a placeholder, set by toolexec when it started this zygote) lies in the
+    environment this process started with: that block is what /proc shows as the environment of every process forked
+    from it that runs no program since. A call's process writes its own marker there (:func:`_write_mark`), so that a
+    process the tool forks and leaves behind without running a program (``fork()`` then ``setsid()``) carries the
+    call's marker, as a cold call's does, and is found and killed with the call (sandbox off: there is no namespace
+    of the call's to end it). Nothing found (no placeholder, no /proc): such a process is found only while its
+    parent runs, through the tree."""
+    try:
+        import ctypes
+
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50 and 51)
+        block = ctypes.string_at(start, end - start)
+        name = _MARK_NAME.encode() + b"="
+        at = 0 if block.startswith(name) else block.find(b"\0" + name) + 1
+        if at == 0 and not block.startswith(name):
+            return
+        value = at + len(name)
+        length = block.find(b"\0", value) - value
+        if length > 0:
+            _mark_at[:] = [start + value, length, ctypes]
+    except (ImportError, OSError, IndexError, ValueError):
+        return
+
+
+def _write_mark(mark):
+    """This call's marker over the placeholder (see :func:`_find_mark`); a marker of another length is not written."""
+    address, length, ctypes = _mark_at
+    if address and len(mark) == length:
+        ctypes.memmove(address, mark.encode("ascii", "replace"), length)
 
 
 def _max_fd():
@@ -509,6 +548,7 @@ def serve():
             os._exit(0)
     else:
         namespaces = None
+        _find_mark()
     module = _load(control)
     if module is None:
         os._exit(0)

@@ -20,7 +20,7 @@ import sys
 import threading
 
 from toolexec.runtimes import baseline, loaded, process_linux, sandbox
-from toolexec.runtimes.process import _stdin_file
+from toolexec.runtimes.process import MARKER, _stdin_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def unregister(pid: int) -> None:
 
 
 ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
+MARK_PLACEHOLDER = "-" * 24  # as long as a call's marker (process.run_process: 12 random bytes in hex)
 
 
 def isolated_argv(argv: list[str]) -> list[str]:
@@ -201,6 +202,7 @@ class ForkServer(ServerProcess):
         try:
             stdin = _stdin_file(self.spec.payload)
             env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
+            env[MARKER] = MARK_PLACEHOLDER  # each call's process writes its own marker over it (_python_zygote._find_mark)
             argv = list(self.spec.argv)
             if self.spec.isolated:
                 env[ISOLATE_VARIABLE] = "1"
