@@ -750,6 +750,16 @@ def stopped_in_group(leader: int) -> bool:
     return False
 
 
+def reap_group_orphans(pgid: int) -> None:
+    """Reap the ended children of this process in group ``pgid`` (a killed warm server's own children, re-parented
+    here while this process is a subreaper: calls in flight)."""
+    for child in _children(os.getpid()):
+        info = _stat(child)
+        if info.state in ("Z", "X") and info.pgrp == pgid:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(child, os.WNOHANG)
+
+
 def start_of(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot), or None once it is gone."""
     info = _stat(pid)

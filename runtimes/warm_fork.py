@@ -86,6 +86,7 @@ class ServerProcess:
         self._lock = threading.Lock()
         self._busy = 0
         self._closed = False
+        self._killed = False  # ended by kill(): its group is reaped with it
         self._inits: list[tuple[int, int | None]] = []  # an isolated server's namespace init (bwrap does not wait for it)
 
     def busy(self) -> int:
@@ -115,10 +116,10 @@ class ServerProcess:
 
     def kill(self) -> None:
         """End the server at once (it said no status of a call killed seconds ago): its calls in flight count as
-        killed, their channels closed with it; it is reaped once their last is over."""
+        killed, their channels closed with it; it is reaped once their last is over (with what of its group it left)."""
         proc = self._proc
         with self._lock:
-            self._closed = True
+            self._closed = self._killed = True
         self._stop_taking()
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -157,11 +158,22 @@ class ServerProcess:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        if process_linux.stopped_in_group(proc.pid):  # stopped by a call's tool (sandbox off): it goes on to end
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGCONT)
+        killed = self._killed
+        if not killed:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                killed = True
+        if killed:  # what of its group it had not reaped (a Bash server's call waiters) is re-parented here: reaped
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
+            if proc.returncode is None:  # (ended, not yet reaped: its number is not another process's meanwhile)
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            process_linux.reap_group_orphans(proc.pid)
             proc.wait()
         unregister(proc.pid)
         inits, self._inits = self._inits, []

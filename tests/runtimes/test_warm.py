@@ -478,3 +478,46 @@ def test_a_bash_tool_that_stops_its_servers_bash_and_returns_leaves_the_next_cal
     assert [(r.ok, r.output) for r in results] == [(True, "returned\n")] * 3
     assert (noted[0] == noted[1], noted[1] != noted[2]) == (True, True)
     assert [pid for pid in noted if alive(pid)] == []
+
+
+def test_a_call_given_up_on_whose_server_says_nothing_ends_that_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervisor gave up on a call (killed, no status): its server is woken, and ended when it still says
+    nothing (a server stopped by a tracer, which SIGCONT does not resume), so that the call's wait returns."""
+    import socket
+
+    from toolexec.runtimes import warm_fork
+
+    monkeypatch.setattr(warm_fork, "GIVE_UP_SECONDS", 0.05)
+
+    class Server:
+        def __init__(self, theirs: socket.socket) -> None:
+            self.theirs, self.said = theirs, []
+
+        def wake(self) -> bool:
+            self.said.append("wake")
+            return False
+
+        def kill(self) -> None:  # what ending the server does to the call's channel: its other end closes
+            self.said.append("kill")
+            self.theirs.close()
+
+        def _done(self) -> None:
+            self.said.append("done")
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    server = Server(theirs)
+    call = warm_fork.ForkedCall(server, ours, out_read, err_read)  # type: ignore[arg-type]
+    try:
+        theirs.sendall(b"P4242\n")
+        assert call.started()
+        call.give_up()
+        assert (call.wait(), call.reported, server.said) == (-9, False, ["wake", "kill", "done"])
+    finally:
+        call.waiter.close()
+        for channel in (call.stdout, call.stderr):
+            assert channel is not None
+            channel.close()
+        for fd in (out_write, err_write):
+            os.close(fd)
