@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from tests.helpers import alive, marked_processes, wait_until
 from toolexec import Executor
 from toolexec.records import ToolCall, ToolResult
 from toolexec.runtimes import process_linux
-from toolexec.runtimes.warm_fork import running_servers
+from toolexec.runtimes.warm_fork import ForkedCall, running_servers
 
 pytestmark = [
     pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)"),
@@ -369,30 +371,16 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
     assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat", "fast")] == expected
 
 
-def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
-    """A call can end before toolexec reads its pid: both lines come in one read, and the channel (still open at the
-    other end, as a copy held elsewhere may keep it) has nothing more to say. The waiter must say so all the same."""
-    import select
-    import socket
-
-    from toolexec.runtimes.warm_fork import ForkedCall
-
-    class Server:
-        done = 0
-
-        def _done(self) -> None:
-            self.done += 1
-
+@contextlib.contextmanager
+def _forked_call(server: object) -> Iterator[tuple[ForkedCall, socket.socket]]:
+    """A call's host side (its reply socket, its output pipes) with ``server`` standing for its fork server, and the
+    server's end of the reply socket; everything closed after."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    server = Server()
     call = ForkedCall(server, ours, out_read, err_read)  # type: ignore[arg-type]
     try:
-        theirs.sendall(b"P4242\nX%d\n" % (3 << 8))
-        assert call.started()
-        assert select.select([call.waiter.fileno()], [], [], 5)[0] == [call.waiter.fileno()]
-        assert (call.pid, call.wait(), server.done) == (4242, 3, 1)
+        yield call, theirs
     finally:
         call.waiter.close()
         for channel in (call.stdout, call.stderr):
@@ -401,6 +389,25 @@ def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
         for fd in (out_write, err_write):
             os.close(fd)
         theirs.close()
+
+
+def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
+    """A call can end before toolexec reads its pid: both lines come in one read, and the channel (still open at the
+    other end, as a copy held elsewhere may keep it) has nothing more to say. The waiter must say so all the same."""
+    import select
+
+    class Server:
+        done = 0
+
+        def _done(self) -> None:
+            self.done += 1
+
+    server = Server()
+    with _forked_call(server) as (call, theirs):
+        theirs.sendall(b"P4242\nX%d\n" % (3 << 8))
+        assert call.started()
+        assert select.select([call.waiter.fileno()], [], [], 5)[0] == [call.waiter.fileno()]
+        assert (call.pid, call.wait(), server.done) == (4242, 3, 1)
 
 
 # Each notes its server's process (sandbox off: its parent, or the Bash server's bash above the call's waiter) in
@@ -483,15 +490,14 @@ def test_a_bash_tool_that_stops_its_servers_bash_and_returns_leaves_the_next_cal
 def test_a_call_given_up_on_whose_server_says_nothing_ends_that_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """The supervisor gave up on a call (killed, no status): its server is woken, and ended when it still says
     nothing (a server stopped by a tracer, which SIGCONT does not resume), so that the call's wait returns."""
-    import socket
-
     from toolexec.runtimes import warm_fork
 
     monkeypatch.setattr(warm_fork, "GIVE_UP_SECONDS", 0.05)
 
     class Server:
-        def __init__(self, theirs: socket.socket) -> None:
-            self.theirs, self.said = theirs, []
+        def __init__(self) -> None:
+            self.said: list[str] = []
+            self.theirs: socket.socket | None = None
 
         def wake(self) -> bool:
             self.said.append("wake")
@@ -499,25 +505,16 @@ def test_a_call_given_up_on_whose_server_says_nothing_ends_that_server(monkeypat
 
         def kill(self) -> None:  # what ending the server does to the call's channel: its other end closes
             self.said.append("kill")
-            self.theirs.close()
+            assert self.theirs is not None
+            self.theirs.shutdown(socket.SHUT_RDWR)
 
         def _done(self) -> None:
             self.said.append("done")
 
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
-    server = Server(theirs)
-    call = warm_fork.ForkedCall(server, ours, out_read, err_read)  # type: ignore[arg-type]
-    try:
+    server = Server()
+    with _forked_call(server) as (call, theirs):
+        server.theirs = theirs
         theirs.sendall(b"P4242\n")
         assert call.started()
         call.give_up()
         assert (call.wait(), call.reported, server.said) == (-9, False, ["wake", "kill", "done"])
-    finally:
-        call.waiter.close()
-        for channel in (call.stdout, call.stderr):
-            assert channel is not None
-            channel.close()
-        for fd in (out_write, err_write):
-            os.close(fd)
