@@ -775,6 +775,12 @@ def _take(token: int) -> bool:
             os.close(token)
 
 
+def _serves_now(server: WarmServer) -> bool:
+    """Whether a call starting now may run in ``server``: none of the files it loaded changed (a child found one
+    had, ran its call cold and asked for a new server)."""
+    return server.loaded is None or server.loaded.serves(time.monotonic_ns())
+
+
 class ServedPool(WarmPool):
     """The warm servers of ``toolexec serve``: started by the server's own process alone (every call is a child
     forked from it, and a server a child started would end with that child), used by every child through the
@@ -831,8 +837,9 @@ class ServedPool(WarmPool):
                 continue
             with self._lock:
                 entry = self._entries.get(spec.key)
-            if entry is not None and entry.server is not None and not entry.server.alive():
-                super().discard(spec, entry.server)
+            server = entry.server if entry is not None else None
+            if server is not None and (not server.alive() or not _serves_now(server)):
+                super().discard(spec, server)
             super().server(spec)
 
     def _ensure_reaper(self) -> None:

@@ -38,7 +38,16 @@ import socket
 import sys
 
 from _bash_call import call_script
-from _python_zygote import _exit_with, _max_fd, _Namespaces, _receive, _send_fds, _serve_calls, _woken_by_children
+from _python_zygote import (
+    _READY_BYTES,
+    _exit_with,
+    _max_fd,
+    _Namespaces,
+    _receive,
+    _send_fds,
+    _serve_calls,
+    _woken_by_children,
+)
 
 SPARES = 2  # spares kept ready ahead of the calls (each: an init and a bash): a call that follows one finds one
 CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, script and progress pipe
@@ -120,12 +129,21 @@ def _init(namespaces, argv, calls, announce):
         os._exit(70)
     os.close(go_read)
     os.close(ready_write)
-    said = os.read(ready_read, 16)  # R once sourced; nothing: the bash ended
+    said = b""  # R and the files sourced (bash_warm.sh), once sourced; nothing: the bash ended
+    while len(said) <= _READY_BYTES:
+        chunk = os.read(ready_read, 1 << 16)
+        if not chunk:
+            break
+        said += chunk
     os.close(ready_read)
+    if said[:1] != b"R":
+        said = b"F" + b"the tool ended (or failed) while it was sourced"
+    elif len(said) > _READY_BYTES:  # too many files to say: toolexec trusts the server with no later call
+        said = b"R\0+"
     if announce:
         with contextlib.suppress(OSError):
-            calls.send(b"R" if said == b"R\n" else b"F" + b"the tool ended (or failed) while it was sourced")
-    if said != b"R\n":
+            calls.send(said)
+    if said[:1] != b"R":
         os._exit(0)
     try:
         data, fds = _receive(calls)
@@ -273,9 +291,9 @@ def serve():
     answer = b"F" + b"no spare could be made"
     if first is not None:
         with contextlib.suppress(OSError):
-            answer = first[1].recv(1 << 16) or b"F" + b"the tool ended (or failed) while it was sourced"
+            answer = first[1].recv(_READY_BYTES + 1) or b"F" + b"the tool ended (or failed) while it was sourced"
     control.send(answer)
-    if answer != b"R":
+    if answer[:1] != b"R":
         os._exit(0)
     wake_read = _woken_by_children()
     spares.fill()

@@ -124,6 +124,7 @@ def _load(control):
     for fd in (0, 1):  # what the tool prints while it loads is not any call's output
         os.dup2(devnull, fd)
     os.close(devnull)
+    before = set(sys.modules)
     try:
         module = _python_runner._load(sys.argv[1], request.get("source"))
     except BaseException as exc:  # the cold call reports it, as it always does
@@ -132,8 +133,45 @@ def _load(control):
     if _threads() > 1:
         control.send(b"F" + b"the tool starts threads when it loads; a process with threads cannot be forked safely")
         return None
-    control.send(b"R")
+    control.send(ready_word(_loaded_files(before, sys.argv[1])))
     return module
+
+
+_READY_BYTES = 1 << 19  # a longer list of files ends in "+" (toolexec then trusts this server with no later call)
+
+
+def ready_word(files):
+    """``R`` and the files the tool loaded, NUL-separated (the host keeps their identities: toolexec.runtimes.loaded)."""
+    word = b"\0".join([b"R"] + [os.fsencode(path) for path in files])
+    return word if len(word) <= _READY_BYTES else word[: word.rfind(b"\0", 0, _READY_BYTES)] + b"\0+"
+
+
+def _loaded_files(before, tool):
+    """The files of the modules loaded since ``before`` (the names in sys.modules then) but the tool's own (what runs
+    is its source text, not the file) and those of the interpreter's library and site-packages: a sibling module, a
+    package beside the tool, a library outside site-packages."""
+    import site
+    import sysconfig
+
+    places = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError, OSError, ValueError):
+            places.add(os.path.realpath(sysconfig.get_path(key)))
+    for found in (getattr(site, "getsitepackages", list)(), [getattr(site, "getusersitepackages", str)()]):
+        places.update(os.path.realpath(place) for place in found if place)
+    places = tuple(place.rstrip(os.sep) + os.sep for place in places if place)
+    own = os.path.realpath(tool)
+    files = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name in before or not isinstance(path, str):
+            continue
+        archive = getattr(getattr(module, "__loader__", None), "archive", None)  # a zip import: the archive's file
+        path = os.path.abspath(archive if isinstance(archive, str) else path)
+        real = os.path.realpath(path)
+        if real != own and not real.startswith(places):
+            files.append(path)
+    return files
 
 
 def _spare(namespaces, module, calls):
@@ -274,6 +312,7 @@ def _child(module, request, fds):
     os.closerange(4 if progress >= 0 else 3, _max_fd())
     os.environ.clear()
     os.environ.update(request["env"])
+    _write_mark(request["env"].get(_MARK_NAME, ""))
     try:
         if request.get("cwd"):
             os.chdir(request["cwd"])
@@ -290,6 +329,44 @@ def _child(module, request, fds):
             break
         data += chunk
     _python_runner.start(module, data)
+
+
+_MARK_NAME = "TOOLEXEC_CALL_MARK"  # toolexec.runtimes.process.MARKER
+_mark_at = [0, 0, None]  # the address and length of its value in this process's first environment, and ctypes
+
+
+def _find_mark():
+    """Where the call marker's value (a placeholder, set by toolexec when it started this zygote) lies in the
+    environment this process started with: that block is what /proc shows as the environment of every process forked
+    from it that runs no program since. A call's process writes its own marker there (:func:`_write_mark`), so that a
+    process the tool forks and leaves behind without running a program (``fork()`` then ``setsid()``) carries the
+    call's marker, as a cold call's does, and is found and killed with the call (sandbox off: there is no namespace
+    of the call's to end it). Nothing found (no placeholder, no /proc): such a process is found only while its
+    parent runs, through the tree."""
+    try:
+        import ctypes
+
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50 and 51)
+        block = ctypes.string_at(start, end - start)
+        name = _MARK_NAME.encode() + b"="
+        at = 0 if block.startswith(name) else block.find(b"\0" + name) + 1
+        if at == 0 and not block.startswith(name):
+            return
+        value = at + len(name)
+        length = block.find(b"\0", value) - value
+        if length > 0:
+            _mark_at[:] = [start + value, length, ctypes]
+    except (ImportError, OSError, IndexError, ValueError):
+        return
+
+
+def _write_mark(mark):
+    """This call's marker over the placeholder (see :func:`_find_mark`); a marker of another length is not written."""
+    address, length, ctypes = _mark_at
+    if address and len(mark) == length:
+        ctypes.memmove(address, mark.encode("ascii", "replace"), length)
 
 
 def _max_fd():
@@ -520,6 +597,7 @@ def serve():
             os._exit(0)
     else:
         namespaces = None
+        _find_mark()
     module = _load(control)
     if module is None:
         os._exit(0)

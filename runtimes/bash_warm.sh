@@ -9,6 +9,7 @@
 # call's process (a job of its own too: its own process group), which takes those as its descriptors, writes P<pid>
 # on `st`, restores the tool's shell options and traps and runs bash_bootstrap.sh's binding and main; the waiter
 # writes X<status> once it ends.
+# The ready word is R, then each file the sourcing read, NUL-separated (see below).
 #
 # A spare (TOOLEXEC_WARM_SPARE=1, under the sandbox's baseline: see runtimes/_bash_zygote.py): process 2 of a PID
 # namespace of its own, it runs one call in place once the namespace's init says `g` on stdin; the init holds the
@@ -26,7 +27,27 @@ IFS= read -r -d '' __toolexec_boot <"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh"
 shift $#
 argc() { :; }
 __toolexec_warm=1
+# The files the sourcing reads (what the tool sources, and where the functions it defines come from), for
+# toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (the DEBUG trap, in
+# functions too under extdebug) and each file that defines a function (declare -F under extdebug).
+declare -A __toolexec_loaded=()
+__toolexec_self=${BASH_SOURCE[0]}
+shopt -s extdebug
+trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1' DEBUG
+__toolexec_trap=$(trap -p DEBUG)
 . "$0" </dev/null >/dev/null 2>&1
+# A DEBUG trap of the tool's own replaced this one: the list may miss files ("+": toolexec trusts no later call)
+[[ $(trap -p DEBUG) == "$__toolexec_trap" ]] || __toolexec_loaded[+]=1
+trap - DEBUG
+while read -r _ _ __toolexec_at; do
+  read -r _ _ __toolexec_at < <(declare -F "$__toolexec_at")
+  [[ -z $__toolexec_at || $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at
+  [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
+done < <(declare -F)
+shopt -u extdebug
+# (the tool's own file is not one: its text is what its server is keyed by)
+[[ $0 == /* ]] && __toolexec_at=$0 || __toolexec_at=$PWD/$0
+unset "__toolexec_loaded[$__toolexec_self]" "__toolexec_loaded[$__toolexec_at]" __toolexec_self __toolexec_at __toolexec_trap
 __toolexec_traps=$(trap -p)
 # Read from variables, not in a command substitution (which would show `set -e` off).
 __toolexec_options=$SHELLOPTS
@@ -47,7 +68,12 @@ for __toolexec_rest in "set -o:$__toolexec_options:" "shopt -s:$__toolexec_shopt
   done
 done
 unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __toolexec_shopts
-echo R >&"$__toolexec_ready"
+{
+  printf R
+  for __toolexec_at in "${!__toolexec_loaded[@]}"; do [[ $__toolexec_at == + ]] || printf '\0%s' "$__toolexec_at"; done
+  [[ -z ${__toolexec_loaded[+]+x} ]] || printf '\0+'
+} >&"$__toolexec_ready"
+unset __toolexec_loaded __toolexec_at
 exec {__toolexec_ready}>&-
 
 # In the call's process, its channels taken: its script (the file $1: environment, cgroup, directory), the tool's

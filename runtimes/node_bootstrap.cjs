@@ -6,8 +6,8 @@
 // CommonJS, not an ES module: node starts a CommonJS entry without its ESM loader (~4 ms of every call);
 // the tool itself is still loaded by import(), with every hook and resolution rule an ESM entry has.
 "use strict";
-const { readFileSync, writeFileSync } = require("node:fs");
-const { pathToFileURL } = require("node:url");
+const { existsSync, readFileSync, writeFileSync } = require("node:fs");
+const { fileURLToPath, pathToFileURL } = require("node:url");
 
 // A pre-warmed spare (toolexec.runtimes.warm_node): started ahead of its call with the tool imported; it says so on
 // its ready descriptor, then reads its one call (environment, working directory, request) on stdin. Its value names
@@ -90,22 +90,50 @@ async function load() {
 // A spare: import the tool, then say "R" on the ready descriptor ("F" and why, should the import fail: the call then
 // runs cold, where the failure is reported as the call's). A "lazy" one (a one-shot run's, toolexec.node_early)
 // imports the tool only once it has its call, as a cold call does.
+//
+// With the "R" go the files the import loaded (NUL-separated; runtimes/loaded.py): toolexec looks at them before
+// the call and starts another spare should one have changed. A node that cannot say which files it loads (no
+// module.registerHooks: Node < 22.15), or that runs under a loader, imports the tool only once it has its call, as
+// a lazy spare does.
 async function warmUp(descriptors) {
   const [ready, progress, lazy] = descriptors.split(":");
   const { closeSync, writeSync } = require("node:fs");
+  const { registerHooks } = require("node:module");
   let tool = null;
-  if (lazy !== "lazy") {
+  const files = new Set();
+  // (Under a loader of its own, tsx's, the hooks would meet its: such a spare imports once it has its call.)
+  const loader = process.execArgv.some((flag) => /^--(import|loader|experimental-loader|require)\b|^-r$/.test(flag));
+  if (lazy !== "lazy" && typeof registerHooks === "function" && !loader) {
+    const own = require("node:path").resolve(process.argv[2]); // (not a file of its own: its text keys its server)
+    const hooks = registerHooks({
+      resolve: (specifier, context, nextResolve) => noted(specifier, context, nextResolve(specifier, context), files, own),
+    });
     try {
       tool = await import(pathToFileURL(process.argv[2]).href);
     } catch (error) {
       writeSync(Number(ready), `F${error?.message ?? error}`);
       process.exit(0);
+    } finally {
+      hooks.deregister?.();
     }
   }
-  writeSync(Number(ready), "R");
+  writeSync(Number(ready), ["R", ...files].join("\0"));
   closeSync(Number(ready));
   spareProgress = Number(progress);
   return tool;
+}
+
+// A module the import resolved: its file (outside node_modules, like site-packages for Python), and the path it was
+// named by when that is another (a symlink: node runs the file it points to, which a new link changes).
+// Nothing in here may require(): the hook would resolve that too.
+function noted(specifier, context, resolved, files, own) {
+  const local = (path) => !path.includes("/node_modules/") && path !== own && files.add(path);
+  if (resolved?.url?.startsWith("file:")) local(fileURLToPath(resolved.url));
+  if (/^\.{0,2}\//.test(specifier) && context.parentURL?.startsWith("file:")) {
+    const named = fileURLToPath(new URL(specifier, context.parentURL));
+    if (existsSync(named)) local(named);
+  }
+  return resolved;
 }
 
 let spareProgress = -1;

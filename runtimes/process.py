@@ -739,6 +739,9 @@ def _supervise(
                     pipe.close()
         try:
             if proc.returncode is None:
+                give_up = getattr(proc, "give_up", None)  # a warm call whose status never came: it may never come
+                if give_up is not None and (supervisor is None or not supervisor.exited):
+                    give_up()
                 proc.wait()
         finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
             if exited is not None:
@@ -824,7 +827,11 @@ class _Supervisor:
         pipes_open = self.out_fd in sel or self.err_fd in sel
         return (self.exited and not pipes_open) or (self.give_up_at is not None and time.monotonic() >= self.give_up_at)
 
-    def _terminate(self) -> None:
+    def _terminate(self, *, late: bool = False) -> None:
+        """SIGTERM to the tool's group, SIGKILL after the grace period; ``late`` (a timeout, a cancellation): a warm
+        call's server stopped by its tool goes on first, to say the call's status as it ends."""
+        if late and not self.exited and (wake := getattr(self.proc, "wake_server", None)) is not None:
+            wake()
         _kill_group(self.proc.pid, signal.SIGTERM)
         self.kill_at = time.monotonic() + self.launch.grace
 
@@ -838,10 +845,10 @@ class _Supervisor:
             self.kill_at, self.give_up_at = None, now + 1.0
         if not ending and self.deadline is not None and now >= self.deadline:
             self.timed_out = not self.exited
-            self._terminate()
+            self._terminate(late=True)
         elif not ending and not self.exited and self.control.deadline is not None and now >= self.control.deadline:
             self.cancelled = True
-            self._terminate()
+            self._terminate(late=True)
         elif not ending and not self.exited and self.watch_at is not None and now >= self.watch_at:
             self._measure()
         ending = self.kill_at is not None or self.give_up_at is not None
@@ -891,7 +898,7 @@ class _Supervisor:
             sel.unregister(fd)
             if not self.exited:
                 self.cancelled = True
-                self._terminate()
+                self._terminate(late=True)
         elif self.progress is not None and fd == self.progress.fd:
             if not self.progress.read():
                 sel.unregister(fd)

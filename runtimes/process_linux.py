@@ -760,6 +760,26 @@ def _carries(needle: bytes, info: _Proc, call_start: int | None) -> bool:
     return (call_start is None or info.start >= call_start) and needle in _read(f"/proc/{info.pid}/environ")
 
 
+def stopped_in_group(leader: int) -> bool:
+    """Whether ``leader`` (a process group's leader), or a child of it in its group, is stopped (by a signal, or a
+    tracer): what a warm server's host looks at when a call's status is late (see warm_fork.ServerProcess.wake)."""
+    for pid in (leader, *_children(leader)):
+        info = _stat(pid)
+        if info.state in ("T", "t") and (pid == leader or info.pgrp == leader):
+            return True
+    return False
+
+
+def reap_group_orphans(pgid: int) -> None:
+    """Reap the ended children of this process in group ``pgid`` (a killed warm server's own children, re-parented
+    here while this process is a subreaper: calls in flight)."""
+    for child in _children(os.getpid()):
+        info = _stat(child)
+        if info.state in ("Z", "X") and info.pgrp == pgid:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(child, os.WNOHANG)
+
+
 def start_of(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot), or None once it is gone."""
     info = _stat(pid)

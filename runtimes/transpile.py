@@ -1,7 +1,8 @@
 """The TypeScript transpile cache: ``<private state>/typescript/<key>.mjs``, built by esbuild or by node itself.
 
 A key is the hash of the tool's source and of the recipe; ``<key>.inputs.json`` lists every file the
-build read with its stat, so an edit to any of them is never answered with stale code, and the digest
+build read with its stat (taken before the read, and trusted only once older than the build by a tick of the
+file system's clock: :func:`toolexec.runtimes.loaded.racy`), so an edit to any of them is never answered with stale code, and the digest
 of every module the build wrote: a module changed since (by a tool, say) is built again, never run. Safe under
 concurrency: threads of one process build a key once (a lock per key); processes build into private
 files and publish each file with an atomic rename, the inputs file last.
@@ -18,10 +19,12 @@ import json
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from toolexec.errors import PreparationFailed
+from toolexec.runtimes.loaded import racy
 from toolexec.state import path_key, sha256_hex, write_json_atomic
 
 ESBUILD_FLAGS = ("--bundle", "--packages=external", "--format=esm", "--platform=node", "--target=node18", "--log-level=error")
@@ -125,9 +128,11 @@ def _cached(source: str, recipe: str, cache: Path, program: str, build: Callable
         try:
             cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             cache.mkdir(exist_ok=True)
+            built = time.time_ns()  # before any input is read: an input changed since proves nothing (see _fresh)
             inputs = build(key, output, f"{os.getpid()}.{threading.get_ident()}")
             digests = {name: sha256_hex((cache / name).read_bytes()) for name in _outputs(cache, key)}
-            write_json_atomic(inputs_file, {"recipe": RECIPES[recipe], "inputs": inputs, "digests": digests})
+            made = {"recipe": RECIPES[recipe], "inputs": inputs, "digests": digests, "built": built}
+            write_json_atomic(inputs_file, made)
             return output
         except OSError as exc:
             raise PreparationFailed(program, f"could not write its output to {cache}: {exc.strerror or exc}") from None
@@ -152,11 +157,14 @@ def _import_graph(source: Path, key: str, cache: Path, output: Path) -> tuple[di
     pending = [source]
     while pending:
         path = pending.pop()
+        inputs[str(path)] = _stat(path)  # before the read: an edit after it changes the stat
         data = path.read_bytes()
-        inputs[str(path)] = _stat(path)
         edits: list[tuple[int, int, bytes]] = []
         for start, end, specifier in _relative_specifiers(data):
-            found = _resolve(path.parent, specifier)
+            named = _resolve(path.parent, specifier)
+            found = named.resolve() if named is not None else None
+            if named is not None and named != found:  # a symlink: a new link (or none) is an edit too
+                inputs[str(named)] = _stat(named)
             if found is None:
                 line = data.count(b"\n", 0, start) + 1
                 raise PreparationFailed(
@@ -207,8 +215,9 @@ def _relative_specifiers(data: bytes) -> list[tuple[int, int, str]]:
 
 
 def _resolve(base: Path, specifier: str) -> Path | None:
-    """The file a relative specifier names, as TypeScript's resolution finds it (``./x`` and ``./x.js`` may be ``x.ts``)."""
-    plain = (base / specifier).resolve()
+    """The file a relative specifier names, as TypeScript's resolution finds it (``./x`` and ``./x.js`` may be ``x.ts``),
+    by the path it is named by (symlinks kept)."""
+    plain = Path(os.path.normpath(base / specifier))
     candidates = [plain, *(Path(f"{plain}{suffix}") for suffix in RESOLVE_SUFFIXES)]
     if plain.suffix in (".js", ".mjs"):
         candidates.insert(0, plain.with_suffix(".ts" if plain.suffix == ".js" else ".mts"))
@@ -234,6 +243,11 @@ def _fresh(output: Path, inputs_file: Path, recipe: str) -> bool:
         if made["recipe"] != recipe:
             return False
         if not all(_stat(Path(p)) == stat for p, stat in made["inputs"].items()):
+            return False
+        # An input stamped this close to the build (or after it) may have changed again in the same tick of the file
+        # system's clock, unseen by its stat: that build is made again (runtimes/loaded.py)
+        built = made["built"]
+        if any(stat is None or racy(stat[0], stat[3], built) for stat in made["inputs"].values()):
             return False
         digests = made["digests"]
         if not isinstance(digests, dict) or output.name not in digests:

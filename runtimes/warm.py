@@ -33,6 +33,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import IO, Protocol
+
+    from toolexec.runtimes.loaded import Loaded
 else:
     Protocol = object
 
@@ -117,6 +119,9 @@ class WarmServer(Protocol):
     """One warm process of one tool; made by ``Class(spec)``, started by :meth:`start`."""
 
     problem: str | None  # why start() said False
+    # The files it loaded besides the tool's source (:mod:`toolexec.runtimes.loaded`), once started; None: none to
+    # look at (it loads nothing ahead of a call).
+    loaded: Loaded | None
 
     def start(self) -> bool:
         """Start it; False (and :attr:`problem`) when the tool cannot run warm (it failed to load, or started threads):
@@ -228,7 +233,8 @@ class WarmPool:
             return entry.problem if entry is not None and entry.server is None else None
 
     def discard(self, spec: WarmSpec, server: WarmServer) -> None:
-        """``server`` failed a call's start (it died): forget it, so that the next call starts a new one."""
+        """``server`` failed a call's start (it died), or holds files changed since it loaded them: forget it (it ends
+        once its calls are over), so that the next call starts a new one."""
         with self._lock:
             entry = self._entries.get(spec.key)
             if entry is not None and entry.server is server:
@@ -305,9 +311,17 @@ class WarmStart:
 
     def spawn(self, call: WarmCall) -> WarmProcess | None:
         """Start ``call`` in the tool's warm server; None: run it cold (the tool cannot run warm, or the pool is
-        closed)."""
+        closed). A server whose loaded files changed since it loaded them is replaced first: the call runs the code on
+        disk as the call starts (see :mod:`toolexec.runtimes.loaded`)."""
+        began = time.monotonic_ns()
         spec = self.spec_for(call)
-        server = self.pool.server(spec)
+        for _ in range(3):  # (a server another call started meanwhile may be stale too; the third: run cold)
+            server = self.pool.server(spec)
+            if server is None or server.loaded is None or server.loaded.serves(began):
+                break
+            self.pool.discard(spec, server)
+        else:
+            return None
         if server is None:
             return None
         proc = server.spawn(call)

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from toolexec.recordtype import replace
-from toolexec.runtimes import process_linux
+from toolexec.runtimes import loaded, process_linux
 from toolexec.runtimes._bash_call import call_script
 from toolexec.runtimes.starter import lasting
 from toolexec.runtimes.warm_fork import (
@@ -82,6 +82,7 @@ class BashServer(ServerProcess):
         process_linux.remove_at_death(self._root)
         ready_read, ready_write = os.pipe()
         requests_read, requests_write = os.pipe()
+        started, started_wall = loaded.clocks()
         try:
             env = {**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool, SLOTS_VARIABLE: self._root}
             self._proc = lasting(  # by the thread that outlives every caller's (an isolated server's bwrap dies with it)
@@ -107,15 +108,15 @@ class BashServer(ServerProcess):
             os.close(requests_read)
         register(self._proc.pid)
         try:
-            ready, _, _ = select.select([ready_read], [], [], START_SECONDS)
-            answer = os.read(ready_read, 16) if ready else b""
+            answer = loaded.read_word(ready_read, START_SECONDS)
         finally:
             os.close(ready_read)
-        if answer != b"R\n":
+        if answer[:1] != b"R":
             os.close(requests_write)
             self.problem = "the tool ended (or took too long) while it was sourced"
             self._end()
             return False
+        self.loaded = loaded.taken(loaded.parse(answer), started, started_wall)
         self._requests = requests_write
         return True
 

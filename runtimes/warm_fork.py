@@ -13,13 +13,14 @@ import contextlib
 import marshal
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
 import threading
 
-from toolexec.runtimes import baseline, process_linux, sandbox
-from toolexec.runtimes.process import _stdin_file
+from toolexec.runtimes import baseline, loaded, process_linux, sandbox
+from toolexec.runtimes.process import MARKER, _stdin_file
 from toolexec.runtimes.starter import lasting
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -53,6 +54,7 @@ def unregister(pid: int) -> None:
 
 
 ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
+MARK_PLACEHOLDER = "-" * 24  # as long as a call's marker (process.run_process: 12 random bytes in hex)
 
 
 def isolated_argv(argv: list[str]) -> list[str]:
@@ -70,6 +72,8 @@ def isolated_argv(argv: list[str]) -> list[str]:
 
 START_SECONDS = 60.0  # the longest a tool may take to load before it runs cold instead
 REPLY_SECONDS = 30.0  # the longest a live server takes to fork a call (a loaded machine is slow)
+WAKE_SECONDS = 0.5  # a call's start slower than this looks whether a tool stopped the server (ServerProcess.wake)
+GIVE_UP_SECONDS = 5.0  # a call killed and given up on: how long its server has to say its status before it is ended
 
 
 class ServerProcess:
@@ -80,10 +84,12 @@ class ServerProcess:
     def __init__(self, spec: WarmSpec) -> None:
         self.spec = spec
         self.problem: str | None = None  # why the tool cannot run warm, once start() said so
+        self.loaded: loaded.Loaded | None = None  # what it loaded besides the tool's source (set once it said R)
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._busy = 0
         self._closed = False
+        self._killed = False  # ended by kill(): its group is reaped with it
         self._inits: list[tuple[int, int | None]] = []  # an isolated server's namespace init (bwrap does not wait for it)
 
     def busy(self) -> int:
@@ -92,9 +98,35 @@ class ServerProcess:
             return self._busy
 
     def alive(self) -> bool:
-        """Whether the server's process still runs."""
+        """Whether the server's process still runs and takes calls."""
         proc = self._proc
-        return proc is not None and proc.poll() is None
+        return proc is not None and not self._closed and proc.poll() is None
+
+    def wake(self) -> bool:
+        """Continue the server's processes should one be stopped (toolexec never stops a server, but under ``sandbox:
+        off`` a call's tool can: the server is its parent, ``kill -STOP $PPID``), so that it says its calls' statuses.
+        True when one was: the server is then retired (it ends once its calls are over; the next call gets a new one).
+        Looked at only when a call is late: at its timeout or cancellation, or when its start is slow."""
+        proc = self._proc
+        if proc is None or not process_linux.stopped_in_group(proc.pid):
+            return False
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGCONT)
+        with self._lock:
+            self._closed = True
+        self._stop_taking()
+        return True
+
+    def kill(self) -> None:
+        """End the server at once (it said no status of a call killed seconds ago): its calls in flight count as
+        killed, their channels closed with it; it is reaped once their last is over (with what of its group it left)."""
+        proc = self._proc
+        with self._lock:
+            self._closed = self._killed = True
+        self._stop_taking()
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
         """Take no more calls; the server ends once its calls are over (and is reaped then)."""
@@ -129,11 +161,22 @@ class ServerProcess:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        if process_linux.stopped_in_group(proc.pid):  # stopped by a call's tool (sandbox off): it goes on to end
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGCONT)
+        killed = self._killed
+        if not killed:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                killed = True
+        if killed:  # what of its group it had not reaped (a Bash server's call waiters) is re-parented here: reaped
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
+            if proc.returncode is None:  # (ended, not yet reaped: its number is not another process's meanwhile)
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            process_linux.reap_group_orphans(proc.pid)
             proc.wait()
         unregister(proc.pid)
         inits, self._inits = self._inits, []
@@ -170,9 +213,11 @@ class ForkServer(ServerProcess):
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         stdin = -1
+        started, started_wall = loaded.clocks()
         try:
             stdin = _stdin_file(self.spec.payload)
             env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
+            env[MARKER] = MARK_PLACEHOLDER  # each call's process writes its own marker over it (_python_zygote._find_mark)
             argv = list(self.spec.argv)
             if self.spec.isolated:
                 env[ISOLATE_VARIABLE] = "1"
@@ -203,16 +248,17 @@ class ForkServer(ServerProcess):
                 os.close(stdin)
         ours.settimeout(START_SECONDS)
         try:
-            answer = ours.recv(1 << 16)
+            answer = ours.recv(loaded.READY_BYTES)
         except OSError:
             answer = b""
         ours.settimeout(None)
         self._keep_init()
-        if answer != b"R":
+        if answer[:1] != b"R":
             self.problem = answer[1:].decode("utf-8", "replace") if answer[:1] == b"F" else "the warm server ended at start"
             ours.close()
             self._end()
             return False
+        self.loaded = loaded.taken(loaded.parse(answer), started, started_wall)
         self._control = ours
         return True
 
@@ -332,7 +378,10 @@ class CallProcess:
 
     def started(self) -> bool:
         """Read the call's pid; False when the server did not start the call."""
-        line = self._line(REPLY_SECONDS)
+        line = self._line(WAKE_SECONDS)
+        if not line:  # slow: a server stopped by an earlier call's tool goes on (and is retired once this call is over)
+            self._server.wake()
+            line = self._line(REPLY_SECONDS)
         if line[:1] != b"P":
             return False
         self.pid = int(line[1:]) if line[1:] else self._sender
@@ -359,6 +408,21 @@ class CallProcess:
             self.returncode = self.exit_code(int(line[1:])) if self.reported else -9
             self._release()
         return self.returncode
+
+    def wake_server(self) -> None:
+        """The call is late (its timeout, or its cancellation): a server its tool stopped goes on (see
+        :meth:`ServerProcess.wake`), so that the call ends as a cold one would."""
+        self._server.wake()
+
+    def give_up(self) -> None:
+        """The supervisor stopped waiting for the call's end (its group was killed a second ago, no status came): wake
+        the server, give it :data:`GIVE_UP_SECONDS` to say the status, and end it if it does not (the call then counts
+        as killed), so that :meth:`wait` returns."""
+        if self.returncode is not None or b"\n" in self._buffer:
+            return
+        self._server.wake()
+        if not select.select([self.waiter.fileno()], [], [], GIVE_UP_SECONDS)[0]:
+            self._server.kill()
 
     def abandon(self) -> None:
         """The server did not start the call: release its channel (the caller keeps the output descriptors)."""

@@ -21,11 +21,10 @@ import json
 import os
 import re
 import resource
-import select
 import subprocess
 import threading
 
-from toolexec.runtimes import baseline, process_linux, sandbox
+from toolexec.runtimes import baseline, loaded, process_linux, sandbox
 from toolexec.runtimes.warm_fork import SERVER_VARIABLE, START_SECONDS, register, unregister
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -51,10 +50,13 @@ class Spare:
         self.init: tuple[int, int | None] | None = None  # bwrap's init when isolated, and its start (bwrap does not wait)
         self.progress = progress  # the read end of its progress pipe
         self.progress_in_spare = progress_in_spare  # the write end's number there (pass_fds keeps numbers)
+        self.files: list[str] | None = []  # what its import loaded (None: more than it could say)
+        self.clocks = loaded.clocks()  # (monotonic, wall) ns: when it was started (set before, by start())
 
     @classmethod
     def start(cls, spec: WarmSpec) -> Spare:
         """Start a spare of ``spec`` and wait until it has imported the tool (or said why not: :attr:`problem`)."""
+        clocks = loaded.clocks()
         ready_read, ready_write = os.pipe()
         progress, progress_write = os.pipe()
         info_read, info_write = os.pipe() if spec.isolated else (-1, -1)
@@ -85,6 +87,7 @@ class Spare:
                 _close(fd)
         register(proc.pid)
         spare = cls(proc, progress, progress_write)
+        spare.clocks = clocks
         spare.await_ready(ready_read, info_read)
         return spare
 
@@ -109,9 +112,8 @@ class Spare:
     def _await(self, ready: int, info: int) -> None:
         """Wait for the spare's word: ``R`` (the tool is imported), ``F`` and why (it is not), or nothing (it died)."""
         answer = b""
-        if select.select([ready], [], [], START_SECONDS)[0]:
-            with contextlib.suppress(OSError):
-                answer = os.read(ready, 1 << 16)
+        with contextlib.suppress(OSError):
+            answer = loaded.read_word(ready, START_SECONDS)
         init = 0
         if info >= 0:  # bwrap's init (noted even for a spare that failed: it is reaped with it), then its child: the node
             data = b""
@@ -122,9 +124,10 @@ class Spare:
             init = int(found.group(1)) if found else 0
             if init:
                 self.init = (init, process_linux._stat(init).start)
-        if answer != b"R":
+        if answer[:1] != b"R":
             self.problem = answer[1:].decode("utf-8", "replace") if answer[:1] == b"F" else "the spare ended at start"
             return
+        self.files = loaded.parse(answer)
         self.node = self.proc.pid
         if info >= 0:
             try:
@@ -211,6 +214,7 @@ class NodeSpares:
     def __init__(self, spec: WarmSpec) -> None:
         self.spec = spec
         self.problem: str | None = None
+        self.loaded: loaded.Loaded | None = None  # what the first spare's import loaded (every later one's, unchanged)
         self._lock = threading.Condition()
         self._ready: Spare | None = None
         self._busy = 0
@@ -305,6 +309,8 @@ class NodeSpares:
                 spare = None
                 break
             with self._lock:
+                if self.loaded is None:  # the server's record: its later spares load the same files while they hold
+                    self.loaded = loaded.taken(spare.files, *spare.clocks)
                 self._ready = spare
                 self._lock.notify_all()
             spare = None

@@ -845,3 +845,29 @@ def test_a_served_call_imports_nothing_the_server_had_not(tools: Project, tool: 
         check=True,
     )
     assert done.stdout.split() == ["0"], done.stderr
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+def test_a_served_warm_tool_whose_sibling_module_changed_is_run_anew_and_served_warm_again(project: Project) -> None:
+    """A served run finds the server's warm server holding a sibling module edited since (toolexec.runtimes.loaded):
+    it runs cold, with the new code, and has the server replace it; later runs fork from the new one."""
+    helpers = project.tool("helpers.py", 'WORD = "hello"\n')
+    project.tool(
+        "greet.py",
+        'from helpers import WORD\n\n\ndef run() -> str:\n    """Greet, saying whether the call was forked warm."""\n'
+        '    warm = b"python_zygote.py" in open("/proc/1/cmdline", "rb").read()\n'
+        '    return WORD + (" warm" if warm else " cold")\n',
+    )
+    config = project.configure(["greet.py"], warm_tools=["all"])
+    served = Served(config)
+    try:
+        runs = lambda: [toolexec("--config", str(config), "run", "greet", "{}").stdout.decode() for _ in range(4)]  # noqa: E731
+        before = runs()
+        stat = helpers.stat()
+        helpers.write_text('WORD = "howdy"\n')
+        os.utime(helpers, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the same size and mtime: only the ctime moved
+        after = runs()
+    finally:
+        assert served.stop()[:2] == (0, 8)
+    assert (before[0], before[-1]) == ("hello cold", "hello warm")
+    assert (after[0], after[-1]) == ("howdy cold", "howdy warm")

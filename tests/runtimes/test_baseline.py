@@ -130,7 +130,7 @@ def test_kill_stop_ppid_reaches_the_namespaces_init_and_the_timeout_still_fires(
 def test_an_escapee_with_a_cleared_environment_ends_with_the_call(hostile: Project, private_tmpdir: Path) -> None:
     with hostile.executor(sandbox="declared") as executor:
         result = executor.call("hostile", {"action": "escape"})
-    assert result.status == "ok", result.error
+    assert (result.status, result.notes) == ("ok", ()), result.error  # ended by the kernel, cold or warm: uncounted
     namespace = result.output.strip()
     assert namespace.startswith("pid:[") and namespace != os.readlink("/proc/self/ns/pid")
     wait_until(lambda: in_pid_namespace(namespace) == [], "the kernel to end the namespace", timeout=10)

@@ -414,11 +414,8 @@ def test_the_node_extra_is_the_default_and_strips_types_itself(
 
 
 def test_type_stripping_resolves_sibling_imports_and_notices_their_edits(
-    project: Project, node_extra: str, no_esbuild: None, launch_mode: str, request: pytest.FixtureRequest
+    project: Project, node_extra: str, no_esbuild: None
 ) -> None:
-    if launch_mode == "warm":
-        reason = "warm: a warm Node worker keeps the modules it imported: an edited sibling import is not seen"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
     helper = project.tool("helper.ts", 'export enum Mood { Happy = "happy" }\nexport const greeting: string = "hello";\n')
     project.tool("plain.js", "export const punctuation = '!';\n")
     (project.tools / "lib").mkdir()

@@ -7,8 +7,11 @@ config changes, the pool's bounds, what runs cold instead, and that nothing outl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +19,9 @@ import pytest
 from tests.conftest import Project
 from tests.helpers import alive, marked_processes, wait_until
 from toolexec import Executor
-from toolexec.records import ToolCall
+from toolexec.records import ToolCall, ToolResult
 from toolexec.runtimes import process_linux
-from toolexec.runtimes.warm_fork import running_servers
+from toolexec.runtimes.warm_fork import ForkedCall, running_servers
 
 pytestmark = [
     pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)"),
@@ -368,30 +371,16 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
     assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat", "fast")] == expected
 
 
-def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
-    """A call can end before toolexec reads its pid: both lines come in one read, and the channel (still open at the
-    other end, as a copy held elsewhere may keep it) has nothing more to say. The waiter must say so all the same."""
-    import select
-    import socket
-
-    from toolexec.runtimes.warm_fork import ForkedCall
-
-    class Server:
-        done = 0
-
-        def _done(self) -> None:
-            self.done += 1
-
+@contextlib.contextmanager
+def _forked_call(server: object) -> Iterator[tuple[ForkedCall, socket.socket]]:
+    """A call's host side (its reply socket, its output pipes) with ``server`` standing for its fork server, and the
+    server's end of the reply socket; everything closed after."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    server = Server()
     call = ForkedCall(server, ours, out_read, err_read)  # type: ignore[arg-type]
     try:
-        theirs.sendall(b"P4242\nX%d\n" % (3 << 8))
-        assert call.started()
-        assert select.select([call.waiter.fileno()], [], [], 5)[0] == [call.waiter.fileno()]
-        assert (call.pid, call.wait(), server.done) == (4242, 3, 1)
+        yield call, theirs
     finally:
         call.waiter.close()
         for channel in (call.stdout, call.stderr):
@@ -400,3 +389,132 @@ def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
         for fd in (out_write, err_write):
             os.close(fd)
         theirs.close()
+
+
+def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
+    """A call can end before toolexec reads its pid: both lines come in one read, and the channel (still open at the
+    other end, as a copy held elsewhere may keep it) has nothing more to say. The waiter must say so all the same."""
+    import select
+
+    class Server:
+        done = 0
+
+        def _done(self) -> None:
+            self.done += 1
+
+    server = Server()
+    with _forked_call(server) as (call, theirs):
+        theirs.sendall(b"P4242\nX%d\n" % (3 << 8))
+        assert call.started()
+        assert select.select([call.waiter.fileno()], [], [], 5)[0] == [call.waiter.fileno()]
+        assert (call.pid, call.wait(), server.done) == (4242, 3, 1)
+
+
+# Each notes its server's process (sandbox off: its parent, or the Bash server's bash above the call's waiter) in
+# its cache, stops it, then hangs (Bash: unless told to return). Bash's $PPID is its shell's parent (toolexec itself):
+# parents are read from /proc.
+STOPS_ITS_SERVER = {
+    "python": (
+        "stops.py",
+        'import os, signal, time\n\n\ndef run() -> str:\n    """Stop my server.\n\n    Warm: true\n    """\n'
+        '    with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "servers"), "a") as f:\n'
+        '        f.write(f"{os.getppid()}\\n")\n'
+        "    os.kill(os.getppid(), signal.SIGSTOP)\n    time.sleep(1000)\n",
+    ),
+    "bash": (
+        "stops.sh",
+        "#!/usr/bin/env bash\n# @describe Stop my server.\n# @meta warm\n# @option --whom=parent\n"
+        'parent_of() { local stat; stat=$(</proc/$1/stat); stat=${stat##*) }; set -- $stat; echo "$2"; }\n'
+        'main() {\n  local me=$BASHPID pid; pid=$(parent_of "$me")\n  [[ $argc_whom == parent ]] || pid=$(parent_of "$pid")\n'
+        '  echo "$pid" >> "$LLM_TOOL_CACHE_DIR/servers"\n  kill -STOP "$pid"\n'
+        '  [[ $argc_whom == server ]] || sleep 1000\n  echo returned >> "$LLM_OUTPUT"\n}\n'
+        'eval "$(argc --argc-eval "$0" "$@")"\n',
+    ),
+}
+
+
+def _stopped(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that are stopped (each is continued: a failing test leaves nothing stopped behind it)."""
+    import signal
+
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                found.append(pid)
+                os.kill(pid, signal.SIGCONT)
+    return found
+
+
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_a_tool_that_stops_its_server_still_times_out_and_its_server_is_replaced(project: Project, language: str) -> None:
+    """``kill -STOP`` of its server (sandbox off: nothing keeps a tool from signalling its parent) hung the call past
+    its timeout, whose status comes from that server: the call now ends at its timeout as a cold one, the server
+    goes on to say so and is replaced, and the next call runs in a new one."""
+    import threading
+
+    project.tool(*STOPS_ITS_SERVER[language])
+    servers = project.root / "functions" / "cache" / "stops" / "servers"
+    results: list[ToolResult] = []
+
+    def calls() -> None:
+        results.extend(executor.call("stops", {}, timeout=2) for _ in range(2))
+
+    with project.executor() as executor:
+        caller = threading.Thread(target=calls)
+        caller.start()
+        caller.join(120)  # a hang fails the test here, rather than at pytest's own timeout
+        noted = [int(line) for line in servers.read_text().split()]
+        assert (caller.is_alive(), _stopped(noted)) == (False, [])
+        assert [(r.status, r.exit_code, r.tool_call_error) for r in results] == [
+            ("timeout", 124, "Tool call 'stops' timed out after 2s")
+        ] * 2
+        assert len(set(noted)) == 2  # the second call's server is a new one
+    assert [pid for pid in noted if alive(pid)] == []
+
+
+def test_a_bash_tool_that_stops_its_servers_bash_and_returns_leaves_the_next_call_on_time(project: Project) -> None:
+    """A call that stops the server's bash (the call's waiter says its status) ends as ever; the next call, which
+    that bash must start, finds it stopped: it goes on, runs that call, and is replaced for the one after."""
+    project.tool(*STOPS_ITS_SERVER["bash"])
+    servers = project.root / "functions" / "cache" / "stops" / "servers"
+    with project.executor() as executor:
+        results = [executor.call("stops", {"whom": "server"}, timeout=30) for _ in range(3)]
+        noted = [int(line) for line in servers.read_text().split()]
+        assert _stopped(noted) == [noted[2]]  # the last one stopped stays so until the executor closes (continued here)
+    assert [(r.ok, r.output) for r in results] == [(True, "returned\n")] * 3
+    assert (noted[0] == noted[1], noted[1] != noted[2]) == (True, True)
+    assert [pid for pid in noted if alive(pid)] == []
+
+
+def test_a_call_given_up_on_whose_server_says_nothing_ends_that_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervisor gave up on a call (killed, no status): its server is woken, and ended when it still says
+    nothing (a server stopped by a tracer, which SIGCONT does not resume), so that the call's wait returns."""
+    from toolexec.runtimes import warm_fork
+
+    monkeypatch.setattr(warm_fork, "GIVE_UP_SECONDS", 0.05)
+
+    class Server:
+        def __init__(self) -> None:
+            self.said: list[str] = []
+            self.theirs: socket.socket | None = None
+
+        def wake(self) -> bool:
+            self.said.append("wake")
+            return False
+
+        def kill(self) -> None:  # what ending the server does to the call's channel: its other end closes
+            self.said.append("kill")
+            assert self.theirs is not None
+            self.theirs.shutdown(socket.SHUT_RDWR)
+
+        def _done(self) -> None:
+            self.said.append("done")
+
+    server = Server()
+    with _forked_call(server) as (call, theirs):
+        server.theirs = theirs
+        theirs.sendall(b"P4242\n")
+        assert call.started()
+        call.give_up()
+        assert (call.wait(), call.reported, server.said) == (-9, False, ["wake", "kill", "done"])
