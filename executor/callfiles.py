@@ -172,15 +172,24 @@ class FilePool:
 
 @contextlib.contextmanager
 def call_files(
-    tool: str, asking: bool = False, pool: FilePool | None = None, *, made: Sequence[str] | None = None
+    tool: str,
+    asking: bool = False,
+    pool: FilePool | None = None,
+    *,
+    made: Sequence[str] | None = None,
+    within: str | None = None,
 ) -> Iterator[CallFiles]:
     """The private files of one call of ``tool`` (the request file only when ``asking``): ``made`` when given (a
-    sandbox set up ahead made them, :func:`new_call_files`), else from ``pool`` when given (kept afterwards when the
-    call was sealed: set ``sealed`` on them), else made fresh; removed afterwards unless pooled.
+    sandbox set up ahead made them, :func:`new_call_files`), else made fresh in ``within`` when given (a confined warm
+    server's calls' directory, :meth:`toolexec.runtimes.warm.WarmPool.home`), else from ``pool`` when given (kept
+    afterwards when the call was sealed: set ``sealed`` on them), else made fresh; removed afterwards unless pooled.
     StateUnavailable when no temporary directory takes them."""
     if made is not None:
         pool = None
         files = CallFiles(tool, list(made), pooled=False)
+    elif within is not None:
+        pool = None
+        files = _fresh(tool, asking, within, pooled=False)
     else:
         files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
     try:
@@ -198,12 +207,12 @@ def new_call_files(tool: str, asking: bool = False) -> tuple[str, ...]:
     return _fresh(tool, asking, None).paths
 
 
-def _fresh(tool: str, asking: bool, directory: str | None) -> CallFiles:
+def _fresh(tool: str, asking: bool, directory: str | None, *, pooled: bool = True) -> CallFiles:
     paths: list[str] = []
     try:
         for suffix in (".out", ".failure", ".artifacts", *([".ask"] if asking else [])):
             paths.append(_private(f"toolexec-{tool}-", suffix, directory=suffix == ".artifacts", within=directory))
-        return CallFiles(tool, paths, pooled=directory is not None)
+        return CallFiles(tool, paths, pooled=pooled and directory is not None)
     except BaseException:
         for path in paths:
             _remove(path, directory=path.endswith(".artifacts"))

@@ -46,6 +46,7 @@ import signal
 import socket
 import sys
 
+import _python_confined
 import _python_runner
 
 _MAX_MESSAGE = 1 << 20
@@ -90,9 +91,10 @@ class _Namespaces:
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
 
-    def drop_capabilities(self):
-        """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's)."""
-        if os.getuid() == 0:
+    def drop_capabilities(self, always=False):
+        """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's under
+        the baseline, unless ``always``: a confined call's bwrap leaves root none either)."""
+        if os.getuid() == 0 and not always:
             return
         ctypes = self.ctypes
         for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, which bwrap kept: dropped next)
@@ -117,7 +119,7 @@ def _threads():
         return threading.active_count()
 
 
-def _load(control):
+def _load(control, confined=False):
     data = sys.stdin.buffer.read()
     request = marshal.loads(data[1:]) if data[:1] == b"\0" else {}
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -132,8 +134,19 @@ def _load(control):
     if _threads() > 1:
         control.send(b"F" + b"the tool starts threads when it loads; a process with threads cannot be forked safely")
         return None
+    if confined and _others():  # they would outlive the load in the server's sandbox, beside every call
+        control.send(b"F" + b"the tool starts processes when it loads; a confined warm server runs none but its calls")
+        return None
     control.send(b"R")
     return module
+
+
+def _others():
+    """The processes of this (confined) server's PID namespace but itself, of which it is the init."""
+    try:
+        return [name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+    except OSError:
+        return ["?"]
 
 
 def _spare(namespaces, module, calls):
@@ -190,12 +203,15 @@ def _tool(module, calls, namespaces):
     message, in toolexec's own numbering), takes the call's limits and runs it."""
     os.setsid()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a cold call's interpreter has it
-    if namespaces is not None:
+    # A confined call's process binds its own files before it drops its capabilities: until then no code of the
+    # tool's runs in it (its rehearsal leaves the tool alone)
+    late = getattr(namespaces, "late_drop", False)
+    if namespaces is not None and not late:
         try:
             namespaces.drop_capabilities()
         except OSError:
             os._exit(70)
-    _rehearse(module)
+    _rehearse(module, tool_code=not late)
     try:
         data, fds = _receive(calls)
     except OSError:
@@ -207,7 +223,12 @@ def _tool(module, calls, namespaces):
     if namespaces is not None:
         reply = socket.socket(fileno=fds[3])
         try:
+            if late:
+                namespaces.own_files(request.get("files"))
+                namespaces.drop_capabilities()
             reply.sendall(b"P\n")
+            if request.get("gate") and reply.recv(1) != b"G":  # toolexec moves it into the call's cgroups first
+                raise OSError("toolexec did not let the call go on")
             _limit(request.get("limits") or {})
         except (OSError, ValueError) as exc:
             os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
@@ -221,7 +242,7 @@ def _tool(module, calls, namespaces):
 _last = [b""]  # the last call's message (as the zygote handed it over): a spare made since rehearses with it
 
 
-def _rehearse(module):
+def _rehearse(module, tool_code=True):
     """Go through what a call's process does before and after the tool runs, with nothing of a call: each page of the
     zygote's that this writes to (reference counts, the allocator's free blocks) is copied now, while the spare waits,
     not in the call (a copy-on-write fault costs microseconds, and a call's set-up met hundreds of them)."""
@@ -239,7 +260,8 @@ def _rehearse(module):
             out.write("0")
         with open(os.devnull, "wb") as out:
             out.write(_python_runner._render("ok").encode("utf-8", "surrogateescape"))
-        _python_runner._awaitable(getattr(module, sys.argv[2] if len(sys.argv) > 2 else "run", None))
+        if tool_code:  # (a module's __getattr__, an object's attributes: the tool's code)
+            _python_runner._awaitable(getattr(module, sys.argv[2] if len(sys.argv) > 2 else "run", None))
     except BaseException:  # a rehearsal only saves time: nothing of it may stop the spare
         pass
 
@@ -369,6 +391,8 @@ class _Spares:
         """os.fork(); isolated, the child is alone in a new PID namespace. -1: fork failed, -2: no namespace."""
         if self.namespaces is None:
             return _fork()
+        if hasattr(self.namespaces, "fork_alone"):
+            return self.namespaces.fork_alone()
         try:
             self.namespaces.next_child_alone()
         except OSError:
@@ -461,17 +485,22 @@ def _reap(children, spares):
 def serve():
     control = socket.socket(fileno=int(os.environ.pop("TOOLEXEC_ZYGOTE_FD")))
     os.environ.pop("TOOLEXEC_WARM_SERVER", None)  # (left in what /proc shows: see warm_fork.SERVER_VARIABLE)
+    confine = os.environ.pop("TOOLEXEC_ZYGOTE_CONFINE", None)
     if os.environ.pop("TOOLEXEC_ZYGOTE_ISOLATE", None) == "1":
         try:
             namespaces = _Namespaces()
-            namespaces.next_child_alone()  # proof that it can, before the tool loads
-            namespaces.back()
+            if confine:  # the server's own namespaces first, inside its sandbox (before anything of the tool's)
+                os.close(namespaces.own)
+                namespaces = _python_confined.enter(confine, namespaces)
+            else:
+                namespaces.next_child_alone()  # proof that it can, before the tool loads
+                namespaces.back()
         except OSError as exc:
             control.send(b"F" + f"no PID namespace can be made for each call: {exc}".encode("utf-8", "replace"))
             os._exit(0)
     else:
         namespaces = None
-    module = _load(control)
+    module = _load(control, confined=bool(confine))
     if module is None:
         os._exit(0)
     if hasattr(gc, "freeze"):  # (3.7+) the loaded objects are never collected in a call: its collections skip them,

@@ -22,6 +22,8 @@ ahead of each call with the tool imported: a fresh process per call).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 import weakref
@@ -33,6 +35,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import IO, Protocol
+
+    from toolexec.runtimes.sandbox import Confinement
 else:
     Protocol = object
 
@@ -48,6 +52,9 @@ ISOLATING: frozenset[str] = frozenset({"python-fork", "bash-fork", "node-spare"}
 # The isolating kinds whose call's status comes only once its PID namespace is gone (the server reaped its init):
 # nothing of such a call is left to search for.
 SEALED: frozenset[str] = frozenset({"python-fork"})
+# The kinds whose server can live inside a tool's own sandbox (a declared policy, or ``sandbox: strict``'s) and give
+# each call what a cold confined call gets (:mod:`toolexec.runtimes._python_confined`).
+CONFINING: frozenset[str] = frozenset({"python-fork"})
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
 
@@ -69,6 +76,10 @@ class WarmSpec:
     # The server runs inside the sandbox baseline's namespaces and gives each call a PID namespace of its own
     # (:mod:`toolexec.runtimes.warm_fork`); its key says so.
     isolated: bool = False
+    # The server's sandbox (a declared policy's, or strict's: :func:`confined_spec`), whose own files are ``home``, the
+    # directory its calls' files are made in; None: the baseline's, or none.
+    confinement: Confinement | None = None
+    home: str = ""
 
 
 @record
@@ -84,6 +95,10 @@ class WarmCall:
     # Under the sandbox's baseline: the call runs in a PID namespace of its own, with these limits ("memory", "cpu",
     # "processes", "cgroup": its pids cgroup's directory). None: as toolexec's own child would.
     isolated: Mapping[str, int | str] | None = None
+    # A confined call's own files (in its server's home), the only ones of that directory it sees; and the cgroups
+    # toolexec moves its process into before it goes on (its memory cgroup, a root toolexec's pids cgroup).
+    files: Sequence[str] = ()
+    cgroups: Sequence[str] = ()
 
 
 class WarmProcess(Protocol):
@@ -171,6 +186,7 @@ class WarmPool:
         self._closed = False
         self._starting = 0  # servers being started
         self._reaper: threading.Thread | None = None
+        self._homes: str | None = None  # the directory of the confined servers' calls' directories (made on first use)
         _pools.add(self)
 
     @property
@@ -220,6 +236,23 @@ class WarmPool:
                 server.close()
         return server if kept else None
 
+    def home(self, tool: str) -> str:
+        """The directory the files of ``tool``'s confined warm calls are made in (0700, private to this pool, removed
+        at :meth:`close`, or by the guard should this process die): the only one of toolexec's that its servers bind,
+        and each call of them sees only its own files there."""
+        import hashlib
+
+        from toolexec.callfiles import _guarded, _private
+
+        with self._lock:
+            if self._homes is None:
+                self._homes = _private("toolexec-warm-", "", directory=True)
+                _guarded(self._homes, True)
+            path = os.path.join(self._homes, hashlib.sha256(tool.encode("utf-8", "surrogateescape")).hexdigest()[:16])
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        return path
+
     def refused(self, spec: WarmSpec) -> str | None:
         """Why the tool of ``spec`` runs cold (it failed to load in its server, or started threads); None: it is not
         known to."""
@@ -250,6 +283,14 @@ class WarmPool:
             reaper, self._reaper = self._reaper, None
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join()
+        homes, self._homes = self._homes, None
+        if homes is not None:  # (a call still running has its files open: removed all the same, as at its end)
+            import shutil
+
+            from toolexec.callfiles import _guarded
+
+            shutil.rmtree(homes, ignore_errors=True)
+            _guarded(homes, False)
 
     def _retire(self, key: str) -> None:
         entry = self._entries.pop(key)
@@ -293,6 +334,11 @@ class WarmStart:
         return self.spec.kind in ISOLATING
 
     @property
+    def confines(self) -> bool:
+        """Whether this tool's server can live inside its sandbox (:data:`CONFINING`)."""
+        return self.spec.kind in CONFINING
+
+    @property
     def sealed(self) -> bool:
         """Whether an isolated call's status comes only once its PID namespace is gone (:data:`SEALED`)."""
         return self.spec.kind in SEALED
@@ -303,10 +349,10 @@ class WarmStart:
             return self.spec
         return replace(self.spec, isolated=True, key=f"{self.spec.key}:isolated")
 
-    def spawn(self, call: WarmCall) -> WarmProcess | None:
-        """Start ``call`` in the tool's warm server; None: run it cold (the tool cannot run warm, or the pool is
-        closed)."""
-        spec = self.spec_for(call)
+    def spawn(self, call: WarmCall, spec: WarmSpec | None = None) -> WarmProcess | None:
+        """Start ``call`` in the tool's warm server (``spec``'s when given: :func:`confined_spec`); None: run it cold
+        (the tool cannot run warm, or the pool is closed)."""
+        spec = spec if spec is not None else self.spec_for(call)
         server = self.pool.server(spec)
         if server is None:
             return None
@@ -332,6 +378,27 @@ def server_environment(env: Mapping[str, str]) -> dict[str, str]:
         for name, value in env.items()
         if name not in _PER_CALL and (not name.startswith(_PER_CALL_PREFIXES) or name.startswith(_KEPT))
     }
+
+
+def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, str], home: str) -> WarmSpec:
+    """The server of ``spec``'s tool inside the sandbox of ``confinement`` (a call's, under a declared policy or
+    strict), whose calls' files are made in ``home``: started in the environment the confined call has (``env``,
+    without what is the call's own), with the policy's file size and memory bounds (its calls' CPU seconds and
+    processes are each call's), and keyed by everything its view depends on: the policy with every place it names
+    (the working directory of ``writes: cwd`` among them), the hidden paths, whether each place is there now (and a
+    directory), and ``home``."""
+    import hashlib
+
+    server = replace(confinement, files=(home,), cpu=None, processes=None)
+    env = server_environment(env)
+    places = (*server.hidden, *server.writable, *server.revealed, *server.visible, *server.protected)
+    digest = hashlib.sha256(spec.key.encode())
+    digest.update(repr(server).encode("utf-8", "surrogateescape"))
+    digest.update(
+        repr([(path, os.path.isdir(path), os.path.lexists(path)) for path in places]).encode("utf-8", "surrogateescape")
+    )
+    digest.update(repr(sorted(env.items())).encode("utf-8", "surrogateescape"))
+    return replace(spec, isolated=True, env=env, confinement=server, home=home, key=f"{spec.key}:confined:{digest.hexdigest()}")
 
 
 def spec_key(argv: Sequence[str], payload: bytes, env: Mapping[str, str]) -> str:

@@ -18,11 +18,12 @@ import subprocess
 import sys
 import threading
 
-from toolexec.runtimes import baseline, process_linux, sandbox
+from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
 from toolexec.runtimes.process import _stdin_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import IO
 
     from toolexec.runtimes.warm import WaiterLike, WarmCall, WarmSpec
@@ -52,6 +53,7 @@ def unregister(pid: int) -> None:
 
 
 ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
+CONFINE_VARIABLE = "TOOLEXEC_ZYGOTE_CONFINE"  # UID:GID:HOME of a server inside its tool's sandbox (_python_confined)
 
 
 def isolated_argv(argv: list[str]) -> list[str]:
@@ -167,11 +169,16 @@ class ForkServer(ServerProcess):
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         stdin = -1
+        held: sandbox.Held | None = None
         try:
             stdin = _stdin_file(self.spec.payload)
             env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
             argv = list(self.spec.argv)
-            if self.spec.isolated:
+            if self.spec.confinement is not None:  # the tool's own sandbox, as a cold confined call's bwrap makes it
+                env[ISOLATE_VARIABLE] = "1"
+                env[CONFINE_VARIABLE] = f"{os.getuid()}:{os.getgid()}:{self.spec.home}"
+                argv, held = sandbox.wrap(self.spec.confinement, argv, server=True)
+            elif self.spec.isolated:
                 env[ISOLATE_VARIABLE] = "1"
                 argv = isolated_argv(argv)
             self._proc = subprocess.Popen(
@@ -183,7 +190,7 @@ class ForkServer(ServerProcess):
                 cwd=self.spec.cwd,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(theirs.fileno(),),
+                pass_fds=(theirs.fileno(), *(held.descriptors if held is not None else ())),
             )
             register(self._proc.pid)
         except OSError as exc:
@@ -194,6 +201,8 @@ class ForkServer(ServerProcess):
             theirs.close()
             if stdin >= 0:
                 os.close(stdin)
+            if held is not None:  # its seccomp filter, read by bwrap at its start
+                sandbox.release(held)
         ours.settimeout(START_SECONDS)
         try:
             answer = ours.recv(1 << 16)
@@ -231,6 +240,10 @@ class ForkServer(ServerProcess):
         request: dict[str, object] = {"env": dict(call.env), "cwd": call.cwd, "fsize": call.file_limit}
         if call.isolated is not None:
             request["limits"] = dict(call.isolated)
+        if call.files:
+            request["files"] = list(call.files)
+        if call.cgroups:
+            request["gate"] = True
         message = marshal.dumps(request, 2)
         control = self._control
         if control is None or not self._take():
@@ -245,7 +258,7 @@ class ForkServer(ServerProcess):
             return None
         finally:
             theirs.close()
-        forked = ForkedCall(self, mine, out_read, err_read)
+        forked = ForkedCall(self, mine, out_read, err_read, cgroups=call.cgroups)
         if not forked.started():
             forked.abandon()
             return None
@@ -329,7 +342,7 @@ class CallProcess:
         if line[:1] != b"P":
             return False
         self.pid = int(line[1:]) if line[1:] else self._sender
-        if self.pid <= 0:
+        if self.pid <= 0 or not self._admit():
             return False
         if b"\n" in self._buffer:  # the status came in the same read: the channel has nothing more to say so
             self.waiter = _Ready(self.waiter)
@@ -339,6 +352,10 @@ class CallProcess:
 
     def _read(self) -> bytes:
         return os.read(self.waiter.fileno(), 64)
+
+    def _admit(self) -> bool:
+        """What the call's process needs of this one before it goes on, once its pid is known; False: it does not."""
+        return True
 
     def exit_code(self, status: int) -> int:
         """``returncode`` from the status the server wrote: a wait status (negative: the signal that ended it)."""
@@ -367,9 +384,27 @@ class CallProcess:
 class ForkedCall(CallProcess):
     """A call's process forked by a :class:`ForkServer`; its reply socket is the waiter."""
 
-    def __init__(self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int) -> None:
+    def __init__(
+        self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int, *, cgroups: Sequence[str] = ()
+    ) -> None:
         super().__init__(server, _Waiter(reply), stdout, stderr)
         self._reply = reply
+        self._cgroups = cgroups
+
+    def _admit(self) -> bool:
+        """A confined call's process waits, once it has said ``P``, until this process has moved it into its cgroups
+        (which are read-only in its view) and lets it go on; False when it cannot be moved (the call's process then
+        ends, and the call runs cold)."""
+        if not self._cgroups:
+            return True
+        try:
+            for path in self._cgroups:
+                with open(cgroup.join_file(path), "w") as handle:
+                    handle.write(str(self.pid))
+            self._reply.sendall(b"G")
+        except OSError:
+            return False
+        return True
 
     def _read(self) -> bytes:
         """What came on the reply socket, noting its sender's pid (an isolated call's init says ``P`` alone)."""
