@@ -223,13 +223,15 @@ def _tool(module, calls, namespaces):
     if namespaces is not None:
         reply = socket.socket(fileno=fds[3])
         try:
-            if late:
+            if late:  # before P: what cannot be set leaves the call unstarted (toolexec starts it cold, or refuses it)
                 namespaces.own_files(request.get("files"))
                 namespaces.drop_capabilities()
+                _limit(request.get("limits") or {})
             reply.sendall(b"P\n")
             if request.get("gate") and reply.recv(1) != b"G":  # toolexec moves it into the call's cgroups first
                 raise OSError("toolexec did not let the call go on")
-            _limit(request.get("limits") or {})
+            if not late:
+                _limit(request.get("limits") or {})
         except (OSError, ValueError) as exc:
             os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
             os._exit(70)
