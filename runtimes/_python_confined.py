@@ -34,6 +34,10 @@ _HOLD = "/tmp/.toolexec-warm"  # where the server keeps the /proc no call can re
 # What bwrap covers read-only in a /proc it mounts: always, and where writable.
 _COVERED = ("irq", "bus")
 _COVERED_WRITABLE = ("sys", "sysrq-trigger")
+_PROXY_VARIABLES = (
+    *("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"),
+    *("NO_PROXY", "no_proxy", "NODE_USE_ENV_PROXY"),
+)
 
 
 class Confined:
@@ -45,6 +49,8 @@ class Confined:
         self.base = base
         self.uid, self.gid, self.home = uid, gid, home
         self.libc = base.libc
+        # What the forwarder of a network allow-list's proxy set (the server's, for all its calls): each call's too
+        self.added_env = {name: os.environ[name] for name in _PROXY_VARIABLES if name in os.environ}
 
     def _check(self, result, what):
         self.base._check(result, what)

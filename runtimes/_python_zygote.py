@@ -220,6 +220,8 @@ def _tool(module, calls, namespaces):
     if not data or len(fds) < 4:  # the zygote is closing: no call comes
         os._exit(0)
     request = marshal.loads(data)
+    if late and namespaces.added_env:
+        request["env"] = {**request["env"], **namespaces.added_env}
     if namespaces is not None:
         reply = socket.socket(fileno=fds[3])
         try:

@@ -441,6 +441,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             proxy.close()
     if proxy is not None and proxy.refusals:
         finished = replace(finished, refused=tuple(proxy.refusals))
+    elif (refusals := getattr(proc, "refusals", None)) is not None and (refused := refusals()):  # its server's proxy
+        finished = replace(finished, refused=refused)
     if oom_killed:
         finished = replace(finished, oom_killed=True)
     code = finished.returncode
@@ -510,17 +512,17 @@ def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
     makes its namespaces and the tool's server can give each call a PID namespace of its own (Python's can, a bash
     cannot); or a declared policy (or strict's) where the tool's server can live inside the tool's sandbox, made by
     bwrap, and the call's files are in that server's calls' directory (:meth:`WarmPool.home`). Else (the Landlock
-    fallback, a network allow-list, whose proxy is each call's) the call runs cold."""
+    fallback) the call runs cold."""
     if confinement is None:
         return True
     if not (warm.isolates and baseline.usable()):
         return False
     if confinement.baseline:
         return True
-    if not warm.confines or confinement.allowed or sandbox.mechanism()[0] != "bwrap" or not confinement.files:
+    if not warm.confines or sandbox.mechanism()[0] != "bwrap" or not confinement.files:
         return False
     home = warm.pool.home(warm.spec.tool)
-    return all(os.path.dirname(path) == home for path in confinement.files)
+    return home is not None and all(os.path.dirname(path) == home for path in confinement.files)
 
 
 def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:
@@ -612,7 +614,7 @@ def _spawn_warm(
         files=confinement.files, cgroups=cgroups,
     )  # fmt: skip
     home = warm.pool.home(warm.spec.tool)
-    return warm.spawn(call, confined_spec(warm.spec, confinement, launch.env, home))
+    return warm.spawn(call, confined_spec(warm.spec, confinement, launch.env, home)) if home is not None else None
 
 
 _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for

@@ -236,15 +236,17 @@ class WarmPool:
                 server.close()
         return server if kept else None
 
-    def home(self, tool: str) -> str:
+    def home(self, tool: str) -> str | None:
         """The directory the files of ``tool``'s confined warm calls are made in (0700, private to this pool, removed
         at :meth:`close`, or by the guard should this process die): the only one of toolexec's that its servers bind,
-        and each call of them sees only its own files there."""
+        and each call of them sees only its own files there. None once the pool is closed (its calls run cold)."""
         import hashlib
 
         from toolexec.callfiles import _guarded, _private
 
         with self._lock:
+            if self._closed:
+                return None
             if self._homes is None:
                 self._homes = _private("toolexec-warm-", "", directory=True)
                 _guarded(self._homes, True)

@@ -19,6 +19,7 @@ import sys
 import threading
 
 from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
+from toolexec.runtimes.netproxy import Proxy
 from toolexec.runtimes.process import _stdin_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -164,6 +165,10 @@ class ForkServer(ServerProcess):
     def __init__(self, spec: WarmSpec) -> None:
         super().__init__(spec)
         self._control: socket.socket | None = None
+        # A confined server's network allow-list proxy: one for all its calls, which all have the same list (one tool,
+        # one policy: its key). ``_taken`` counts the calls handed over, so that a call tells its own refusals.
+        self.proxy: Proxy | None = None
+        self._taken = 0
 
     def start(self) -> bool:
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
@@ -177,7 +182,10 @@ class ForkServer(ServerProcess):
             if self.spec.confinement is not None:  # the tool's own sandbox, as a cold confined call's bwrap makes it
                 env[ISOLATE_VARIABLE] = "1"
                 env[CONFINE_VARIABLE] = f"{os.getuid()}:{os.getgid()}:{self.spec.home}"
-                argv, held = sandbox.wrap(self.spec.confinement, argv, server=True)
+                if self.spec.confinement.allowed:
+                    self.proxy = Proxy(self.spec.confinement.allowed)
+                forwarder = self.proxy.prefix(sys.executable) if self.proxy is not None else ()
+                argv, held = sandbox.wrap(self.spec.confinement, argv, forwarder=forwarder, server=True)
             elif self.spec.isolated:
                 env[ISOLATE_VARIABLE] = "1"
                 argv = isolated_argv(argv)
@@ -190,14 +198,21 @@ class ForkServer(ServerProcess):
                 cwd=self.spec.cwd,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(theirs.fileno(), *(held.descriptors if held is not None else ())),
+                pass_fds=(
+                    theirs.fileno(),
+                    *(held.descriptors if held is not None else ()),
+                    *((self.proxy.inside,) if self.proxy is not None else ()),
+                ),
             )
             register(self._proc.pid)
         except OSError as exc:
             ours.close()
             self.problem = f"the warm server cannot start: {exc}"
+            self._close_proxy()
             return False
         finally:
+            if self.proxy is not None:
+                self.proxy.launched()
             theirs.close()
             if stdin >= 0:
                 os.close(stdin)
@@ -250,6 +265,9 @@ class ForkServer(ServerProcess):
             mine.close()
             theirs.close()
             return None
+        with self._lock:
+            self._taken += 1
+            refused = (len(self.proxy.refusals), self._taken, self._busy == 1) if self.proxy is not None else None
         try:
             socket.send_fds(control, [message], fds)
         except OSError:
@@ -258,7 +276,7 @@ class ForkServer(ServerProcess):
             return None
         finally:
             theirs.close()
-        forked = ForkedCall(self, mine, out_read, err_read, cgroups=call.cgroups)
+        forked = ForkedCall(self, mine, out_read, err_read, cgroups=call.cgroups, refused=refused)
         if not forked.started():
             forked.abandon()
             return None
@@ -268,6 +286,24 @@ class ForkServer(ServerProcess):
         control, self._control = self._control, None
         if control is not None:
             control.close()  # the server sees the end of file: it exits once its children are reaped
+
+    def _end(self) -> None:
+        super()._end()
+        self._close_proxy()
+
+    def _close_proxy(self) -> None:
+        proxy, self.proxy = self.proxy, None
+        if proxy is not None:
+            proxy.close()
+
+    def refusals(self, since: tuple[int, int, bool]) -> tuple[str, ...]:
+        """What the server's proxy refused since a call started (``since``: the refusals then, the calls handed over
+        then, and whether that call was alone): a call's own notes when no other call of the server ran meanwhile,
+        else none (they could be another call's)."""
+        proxy = self.proxy
+        with self._lock:
+            alone = since[2] and self._taken == since[1]
+        return tuple(proxy.refusals[since[0] :]) if proxy is not None and alone else ()
 
 
 class _Waiter:
@@ -385,11 +421,24 @@ class ForkedCall(CallProcess):
     """A call's process forked by a :class:`ForkServer`; its reply socket is the waiter."""
 
     def __init__(
-        self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int, *, cgroups: Sequence[str] = ()
+        self,
+        server: ForkServer,
+        reply: socket.socket,
+        stdout: int,
+        stderr: int,
+        *,
+        cgroups: Sequence[str] = (),
+        refused: tuple[int, int, bool] | None = None,
     ) -> None:
         super().__init__(server, _Waiter(reply), stdout, stderr)
         self._reply = reply
         self._cgroups = cgroups
+        self._fork_server = server
+        self._refused = refused
+
+    def refusals(self) -> tuple[str, ...]:
+        """What its server's network allow-list proxy refused this call (see :meth:`ForkServer.refusals`)."""
+        return self._fork_server.refusals(self._refused) if self._refused is not None else ()
 
     def _admit(self) -> bool:
         """A confined call's process waits, once it has said ``P``, until this process has moved it into its cgroups
