@@ -1,11 +1,15 @@
 """Warm tools (docs/performance.md) against what they replace, side by side in one run (in-process ``Executor.call``).
 
-    python benchmarks/warm_bench.py [RUNS]
+    python benchmarks/warm_bench.py [RUNS] [MODE...]
 
 Each Python figure is taken under ``sandbox: declared`` (the default: every call, warm or cold, in a PID namespace of
-its own under the sandbox's baseline) and under ``sandbox: off``:
+its own under the sandbox's baseline), under ``sandbox: strict`` (what ``toolexec init`` writes: every call confined
+by the baseline policy; a warm server lives inside the tool's sandbox, runtimes/_python_confined.py) and under
+``sandbox: off`` (MODEs given: those only, and no Bash row):
 
-* a warm Python no-op call against starting Python at all (``python -c pass``): target ≤ 0.2×;
+* a warm Python no-op call against starting Python at all (``python -c pass``): target ≤ 0.2×; under strict, also
+  against the same call cold (its own bwrap, or its sandbox set up ahead once the tool has been called: the spares
+  a long-lived executor keeps);
 * a tool that imports a heavy set (numpy and pandas where the tool's Python has them, else a heavy set of the
   standard library) called warm against the same tool called cold: target ≥ 20× faster;
 * a ``tools/call`` of a warm Bash no-op tool through ``toolexec mcp --warm`` over stdio (a raw JSON-RPC client:
@@ -131,18 +135,20 @@ def _call(executor: Executor, name: str) -> Callable[[], object]:
 
 
 MODES = ("declared", "off")  # the default (every call under the sandbox's baseline: its own PID namespace), and none
+PYTHON_MODES = ("declared", "strict", "off")  # and every call confined (the baseline policy: what `toolexec init` writes)
 
 
-def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
+def measure(runs: int, modes: tuple[str, ...] = PYTHON_MODES) -> dict[str, tuple[float, float, float, str]]:
     """The figures: name → (ours ms, reference ms, ratio, label), for each sandbox mode of :data:`MODES`
     (``noop:declared``, ``heavy:off`` …): a warm no-op against ``python -c pass``, a heavy tool warm against cold;
-    and ``cpu:MODE``: (the executor's CPU ms per warm no-op call, the same per cold call, their ratio, "")."""
+    and ``cpu:MODE``: (the executor's CPU ms per warm no-op call, the same per cold call, their ratio, ""); under
+    strict, ``noop-cold:strict``: a warm no-op against the same call cold."""
     python = sys.executable
     modules, label = heavy_modules(python)
     figures: dict[str, tuple[float, float, float, str]] = {}
     bare = [python, "-c", "pass"]
     with tempfile.TemporaryDirectory() as directory:
-        for mode in MODES:
+        for mode in modes:
             config = _project(Path(directory), {"noop.py": NOOP, "heavy.py": heavy_tool(modules)}, mode)
             with Executor(config, warm=True) as warm, Executor(config, warm=False) as cold:
                 for executor in (warm, cold):  # the build, the first start of each server
@@ -151,6 +157,8 @@ def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
                 noop = paired(_call(warm, "noop"), lambda: subprocess.run(bare, check=True), runs)
                 figures[f"noop:{mode}"] = (*noop, interpreter())
                 figures[f"heavy:{mode}"] = (*paired(_call(warm, "heavy"), _call(cold, "heavy"), runs), label)
+                if mode == "strict":
+                    figures[f"noop-cold:{mode}"] = (*paired(_call(warm, "noop"), _call(cold, "noop"), runs), "")
                 warm_cpu, cold_cpu = cpu_per_call(_call(warm, "noop"), runs), cpu_per_call(_call(cold, "noop"), runs)
                 figures[f"cpu:{mode}"] = (warm_cpu, cold_cpu, warm_cpu / cold_cpu, "")
     return figures
@@ -231,16 +239,27 @@ def measure_mcp(runs: int, sandbox: str = "declared") -> tuple[float, float, flo
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+    chosen = tuple(sys.argv[2:])
+    unknown = [mode for mode in chosen if mode not in PYTHON_MODES]
+    if unknown:
+        print(f"warm_bench: unknown sandbox mode {unknown[0]!r}; choose from {', '.join(PYTHON_MODES)}", file=sys.stderr)
+        raise SystemExit(2)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    figures = measure(runs)
+    figures = measure(runs, chosen or PYTHON_MODES)
     print("| measure | ours | reference | ratio | target | note |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for mode in MODES:
+    for mode in chosen or PYTHON_MODES:
         ours, bare, ratio, python = figures[f"noop:{mode}"]
         print(
             f"| warm Python no-op call, sandbox {mode} | {ours:.2f} ms | `python -c pass`: {bare:.1f} ms "
             f"| {ratio:.3f}x | ≤ 0.2x | {python} |"
         )
+        if f"noop-cold:{mode}" in figures:
+            ours, cold, ratio, _ = figures[f"noop-cold:{mode}"]
+            print(
+                f"| warm Python no-op call vs the same call cold, sandbox {mode} | {ours:.2f} ms | cold: {cold:.1f} ms "
+                f"| {1 / ratio:.1f}x faster | | |"
+            )
         warm_cpu, cold_cpu, _, _ = figures[f"cpu:{mode}"]
         print(f"| toolexec's own CPU per no-op call, sandbox {mode} | warm: {warm_cpu:.2f} ms | cold: {cold_cpu:.2f} ms | | | |")
         ours, cold, ratio, label = figures[f"heavy:{mode}"]
@@ -248,6 +267,8 @@ def main() -> None:
             f"| heavy-import tool ({label}), warm vs cold, sandbox {mode} | {ours:.2f} ms | cold: {cold:.1f} ms "
             f"| {1 / ratio:.1f}x faster | ≥ 20x | |"
         )
+    if chosen:
+        return
     for mode, (warm, cold, ratio) in sorted(measure_bash(runs).items()):
         print(
             f"| Bash no-op call in-process, warm vs cold, sandbox {mode.split(':')[1]} | {warm:.2f} ms | cold: {cold:.1f} ms | {ratio:.3f}x | |"
