@@ -206,6 +206,8 @@ def _tool(module, calls, namespaces):
     # A confined call's process binds its own files before it drops its capabilities: until then no code of the
     # tool's runs in it (its rehearsal leaves the tool alone)
     late = getattr(namespaces, "late_drop", False)
+    if late:  # nor a finalizer of the tool's, run by a collection
+        gc.disable()
     if namespaces is not None and not late:
         try:
             namespaces.drop_capabilities()
@@ -228,6 +230,7 @@ def _tool(module, calls, namespaces):
             if late:  # before P: what cannot be set leaves the call unstarted (toolexec starts it cold, or refuses it)
                 namespaces.own_files(request.get("files"))
                 namespaces.drop_capabilities()
+                gc.enable()
                 _limit(request.get("limits") or {})
             reply.sendall(b"P\n")
             if request.get("gate") and reply.recv(1) != b"G":  # toolexec moves it into the call's cgroups first
