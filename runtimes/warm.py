@@ -187,6 +187,7 @@ class WarmPool:
         self._starting = 0  # servers being started
         self._reaper: threading.Thread | None = None
         self._homes: str | None = None  # the directory of the confined servers' calls' directories (made on first use)
+        self._home_of: dict[str, str] = {}  # tool -> its calls' directory, made
         _pools.add(self)
 
     @property
@@ -247,12 +248,16 @@ class WarmPool:
         with self._lock:
             if self._closed:
                 return None
+            known = self._home_of.get(tool)
+            if known is not None:
+                return known
             if self._homes is None:
                 self._homes = _private("toolexec-warm-", "", directory=True)
                 _guarded(self._homes, True)
             path = os.path.join(self._homes, hashlib.sha256(tool.encode("utf-8", "surrogateescape")).hexdigest()[:16])
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, 0o700)
+            self._home_of[tool] = path
         return path
 
     def refused(self, spec: WarmSpec) -> str | None:
@@ -286,6 +291,7 @@ class WarmPool:
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join()
         homes, self._homes = self._homes, None
+        self._home_of.clear()
         if homes is not None:  # (a call still running has its files open: removed all the same, as at its end)
             import shutil
 

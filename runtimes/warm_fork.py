@@ -24,7 +24,6 @@ from toolexec.runtimes.process import _stdin_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import IO
 
     from toolexec.runtimes.warm import WaiterLike, WarmCall, WarmSpec
@@ -257,13 +256,26 @@ class ForkServer(ServerProcess):
             request["limits"] = dict(call.isolated)
         if call.files:
             request["files"] = list(call.files)
-        if call.cgroups:
-            request["gate"] = True
+        joins: list[int] = []  # a confined call's cgroups (read-only in its view): it joins them through these
+        try:
+            for path in call.cgroups:
+                joins.append(os.open(cgroup.join_file(path), os.O_WRONLY | os.O_CLOEXEC))
+        except OSError:
+            for fd in joins:
+                os.close(fd)
+            mine.close()
+            theirs.close()
+            return None
+        if joins:
+            request["cgroups"] = len(joins)
+            fds += joins
         message = marshal.dumps(request, 2)
         control = self._control
         if control is None or not self._take():
             mine.close()
             theirs.close()
+            for fd in joins:
+                os.close(fd)
             return None
         with self._lock:
             self._taken += 1
@@ -276,7 +288,9 @@ class ForkServer(ServerProcess):
             return None
         finally:
             theirs.close()
-        forked = ForkedCall(self, mine, out_read, err_read, cgroups=call.cgroups, refused=refused)
+            for fd in joins:
+                os.close(fd)
+        forked = ForkedCall(self, mine, out_read, err_read, refused=refused)
         if not forked.started():
             forked.abandon()
             return None
@@ -378,7 +392,7 @@ class CallProcess:
         if line[:1] != b"P":
             return False
         self.pid = int(line[1:]) if line[1:] else self._sender
-        if self.pid <= 0 or not self._admit():
+        if self.pid <= 0:
             return False
         if b"\n" in self._buffer:  # the status came in the same read: the channel has nothing more to say so
             self.waiter = _Ready(self.waiter)
@@ -388,10 +402,6 @@ class CallProcess:
 
     def _read(self) -> bytes:
         return os.read(self.waiter.fileno(), 64)
-
-    def _admit(self) -> bool:
-        """What the call's process needs of this one before it goes on, once its pid is known; False: it does not."""
-        return True
 
     def exit_code(self, status: int) -> int:
         """``returncode`` from the status the server wrote: a wait status (negative: the signal that ended it)."""
@@ -427,33 +437,16 @@ class ForkedCall(CallProcess):
         stdout: int,
         stderr: int,
         *,
-        cgroups: Sequence[str] = (),
         refused: tuple[int, int, bool] | None = None,
     ) -> None:
         super().__init__(server, _Waiter(reply), stdout, stderr)
         self._reply = reply
-        self._cgroups = cgroups
         self._fork_server = server
         self._refused = refused
 
     def refusals(self) -> tuple[str, ...]:
         """What its server's network allow-list proxy refused this call (see :meth:`ForkServer.refusals`)."""
         return self._fork_server.refusals(self._refused) if self._refused is not None else ()
-
-    def _admit(self) -> bool:
-        """A confined call's process waits, once it has said ``P``, until this process has moved it into its cgroups
-        (which are read-only in its view) and lets it go on; False when it cannot be moved (the call's process then
-        ends, and the call runs cold)."""
-        if not self._cgroups:
-            return True
-        try:
-            for path in self._cgroups:
-                with open(cgroup.join_file(path), "w") as handle:
-                    handle.write(str(self.pid))
-            self._reply.sendall(b"G")
-        except OSError:
-            return False
-        return True
 
     def _read(self) -> bytes:
         """What came on the reply socket, noting its sender's pid (an isolated call's init says ``P`` alone)."""
