@@ -44,7 +44,7 @@ KEPT_PER_TOOL = 4  # sets kept for each tool (and asking or not): as many as its
 class CallFiles:
     """The private files of one call, and how to tell they are still the ones made."""
 
-    __slots__ = ("artifacts", "asking", "failure", "made", "output", "pooled", "request", "sealed", "tool")
+    __slots__ = ("artifacts", "asking", "failure", "made", "output", "pooled", "request", "sealed", "tool", "within")
 
     def __init__(self, tool: str, paths: list[str], *, pooled: bool) -> None:
         self.tool = tool
@@ -54,6 +54,7 @@ class CallFiles:
         self.pooled = pooled  # made in a pool's directory: may be kept for the next call
         self.sealed = False  # set once the call ran sealed (no process of it can be left): it may be kept
         self.made = _identities(self.paths) if pooled else ()
+        self.within: str | None = None  # made in a directory not the pool's (FilePool.take's within): kept by it
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -97,36 +98,41 @@ class FilePool:
     def __init__(self, kept_per_tool: int = KEPT_PER_TOOL) -> None:
         self.kept_per_tool = kept_per_tool
         self._lock = threading.Lock()
-        self._free: dict[tuple[str, bool], list[CallFiles]] = {}
+        self._free: dict[tuple[str, bool, str | None], list[CallFiles]] = {}
         self._directory: str | None = None
         self._out = 0  # sets of the pool's directory in use by a call
         self._closed = False
         self._owner = os.getpid()  # a process forked from it makes its own sets: the kept ones are its parent's
 
-    def take(self, tool: str, asking: bool) -> CallFiles:
-        """A kept set of ``tool``'s, else a new one made in the pool's directory (a fresh one in the temporary
-        directory once the pool is closed)."""
+    def take(self, tool: str, asking: bool, within: str | None = None) -> CallFiles:
+        """A kept set of ``tool``'s, else a new one made in the pool's directory, or in ``within`` (a confined warm
+        server's calls' directory); a fresh one in the temporary directory once the pool is closed."""
         with self._lock:
             if self._closed or os.getpid() != self._owner:
                 directory = None
             else:
-                free = self._free.get((tool, asking))
+                free = self._free.get((tool, asking, within))
                 self._out += 1
                 if free:
                     return free.pop()
-                if self._directory is None:
+                if within is not None:
+                    directory = within
+                elif self._directory is None:
                     try:
                         self._directory = _made_directory()
                     except BaseException:
                         self._out -= 1
                         raise
-                directory = self._directory
+                if within is None:
+                    directory = self._directory
         try:
-            return _fresh(tool, asking, directory)
+            files = _fresh(tool, asking, directory)
         except BaseException:
             if directory is not None:
                 self._returned()
             raise
+        files.within = within if directory is not None else None
+        return files
 
     def give_back(self, files: CallFiles) -> None:
         """``files`` after its call: kept when the call was sealed and :meth:`CallFiles.reset` succeeds, else removed."""
@@ -135,7 +141,7 @@ class FilePool:
             return
         if files.sealed and files.reset():
             with self._lock:
-                free = self._free.setdefault((files.tool, files.asking), [])
+                free = self._free.setdefault((files.tool, files.asking, files.within), [])
                 if not self._closed and len(free) < self.kept_per_tool:
                     files.sealed = False
                     free.append(files)
@@ -187,11 +193,12 @@ def call_files(
     if made is not None:
         pool = None
         files = CallFiles(tool, list(made), pooled=False)
-    elif within is not None:
-        pool = None
+    elif within is not None and pool is None:
         files = _fresh(tool, asking, within, pooled=False)
+    elif pool is not None:
+        files = pool.take(tool, asking, within)
     else:
-        files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
+        files = _fresh(tool, asking, None)
     try:
         yield files
     finally:

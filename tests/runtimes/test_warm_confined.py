@@ -150,6 +150,8 @@ def test_a_warm_call_leaves_nothing_to_the_next_one(project: Project) -> None:
     # three files beside its LLM_OUTPUT
     assert "left-by-a-call" not in second["tmp"] and second["tmp"] == sorted(set(first["tmp"]) - {"left-by-a-call"})
     assert len(second["beside"]) == 3 and "left-beside" not in second["beside"]
+    # (the sealed call's set, used again: what it left was in its own cover of the directory, gone with it)
+    assert second["beside"] == sorted(set(first["beside"]) - {"left-beside"})
     views = [json.loads(result.output) for result in concurrent]
     assert len({seen["namespace"] for seen in views}) == 3
     for seen in views:
