@@ -528,8 +528,8 @@ def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
 def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:
     """The limits a warm call sets in its own namespace (as :func:`baseline._limit` sets a cold call's), and what it
     holds: under the baseline its pids cgroup (root's process cap); under a declared policy its memory cgroup and a
-    root toolexec's pids cgroup (:func:`sandbox.cgroups`), which toolexec moves it into (they are read-only in its
-    view). Given back with :func:`sandbox.release`."""
+    root toolexec's pids cgroup (:func:`sandbox.cgroups`), which its process joins through descriptors toolexec opens
+    (they are read-only in its view). Given back with :func:`sandbox.release`."""
     if confinement is None:
         return None, None
     limits: dict[str, int | str] = {}

@@ -96,7 +96,8 @@ class WarmCall:
     # "processes", "cgroup": its pids cgroup's directory). None: as toolexec's own child would.
     isolated: Mapping[str, int | str] | None = None
     # A confined call's own files (in its server's home), the only ones of that directory it sees; and the cgroups
-    # toolexec moves its process into before it goes on (its memory cgroup, a root toolexec's pids cgroup).
+    # its process joins before it goes on, through descriptors toolexec opens for it (its memory cgroup, a root
+    # toolexec's pids cgroup: read-only in its view).
     files: Sequence[str] = ()
     cgroups: Sequence[str] = ()
 
