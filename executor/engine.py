@@ -296,7 +296,8 @@ class Engine:
         spare it starts in, if one was made for it); None when it is not (no spares here, unconfined, a network
         allow-list, a call that runs warm, a host without bwrap)."""
         confined = launch.confinement
-        if self.spares is None or confined is None or launch.warm is not None:  # a warm call's server isolates it
+        warm = launch.warm is not None and (confined is None or confined.baseline or launch.warm.confines)
+        if self.spares is None or confined is None or warm:  # a warm call's server isolates it
             return None
         from toolexec.runtimes.sandbox_spare import eligible
 
