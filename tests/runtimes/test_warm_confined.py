@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive
+from tests.helpers import alive, run_executor_script
 from toolexec import Executor
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux, sandbox
@@ -238,3 +238,49 @@ def test_a_tool_that_starts_a_process_as_it_loads_runs_cold(project: Project) ->
         results = [executor.call("loader", {}) for _ in range(2)]
         assert running_servers() == frozenset()
     assert [(result.status, result.output) for result in results] == [("ok", "ran")] * 2
+
+
+GREEDY = '''
+import os
+
+with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "loads"), "a") as f:
+    f.write("x")
+
+
+def run() -> str:
+    """Ask for more CPU seconds than a process without privileges may set here.
+
+    Warm: true
+    CPU: 200 s
+    """
+    return open("/proc/self/limits").read().split("Max cpu time")[1].split()[0]
+'''
+
+
+# In a process of its own, whose hard CPU limit is lowered first (for good: no process here may raise it again).
+LOWERED = """
+import json, resource, sys
+from toolexec import Executor
+
+resource.setrlimit(resource.RLIMIT_CPU, (100, 100))
+for warm in (True, False):
+    with Executor(sys.argv[1], warm=warm) as executor:
+        for _ in range(2):
+            result = executor.call("greedy", {})
+            print(json.dumps([warm, result.status, result.output, result.error]), flush=True)
+"""
+
+
+def test_a_limit_the_calls_process_cannot_set_runs_the_call_cold(project: Project) -> None:
+    """The server, and so each call's process (which has no capability), inherits toolexec's hard CPU limit. A call
+    whose declared limit is above it cannot start warm: it runs cold, with the result a cold call has (here a refusal,
+    as toolexec cannot raise the limit either), never with a limit left unset."""
+    project.tool("greedy.py", GREEDY)
+    config = project.configure(sandbox="strict")
+    lines = run_executor_script(LOWERED, config, "", "", {})
+    warm, cold = [line[1:] for line in lines if line[0]], [line[1:] for line in lines if not line[0]]
+    assert warm == cold and len(warm) == 2, lines
+    assert warm[0][0] in ("ok", "unavailable"), warm
+    loads = (project.root / "functions" / "cache" / "greedy" / "loads").read_text()
+    # the warm server's load, then each call's own (cold) load where a call started at all
+    assert loads == ("x" + "x" * 4 if warm[0][0] == "ok" else "x"), loads
