@@ -30,7 +30,7 @@ _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_SLAVE = 32, 4096, 0x4000, 0x80000
-_HOLD = "/tmp/.toolexec-warm"  # where the server keeps the /proc no call can reach (under an empty cover)
+_HOLD = ".toolexec-hold"  # in the server's calls' directory: where it keeps the /proc no call reaches (covered)
 # What bwrap covers read-only in a /proc it mounts: always, and where writable.
 _COVERED = ("irq", "bus")
 _COVERED_WRITABLE = ("sys", "sysrq-trigger")
@@ -45,9 +45,10 @@ class Confined:
 
     late_drop = True  # the call's process drops its capabilities once it has its own files bound
 
-    def __init__(self, base, uid, gid, home):
+    def __init__(self, base, uid, gid, home, private_tmp=True):
         self.base = base
         self.uid, self.gid, self.home = uid, gid, home
+        self.private_tmp = private_tmp  # the view's /tmp is its own (else the host's, bound: a cold call's is too)
         self.libc = base.libc
         # What the forwarder of a network allow-list's proxy set (the server's, for all its calls): each call's too
         self.added_env = {name: os.environ[name] for name in _PROXY_VARIABLES if name in os.environ}
@@ -86,9 +87,10 @@ class Confined:
         self.base.die_with_parent()
         self._mount("none", "/", None, _MS_REC | _MS_SLAVE)
         self._proc("/proc")
-        os.makedirs(_HOLD + "/proc", 0o700)
-        self._mount("proc", _HOLD + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-        self._mount("tmpfs", _HOLD, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_RDONLY, "mode=0")
+        hold = os.path.join(self.home, _HOLD)
+        os.makedirs(os.path.join(hold, "proc"), 0o700, exist_ok=True)  # (another server of the tool's may have made it)
+        self._mount("proc", os.path.join(hold, "proc"), "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        self._mount("tmpfs", hold, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_RDONLY, "mode=0")
         self._user_namespace(_CLONE_NEWNS)  # everything above is locked from here on
 
     def _proc(self, where):
@@ -160,6 +162,8 @@ class Confined:
         self._check(self.libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
         self._mount("none", "/", None, _MS_REC | _MS_SLAVE)
         self._proc("/proc")
+        if not self.private_tmp:
+            return
         places = _under_tmp()
         held = []
         try:
@@ -184,7 +188,7 @@ class Confined:
     def own_files(self, files):
         """In a call's process, before it drops its capabilities: the server's calls' directory covered by an empty
         one, with only ``files`` (the call's own, in it) bound back."""
-        files = [path for path in files or () if os.path.dirname(path) == self.home]
+        files = [path for path in files or () if os.path.dirname(path) == self.home and not path.endswith("/" + _HOLD)]
         held = []
         try:
             for path in files:
@@ -209,17 +213,16 @@ class Confined:
 
 
 def enter(spec, base):
-    """The confined server's namespaces (``spec``: ``UID:GID:HOME``, from toolexec); the :class:`Confined` the zygote
-    forks its calls with."""
-    uid, gid, home = spec.split(":", 2)
-    confined = Confined(base, int(uid), int(gid), home)
+    """The confined server's namespaces (``spec``: ``UID:GID:PRIVATE_TMP:HOME``, from toolexec); the :class:`Confined`
+    the zygote forks its calls with."""
+    uid, gid, private_tmp, home = spec.split(":", 3)
+    confined = Confined(base, int(uid), int(gid), home, private_tmp == "1")
     confined.enter()
     return confined
 
 
 def _under_tmp():
-    """The places mounted directly on the private /tmp (what the view binds under it), shallowest first; not the
-    server's own hold."""
+    """The places mounted directly on the private /tmp (what the view binds under it), shallowest first."""
     mounts = []
     with open("/proc/self/mountinfo") as handle:
         for line in handle:
@@ -231,7 +234,7 @@ def _under_tmp():
     top = tops[-1][0]
     found = []
     for _, parent, point in mounts:
-        if parent == top and point != _HOLD and not point.startswith(_HOLD + "/") and point not in found:
+        if parent == top and point not in found:
             found.append(point)
     return sorted(found, key=lambda path: path.count("/"))
 

@@ -53,7 +53,7 @@ def unregister(pid: int) -> None:
 
 
 ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
-CONFINE_VARIABLE = "TOOLEXEC_ZYGOTE_CONFINE"  # UID:GID:HOME of a server inside its tool's sandbox (_python_confined)
+CONFINE_VARIABLE = "TOOLEXEC_ZYGOTE_CONFINE"  # UID:GID:PRIVATE_TMP:HOME of a server in its tool's sandbox (_python_confined)
 
 
 def isolated_argv(argv: list[str]) -> list[str]:
@@ -180,7 +180,10 @@ class ForkServer(ServerProcess):
             argv = list(self.spec.argv)
             if self.spec.confinement is not None:  # the tool's own sandbox, as a cold confined call's bwrap makes it
                 env[ISOLATE_VARIABLE] = "1"
-                env[CONFINE_VARIABLE] = f"{os.getuid()}:{os.getgid()}:{self.spec.home}"
+                confinement = self.spec.confinement
+                tmp = ("/tmp", "/tmp/")  # a policy that reads or writes /tmp itself: a cold call's /tmp is the host's
+                private = not any(path in tmp for path in (*confinement.writable, *confinement.visible, *confinement.revealed))
+                env[CONFINE_VARIABLE] = f"{os.getuid()}:{os.getgid()}:{int(private)}:{self.spec.home}"
                 if self.spec.confinement.allowed:
                     self.proxy = Proxy(self.spec.confinement.allowed)
                 forwarder = self.proxy.prefix(sys.executable) if self.proxy is not None else ()
