@@ -187,7 +187,8 @@ def wrap(
     ``server``: the sandbox of a confined warm server (:mod:`toolexec.runtimes._python_confined`), which makes the
     namespaces of its own and of each call inside: the host's ``/proc`` bound in place of bwrap's (the server mounts
     its own over it), a uid other than 0 for a root toolexec (so that the server may map 0 in the user namespaces it
-    makes, having no capability), and no cgroup (each call has its own)."""
+    makes, having no capability), no ``--new-session`` (the server has no terminal, and each call's process takes a
+    session of its own), and no cgroup (each call has its own)."""
     if mechanism()[0] == "landlock":
         from toolexec.runtimes import fallback
 
@@ -201,7 +202,10 @@ def wrap(
     if confinement.network != "all":
         args.append("--unshare-net")
     proc = ["--bind", "/proc", "/proc"] if server else ["--proc", "/proc"]
-    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", *proc]
+    # A server is started in a session of its own with no terminal, and each call's process takes a session of its
+    # own: no session of bwrap's (whose init, in the server's session, is then found and reaped as the baseline's is)
+    session = [] if server else ["--new-session"]
+    args += ["--die-with-parent", *session, "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", *proc]
     args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
     args += _view(confinement, argv if view is None else view)
     for path in confinement.files:
