@@ -403,6 +403,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                     except BaseException:
                         proc.kill()
                         proc.wait()
+                        if gate.child is not None:  # the init it killed, re-parented here: reaped, not left a zombie
+                            system.reap_orphan(gate.child, gate.child_start)
                         for stream in (proc.stdout, proc.stderr):
                             if stream is not None:
                                 stream.close()

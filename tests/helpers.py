@@ -74,6 +74,20 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def zombies_of(parent: int | None = None) -> set[int]:
+    """The children of ``parent`` (default: this process) that ended and were never reaped."""
+    parent = os.getpid() if parent is None else parent
+    found = set()
+    for name in os.listdir("/proc"):
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[1]) == parent:
+            found.add(int(name))
+    return found
+
+
 def read_pid(path: Path) -> int:
     """The process id written in ``path``."""
     return int(path.read_text().strip())

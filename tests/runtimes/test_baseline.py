@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import in_pid_namespace, marked_processes, wait_until
+from tests.helpers import in_pid_namespace, marked_processes, wait_until, zombies_of
 from toolexec.runtimes import baseline
 
 pytestmark = [
@@ -233,25 +233,13 @@ def test_a_root_call_leaves_no_pids_cgroup_behind(hostile: Project) -> None:
 
 def test_no_call_leaves_a_zombie_of_toolexec(hostile: Project) -> None:
     """bwrap does not wait for its namespace's init: re-parented here (the subreaper), it is reaped, not left."""
-    before = _zombies_of(os.getpid())  # what earlier tests of this process left is not these calls'
+    before = zombies_of()  # what earlier tests of this process left is not these calls'
     with hostile.executor(sandbox="declared", sandbox_policies={"hostile": {"network": "none"}}) as confined:
         assert confined.call("hostile", {"action": "limits"}).status == "ok"
     with hostile.executor(sandbox="declared") as executor:
         for action in ("limits", "escape"):
             assert executor.call("hostile", {"action": action}).status == "ok"
-    assert _zombies_of(os.getpid()) - before == set()
-
-
-def _zombies_of(parent: int) -> set[int]:
-    zombies = set()
-    for name in os.listdir("/proc"):
-        try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] == "Z" and int(fields[1]) == parent:
-            zombies.add(int(name))
-    return zombies
+    assert zombies_of() - before == set()
 
 
 def test_concurrent_first_calls_all_find_the_same_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:

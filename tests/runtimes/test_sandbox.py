@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, wait_until
+from tests.helpers import alive, wait_until, zombies_of
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists("/proc/self/ns/user"), reason="Linux namespaces only"),
@@ -399,6 +399,7 @@ def test_a_declared_limit_that_cannot_be_set_is_a_refusal(
 
     marker = project.root / "out" / "ran"
     marker.parent.mkdir(parents=True)
+    zombies = zombies_of()  # what earlier tests of this process left is not this call's
     with monkeypatch.context() as patched:
         patched.setattr(resource, "prlimit", refuse)
         result = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
@@ -407,6 +408,7 @@ def test_a_declared_limit_that_cannot_be_set_is_a_refusal(
     assert not marker.exists()
     # nothing of the sandbox is left waiting (its init, ended before it could go on to start the tool)
     wait_until(lambda: not _launched_for(project), "the refused sandbox's processes to end", timeout=5)
+    assert zombies_of() <= zombies  # and its init, killed and re-parented here, was reaped
     # the refused launch left nothing that holds up the next call
     again = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
     assert (again.status, again.output, marker.exists()) == ("ok", "wrote", True), again
@@ -421,6 +423,7 @@ def test_a_declared_cgroup_the_call_cannot_join_is_a_refusal(project: Project, m
 
     marker = project.root / "out" / "ran"
     marker.parent.mkdir(parents=True)
+    zombies = zombies_of()
     with monkeypatch.context() as patched:
         patched.setattr(cgroup, "join_file", lambda path: "/nonexistent/tasks")
         result = _call(project, "python", "write", str(marker), granted={"writes": [str(marker.parent)], "memory": "1GiB"})
@@ -428,6 +431,7 @@ def test_a_declared_cgroup_the_call_cannot_join_is_a_refusal(project: Project, m
     assert "cannot move the call into its cgroup" in (result.error or "")
     assert not marker.exists()
     wait_until(lambda: not _launched_for(project), "the refused sandbox's processes to end", timeout=5)
+    assert zombies_of() <= zombies  # its init, killed and re-parented here, was reaped
 
 
 def _launched_for(project: Project) -> list[int]:

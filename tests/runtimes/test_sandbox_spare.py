@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import wait_until
+from tests.helpers import wait_until, zombies_of
 from toolexec.runtimes import Launch, baseline, run_process, sandbox, sandbox_spare
 
 pytestmark = pytest.mark.skipif(
@@ -215,7 +215,7 @@ def test_a_pre_seeded_spare_is_never_used(project: Project, went: list[Any]) -> 
 
 
 def test_a_spare_killed_from_outside_is_noticed_and_the_call_runs_cold(project: Project, went: list[Any]) -> None:
-    before, zombies = _launchers(), _zombies()
+    before, zombies = _launchers(), zombies_of()
     with _executor(project) as executor:
         spare = _primed(executor)
         os.killpg(spare.pid, signal.SIGKILL)
@@ -230,20 +230,7 @@ def test_a_spare_killed_from_outside_is_noticed_and_the_call_runs_cold(project: 
         result = executor.call("probe", {"action": "ok"})
         assert (result.ok, result.output, went) == (True, "ok", [])
     assert _launchers() == before
-    assert set(_zombies()) <= set(zombies)  # none of the spares' (an earlier test's are not this one's to judge)
-
-
-def _zombies() -> list[int]:
-    """This process's children that ended and were never reaped."""
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] == "Z" and int(fields[1]) == os.getpid():
-            found.append(int(name))
-    return found
+    assert zombies_of() <= zombies  # none of the spares' (an earlier test's are not this one's to judge)
 
 
 def test_a_spare_made_for_one_policy_is_never_used_for_another(tmp_path: Path, went: list[Any]) -> None:
@@ -311,7 +298,7 @@ def test_the_environment_of_one_call_never_reaches_the_next(
 
 
 def test_nothing_is_left_after_close_after_collection_and_in_a_fork(project: Project, private_tmpdir: Path) -> None:
-    before, zombies = _launchers(), _zombies()
+    before, zombies = _launchers(), zombies_of()
     executor = _executor(project)
     spare = _primed(executor)
     pid = os.fork()
@@ -327,7 +314,7 @@ def test_nothing_is_left_after_close_after_collection_and_in_a_fork(project: Pro
     executor.close()
     assert not spare.alive()
     assert _launchers() == before
-    assert set(_zombies()) <= set(zombies)  # none of the spares' (an earlier test's are not this one's to judge)
+    assert zombies_of() <= zombies  # none of the spares' (an earlier test's are not this one's to judge)
     assert sorted(p.name for p in private_tmpdir.iterdir()) == []
     executor = _executor(project)  # never closed: collected
     _primed(executor)
