@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, run_executor_script
+from tests.helpers import alive, run_executor_script, zombies_of
 from toolexec import Executor
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux, sandbox
@@ -27,6 +28,15 @@ pytestmark = pytest.mark.skipif(
     not (baseline.usable() and process_linux.available() and sandbox.mechanism()[0] == "bwrap"),
     reason="needs bwrap, PID namespaces, pidfd and /proc",
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_zombie() -> Iterator[None]:
+    """A confined server's bwrap and its namespace's init are reaped when it ends (retired, refused, closed)."""
+    before = zombies_of()
+    yield
+    assert zombies_of() - before == set()
+
 
 PROBE = '''
 import os, socket
