@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 import time
 import weakref
@@ -395,19 +396,40 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
     without what is the call's own), with the policy's file size and memory bounds (its calls' CPU seconds and
     processes are each call's), and keyed by everything its view depends on: the policy with every place it names
     (the working directory of ``writes: cwd`` among them), the hidden paths, whether each place is there now (and a
-    directory), and ``home``."""
+    directory), and ``home``. Made once for the same inputs (a call's own files and limits are not among them)."""
+    server_env = server_environment(env)
+    places = (*confinement.hidden, *confinement.writable, *confinement.revealed, *confinement.visible, *confinement.protected)
+    shape = tuple(getattr(confinement, name) for name in _VIEWED)
+    memo = (spec.key, shape, home, tuple(server_env.items()), tuple(_place_state(path) for path in places))
+    found = _confined.get(memo)
+    if found is not None:
+        return found
     import hashlib
 
     server = replace(confinement, files=(home,), cpu=None, processes=None)
-    env = server_environment(env)
-    places = (*server.hidden, *server.writable, *server.revealed, *server.visible, *server.protected)
     digest = hashlib.sha256(spec.key.encode())
-    digest.update(repr(server).encode("utf-8", "surrogateescape"))
-    digest.update(
-        repr([(path, os.path.isdir(path), os.path.lexists(path)) for path in places]).encode("utf-8", "surrogateescape")
+    digest.update(repr(memo[1:]).encode("utf-8", "surrogateescape"))
+    made = replace(
+        spec, isolated=True, env=server_env, confinement=server, home=home, key=f"{spec.key}:confined:{digest.hexdigest()}"
     )
-    digest.update(repr(sorted(env.items())).encode("utf-8", "surrogateescape"))
-    return replace(spec, isolated=True, env=env, confinement=server, home=home, key=f"{spec.key}:confined:{digest.hexdigest()}")
+    if len(_confined) >= 64:
+        with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # (another thread's call changed it meanwhile)
+            _confined.pop(next(iter(_confined)))
+    _confined[memo] = made
+    return made
+
+
+# What a confined server's view and bounds are made of (its calls' files, CPU seconds and processes are each call's).
+_VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected", "hidden", "revealed", "memory", "file_size")
+_confined: dict[tuple[object, ...], WarmSpec] = {}
+
+
+def _place_state(path: str) -> int:
+    """0: not there; 1: there; 2: a directory (followed, as the view's binds follow it)."""
+    try:
+        return 2 if stat.S_ISDIR(os.stat(path).st_mode) else 1
+    except OSError:
+        return 1 if os.path.lexists(path) else 0
 
 
 def spec_key(argv: Sequence[str], payload: bytes, env: Mapping[str, str]) -> str:
