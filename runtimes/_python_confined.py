@@ -8,14 +8,16 @@ user namespaces of its own (as any process there may: a cold call's tool can too
 
 * a user, mount and PID namespace of the server's own, whose init (this process's child) mounts the server's
   ``/proc`` and covers what bwrap covers in it (``/proc/irq``, ``/proc/bus``, and ``sys``, ``sysrq-trigger`` where
-  writable), and keeps one more ``/proc`` of that namespace under an empty directory, where nothing can reach it: the
-  kernel lets a namespace mount a ``/proc`` only where one is wholly visible already;
+  writable), and keeps one more ``/proc`` of that namespace in its calls' directory under an empty read-only cover,
+  where nothing can reach it: the kernel lets a namespace mount a ``/proc`` only where one is wholly visible already
+  (bwrap's own, whose covers are locked below, is not: the server's bwrap binds the host's in its place);
 * then a user and mount namespace below that one: everything mounted so far is locked (no unmount, no bind of what
   it covers, no read-only place made writable), so the tool's top level, which runs there, cannot undo the view.
 
 Each call's init (:meth:`Confined.fork_alone`: a helper forks it in a new PID namespace and exits, so the server, the
 init of its own namespace, adopts it) takes a mount namespace with a ``/proc`` of its own (the same covers) and a new
-empty private ``/tmp`` with the places the view binds under ``/tmp`` bound again. The call's process covers the
+empty private ``/tmp`` with the places the view binds under ``/tmp`` bound again (where the view's ``/tmp`` is private:
+a policy that reads or writes ``/tmp`` itself sees the host's, warm as cold). The call's process covers the
 server's calls' directory with an empty one and binds back only its own files (:meth:`Confined.own_files`), before
 it drops every capability: what it sees is what a cold call's bwrap would show it.
 
