@@ -328,3 +328,62 @@ def test_a_policy_that_writes_tmp_gets_the_hosts_tmp_warm_as_cold(project: Proje
     finally:
         for name in names:
             Path("/tmp", name).unlink(missing_ok=True)
+
+
+UNDOER = '''
+import ctypes, os
+
+libc = ctypes.CDLL(None, use_errno=True)
+KEY = os.path.expanduser("~/.ssh/id_ed25519")
+
+
+def _try(what, result):
+    TRIED[what] = os.strerror(ctypes.get_errno()) if result != 0 else "done"
+
+
+# The top level runs in the server, which holds capabilities in its own user namespace: it tries to undo the view.
+TRIED = {}
+_try("unmount the cover", libc.umount2(os.path.dirname(KEY).encode(), 2))
+os.makedirs("/tmp/root-again", exist_ok=True)
+_try("bind / without what covers it", libc.mount(b"/", b"/tmp/root-again", None, 4096, None))
+_try("make / writable", libc.mount(None, b"/", None, 32 | 4096, None))
+_try("unmount /proc", libc.umount2(b"/proc", 2))  # the server's own: under it, the host's
+TRIED["processes seen"] = len([name for name in os.listdir("/proc") if name.isdigit()])
+try:
+    with open("/tmp/root-again" + KEY) as handle:
+        TRIED["read through the bind"] = handle.read()
+except OSError as exc:
+    TRIED["read through the bind"] = exc.strerror
+
+
+def run() -> dict:
+    """Say what the top level could undo, and read the key.
+
+    Warm: true
+    """
+    try:
+        with open(KEY) as handle:
+            key = handle.read()
+    except OSError as exc:
+        key = exc.strerror
+    return {"tried": TRIED, "key": key}
+'''
+
+
+def test_the_tools_top_level_cannot_undo_its_servers_view(project: Project) -> None:
+    """The server holds capabilities in a user namespace of its own, in which every mount of the sandbox is locked:
+    its top level can neither unmount a hidden path's cover, nor bind the filesystem without it, nor make it
+    writable; and no call sees the key."""
+    project.tool("undoer.py", UNDOER)
+    (Path.home() / ".ssh").mkdir()
+    (Path.home() / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    with _executor(project) as executor:
+        result = executor.call("undoer", {})
+        assert len(running_servers()) == 1
+    assert result.status == "ok", result
+    seen = json.loads(result.output)
+    assert seen["key"] == "No such file or directory"
+    assert seen["tried"]["unmount the cover"] != "done" and seen["tried"]["make / writable"] != "done"
+    assert seen["tried"]["bind / without what covers it"] != "done"
+    assert seen["tried"]["read through the bind"] != "PRIVATE KEY"
+    assert (seen["tried"]["unmount /proc"], seen["tried"]["processes seen"]) == ("Invalid argument", 1)
