@@ -387,7 +387,12 @@ def warm_rows(b: Bench) -> list[Row]:
 
     figures = measure(RUNS)
     rows = []
-    for mode, where in (("declared", "the sandbox's baseline (the default)"), ("off", "`sandbox: off`")):
+    places = (
+        ("declared", "the sandbox's baseline (the default)"),
+        ("strict", "`sandbox: strict` (the server inside the tool's sandbox)"),
+        ("off", "`sandbox: off`"),
+    )
+    for mode, where in places:
         ours, bare, ratio, python = figures[f"noop:{mode}"]
         warm, cold, heavy, label = figures[f"heavy:{mode}"]
         warm_cpu, cold_cpu, _, _ = figures[f"cpu:{mode}"]
@@ -411,6 +416,17 @@ def warm_rows(b: Bench) -> list[Row]:
                 1 / heavy >= 20,
             ),
         ]
+        if f"noop-cold:{mode}" in figures:
+            ours, cold, ratio, _ = figures[f"noop-cold:{mode}"]
+            rows.append(
+                Row(
+                    f"in-process call of a warm Python no-op tool vs the same call cold, {where}",
+                    ms(ours),
+                    f"cold: {ms(cold)}",
+                    f"{1 / ratio:.1f}x faster",
+                    note="cold: a sandbox of its own per call (set up ahead from the tool's second call on)",
+                )
+            )
     for mode, where in (("declared", "the sandbox's baseline (the default)"), ("off", "`sandbox: off`")):
         label = f"MCP stdio `tools/call`, warm Bash tool vs `bash -c :`, {where}"
         try:

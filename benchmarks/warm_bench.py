@@ -1,13 +1,17 @@
 """Warm tools (docs/performance.md) against what they replace, side by side in one run (in-process ``Executor.call``).
 
-    python benchmarks/warm_bench.py [RUNS] [--bash]
+    python benchmarks/warm_bench.py [RUNS] [MODE...] [--bash]
 
-(``--bash``: the Bash rows alone, in-process and over MCP stdio.)
+(``--bash``: the Bash rows alone, in-process and over MCP stdio; MODEs: the Python rows of those sandbox modes only.)
 
 Each Python figure is taken under ``sandbox: declared`` (the default: every call, warm or cold, in a PID namespace of
-its own under the sandbox's baseline) and under ``sandbox: off``:
+its own under the sandbox's baseline), under ``sandbox: strict`` (what ``toolexec init`` writes: every call confined
+by the baseline policy; a warm server lives inside the tool's sandbox, runtimes/_python_confined.py) and under
+``sandbox: off`` (MODEs given: those only, and no Bash row):
 
-* a warm Python no-op call against starting Python at all (``python -c pass``): target ≤ 0.2×;
+* a warm Python no-op call against starting Python at all (``python -c pass``): target ≤ 0.2×; under strict, also
+  against the same call cold (its own bwrap, or its sandbox set up ahead once the tool has been called: the spares
+  a long-lived executor keeps);
 * a tool that imports a heavy set (numpy and pandas where the tool's Python has them, else a heavy set of the
   standard library) called warm against the same tool called cold: target ≥ 20× faster;
 * a ``tools/call`` of a warm Bash no-op tool through ``toolexec mcp --warm`` over stdio (a raw JSON-RPC client:
@@ -133,18 +137,20 @@ def _call(executor: Executor, name: str) -> Callable[[], object]:
 
 
 MODES = ("declared", "off")  # the default (every call under the sandbox's baseline: its own PID namespace), and none
+PYTHON_MODES = ("declared", "strict", "off")  # and every call confined (the baseline policy: what `toolexec init` writes)
 
 
-def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
+def measure(runs: int, modes: tuple[str, ...] = PYTHON_MODES) -> dict[str, tuple[float, float, float, str]]:
     """The figures: name → (ours ms, reference ms, ratio, label), for each sandbox mode of :data:`MODES`
     (``noop:declared``, ``heavy:off`` …): a warm no-op against ``python -c pass``, a heavy tool warm against cold;
-    and ``cpu:MODE``: (the executor's CPU ms per warm no-op call, the same per cold call, their ratio, "")."""
+    and ``cpu:MODE``: (the executor's CPU ms per warm no-op call, the same per cold call, their ratio, ""); under
+    strict, ``noop-cold:strict``: a warm no-op against the same call cold."""
     python = sys.executable
     modules, label = heavy_modules(python)
     figures: dict[str, tuple[float, float, float, str]] = {}
     bare = [python, "-c", "pass"]
     with tempfile.TemporaryDirectory() as directory:
-        for mode in MODES:
+        for mode in modes:
             config = _project(Path(directory), {"noop.py": NOOP, "heavy.py": heavy_tool(modules)}, mode)
             with Executor(config, warm=True) as warm, Executor(config, warm=False) as cold:
                 for executor in (warm, cold):  # the build, the first start of each server
@@ -153,6 +159,8 @@ def measure(runs: int) -> dict[str, tuple[float, float, float, str]]:
                 noop = paired(_call(warm, "noop"), lambda: subprocess.run(bare, check=True), runs)
                 figures[f"noop:{mode}"] = (*noop, interpreter())
                 figures[f"heavy:{mode}"] = (*paired(_call(warm, "heavy"), _call(cold, "heavy"), runs), label)
+                if mode == "strict":
+                    figures[f"noop-cold:{mode}"] = (*paired(_call(warm, "noop"), _call(cold, "noop"), runs), "")
                 warm_cpu, cold_cpu = cpu_per_call(_call(warm, "noop"), runs), cpu_per_call(_call(cold, "noop"), runs)
                 figures[f"cpu:{mode}"] = (warm_cpu, cold_cpu, warm_cpu / cold_cpu, "")
     return figures
@@ -233,28 +241,40 @@ def measure_mcp(runs: int, sandbox: str = "declared") -> tuple[float, float, flo
 
 def main() -> None:
     options = [arg for arg in sys.argv[1:] if arg.startswith("--")]
-    numbers = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
-    if set(options) - {"--bash"} or len(numbers) > 1 or (numbers and not numbers[0].isdigit()):
-        print("usage: python benchmarks/warm_bench.py [RUNS] [--bash]", file=sys.stderr)
+    words = [arg for arg in sys.argv[1:] if not arg.startswith("--")]
+    numbers = words[:1] if words and words[0].isdigit() else []
+    chosen = tuple(words[len(numbers) :])
+    unknown = [mode for mode in chosen if mode not in PYTHON_MODES]
+    if set(options) - {"--bash"} or unknown:
+        print(
+            f"usage: python benchmarks/warm_bench.py [RUNS] [MODE...] [--bash] (MODE: {', '.join(PYTHON_MODES)})", file=sys.stderr
+        )
         raise SystemExit(2)
     runs = int(numbers[0]) if numbers else 21
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("| measure | ours | reference | ratio | target | note |")
     print("| --- | --- | --- | --- | --- | --- |")
     if "--bash" not in options:
-        python_rows(runs)
-    bash_rows(runs)
+        python_rows(runs, chosen or PYTHON_MODES)
+    if not chosen:
+        bash_rows(runs)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def python_rows(runs: int) -> None:
-    figures = measure(runs)
-    for mode in MODES:
+def python_rows(runs: int, modes: tuple[str, ...]) -> None:
+    figures = measure(runs, modes)
+    for mode in modes:
         ours, bare, ratio, python = figures[f"noop:{mode}"]
         print(
             f"| warm Python no-op call, sandbox {mode} | {ours:.2f} ms | `python -c pass`: {bare:.1f} ms "
             f"| {ratio:.3f}x | ≤ 0.2x | {python} |"
         )
+        if f"noop-cold:{mode}" in figures:
+            ours, cold, ratio, _ = figures[f"noop-cold:{mode}"]
+            print(
+                f"| warm Python no-op call vs the same call cold, sandbox {mode} | {ours:.2f} ms | cold: {cold:.1f} ms "
+                f"| {1 / ratio:.1f}x faster | | |"
+            )
         warm_cpu, cold_cpu, _, _ = figures[f"cpu:{mode}"]
         print(f"| toolexec's own CPU per no-op call, sandbox {mode} | warm: {warm_cpu:.2f} ms | cold: {cold_cpu:.2f} ms | | | |")
         ours, cold, ratio, label = figures[f"heavy:{mode}"]

@@ -45,7 +45,7 @@ KEPT_PER_TOOL = 4  # sets kept for each tool (and asking or not): as many as its
 class CallFiles:
     """The private files of one call, and how to tell they are still the ones made."""
 
-    __slots__ = ("artifacts", "asking", "failure", "made", "output", "pooled", "request", "sealed", "tool")
+    __slots__ = ("artifacts", "asking", "failure", "made", "output", "pooled", "request", "sealed", "tool", "within")
 
     def __init__(self, tool: str, paths: list[str], *, pooled: bool) -> None:
         self.tool = tool
@@ -55,6 +55,7 @@ class CallFiles:
         self.pooled = pooled  # made in a pool's directory: may be kept for the next call
         self.sealed = False  # set once the call ran sealed (no process of it can be left): it may be kept
         self.made = _identities(self.paths) if pooled else ()
+        self.within: str | None = None  # made in a directory not the pool's (FilePool.take's within): kept by it
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -98,37 +99,42 @@ class FilePool:
     def __init__(self, kept_per_tool: int = KEPT_PER_TOOL) -> None:
         self.kept_per_tool = kept_per_tool
         self._lock = threading.Lock()
-        self._free: dict[tuple[str, bool], list[CallFiles]] = {}
+        self._free: dict[tuple[str, bool, str | None], list[CallFiles]] = {}
         self._directory: str | None = None
         self._out = 0  # sets of the pool's directory in use by a call
         self._closed = False
         self._owner = os.getpid()  # a process forked from it makes its own sets: the kept ones are its parent's
         self._chores = Chores("toolexec-call-files")  # what give_back leaves for after the call
 
-    def take(self, tool: str, asking: bool) -> CallFiles:
-        """A kept set of ``tool``'s, else a new one made in the pool's directory (a fresh one in the temporary
-        directory once the pool is closed)."""
+    def take(self, tool: str, asking: bool, within: str | None = None) -> CallFiles:
+        """A kept set of ``tool``'s, else a new one made in the pool's directory, or in ``within`` (a confined warm
+        server's calls' directory); a fresh one in the temporary directory once the pool is closed."""
         with self._lock:
             if self._closed or os.getpid() != self._owner:
                 directory = None
             else:
-                free = self._free.get((tool, asking))
+                free = self._free.get((tool, asking, within))
                 self._out += 1
                 if free:
                     return free.pop()
-                if self._directory is None:
+                if within is not None:
+                    directory = within
+                elif self._directory is None:
                     try:
                         self._directory = _made_directory()
                     except BaseException:
                         self._out -= 1
                         raise
-                directory = self._directory
+                if within is None:
+                    directory = self._directory
         try:
-            return _fresh(tool, asking, directory)
+            files = _fresh(tool, asking, directory)
         except BaseException:
             if directory is not None:
                 self._returned()
             raise
+        files.within = within if directory is not None else None
+        return files
 
     def give_back(self, files: CallFiles) -> None:
         """``files`` after its call, off the call's path (see :meth:`_tidy`): kept when the call was sealed and
@@ -152,7 +158,7 @@ class FilePool:
         """Keep ``files`` for the next call of its tool when its call was sealed and it is exactly as made; else remove
         it, and make a fresh set in its place (a set no process has seen, as good as one made on the next call's
         path, which then takes it)."""
-        key = (files.tool, files.asking)
+        key = (files.tool, files.asking, files.within)
         if files.sealed and files.reset():
             with self._lock:
                 free = self._free.setdefault(key, [])
@@ -165,18 +171,20 @@ class FilePool:
         self._returned()
         self._make_ahead(key)
 
-    def _make_ahead(self, key: tuple[str, bool]) -> None:
-        """A fresh set for ``key``'s next call, unless the pool is closed or one is kept for it already."""
+    def _make_ahead(self, key: tuple[str, bool, str | None]) -> None:
+        """A fresh set for ``key``'s next call (in its ``within`` directory, else the pool's), unless the pool is closed
+        or one is kept for it already."""
         with self._lock:
-            if self._closed or self._free.get(key) or self._directory is None:
+            directory = key[2] if key[2] is not None else self._directory
+            if self._closed or self._free.get(key) or directory is None:
                 return
-            directory = self._directory
             self._out += 1
         try:
             made = _fresh(key[0], key[1], directory)
         except BaseException:
             self._returned()
             raise
+        made.within = key[2]
         with self._lock:
             if not self._closed:
                 self._free.setdefault(key, []).append(made)
@@ -214,17 +222,27 @@ class FilePool:
 
 @contextlib.contextmanager
 def call_files(
-    tool: str, asking: bool = False, pool: FilePool | None = None, *, made: Sequence[str] | None = None
+    tool: str,
+    asking: bool = False,
+    pool: FilePool | None = None,
+    *,
+    made: Sequence[str] | None = None,
+    within: str | None = None,
 ) -> Iterator[CallFiles]:
     """The private files of one call of ``tool`` (the request file only when ``asking``): ``made`` when given (a
-    sandbox set up ahead made them, :func:`new_call_files`), else from ``pool`` when given (kept afterwards when the
-    call was sealed: set ``sealed`` on them), else made fresh; removed afterwards unless pooled.
+    sandbox set up ahead made them, :func:`new_call_files`), else made fresh in ``within`` when given (a confined warm
+    server's calls' directory, :meth:`toolexec.runtimes.warm.WarmPool.home`), else from ``pool`` when given (kept
+    afterwards when the call was sealed: set ``sealed`` on them), else made fresh; removed afterwards unless pooled.
     StateUnavailable when no temporary directory takes them."""
     if made is not None:
         pool = None
         files = CallFiles(tool, list(made), pooled=False)
+    elif within is not None and pool is None:
+        files = _fresh(tool, asking, within, pooled=False)
+    elif pool is not None:
+        files = pool.take(tool, asking, within)
     else:
-        files = pool.take(tool, asking) if pool is not None else _fresh(tool, asking, None)
+        files = _fresh(tool, asking, None)
     try:
         yield files
     finally:
@@ -240,12 +258,12 @@ def new_call_files(tool: str, asking: bool = False) -> tuple[str, ...]:
     return _fresh(tool, asking, None).paths
 
 
-def _fresh(tool: str, asking: bool, directory: str | None) -> CallFiles:
+def _fresh(tool: str, asking: bool, directory: str | None, *, pooled: bool = True) -> CallFiles:
     paths: list[str] = []
     try:
         for suffix in (".out", ".failure", ".artifacts", *([".ask"] if asking else [])):
             paths.append(_private(f"toolexec-{tool}-", suffix, directory=suffix == ".artifacts", within=directory))
-        return CallFiles(tool, paths, pooled=directory is not None)
+        return CallFiles(tool, paths, pooled=pooled and directory is not None)
     except BaseException:
         for path in paths:
             _remove(path, directory=path.endswith(".artifacts"))

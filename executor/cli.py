@@ -616,8 +616,19 @@ def _warm_text(config: Any, tool: Any) -> str:
 
     if not runs_warm(config, tool, None):
         return ""
-    if effective(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox) is not None:
-        return "no: its sandbox policy is applied to each call's own start, so it runs cold"
+    policy = effective(config.sandbox, config.sandbox_policies, tool.name, tool.metadata.sandbox)
+    if policy is not None:
+        from toolexec.runtimes import baseline, sandbox
+
+        cold = "no: its sandbox policy is applied to each call's own start, so it runs cold"
+        if tool.language != "python" or isinstance(policy.network, tuple):  # (a network allow-list: a proxy per call)
+            return cold
+        if sandbox.mechanism()[0] != "bwrap" or not baseline.usable():
+            return cold.replace("start, so", "start (no bwrap here for its server's sandbox), so")
+        return (
+            "yes: each call is a process forked from a server that loaded the tool once inside its sandbox, in a PID "
+            "namespace of its own (Executor, toolexec mcp)"
+        )
     yes = "yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
     if tool.language in ("javascript", "typescript"):
         yes = "yes: each call is a fresh node started ahead of it with the tool imported (Executor, toolexec mcp)"

@@ -145,7 +145,9 @@ class Engine:
         agent = self.config.agent
         cache_limit = self.config.max_cache_bytes
         made = spare.files if spare is not None else None
-        with call_files(tool.name, can_ask, self.files, made=made) as files:
+        # A confined call that may run warm has its files where only its tool's confined servers see them
+        within = self.pool.home(tool.name) if self.pool is not None and policy is not None and made is None else None
+        with call_files(tool.name, can_ask, self.files, made=made, within=within) as files:
             output_path, failure_path, artifacts_dir, request_path = files.output, files.failure, files.artifacts, files.request
             raw_json = _raw_json(call.arguments, arguments)
             # .env files expand ${VAR} from it too, never from more than the tool gets (no secret of toolexec's)
@@ -296,7 +298,8 @@ class Engine:
         spare it starts in, if one was made for it); None when it is not (no spares here, unconfined, a network
         allow-list, a call that runs warm, a host without bwrap)."""
         confined = launch.confinement
-        if self.spares is None or confined is None or (confined.baseline and launch.warm is not None):
+        warm = launch.warm is not None and (confined is None or confined.baseline or launch.warm.confines)
+        if self.spares is None or confined is None or warm:  # a warm call's server isolates it
             return None
         from toolexec.runtimes.sandbox_spare import eligible
 

@@ -814,7 +814,14 @@ class ServedPool(WarmPool):
         else:
             self._request(spec)
 
+    def home(self, tool: str) -> str | None:
+        """None: a served run's call under a policy runs cold (a confined server's calls' directory and sandbox would
+        be made by a child that ends with its call)."""
+        return None
+
     def _request(self, spec: WarmSpec) -> None:
+        if spec.confinement is not None:  # (never asked for: see home)
+            return
         fields = {name: getattr(spec, name) for name in ("kind", "tool", "payload", "cwd", "key", "isolated")}
         message = marshal.dumps({**fields, "argv": list(spec.argv), "env": dict(spec.env)})
         with contextlib.suppress(OSError):  # (a full queue: the next call asks again)

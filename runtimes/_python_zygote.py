@@ -46,10 +46,11 @@ import signal
 import socket
 import sys
 
+import _python_confined
 import _python_runner
 
 _MAX_MESSAGE = 1 << 20
-_MAX_FDS = 5
+_MAX_FDS = 8  # stdin, stdout, stderr, the reply socket, progress, and a confined call's cgroups (two at most)
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_SLAVE = 2, 4, 8, 0x4000, 0x80000
@@ -90,9 +91,10 @@ class _Namespaces:
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
 
-    def drop_capabilities(self):
-        """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's)."""
-        if os.getuid() == 0:
+    def drop_capabilities(self, always=False):
+        """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's under
+        the baseline, unless ``always``: a confined call's bwrap leaves root none either)."""
+        if os.getuid() == 0 and not always:
             return
         ctypes = self.ctypes
         for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, which bwrap kept: dropped next)
@@ -117,7 +119,7 @@ def _threads():
         return threading.active_count()
 
 
-def _load(control):
+def _load(control, confined=False):
     data = sys.stdin.buffer.read()
     request = marshal.loads(data[1:]) if data[:1] == b"\0" else {}
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -133,8 +135,19 @@ def _load(control):
     if _threads() > 1:
         control.send(b"F" + b"the tool starts threads when it loads; a process with threads cannot be forked safely")
         return None
+    if confined and _others():  # they would outlive the load in the server's sandbox, beside every call
+        control.send(b"F" + b"the tool starts processes when it loads; a confined warm server runs none but its calls")
+        return None
     control.send(ready_word(_loaded_files(before, sys.argv[1])))
     return module
+
+
+def _others():
+    """The processes of this (confined) server's PID namespace but itself, of which it is the init."""
+    try:
+        return [name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]
+    except OSError:
+        return ["?"]
 
 
 _READY_BYTES = 1 << 19  # a longer list of files ends in "+" (toolexec then trusts this server with no later call)
@@ -231,12 +244,17 @@ def _tool(module, calls, namespaces):
     message, in toolexec's own numbering), takes the call's limits and runs it."""
     os.setsid()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a cold call's interpreter has it
-    if namespaces is not None:
+    # A confined call's process binds its own files before it drops its capabilities: until then no code of the
+    # tool's runs in it (its rehearsal leaves the tool alone)
+    late = getattr(namespaces, "late_drop", False)
+    if late:  # nor a finalizer of the tool's, run by a collection
+        gc.disable()
+    if namespaces is not None and not late:
         try:
             namespaces.drop_capabilities()
         except OSError:
             os._exit(70)
-    _rehearse(module)
+    _rehearse(module, tool_code=not late)
     try:
         data, fds = _receive(calls)
     except OSError:
@@ -245,11 +263,24 @@ def _tool(module, calls, namespaces):
     if not data or len(fds) < 4:  # the zygote is closing: no call comes
         os._exit(0)
     request = marshal.loads(data)
+    joins = fds[len(fds) - request.get("cgroups", 0) :] if request.get("cgroups") else []
+    fds = fds[: len(fds) - len(joins)]
+    if late and namespaces.added_env:
+        request["env"] = {**request["env"], **namespaces.added_env}
     if namespaces is not None:
         reply = socket.socket(fileno=fds[3])
         try:
+            if late:  # before P: what cannot be set leaves the call unstarted (toolexec starts it cold, or refuses it)
+                namespaces.own_files(request.get("files"))
+                namespaces.drop_capabilities()
+                gc.enable()
+                _limit(request.get("limits") or {})
+                for fd in joins:  # its cgroups (read-only in its view), through what toolexec opened for it
+                    os.write(fd, b"0")
+                    os.close(fd)
             reply.sendall(b"P\n")
-            _limit(request.get("limits") or {})
+            if not late:
+                _limit(request.get("limits") or {})
         except (OSError, ValueError) as exc:
             os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
             os._exit(70)
@@ -262,7 +293,7 @@ def _tool(module, calls, namespaces):
 _last = [b""]  # the last call's message (as the zygote handed it over): a spare made since rehearses with it
 
 
-def _rehearse(module):
+def _rehearse(module, tool_code=True):
     """Go through what a call's process does before and after the tool runs, with nothing of a call: each page of the
     zygote's that this writes to (reference counts, the allocator's free blocks) is copied now, while the spare waits,
     not in the call (a copy-on-write fault costs microseconds, and a call's set-up met hundreds of them)."""
@@ -280,7 +311,8 @@ def _rehearse(module):
             out.write("0")
         with open(os.devnull, "wb") as out:
             out.write(_python_runner._render("ok").encode("utf-8", "surrogateescape"))
-        _python_runner._awaitable(getattr(module, sys.argv[2] if len(sys.argv) > 2 else "run", None))
+        if tool_code:  # (a module's __getattr__, an object's attributes: the tool's code)
+            _python_runner._awaitable(getattr(module, sys.argv[2] if len(sys.argv) > 2 else "run", None))
     except BaseException:  # a rehearsal only saves time: nothing of it may stop the spare
         pass
 
@@ -450,6 +482,8 @@ class _Spares:
         """os.fork(); isolated, the child is alone in a new PID namespace. -1: fork failed, -2: no namespace."""
         if self.namespaces is None:
             return _fork()
+        if hasattr(self.namespaces, "fork_alone"):
+            return self.namespaces.fork_alone()
         try:
             self.namespaces.next_child_alone()
         except OSError:
@@ -587,18 +621,23 @@ def _reap(children, spares):
 def serve():
     control = socket.socket(fileno=int(os.environ.pop("TOOLEXEC_ZYGOTE_FD")))
     os.environ.pop("TOOLEXEC_WARM_SERVER", None)  # (left in what /proc shows: see warm_fork.SERVER_VARIABLE)
+    confine = os.environ.pop("TOOLEXEC_ZYGOTE_CONFINE", None)
     if os.environ.pop("TOOLEXEC_ZYGOTE_ISOLATE", None) == "1":
         try:
             namespaces = _Namespaces()
-            namespaces.next_child_alone()  # proof that it can, before the tool loads
-            namespaces.back()
+            if confine:  # the server's own namespaces first, inside its sandbox (before anything of the tool's)
+                os.close(namespaces.own)
+                namespaces = _python_confined.enter(confine, namespaces)
+            else:
+                namespaces.next_child_alone()  # proof that it can, before the tool loads
+                namespaces.back()
         except OSError as exc:
             control.send(b"F" + f"no PID namespace can be made for each call: {exc}".encode("utf-8", "replace"))
             os._exit(0)
     else:
         namespaces = None
         _find_mark()
-    module = _load(control)
+    module = _load(control, confined=bool(confine))
     if module is None:
         os._exit(0)
     if hasattr(gc, "freeze"):  # (3.7+) the loaded objects are never collected in a call: its collections skip them,

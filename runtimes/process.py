@@ -353,7 +353,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 started_after = process_linux.boot_ticks()
                 isolated, held = _isolation(confinement)
                 fsize = confinement.file_size if confinement is not None else bound
-                proc = _spawn_warm(launch, stdin, env, fsize, progress_write, isolated)
+                proc = _spawn_warm(launch, stdin, env, fsize, progress_write, isolated, confinement, held)
                 if proc is None and held is not None:  # run cold: the cold launch makes its own
                     sandbox.release(held)
                     held = None
@@ -448,6 +448,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             proxy.close()
     if proxy is not None and proxy.refusals:
         finished = replace(finished, refused=tuple(proxy.refusals))
+    elif (refusals := getattr(proc, "refusals", None)) is not None and (refused := refusals()):  # its server's proxy
+        finished = replace(finished, refused=refused)
     if oom_killed:
         finished = replace(finished, oom_killed=True)
     code = finished.returncode
@@ -513,11 +515,21 @@ def _bound_cold(
 
 
 def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
-    """Whether a warm call keeps what ``confinement`` guarantees: nothing to keep, or the baseline alone where this host
+    """Whether a warm call keeps what ``confinement`` guarantees: nothing to keep; the baseline alone where this host
     makes its namespaces and the tool's server can give each call a PID namespace of its own (Python's can, a bash
-    cannot). A declared policy's filesystem, network and environment are made by each call's own bwrap: such a call
-    runs cold."""
-    return confinement is None or (confinement.baseline and warm.isolates and baseline.usable())
+    cannot); or a declared policy (or strict's) where the tool's server can live inside the tool's sandbox, made by
+    bwrap, and the call's files are in that server's calls' directory (:meth:`WarmPool.home`). Else (the Landlock
+    fallback) the call runs cold."""
+    if confinement is None:
+        return True
+    if not (warm.isolates and baseline.usable()):
+        return False
+    if confinement.baseline:
+        return True
+    if not warm.confines or sandbox.mechanism()[0] != "bwrap" or not confinement.files:
+        return False
+    home = warm.pool.home(warm.spec.tool)
+    return home is not None and all(os.path.dirname(path) == home for path in confinement.files)
 
 
 def _may_run_sealed(launch: Launch, confinement: Confinement | None, system: ModuleType) -> bool:
@@ -538,14 +550,18 @@ def _may_run_sealed(launch: Launch, confinement: Confinement | None, system: Mod
 
 
 def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:
-    """The limits a warm call under the baseline sets in its own namespace (as :func:`baseline._limit` sets a cold
-    call's), and what it holds: its pids cgroup (root's process cap), given back with :func:`sandbox.release`."""
+    """The limits a warm call sets in its own namespace (as :func:`baseline._limit` sets a cold call's), and what it
+    holds: under the baseline its pids cgroup (root's process cap); under a declared policy its memory cgroup and a
+    root toolexec's pids cgroup (:func:`sandbox.cgroups`), which its process joins through descriptors toolexec opens
+    (they are read-only in its view). Given back with :func:`sandbox.release`."""
     if confinement is None:
         return None, None
     limits: dict[str, int | str] = {}
     for name in ("memory", "cpu", "processes"):
         if getattr(confinement, name) is not None:
             limits[name] = getattr(confinement, name)
+    if not confinement.baseline:
+        return limits, sandbox.cgroups(confinement)
     held = None
     if confinement.processes is not None and os.geteuid() == 0:  # the kernel exempts root from RLIMIT_NPROC
         cgroup = sandbox._cgroup(confinement.processes)
@@ -599,16 +615,30 @@ def _spawn_warm(
     bound: int | None,
     progress: int,
     isolated: dict[str, int | str] | None = None,
+    confinement: Confinement | None = None,
+    held: Held | None = None,
 ) -> WarmProcess | None:
-    """The call forked by its tool's warm server (:mod:`toolexec.runtimes.warm`), or None: it runs cold."""
-    from toolexec.runtimes.warm import WarmCall
+    """The call forked by its tool's warm server (:mod:`toolexec.runtimes.warm`), or None: it runs cold. Under a
+    declared policy (``confinement``, not the baseline) the server is the one inside that sandbox, and the call gets
+    its own files and cgroups (``held``)."""
+    from toolexec.runtimes.warm import WarmCall, confined_spec
 
-    assert launch.warm is not None
+    warm = launch.warm
+    assert warm is not None
     if progress >= 0:
         env = {**env, PROGRESS_VARIABLE: f"/dev/fd/{WARM_PROGRESS_FD}"}
     cwd = launch.cwd or os.getcwd()
-    call = WarmCall(stdin=stdin, env=env, cwd=cwd, file_limit=bound, progress=progress, isolated=isolated)
-    return launch.warm.spawn(call)
+    if confinement is None or confinement.baseline:
+        call = WarmCall(stdin=stdin, env=env, cwd=cwd, file_limit=bound, progress=progress, isolated=isolated)
+        return warm.spawn(call)
+    env = {**env, "TMPDIR": "/tmp", "PWD": cwd}  # as a cold call's bwrap sets them (its /tmp is the private one)
+    cgroups = tuple(held.cgroups) if held is not None else ()
+    call = WarmCall(
+        stdin=stdin, env=env, cwd=cwd, file_limit=bound, progress=progress, isolated=isolated,
+        files=confinement.files, cgroups=cgroups,
+    )  # fmt: skip
+    home = warm.pool.home(warm.spec.tool)
+    return warm.spawn(call, confined_spec(warm.spec, confinement, launch.env, home)) if home is not None else None
 
 
 _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for

@@ -29,6 +29,7 @@ BWRAP_VARIABLE = "TOOLEXEC_BWRAP"
 BASE_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TERMINFO_DIRS", "TZ", "USER", "LOGNAME", "SHELL")
 BASE_PREFIXES = ("LC_", "LLM_")
 _bwrap: str | None = None
+SERVER_UID = 1  # a root toolexec's confined warm server's uid in bwrap's user namespace (its calls' is 0 again)
 _bwrap_tried: dict[str, str | None] = {}  # bwrap binary -> why it cannot set a sandbox up (None: it can)
 
 
@@ -172,6 +173,7 @@ def wrap(
     *,
     gated: bool = False,
     view: Sequence[str] | None = None,
+    server: bool = False,
 ) -> tuple[list[str], Held]:
     """The argv that runs ``argv`` confined, and what the call holds (its cgroups: give them back with :func:`release`);
     under bwrap, ``info``: its options that say which process is the namespace's init
@@ -180,7 +182,13 @@ def wrap(
     caller has set its limits and moved it into its cgroups (:meth:`~toolexec.runtimes.baseline.Gate.open`), so
     neither prlimit(1) nor a shell joining the cgroups starts before the tool. Under the fallback (:func:`mechanism`)
     none is given: it has no init to name, and refuses allow-lists. ``view``: the argv whose places the view makes seen
-    (``argv`` itself when None; a sandbox set up ahead runs its launcher, and sees what its call's program will need)."""
+    (``argv`` itself when None; a sandbox set up ahead runs its launcher, and sees what its call's program will need).
+
+    ``server``: the sandbox of a confined warm server (:mod:`toolexec.runtimes._python_confined`), which makes the
+    namespaces of its own and of each call inside: the host's ``/proc`` bound in place of bwrap's (the server mounts
+    its own over it), a uid other than 0 for a root toolexec (so that the server may map 0 in the user namespaces it
+    makes, having no capability), no ``--new-session`` (the server has no terminal, and each call's process takes a
+    session of its own), and no cgroup (each call has its own)."""
     if mechanism()[0] == "landlock":
         from toolexec.runtimes import fallback
 
@@ -189,9 +197,15 @@ def wrap(
     binary = bwrap()
     assert binary is not None, "problem() is checked before a confined launch"
     args = [binary, *info, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if server and os.geteuid() == 0:
+        args += ["--uid", str(SERVER_UID)]
     if confinement.network != "all":
         args.append("--unshare-net")
-    args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    proc = ["--bind", "/proc", "/proc"] if server else ["--proc", "/proc"]
+    # A server is started in a session of its own with no terminal, and each call's process takes a session of its
+    # own: no session of bwrap's (whose init, in the server's session, is then found and reaped as the baseline's is)
+    session = [] if server else ["--new-session"]
+    args += ["--die-with-parent", *session, "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", *proc]
     args += ["--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp"]
     args += _view(confinement, argv if view is None else view)
     for path in confinement.files:
@@ -204,7 +218,7 @@ def wrap(
         if limits:
             args += [str(_prlimit()), *limits, "--"]
         args += argv
-        made = cgroups(confinement)
+        made = cgroups(confinement) if not server else Held()
         held.cgroups, held.memory = made.cgroups, made.memory
     except BaseException:
         release(held)

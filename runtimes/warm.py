@@ -22,6 +22,9 @@ ahead of each call with the tool imported: a fresh process per call).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 import threading
 import time
 import weakref
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from typing import IO, Protocol
 
     from toolexec.runtimes.loaded import Loaded
+    from toolexec.runtimes.sandbox import Confinement
 else:
     Protocol = object
 
@@ -50,6 +54,9 @@ ISOLATING: frozenset[str] = frozenset({"python-fork", "bash-fork", "node-spare"}
 # The isolating kinds whose call's status comes only once its PID namespace is gone (the server reaped its init):
 # nothing of such a call is left to search for.
 SEALED: frozenset[str] = frozenset({"python-fork"})
+# The kinds whose server can live inside a tool's own sandbox (a declared policy, or ``sandbox: strict``'s) and give
+# each call what a cold confined call gets (:mod:`toolexec.runtimes._python_confined`).
+CONFINING: frozenset[str] = frozenset({"python-fork"})
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
 
@@ -71,6 +78,10 @@ class WarmSpec:
     # The server runs inside the sandbox baseline's namespaces and gives each call a PID namespace of its own
     # (:mod:`toolexec.runtimes.warm_fork`); its key says so.
     isolated: bool = False
+    # The server's sandbox (a declared policy's, or strict's: :func:`confined_spec`), whose own files are ``home``, the
+    # directory its calls' files are made in; None: the baseline's, or none.
+    confinement: Confinement | None = None
+    home: str = ""
 
 
 @record
@@ -86,6 +97,11 @@ class WarmCall:
     # Under the sandbox's baseline: the call runs in a PID namespace of its own, with these limits ("memory", "cpu",
     # "processes", "cgroup": its pids cgroup's directory). None: as toolexec's own child would.
     isolated: Mapping[str, int | str] | None = None
+    # A confined call's own files (in its server's home), the only ones of that directory it sees; and the cgroups
+    # its process joins before it goes on, through descriptors toolexec opens for it (its memory cgroup, a root
+    # toolexec's pids cgroup: read-only in its view).
+    files: Sequence[str] = ()
+    cgroups: Sequence[str] = ()
 
 
 class WarmProcess(Protocol):
@@ -176,6 +192,8 @@ class WarmPool:
         self._closed = False
         self._starting = 0  # servers being started
         self._reaper: threading.Thread | None = None
+        self._homes: str | None = None  # the directory of the confined servers' calls' directories (made on first use)
+        self._home_of: dict[str, str] = {}  # tool -> its calls' directory, made
         _pools.add(self)
 
     @property
@@ -225,6 +243,29 @@ class WarmPool:
                 server.close()
         return server if kept else None
 
+    def home(self, tool: str) -> str | None:
+        """The directory the files of ``tool``'s confined warm calls are made in (0700, private to this pool, removed
+        at :meth:`close`, or by the guard should this process die): the only one of toolexec's that its servers bind,
+        and each call of them sees only its own files there. None once the pool is closed (its calls run cold)."""
+        import hashlib
+
+        from toolexec.callfiles import _guarded, _private
+
+        with self._lock:
+            if self._closed:
+                return None
+            known = self._home_of.get(tool)
+            if known is not None:
+                return known
+            if self._homes is None:
+                self._homes = _private("toolexec-warm-", "", directory=True)
+                _guarded(self._homes, True)
+            path = os.path.join(self._homes, hashlib.sha256(tool.encode("utf-8", "surrogateescape")).hexdigest()[:16])
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, 0o700)
+            self._home_of[tool] = path
+        return path
+
     def refused(self, spec: WarmSpec) -> str | None:
         """Why the tool of ``spec`` runs cold (it failed to load in its server, or started threads); None: it is not
         known to."""
@@ -256,6 +297,15 @@ class WarmPool:
             reaper, self._reaper = self._reaper, None
         if reaper is not None and reaper is not threading.current_thread():
             reaper.join()
+        homes, self._homes = self._homes, None
+        self._home_of.clear()
+        if homes is not None:  # (a call still running has its files open: removed all the same, as at its end)
+            import shutil
+
+            from toolexec.callfiles import _guarded
+
+            shutil.rmtree(homes, ignore_errors=True)
+            _guarded(homes, False)
 
     def _retire(self, key: str) -> None:
         entry = self._entries.pop(key)
@@ -299,6 +349,11 @@ class WarmStart:
         return self.spec.kind in ISOLATING
 
     @property
+    def confines(self) -> bool:
+        """Whether this tool's server can live inside its sandbox (:data:`CONFINING`)."""
+        return self.spec.kind in CONFINING
+
+    @property
     def sealed(self) -> bool:
         """Whether an isolated call's status comes only once its PID namespace is gone (:data:`SEALED`)."""
         return self.spec.kind in SEALED
@@ -309,12 +364,12 @@ class WarmStart:
             return self.spec
         return replace(self.spec, isolated=True, key=f"{self.spec.key}:isolated")
 
-    def spawn(self, call: WarmCall) -> WarmProcess | None:
-        """Start ``call`` in the tool's warm server; None: run it cold (the tool cannot run warm, or the pool is
-        closed). A server whose loaded files changed since it loaded them is replaced first: the call runs the code on
-        disk as the call starts (see :mod:`toolexec.runtimes.loaded`)."""
+    def spawn(self, call: WarmCall, spec: WarmSpec | None = None) -> WarmProcess | None:
+        """Start ``call`` in the tool's warm server (``spec``'s when given: :func:`confined_spec`); None: run it cold
+        (the tool cannot run warm, or the pool is closed). A server whose loaded files changed since it loaded them is
+        replaced first: the call runs the code on disk as the call starts (see :mod:`toolexec.runtimes.loaded`)."""
         began = time.monotonic_ns()
-        spec = self.spec_for(call)
+        spec = spec if spec is not None else self.spec_for(call)
         for _ in range(3):  # (a server another call started meanwhile may be stale too; the third: run cold)
             server = self.pool.server(spec)
             if server is None or server.loaded is None or server.loaded.serves(began):
@@ -346,6 +401,48 @@ def server_environment(env: Mapping[str, str]) -> dict[str, str]:
         for name, value in env.items()
         if name not in _PER_CALL and (not name.startswith(_PER_CALL_PREFIXES) or name.startswith(_KEPT))
     }
+
+
+def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, str], home: str) -> WarmSpec:
+    """The server of ``spec``'s tool inside the sandbox of ``confinement`` (a call's, under a declared policy or
+    strict), whose calls' files are made in ``home``: started in the environment the confined call has (``env``,
+    without what is the call's own), with the policy's file size and memory bounds (its calls' CPU seconds and
+    processes are each call's), and keyed by everything its view depends on: the policy with every place it names
+    (the working directory of ``writes: cwd`` among them), the hidden paths, whether each place is there now (and a
+    directory), and ``home``. Made once for the same inputs (a call's own files and limits are not among them)."""
+    server_env = server_environment(env)
+    places = (*confinement.hidden, *confinement.writable, *confinement.revealed, *confinement.visible, *confinement.protected)
+    shape = tuple(getattr(confinement, name) for name in _VIEWED)
+    memo = (spec.key, shape, home, tuple(server_env.items()), tuple(_place_state(path) for path in places))
+    found = _confined.get(memo)
+    if found is not None:
+        return found
+    import hashlib
+
+    server = replace(confinement, files=(home,), cpu=None, processes=None)
+    digest = hashlib.sha256(spec.key.encode())
+    digest.update(repr(memo[1:]).encode("utf-8", "surrogateescape"))
+    made = replace(
+        spec, isolated=True, env=server_env, confinement=server, home=home, key=f"{spec.key}:confined:{digest.hexdigest()}"
+    )
+    if len(_confined) >= 64:
+        with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # (another thread's call changed it meanwhile)
+            _confined.pop(next(iter(_confined)))
+    _confined[memo] = made
+    return made
+
+
+# What a confined server's view and bounds are made of (its calls' files, CPU seconds and processes are each call's).
+_VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected", "hidden", "revealed", "memory", "file_size")
+_confined: dict[tuple[object, ...], WarmSpec] = {}
+
+
+def _place_state(path: str) -> int:
+    """0: not there; 1: there; 2: a directory (followed, as the view's binds follow it)."""
+    try:
+        return 2 if stat.S_ISDIR(os.stat(path).st_mode) else 1
+    except OSError:
+        return 1 if os.path.lexists(path) else 0
 
 
 def spec_key(argv: Sequence[str], payload: bytes, env: Mapping[str, str]) -> str:

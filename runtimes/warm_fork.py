@@ -19,7 +19,8 @@ import subprocess
 import sys
 import threading
 
-from toolexec.runtimes import baseline, loaded, process_linux, sandbox
+from toolexec.runtimes import baseline, cgroup, loaded, process_linux, sandbox
+from toolexec.runtimes.netproxy import Proxy
 from toolexec.runtimes.process import MARKER, _stdin_file
 from toolexec.runtimes.starter import lasting
 
@@ -55,6 +56,7 @@ def unregister(pid: int) -> None:
 
 ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
 MARK_PLACEHOLDER = "-" * 24  # as long as a call's marker (process.run_process: 12 random bytes in hex)
+CONFINE_VARIABLE = "TOOLEXEC_ZYGOTE_CONFINE"  # UID:GID:PRIVATE_TMP:HOME of a server in its tool's sandbox (_python_confined)
 
 
 def isolated_argv(argv: list[str]) -> list[str]:
@@ -208,18 +210,33 @@ class ForkServer(ServerProcess):
     def __init__(self, spec: WarmSpec) -> None:
         super().__init__(spec)
         self._control: socket.socket | None = None
+        # A confined server's network allow-list proxy: one for all its calls, which all have the same list (one tool,
+        # one policy: its key). ``_taken`` counts the calls handed over, so that a call tells its own refusals.
+        self.proxy: Proxy | None = None
+        self._taken = 0
 
     def start(self) -> bool:
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         stdin = -1
         started, started_wall = loaded.clocks()
+        held: sandbox.Held | None = None
         try:
             stdin = _stdin_file(self.spec.payload)
             env = {**self.spec.env, FD_VARIABLE: str(theirs.fileno()), SERVER_VARIABLE: self.spec.tool}
             env[MARKER] = MARK_PLACEHOLDER  # each call's process writes its own marker over it (_python_zygote._find_mark)
             argv = list(self.spec.argv)
-            if self.spec.isolated:
+            if self.spec.confinement is not None:  # the tool's own sandbox, as a cold confined call's bwrap makes it
+                env[ISOLATE_VARIABLE] = "1"
+                confinement = self.spec.confinement
+                tmp = ("/tmp", "/tmp/")  # a policy that reads or writes /tmp itself: a cold call's /tmp is the host's
+                private = not any(path in tmp for path in (*confinement.writable, *confinement.visible, *confinement.revealed))
+                env[CONFINE_VARIABLE] = f"{os.getuid()}:{os.getgid()}:{int(private)}:{self.spec.home}"
+                if self.spec.confinement.allowed:
+                    self.proxy = Proxy(self.spec.confinement.allowed)
+                forwarder = self.proxy.prefix(sys.executable) if self.proxy is not None else ()
+                argv, held = sandbox.wrap(self.spec.confinement, argv, forwarder=forwarder, server=True)
+            elif self.spec.isolated:
                 env[ISOLATE_VARIABLE] = "1"
                 argv = isolated_argv(argv)
             # started by the one thread that lives as long as this process: an isolated server's bwrap dies with
@@ -234,18 +251,27 @@ class ForkServer(ServerProcess):
                     cwd=self.spec.cwd,
                     start_new_session=True,
                     close_fds=True,
-                    pass_fds=(theirs.fileno(),),
+                    pass_fds=(
+                        theirs.fileno(),
+                        *(held.descriptors if held is not None else ()),
+                        *((self.proxy.inside,) if self.proxy is not None else ()),
+                    ),
                 )
             )
             register(self._proc.pid)
         except OSError as exc:
             ours.close()
             self.problem = f"the warm server cannot start: {exc}"
+            self._close_proxy()
             return False
         finally:
+            if self.proxy is not None:
+                self.proxy.launched()
             theirs.close()
             if stdin >= 0:
                 os.close(stdin)
+            if held is not None:  # its seccomp filter, read by bwrap at its start
+                sandbox.release(held)
         ours.settimeout(START_SECONDS)
         try:
             answer = ours.recv(loaded.READY_BYTES)
@@ -284,12 +310,32 @@ class ForkServer(ServerProcess):
         request: dict[str, object] = {"env": dict(call.env), "cwd": call.cwd, "fsize": call.file_limit}
         if call.isolated is not None:
             request["limits"] = dict(call.isolated)
+        if call.files:
+            request["files"] = list(call.files)
+        joins: list[int] = []  # a confined call's cgroups (read-only in its view): it joins them through these
+        try:
+            for path in call.cgroups:
+                joins.append(os.open(cgroup.join_file(path), os.O_WRONLY | os.O_CLOEXEC))
+        except OSError:
+            for fd in joins:
+                os.close(fd)
+            mine.close()
+            theirs.close()
+            return None
+        if joins:
+            request["cgroups"] = len(joins)
+            fds += joins
         message = marshal.dumps(request, 2)
         control = self._control
         if control is None or not self._take():
             mine.close()
             theirs.close()
+            for fd in joins:
+                os.close(fd)
             return None
+        with self._lock:
+            self._taken += 1
+            refused = (len(self.proxy.refusals), self._taken, self._busy == 1) if self.proxy is not None else None
         try:
             socket.send_fds(control, [message], fds)
         except OSError:
@@ -298,7 +344,9 @@ class ForkServer(ServerProcess):
             return None
         finally:
             theirs.close()
-        forked = ForkedCall(self, mine, out_read, err_read)
+            for fd in joins:
+                os.close(fd)
+        forked = ForkedCall(self, mine, out_read, err_read, refused=refused)
         if not forked.started():
             forked.abandon()
             return None
@@ -308,6 +356,24 @@ class ForkServer(ServerProcess):
         control, self._control = self._control, None
         if control is not None:
             control.close()  # the server sees the end of file: it exits once its children are reaped
+
+    def _end(self) -> None:
+        super()._end()
+        self._close_proxy()
+
+    def _close_proxy(self) -> None:
+        proxy, self.proxy = self.proxy, None
+        if proxy is not None:
+            proxy.close()
+
+    def refusals(self, since: tuple[int, int, bool]) -> tuple[str, ...]:
+        """What the server's proxy refused since a call started (``since``: the refusals then, the calls handed over
+        then, and whether that call was alone): a call's own notes when no other call of the server ran meanwhile,
+        else none (they could be another call's)."""
+        proxy = self.proxy
+        with self._lock:
+            alone = since[2] and self._taken == since[1]
+        return tuple(proxy.refusals[since[0] :]) if proxy is not None and alone else ()
 
 
 class _Waiter:
@@ -438,9 +504,23 @@ class CallProcess:
 class ForkedCall(CallProcess):
     """A call's process forked by a :class:`ForkServer`; its reply socket is the waiter."""
 
-    def __init__(self, server: ForkServer, reply: socket.socket, stdout: int, stderr: int) -> None:
+    def __init__(
+        self,
+        server: ForkServer,
+        reply: socket.socket,
+        stdout: int,
+        stderr: int,
+        *,
+        refused: tuple[int, int, bool] | None = None,
+    ) -> None:
         super().__init__(server, _Waiter(reply), stdout, stderr)
         self._reply = reply
+        self._fork_server = server
+        self._refused = refused
+
+    def refusals(self) -> tuple[str, ...]:
+        """What its server's network allow-list proxy refused this call (see :meth:`ForkServer.refusals`)."""
+        return self._fork_server.refusals(self._refused) if self._refused is not None else ()
 
     def _read(self) -> bytes:
         """What came on the reply socket, noting its sender's pid (an isolated call's init says ``P`` alone)."""

@@ -34,23 +34,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 # How a call's process starts (docs/performance.md): spawned, forked from the tool's warm server, or in its sandbox set
 # up ahead (runtimes/sandbox_spare.py: every confined or baseline call). A test marked ``launch_modes`` (a module:
-# ``pytestmark = pytest.mark.launch_modes``) runs once in each; one marked ``sandbox_modes``, cold and ahead.
+# ``pytestmark = pytest.mark.launch_modes``) runs once in each; one marked ``sandbox_modes`` too (its warm run: a
+# Python tool's server lives inside the tool's sandbox, runtimes/_python_confined.py; the other languages run cold).
 # A warm pool (and a spare) lives until its executor closes: a test that looks for what its calls left closes them
 # first (tests/helpers.py: close_warm), then checks that nothing at all is left.
 LAUNCH_MODES = ("cold", "warm", "ahead")
-SANDBOX_MODES = ("cold", "ahead")
+SANDBOX_MODES = ("cold", "ahead", "warm")
+WARM_MODES = ("cold", "warm")  # where no sandbox is set up ahead (a network allow-list's calls)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "launch_modes: run the test with cold calls, warm ones (every tool warm) and ones set up ahead"
     )
-    config.addinivalue_line("markers", "sandbox_modes: run the test with cold calls and with sandboxes set up ahead")
-    config.addinivalue_line("markers", "starts_cold: in the ahead mode, the call's spare cannot start it (it runs cold)")
+    config.addinivalue_line(
+        "markers", "sandbox_modes: run the test with cold calls, with sandboxes set up ahead and with every tool warm"
+    )
+    config.addinivalue_line("markers", "warm_modes: run the test with cold calls and with every tool warm")
+    config.addinivalue_line(
+        "markers", "starts_cold: in the ahead and warm modes, the call's spare or server cannot start it (it runs cold)"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    for marker, modes in (("launch_modes", LAUNCH_MODES), ("sandbox_modes", SANDBOX_MODES)):
+    for marker, modes in (("launch_modes", LAUNCH_MODES), ("sandbox_modes", SANDBOX_MODES), ("warm_modes", WARM_MODES)):
         if metafunc.definition.get_closest_marker(marker) is not None:
             if "launch_mode" not in metafunc.fixturenames:
                 metafunc.fixturenames.append("launch_mode")
@@ -87,30 +94,48 @@ def _launch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 
 def _warm_or_ahead(mode: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    expect_cold = request.node.get_closest_marker("starts_cold") is not None
     if mode == "ahead":
-        yield from _ahead(monkeypatch, expect_cold=request.node.get_closest_marker("starts_cold") is not None)
+        yield from _ahead(monkeypatch, expect_cold=expect_cold)
         return
-    from toolexec import calls
-    from toolexec.runtimes import warm
+    from toolexec import calls, engine
+    from toolexec.runtimes import sandbox, warm
     from toolexec.runtimes.warm_fork import running_servers
 
     before = running_servers()
     monkeypatch.setattr(calls, "runs_warm", lambda config, tool, everything: everything is not False)
     cold: list[str] = []  # calls that were to run warm and ran cold, though their tool can run warm
+    asked: list[object] = []  # the confined servers' specs calls were handed to
     spawn = warm.WarmStart.spawn
+    run_process = engine.run_process
 
     def spawn_or_say(self: warm.WarmStart, *args: object) -> object:
         proc = spawn(self, *args)  # type: ignore[arg-type]
-        if proc is None and not self.pool.closed and self.pool.refused(self.spec_for(args[0])) is None:  # type: ignore[arg-type]
+        spec = args[1] if len(args) > 1 else self.spec_for(args[0])  # type: ignore[arg-type]
+        asked.append(spec)
+        if proc is None and not self.pool.closed and self.pool.refused(spec) is None:  # type: ignore[arg-type]
             cold.append(self.spec.tool)
         return proc
 
+    def confined_warm_or_say(launch: Any, control: Any = None) -> Any:
+        """A Python call under a declared policy (or strict's) that bwrap confines is handed to the server inside its
+        sandbox: not silently spawned cold."""
+        confined, start = launch.confinement, launch.warm
+        expected = start is not None and start.confines and confined is not None and not confined.baseline
+        expected = expected and sandbox.mechanism()[0] == "bwrap"
+        already = len(asked)
+        finished = run_process(launch, control)
+        if expected and not any(getattr(spec, "confinement", None) is not None for spec in asked[already:]):
+            cold.append(f"{start.spec.tool} (confined)")
+        return finished
+
     monkeypatch.setattr(warm.WarmStart, "spawn", spawn_or_say)
+    monkeypatch.setattr(engine, "run_process", confined_warm_or_say)
     yield mode
     for pool in warm.live_pools():
         pool.close()
     assert running_servers() <= before
-    assert cold == []
+    assert cold == [] or expect_cold, cold
 
 
 def _ahead(monkeypatch: pytest.MonkeyPatch, *, expect_cold: bool = False) -> Iterator[str]:

@@ -193,6 +193,29 @@ def test_served_runs_of_a_warm_tool_fork_from_the_servers_own_warm_server(projec
     assert servers and not any(alive(pid) for pid in servers)
 
 
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+def test_served_runs_of_a_warm_tool_under_a_policy_run_cold_in_their_own_sandbox(project: Project) -> None:
+    """A served run's child would make a confined server's sandbox and calls' directory, and ends with its call: under
+    strict every run of a warm Python tool starts its own sandbox (bwrap's init), none is handed to a server."""
+    project.tool("probe_py.py", PROBE_PY)
+    config = project.configure(warm_tools=["all"], sandbox="strict")
+    served = Served(config)
+    try:
+        inits = [toolexec("--config", str(config), "run", "probe_py", "{}").stdout.decode() for _ in range(4)]
+        servers = [pid for pid in _descendants(served.process.pid) if "python_zygote.py" in _command(pid)]
+    finally:
+        assert served.stop()[:2] == (0, 4)
+    assert ["bwrap" in init for init in inits] == [True] * 4, inits
+    assert servers == []  # none was asked for (one started by the server's process would not be in the sandbox)
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
+
+
 def _descendants(pid: int) -> list[int]:
     found, stack = [], [pid]
     while stack:

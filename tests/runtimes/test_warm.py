@@ -365,7 +365,7 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
     else:
         alone = yes.replace("once", "once, in a PID namespace of its own")
         js = js.replace("it with", "it in a PID namespace of its own with")
-        policy = "Warm: no: its sandbox policy is applied to each call's own start, so it runs cold"
+        policy = alone.replace("once,", "once inside its sandbox,")
         bash = "Warm: yes: each call runs in a bash that sourced the tool ahead of it, in a PID namespace of its own (Executor, toolexec mcp)"
         expected = [[alone], [], [alone], [policy], [js], [bash]]
     assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "flat", "fast")] == expected
