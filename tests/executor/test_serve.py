@@ -453,11 +453,14 @@ def _running(server: int) -> list[tuple[int, int]]:
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(word) for word in text.split() if alive(int(word))]
+    """The live children of every thread of ``pid`` (warm servers are started by a thread of their own)."""
+    words = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            words += (task / "children").read_text().split()
+        except OSError:
+            continue
+    return [int(word) for word in words if alive(int(word))]
 
 
 # --- toolexec mcp offers the socket too ---------------------------------------------------------------------------
