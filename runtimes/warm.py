@@ -249,7 +249,7 @@ class WarmPool:
         and each call of them sees only its own files there. None once the pool is closed (its calls run cold)."""
         import hashlib
 
-        from toolexec.callfiles import _guarded, _private
+        from toolexec.runtimes.private import guarded, private_path
 
         with self._lock:
             if self._closed:
@@ -258,8 +258,8 @@ class WarmPool:
             if known is not None:
                 return known
             if self._homes is None:
-                self._homes = _private("toolexec-warm-", "", directory=True)
-                _guarded(self._homes, True)
+                self._homes = private_path("toolexec-warm-", "", directory=True)
+                guarded(self._homes, True)
             path = os.path.join(self._homes, hashlib.sha256(tool.encode("utf-8", "surrogateescape")).hexdigest()[:16])
             with contextlib.suppress(FileExistsError):
                 os.mkdir(path, 0o700)
@@ -302,10 +302,10 @@ class WarmPool:
         if homes is not None:  # (a call still running has its files open: removed all the same, as at its end)
             import shutil
 
-            from toolexec.callfiles import _guarded
+            from toolexec.runtimes.private import guarded
 
             shutil.rmtree(homes, ignore_errors=True)
-            _guarded(homes, False)
+            guarded(homes, False)
 
     def _retire(self, key: str) -> None:
         entry = self._entries.pop(key)
