@@ -273,10 +273,13 @@ with Executor(sys.argv[1], warm=True) as executor:
             info = os.lstat(name)
             found["slots"][os.path.relpath(name, root)] = [info.st_uid == os.getuid(), oct(stat.S_IMODE(info.st_mode))]
     found["loads"] = len(open(os.path.join(executor.config.state.tool_cache("counted"), "loads")).read())
-found["zombies"] = [
-    pid for pid in os.listdir("/proc") if pid.isdigit() and open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[:2]
-    == ["Z", str(os.getpid())]
-]
+def state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[:2]
+    except OSError:  # (ended meanwhile)
+        return None
+found["zombies"] = [pid for pid in os.listdir("/proc") if pid.isdigit() and state(pid) == ["Z", str(os.getpid())]]
 found["root left"] = bool(found["root"]) and os.path.exists(found["root"])
 print(json.dumps(found))
 """
