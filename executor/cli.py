@@ -625,6 +625,8 @@ def _warm_text(config: Any, tool: Any) -> str:
             return cold
         if sandbox.mechanism()[0] != "bwrap" or not baseline.usable():
             return cold.replace("start, so", "start (no bwrap here for its server's sandbox), so")
+        if not baseline.nests():
+            return cold.replace("start, so", "start (nothing in a sandbox here may make the namespaces its server needs), so")
         return (
             "yes: each call is a process forked from a server that loaded the tool once inside its sandbox, in a PID "
             "namespace of its own (Executor, toolexec mcp)"

@@ -126,6 +126,44 @@ def _try(binary: str) -> bool:
     return done.returncode == 0
 
 
+# Run inside the baseline's namespaces: make a user namespace, map this user in it, and make one more below it (what
+# a confined warm server does before its tool loads: runtimes/_python_confined.py); exit 0 when both could be made.
+_NESTS = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+uid, gid = os.getuid(), os.getgid()
+assert libc.unshare(0x10000000) == 0
+for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+    with open(f"/proc/self/{name}", "w") as handle:
+        handle.write(text)
+assert libc.unshare(0x10000000) == 0
+"""
+
+
+def nests() -> bool:
+    """Whether a process in the baseline's namespaces may make user namespaces of its own, as a warm server confined
+    by a policy does (a host may let bwrap make a sandbox and refuse any namespace inside it: a setuid bwrap where
+    ordinary users may make none, a small ``user.max_user_namespaces``). Tried on each call (for ``toolexec
+    describe``; a call finds out by its server's start, which then fails and the call runs cold)."""
+    import subprocess
+    import sys
+
+    binary = sandbox.bwrap()
+    if binary is None or not usable():
+        return False
+    try:
+        done = subprocess.run(
+            [*_namespaces(binary), "--as-pid-1", "--", sys.executable, "-I", "-S", "-c", _NESTS],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None) -> tuple[list[str], Held]:
     """The argv that runs ``argv`` under the baseline, and what the call holds (its pids cgroup: give it back with
     :func:`toolexec.runtimes.sandbox.release`; ``pid_namespace``: whether it runs in a PID namespace of its own). With

@@ -562,3 +562,99 @@ def _processes_running(command: str) -> list[int]:
                 if (entry / "cmdline").read_bytes().replace(b"\0", b" ").strip().endswith(command.encode()):
                     found.append(int(entry.name))
     return found
+
+
+# A program that runs its arguments where no user namespace may be made by unshare(2) (a seccomp filter answers EPERM):
+# as a host that lets bwrap make a sandbox (it clones its namespaces) and nothing inside it nest one.
+NO_USER_NAMESPACE = """import ctypes, os, struct, sys
+
+def insn(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+
+program = b"".join([
+    insn(0x20, 0, 0, 0), insn(0x15, 0, 3, 272),  # the call's number: unshare (x86_64)
+    insn(0x20, 0, 0, 16), insn(0x45, 0, 1, 0x10000000),  # its flags: CLONE_NEWUSER
+    insn(0x06, 0, 0, 0x00050000 | 1), insn(0x06, 0, 0, 0x7FFF0000),  # EPERM; else allowed
+])
+code = ctypes.create_string_buffer(program)
+class Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.byref(Program(len(program) // 8, ctypes.addressof(code))), 0, 0) == 0
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+COUNTS = '''#!{interpreter}
+import os
+
+LOADED = os.readlink("/proc/self/ns/pid")
+with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "loads"), "a") as f:
+    f.write("x")
+
+
+def run() -> dict:
+    """Say whether this call was forked from a server, and what it holds.
+
+    Warm: true
+    """
+    with open("/proc/self/status") as status:
+        caps = sorted({{line.split()[1] for line in status if line.startswith("Cap")}})
+    with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "loads")) as loads:
+        return {{"warm": LOADED != os.readlink("/proc/self/ns/pid"), "pid": os.getpid(), "caps": caps, "loads": len(loads.read())}}
+'''
+COLD_CALLS = """
+import json, sys
+from toolexec import Executor
+
+found, problems = [], []
+for warm in (True, False):
+    with Executor(sys.argv[1], warm=warm) as executor:
+        results = [executor.call("counts", {}) for _ in range(2 if warm else 1)]
+        found += [json.loads(r.output) if r.status == "ok" else [r.error, r.stderr] for r in results]
+        problems += [entry.problem for entry in executor.calls._pool._entries.values()] if warm else []
+print(json.dumps({"calls": found, "problems": problems}))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the filter names x86_64's unshare")
+def test_where_no_namespace_may_be_nested_an_ordinary_users_warm_call_runs_cold(ordinary: Ordinary) -> None:
+    """A host may let bwrap make the sandbox and refuse every user namespace inside it (the server makes two before its
+    tool loads): the server cannot start, and each call runs cold, with the cold call's result, never an error and
+    never a weaker sandbox. ``toolexec describe`` finds it out too (:func:`toolexec.runtimes.baseline.nests`)."""
+    import yaml
+
+    wrapper = ordinary.root / "no-user-namespace"
+    wrapper.write_text(f"#!{ordinary.python}\n{NO_USER_NAMESPACE}")
+    wrapper.chmod(0o755)
+    interpreter = ordinary.root / "python-alone"  # the tool's Python, where nothing may make a user namespace
+    interpreter.write_text(f'#!/bin/sh\nexec {wrapper} {ordinary.python} "$@"\n')
+    interpreter.chmod(0o755)
+    (ordinary.root / "functions" / "tools" / "counts.py").write_text(COUNTS.format(interpreter=interpreter))
+    ordinary.config.write_text(yaml.safe_dump({"visible_tools": ["counts.py"], "sandbox": "strict"}))
+    ordinary.own()
+    done = ordinary.run("python", "-c", COLD_CALLS, str(ordinary.config))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    none = ["0000000000000000"]
+    assert found["calls"] == [{"warm": False, "pid": 2, "caps": none, "loads": n} for n in (1, 2, 3)]
+    (problem,) = found["problems"]
+    assert "unshare(CLONE_NEWUSER): Operation not permitted" in problem, problem
+    probe = "from toolexec.runtimes import baseline; print(baseline.usable(), baseline.nests())"
+    assert ordinary.run("python", "-c", probe).stdout == "True True\n"
+    assert ordinary.run(str(wrapper), ordinary.python, "-c", probe).stdout == "True False\n"
+
+
+def test_describe_says_a_tool_whose_server_cannot_nest_its_namespaces_runs_cold(
+    project: Project, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import cli
+
+    project.tool("probe.py", PROBE)
+    config = project.configure(sandbox="strict")
+    monkeypatch.setattr(baseline, "nests", lambda: False)
+    status, out, _ = cli(capsys, "--config", str(config), "describe", "probe")
+    assert status == 0
+    assert [line for line in out.splitlines() if line.startswith("Warm:")] == [
+        "Warm: no: its sandbox policy is applied to each call's own start (nothing in a sandbox here may make the "
+        "namespaces its server needs), so it runs cold"
+    ]
