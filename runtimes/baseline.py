@@ -107,14 +107,15 @@ def _seen(binary: str) -> str | None:
     return os.path.join(str(user_cache_dir()), "sandbox", f"namespaces-{digest}")
 
 
-def _try(binary: str) -> bool:
+def _try(binary: str, *program: str) -> bool:
+    """Whether ``program`` (``/bin/true`` when none) succeeds inside the baseline's namespaces made by ``binary``."""
     import subprocess
 
     try:
         done = subprocess.run(
             # --as-pid-1: bwrap waits for its child, which it does not for an init of its own (re-parented to this
             # process, a subreaper while calls are in flight, that init would stay a zombie)
-            [*_namespaces(binary), "--as-pid-1", "--", "/bin/true"],
+            [*_namespaces(binary), "--as-pid-1", "--", *(program or ["/bin/true"])],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -144,24 +145,10 @@ def nests() -> bool:
     by a policy does (a host may let bwrap make a sandbox and refuse any namespace inside it: a setuid bwrap where
     ordinary users may make none, a small ``user.max_user_namespaces``). Tried on each call (for ``toolexec
     describe``; a call finds out by its server's start, which then fails and the call runs cold)."""
-    import subprocess
     import sys
 
     binary = sandbox.bwrap()
-    if binary is None or not usable():
-        return False
-    try:
-        done = subprocess.run(
-            [*_namespaces(binary), "--as-pid-1", "--", sys.executable, "-I", "-S", "-c", _NESTS],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+    return binary is not None and usable() and _try(binary, sys.executable, "-I", "-S", "-c", _NESTS)
 
 
 def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None) -> tuple[list[str], Held]:

@@ -327,10 +327,10 @@ def run_executor_script(script: str, config: Path, action: str, arg: str, env: d
 class Ordinary:
     """A project in a fresh folder under /tmp (``root``) whose HOME and TMPDIR are its own (``root/home``,
     ``root/tmp``), and how to run a command there as an ordinary user: this one, or ``nobody`` (:func:`as_nobody`,
-    with :func:`python_for_others`) when this runs as root. Call :meth:`own` once the project's files are written.
-    Skips the test where no ordinary user can be made."""
+    with :func:`python_for_others`) when this runs as root (unless ``drop`` is False: then as this user, root too).
+    Call :meth:`own` once the project's files are written. Skips the test where no ordinary user can be made."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, drop: bool = True) -> None:
         import sys
 
         self.root = root
@@ -347,7 +347,8 @@ class Ordinary:
             "TMPDIR": str(root / "tmp"),
         }
         self.uid = os.geteuid()
-        if self.uid == 0:
+        self.drop = drop and self.uid == 0
+        if self.drop:
             import pytest
 
             python = python_for_others(root / "venv")
@@ -358,7 +359,7 @@ class Ordinary:
 
     def own(self) -> None:
         """Give the project's tree to the user who runs it (nothing to do when that is this one)."""
-        if os.geteuid() == 0:
+        if self.drop:
             self.prefix = as_nobody(self.root)
 
     def run(self, *argv: str, input: str = "", timeout: float = 180) -> Any:

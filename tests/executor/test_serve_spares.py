@@ -7,12 +7,10 @@ from __future__ import annotations
 import contextlib
 import marshal
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -352,45 +350,39 @@ def test_the_fields_above_are_confinement_s_own() -> None:
 
 
 @needs_baseline
-def test_an_ordinary_users_served_calls_start_in_sandboxes_set_up_ahead_and_leave_nothing(tmp_path: Path) -> None:
+def test_an_ordinary_users_served_calls_start_in_sandboxes_set_up_ahead_and_leave_nothing(ordinary: Ordinary) -> None:
     """``toolexec serve`` run by an ordinary user (its bwrap making a user namespace for each sandbox, no cgroup of its
     own): the third served run of a baseline Bash tool starts in the sandbox set up ahead, and after the server stops
     nothing of it is left (no process, no socket, no file in its TMPDIR)."""
     import yaml
 
-    root = Path(tempfile.mkdtemp(prefix="toolexec-serve-ordinary-", dir="/tmp"))
+    root = ordinary.root
+    (root / "functions" / "tools" / "probe.sh").write_text(PROBE_SH)
+    ordinary.config.write_text(yaml.safe_dump({"visible_tools": ["probe.sh"]}))
+    ordinary.own()
+    command = [*ordinary.prefix, ordinary.python, "-m", "toolexec", "serve", "--config", str(ordinary.config), "-v"]
+    pipe, nothing = subprocess.PIPE, subprocess.DEVNULL
+    server = subprocess.Popen(command, stdin=nothing, stdout=nothing, stderr=pipe, text=True, env=ordinary.env)
+    run = ("python", "-m", "toolexec", "--config", str(ordinary.config), "run", "probe", "{}")
     try:
-        ordinary = Ordinary(root)
-        (root / "functions" / "tools" / "probe.sh").write_text(PROBE_SH)
-        ordinary.config.write_text(yaml.safe_dump({"visible_tools": ["probe.sh"]}))
-        ordinary.own()
-        command = [*ordinary.prefix, ordinary.python, "-m", "toolexec", "serve", "--config", str(ordinary.config), "-v"]
-        pipe = subprocess.PIPE
-        server = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=pipe, text=True, env=ordinary.env
-        )
-        try:
-            assert server.stderr is not None
-            banner = server.stderr.readline()
-            assert banner.startswith("toolexec: serving "), banner
-            runs = [ordinary.run("python", "-m", "toolexec", "--config", str(ordinary.config), "run", "probe", "{}")]
-            runs.append(ordinary.run(*runs[0].args[len(ordinary.prefix) :]))
-            wait_until(lambda: _waiting_sandbox(server.pid) is not None, "the sandbox set up ahead")
-            spare = _waiting_sandbox(server.pid)
-            owner = os.stat(f"/proc/{spare}").st_uid if spare is not None else None
-            runs.append(ordinary.run(*runs[0].args[len(ordinary.prefix) :]))
-            socket_path = banner.split(" on ", 1)[1].split()[0]
-        finally:
-            server.terminate()
-            _, said = server.communicate(timeout=60)
-        assert server.returncode == 0 and "served 3 call(s)" in said, said
-        assert [(done.returncode, done.stderr) for done in runs] == [(0, "")] * 3
-        assert ["_spare_launcher.py" in done.stdout for done in runs] == [False, False, True]
-        assert owner == ordinary.uid  # (the sandbox set up ahead is the user's)
-        assert _processes_under(root) == [] and not alive(spare)
-        assert (os.path.lexists(socket_path), list((root / "tmp").iterdir())) == (False, []), banner
+        assert server.stderr is not None
+        banner = server.stderr.readline()
+        assert banner.startswith("toolexec: serving "), banner
+        runs = [ordinary.run(*run) for _ in range(2)]
+        wait_until(lambda: _waiting_sandbox(server.pid) is not None, "the sandbox set up ahead")
+        spare = _waiting_sandbox(server.pid)
+        owner = os.stat(f"/proc/{spare}").st_uid if spare is not None else None
+        runs.append(ordinary.run(*run))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        server.terminate()
+        _, said = server.communicate(timeout=60)
+    assert server.returncode == 0 and "served 3 call(s)" in said, said
+    assert [(done.returncode, done.stderr) for done in runs] == [(0, "")] * 3
+    assert ["_spare_launcher.py" in done.stdout for done in runs] == [False, False, True]
+    assert owner == ordinary.uid  # (the sandbox set up ahead is the user's)
+    assert _processes_under(root) == [] and not alive(spare)
+    socket_path = banner.split(" on ", 1)[1].split()[0]
+    assert (os.path.lexists(socket_path), list((root / "tmp").iterdir())) == (False, [])
 
 
 def _processes_under(root: Path) -> list[int]:

@@ -12,9 +12,7 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -283,15 +281,6 @@ found["zombies"] = [pid for pid in os.listdir("/proc") if pid.isdigit() and stat
 found["root left"] = bool(found["root"]) and os.path.exists(found["root"])
 print(json.dumps(found))
 """
-
-
-@pytest.fixture
-def ordinary() -> Iterator[Ordinary]:
-    root = Path(tempfile.mkdtemp(prefix="toolexec-bash-ordinary-", dir="/tmp"))
-    try:
-        yield Ordinary(root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("sandbox", ["off", "declared"])

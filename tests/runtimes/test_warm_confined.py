@@ -12,9 +12,7 @@ import contextlib
 import http.server
 import json
 import os
-import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -486,15 +484,6 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
-
-
-@pytest.fixture
-def ordinary() -> Iterator[Ordinary]:
-    root = Path(tempfile.mkdtemp(prefix="toolexec-warm-ordinary-", dir="/tmp"))
-    try:
-        yield Ordinary(root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("policy", ["strict", "declared"])

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -278,15 +275,6 @@ with Executor(config, warm=True) as executor:
     loads = open(os.path.join(executor.config.state.tool_cache(name), "loads")).read()
 print(json.dumps({"outputs": outputs, "warm": seen, "loads": [once, loads], "uid": os.getuid()}))
 """
-
-
-@pytest.fixture
-def ordinary() -> Iterator[Ordinary]:
-    root = Path(tempfile.mkdtemp(prefix="toolexec-edits-ordinary-", dir="/tmp"))
-    try:
-        yield Ordinary(root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
