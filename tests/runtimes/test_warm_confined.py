@@ -647,3 +647,45 @@ def test_describe_says_a_tool_whose_server_cannot_nest_its_namespaces_runs_cold(
         "Warm: no: its sandbox policy is applied to each call's own start (nothing in a sandbox here may make the "
         "namespaces its server needs), so it runs cold"
     ]
+
+
+def test_no_call_files_are_made_in_a_confined_servers_directory_once_the_warm_pool_closes(
+    project: Project, private_tmpdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A confined call's files are made in its server's calls' directory, and once the call is over they are tidied
+    off its path, a fresh set made ahead in their place. At close the file pool goes first: a set made ahead while
+    the warm pool removed that directory left it behind (an empty directory in TMPDIR, a third of the closes)."""
+    from toolexec import callfiles
+    from toolexec.runtimes import warm
+
+    project.tool("loads.py", LOADS_A_PROCESS)  # (its calls run cold: their files still in its server's directory)
+    gate, closing, made = threading.Event(), threading.Event(), []
+    tidy, fresh = callfiles.FilePool._tidy, callfiles._fresh
+    close_files, close_warm = callfiles.FilePool.close, warm.WarmPool.close
+
+    def late_tidy(self: callfiles.FilePool, files: callfiles.CallFiles) -> None:
+        gate.wait(10)  # the set given back is tidied once either pool closes
+        tidy(self, files)
+
+    def noted_fresh(tool: str, asking: bool, directory: str | None, **options: bool) -> callfiles.CallFiles:
+        made.append((directory, closing.is_set()))
+        return fresh(tool, asking, directory, **options)
+
+    def files_closed(self: callfiles.FilePool) -> None:
+        gate.set()
+        close_files(self)
+
+    def warm_closed(self: warm.WarmPool) -> None:
+        closing.set()
+        gate.set()
+        close_warm(self)
+
+    monkeypatch.setattr(callfiles.FilePool, "_tidy", late_tidy)
+    monkeypatch.setattr(callfiles, "_fresh", noted_fresh)
+    monkeypatch.setattr(callfiles.FilePool, "close", files_closed)
+    monkeypatch.setattr(warm.WarmPool, "close", warm_closed)
+    with _executor(project) as executor:
+        assert executor.call("loads", {}).output == "ran"
+        home = executor.calls._pool.home("loads")
+    assert made == [(home, False)] * 2  # the call's, and the one made ahead before the warm pool closed
+    assert list(private_tmpdir.iterdir()) == []
