@@ -563,10 +563,13 @@ class Calls:
             spares, self._spares = self._spares, None
             self.warm = False
             self.ahead = False
+        # The files first: a set given back is tidied off its call's path, and a fresh one made ahead in its place,
+        # in a confined server's calls' directory too, which the warm pool's close removes: once closed, the file pool
+        # makes none (a call still running gives its files back to a closed pool: they are removed then).
+        if files is not None:
+            files.close()
         if pool is not None:
             pool.close()
-        if files is not None:
-            files.close()  # a call still running gives its files back to a closed pool: they are removed then
         if spares is not None:
             spares.close()
 

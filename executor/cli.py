@@ -621,10 +621,12 @@ def _warm_text(config: Any, tool: Any) -> str:
         from toolexec.runtimes import baseline, sandbox
 
         cold = "no: its sandbox policy is applied to each call's own start, so it runs cold"
-        if tool.language != "python" or isinstance(policy.network, tuple):  # (a network allow-list: a proxy per call)
+        if tool.language != "python":  # (a network allow-list too: its proxy is the server's, for all its calls)
             return cold
         if sandbox.mechanism()[0] != "bwrap" or not baseline.usable():
             return cold.replace("start, so", "start (no bwrap here for its server's sandbox), so")
+        if not baseline.nests():
+            return cold.replace("start, so", "start (nothing in a sandbox here may make the namespaces its server needs), so")
         return (
             "yes: each call is a process forked from a server that loaded the tool once inside its sandbox, in a PID "
             "namespace of its own (Executor, toolexec mcp)"

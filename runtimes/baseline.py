@@ -107,14 +107,15 @@ def _seen(binary: str) -> str | None:
     return os.path.join(str(user_cache_dir()), "sandbox", f"namespaces-{digest}")
 
 
-def _try(binary: str) -> bool:
+def _try(binary: str, *program: str) -> bool:
+    """Whether ``program`` (``/bin/true`` when none) succeeds inside the baseline's namespaces made by ``binary``."""
     import subprocess
 
     try:
         done = subprocess.run(
             # --as-pid-1: bwrap waits for its child, which it does not for an init of its own (re-parented to this
             # process, a subreaper while calls are in flight, that init would stay a zombie)
-            [*_namespaces(binary), "--as-pid-1", "--", "/bin/true"],
+            [*_namespaces(binary), "--as-pid-1", "--", *(program or ["/bin/true"])],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -124,6 +125,30 @@ def _try(binary: str) -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
+
+
+# Run inside the baseline's namespaces: make a user namespace, map this user in it, and make one more below it (what
+# a confined warm server does before its tool loads: runtimes/_python_confined.py); exit 0 when both could be made.
+_NESTS = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+uid, gid = os.getuid(), os.getgid()
+assert libc.unshare(0x10000000) == 0
+for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+    with open(f"/proc/self/{name}", "w") as handle:
+        handle.write(text)
+assert libc.unshare(0x10000000) == 0
+"""
+
+
+def nests() -> bool:
+    """Whether a process in the baseline's namespaces may make user namespaces of its own, as a warm server confined
+    by a policy does (a host may let bwrap make a sandbox and refuse any namespace inside it: a setuid bwrap where
+    ordinary users may make none, a small ``user.max_user_namespaces``). Tried on each call (for ``toolexec
+    describe``; a call finds out by its server's start, which then fails and the call runs cold)."""
+    import sys
+
+    binary = sandbox.bwrap()
+    return binary is not None and usable() and _try(binary, sys.executable, "-I", "-S", "-c", _NESTS)
 
 
 def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None) -> tuple[list[str], Held]:

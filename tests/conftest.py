@@ -345,3 +345,19 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, input: str = "") -> tupl
         sys.stdin = stdin
     out, err = capsys.readouterr()
     return status, out, err
+
+
+@pytest.fixture
+def ordinary() -> Iterator[Any]:
+    """A project an ordinary user owns, with its own HOME and TMPDIR, and how to run a command there as that user
+    (:class:`tests.helpers.Ordinary`); removed after the test."""
+    import shutil
+    import tempfile
+
+    from tests.helpers import Ordinary
+
+    root = Path(tempfile.mkdtemp(prefix="toolexec-ordinary-", dir="/tmp"))  # (pytest's own directory is root's only)
+    try:
+        yield Ordinary(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

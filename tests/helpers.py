@@ -322,3 +322,51 @@ def run_executor_script(script: str, config: Path, action: str, arg: str, env: d
         pytest.fail(f"the executor did not finish (stopped: {stopped})")
     assert proc.returncode == 0, err
     return [json.loads(line) for line in out.splitlines()]
+
+
+class Ordinary:
+    """A project in a fresh folder under /tmp (``root``) whose HOME and TMPDIR are its own (``root/home``,
+    ``root/tmp``), and how to run a command there as an ordinary user: this one, or ``nobody`` (:func:`as_nobody`,
+    with :func:`python_for_others`) when this runs as root (unless ``drop`` is False: then as this user, root too).
+    Call :meth:`own` once the project's files are written. Skips the test where no ordinary user can be made."""
+
+    def __init__(self, root: Path, *, drop: bool = True) -> None:
+        import sys
+
+        self.root = root
+        for sub in ("functions/tools", "home/.cache", "home/.config", "tmp"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        self.config = root / "config.yaml"
+        self.python = sys.executable
+        self.prefix: list[str] = []
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "LLM_", "TOOLEXEC_"))},
+            "HOME": str(root / "home"),
+            "XDG_CACHE_HOME": str(root / "home" / ".cache"),
+            "XDG_CONFIG_HOME": str(root / "home" / ".config"),
+            "TMPDIR": str(root / "tmp"),
+        }
+        self.uid = os.geteuid()
+        self.drop = drop and self.uid == 0
+        if self.drop:
+            import pytest
+
+            python = python_for_others(root / "venv")
+            if python is None:
+                pytest.skip("no Python here that an ordinary user can start")
+            self.python = python
+            self.uid = 65534
+
+    def own(self) -> None:
+        """Give the project's tree to the user who runs it (nothing to do when that is this one)."""
+        if self.drop:
+            self.prefix = as_nobody(self.root)
+
+    def run(self, *argv: str, input: str = "", timeout: float = 180) -> Any:
+        """Run ``argv`` (``python`` for its first word means :attr:`python`) as that user; the finished process."""
+        import subprocess
+
+        argv = (self.python, *argv[1:]) if argv and argv[0] == "python" else argv
+        return subprocess.run(
+            [*self.prefix, *argv], input=input, capture_output=True, text=True, env=self.env, cwd=self.root, timeout=timeout
+        )

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import as_nobody
+from tests.helpers import Ordinary
 from toolexec.runtimes import process_linux
 
 pytestmark = pytest.mark.skipif(not process_linux.available(), reason="needs Linux's /proc")
@@ -102,32 +102,18 @@ with Executor(sys.argv[1]) as executor:
 """
 
 
-class Unprivileged:
+class Unprivileged(Ordinary):
     """A project in a directory an ordinary user owns, and how to run a command as that user."""
 
     def __init__(self, root: Path, sandbox: str) -> None:
-        self.root = root
+        super().__init__(root)
         self.sandbox = sandbox
-        self.config = root / "config.yaml"
-        self.prefix: list[str] = []
-        self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "LLM_"))},
-            "HOME": str(root / "home"),
-            "XDG_CACHE_HOME": str(root / "home" / ".cache"),
-            "XDG_CONFIG_HOME": str(root / "home" / ".config"),
-            "TMPDIR": str(root / "tmp"),
-            "MY_TOKEN": TOKEN,
-        }
+        self.env["MY_TOKEN"] = TOKEN
 
     def popen(self, *argv: str) -> subprocess.Popen[str]:
         pipe = subprocess.PIPE
         return subprocess.Popen(
             [*self.prefix, *argv], stdin=pipe, stdout=pipe, stderr=subprocess.DEVNULL, text=True, env=self.env, cwd=self.root
-        )
-
-    def run(self, *argv: str, input: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*self.prefix, *argv], input=input, capture_output=True, text=True, env=self.env, cwd=self.root, timeout=120
         )
 
 
@@ -139,14 +125,10 @@ def unprivileged(request: pytest.FixtureRequest) -> Iterator[Unprivileged]:
     root = Path(tempfile.mkdtemp(prefix="toolexec-secrets-", dir="/tmp"))
     try:
         project = Unprivileged(root, request.param)
-        (root / "functions" / "tools").mkdir(parents=True)
-        for sub in ("home/.cache", "home/.config", "tmp"):
-            (root / sub).mkdir(parents=True)
         for name, source in PROBES.items():
             (root / "functions" / "tools" / name).write_text(source)
         project.config.write_text(yaml.safe_dump({**CONFIG, "sandbox": request.param}))
-        if os.geteuid() == 0:
-            project.prefix = as_nobody(root)
+        project.own()
         yield project
     finally:
         shutil.rmtree(root, ignore_errors=True)

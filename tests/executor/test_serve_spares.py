@@ -4,6 +4,7 @@ may not (a spare used once, by an identical call; nothing left behind; a recipe 
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import signal
@@ -16,7 +17,7 @@ import pytest
 
 from tests.conftest import Project
 from tests.executor.test_serve import Served, _children, _descendants, _idle, toolexec
-from tests.helpers import alive, wait_until
+from tests.helpers import Ordinary, alive, wait_until
 from toolexec.runtimes import baseline
 from toolexec.runtimes.sandbox import Confinement
 from toolexec.runtimes.sandbox_spare import LAUNCHER, Recipe
@@ -346,3 +347,49 @@ def test_a_recipe_that_does_not_read_back_whole_and_well_typed_makes_no_spare(me
 def test_the_fields_above_are_confinement_s_own() -> None:
     """(So that each bad message above differs from a good one by the one thing it names.)"""
     assert read_recipe(marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/"))) is not None
+
+
+@needs_baseline
+def test_an_ordinary_users_served_calls_start_in_sandboxes_set_up_ahead_and_leave_nothing(ordinary: Ordinary) -> None:
+    """``toolexec serve`` run by an ordinary user (its bwrap making a user namespace for each sandbox, no cgroup of its
+    own): the third served run of a baseline Bash tool starts in the sandbox set up ahead, and after the server stops
+    nothing of it is left (no process, no socket, no file in its TMPDIR)."""
+    import yaml
+
+    root = ordinary.root
+    (root / "functions" / "tools" / "probe.sh").write_text(PROBE_SH)
+    ordinary.config.write_text(yaml.safe_dump({"visible_tools": ["probe.sh"]}))
+    ordinary.own()
+    command = [*ordinary.prefix, ordinary.python, "-m", "toolexec", "serve", "--config", str(ordinary.config), "-v"]
+    pipe, nothing = subprocess.PIPE, subprocess.DEVNULL
+    server = subprocess.Popen(command, stdin=nothing, stdout=nothing, stderr=pipe, text=True, env=ordinary.env)
+    run = ("python", "-m", "toolexec", "--config", str(ordinary.config), "run", "probe", "{}")
+    try:
+        assert server.stderr is not None
+        banner = server.stderr.readline()
+        assert banner.startswith("toolexec: serving "), banner
+        runs = [ordinary.run(*run) for _ in range(2)]
+        wait_until(lambda: _waiting_sandbox(server.pid) is not None, "the sandbox set up ahead")
+        spare = _waiting_sandbox(server.pid)
+        owner = os.stat(f"/proc/{spare}").st_uid if spare is not None else None
+        runs.append(ordinary.run(*run))
+    finally:
+        server.terminate()
+        _, said = server.communicate(timeout=60)
+    assert server.returncode == 0 and "served 3 call(s)" in said, said
+    assert [(done.returncode, done.stderr) for done in runs] == [(0, "")] * 3
+    assert ["_spare_launcher.py" in done.stdout for done in runs] == [False, False, True]
+    assert owner == ordinary.uid  # (the sandbox set up ahead is the user's)
+    assert _processes_under(root) == [] and not alive(spare)
+    socket_path = banner.split(" on ", 1)[1].split()[0]
+    assert (os.path.lexists(socket_path), list((root / "tmp").iterdir())) == (False, [])
+
+
+def _processes_under(root: Path) -> list[int]:
+    """The live processes whose command line names a path under ``root`` (the server, its children, a sandbox's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and str(root).encode() in (entry / "cmdline").read_bytes() and alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found

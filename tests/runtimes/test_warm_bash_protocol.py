@@ -8,6 +8,7 @@ closed while a call runs lets that call end.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import wait_until
+from tests.helpers import Ordinary, wait_until
 from toolexec.runtimes import baseline, process_linux, warm_bash
 
 pytestmark = pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)")
@@ -234,4 +235,91 @@ def _descendants(pid: int, program: str) -> list[int]:
                 todo += [int(child) for child in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
         except OSError:
             continue
+    return found
+
+
+# --- as an ordinary user ---------------------------------------------------------------------------------------------
+# Each tool counts its loads (sourcings) in its cache and says whether its call ran in a spare of the baseline's (its
+# PID namespace's init is the Bash server's spare).
+COUNTED = """#!/usr/bin/env bash
+# @describe Echo, counting loads.
+# @meta warm
+# @option --text! What to echo.
+printf x >>"$LLM_TOOL_CACHE_DIR/loads"
+main() {
+    local init
+    mapfile -d '' -t init </proc/1/cmdline
+    [[ ${init[*]} == *_bash_zygote.py* ]] && echo "spare" >&2
+    echo "out:$argc_text" >>"$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+# Three calls in one executor; the server's slots (sandbox off) as its user sees them; the executor's zombies after it
+# closed.
+ORDINARY_CALLS = """
+import json, os, stat, sys
+from toolexec import Executor
+
+found = {"slots": {}}
+with Executor(sys.argv[1], warm=True) as executor:
+    results = [executor.call("counted", {"text": f"t{n}"}) for n in range(3)]
+    found["results"] = [[r.status, r.output, r.stderr] for r in results]
+    [server] = [entry.server for entry in executor.calls._pool._entries.values() if entry.server is not None]
+    found["root"] = root = getattr(server, "_root", None)
+    for folder, _, files in os.walk(root) if root else ():
+        for name in [folder, *(os.path.join(folder, file) for file in files)]:
+            info = os.lstat(name)
+            found["slots"][os.path.relpath(name, root)] = [info.st_uid == os.getuid(), oct(stat.S_IMODE(info.st_mode))]
+    found["loads"] = len(open(os.path.join(executor.config.state.tool_cache("counted"), "loads")).read())
+def state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[:2]
+    except OSError:  # (ended meanwhile)
+        return None
+found["zombies"] = [pid for pid in os.listdir("/proc") if pid.isdigit() and state(pid) == ["Z", str(os.getpid())]]
+found["root left"] = bool(found["root"]) and os.path.exists(found["root"])
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["off", "declared"])
+def test_an_ordinary_users_warm_bash_calls_are_right_private_and_leave_nothing(ordinary: Ordinary, sandbox: str) -> None:
+    """As an ordinary user: under ``sandbox: off`` one sourcing serves every call through slots private to the user
+    (0700 directories, 0600 files, theirs); under the baseline each call runs in a spare; and after the executor
+    closes nothing is left: no process, no zombie, no slot in /dev/shm, no file in its TMPDIR."""
+    import yaml
+
+    if sandbox == "declared" and not baseline.usable():
+        pytest.skip("needs bwrap and PID namespaces")
+    (ordinary.root / "functions" / "tools" / "counted.sh").write_text(COUNTED)
+    ordinary.config.write_text(yaml.safe_dump({"visible_tools": ["counted.sh"], "sandbox": sandbox}))
+    ordinary.own()
+    done = ordinary.run("python", "-c", ORDINARY_CALLS, str(ordinary.config))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    spare = "" if sandbox == "off" else "spare\n"
+    assert found["results"] == [["ok", f"out:t{n}\n", spare] for n in range(3)]
+    assert (found["zombies"], found["root left"]) == ([], False)
+    if sandbox == "off":
+        memory = "/dev/shm" if os.path.isdir("/dev/shm") else str(ordinary.root / "tmp")  # (not the fixture's)
+        assert os.path.dirname(found["root"]) == memory
+        (slot,) = {name for name in found["slots"] if name != "."}.difference(name for name in found["slots"] if "/" in name)
+        files = {f"{slot}/{name}": [True, "0o600"] for name in ("out", "err", "st", "progress", "in", "call")}
+        assert found["slots"] == {".": [True, "0o700"], slot: [True, "0o700"], **files}
+        assert found["loads"] == 1  # sourced once for every call
+    else:
+        assert found["root"] is None and found["loads"] >= 3  # sourced by each call's spare, ahead of it
+    assert list((ordinary.root / "tmp").iterdir()) == []
+    assert _processes_of(ordinary.root) == []
+
+
+def _processes_of(root: Path) -> list[int]:
+    """The processes whose command line names a path under ``root`` (a server of its tools, a spare, a call)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(os.getpid()):
+            with contextlib.suppress(OSError):
+                if str(root).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
     return found

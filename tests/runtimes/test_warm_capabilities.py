@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import as_nobody, python_for_others
+from tests.helpers import Ordinary
 from toolexec.runtimes import baseline, process_linux
 
 pytestmark = pytest.mark.skipif(
@@ -96,42 +94,21 @@ print(json.dumps(found))
 """
 
 
-class Place:
+class Place(Ordinary):
     """A project in a fresh folder under /tmp, with a HOME of its own; run by ``nobody`` when ``ordinary``."""
 
     def __init__(self, root: Path, ordinary: bool, sandbox: str) -> None:
         import yaml
 
-        self.root = root
+        super().__init__(root, drop=ordinary)
         self.sandbox = sandbox
-        self.prefix: list[str] = []
-        self.python = sys.executable
-        (root / "functions" / "tools").mkdir(parents=True)
         for name, source in TOOLS.items():
             (root / "functions" / "tools" / name).write_text(source)
-        (root / "config.yaml").write_text(yaml.safe_dump({"visible_tools": sorted(TOOLS), "sandbox": sandbox}))
-        (root / "home").mkdir()
-        self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "LLM_", "TOOLEXEC_"))},
-            "HOME": str(root / "home"),
-            "TMPDIR": str(root / "home"),
-        }
-        if ordinary and os.geteuid() == 0:
-            self.prefix = as_nobody(root)
-            python = python_for_others(root / "venv")
-            if python is None:
-                pytest.skip("no Python here that an ordinary user can start")
-            self.python = python
+        self.config.write_text(yaml.safe_dump({"visible_tools": sorted(TOOLS), "sandbox": sandbox}))
+        self.own()
 
     def calls(self, name: str) -> dict[str, list[dict]]:
-        done = subprocess.run(
-            [*self.prefix, self.python, "-c", CALLS, str(self.root / "config.yaml"), name],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            cwd=self.root,
-            timeout=180,
-        )
+        done = self.run("python", "-c", CALLS, str(self.config), name)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
@@ -152,8 +129,10 @@ def test_an_ordinary_users_warm_call_keeps_no_capability_not_even_in_its_boundin
     found = place.calls(language)
     assert found["cold"] == [{"caps": NONE, "loads": 1, "warm": False}, {"caps": NONE, "loads": 2, "warm": False}]
     assert [call["caps"] for call in found["warm"]] == [NONE, NONE]
-    if place.sandbox == "declared" and language != "js":  # (a confined tool runs cold; a node spare is not told apart)
-        # warm indeed: Python's loaded once by its server; Bash's by each call's spare, ahead of it (and of the next)
+    # (a confined Bash tool runs cold; a node spare is not told apart)
+    if language == "py" or (place.sandbox == "declared" and language == "sh"):
+        # warm indeed: Python's loaded once by its server (inside its sandbox under strict); Bash's by each call's
+        # spare, ahead of it (and of the next)
         assert [call["warm"] for call in found["warm"]] == [True, True]
         if language == "py":
             assert [call["loads"] for call in found["warm"]] == [3, 3]

@@ -7,6 +7,7 @@ replaced. Real interpreters throughout, in every language offered warm, with the
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
+from tests.helpers import Ordinary
 from toolexec import Executor
 from toolexec.records import ToolResult
 from toolexec.runtimes import baseline, loaded, process_linux
@@ -236,3 +238,63 @@ def test_a_transpile_built_within_a_tick_of_its_input_is_built_again(tmp_path: P
         transpile.write_json_atomic(inputs, {**made, "built": built})
         fresh.append(transpile._fresh(output, inputs, transpile.NODE_RECIPE))
     assert fresh == [False, True]
+
+
+# --- as an ordinary user ---------------------------------------------------------------------------------------------
+# Two calls, the edits of the test above (as long, the mtime kept), two more; whether each ran warm, and the loads.
+EDITS = """
+import json, os, sys, time
+from toolexec import Executor
+from toolexec.runtimes import loaded, warm
+
+config, name, word, mark = sys.argv[1:]
+# servers start as if a second after the files were written (the test above's ``settled``)
+loaded.clocks = lambda: (time.monotonic_ns(), time.time_ns() + 10**9)
+seen = []
+spawn = warm.WarmStart.spawn
+def noted(self, call, spec=None):
+    proc = spawn(self, call, spec)
+    seen.append(proc is not None)
+    return proc
+warm.WarmStart.spawn = noted
+
+def edit(path, old, new):
+    before = os.stat(path)
+    with open(path) as handle:
+        text = handle.read()
+    with open(path, "w") as handle:
+        handle.write(text.replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+with Executor(config, warm=True) as executor:
+    outputs = [executor.call(name, {}).output for _ in range(2)]
+    once = open(os.path.join(executor.config.state.tool_cache(name), "loads")).read()
+    edit(word, "hello", "howdy")
+    edit(mark, "!", "?")
+    outputs += [executor.call(name, {}).output for _ in range(2)]
+    loads = open(os.path.join(executor.config.state.tool_cache(name), "loads")).read()
+print(json.dumps({"outputs": outputs, "warm": seen, "loads": [once, loads], "uid": os.getuid()}))
+"""
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+@pytest.mark.parametrize("case", ["python", "bash", "javascript"])
+def test_an_ordinary_users_warm_tool_runs_its_edited_sibling(ordinary: Ordinary, case: str, sandbox: str) -> None:
+    """As an ordinary user (its server in a user namespace of its own under the baseline): an edit of a sibling the
+    server loaded is run by the next call, warm, and an unedited one keeps the server."""
+    import yaml
+
+    tool, source, siblings, word = CASES[case]
+    tools = ordinary.root / "functions" / "tools"
+    for name, text in {**siblings, tool: source}.items():
+        (tools / name).parent.mkdir(parents=True, exist_ok=True)
+        (tools / name).write_text(text)
+    ordinary.config.write_text(yaml.safe_dump({"visible_tools": [tool], "sandbox": sandbox}))
+    ordinary.own()
+    mark = next(name for name, text in siblings.items() if "!" in text)
+    done = ordinary.run("python", "-c", EDITS, str(ordinary.config), Path(tool).stem, str(tools / word), str(tools / mark))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert (found["outputs"], found["warm"], found["uid"]) == (["hello!"] * 2 + ["howdy?"] * 2, [True] * 4, ordinary.uid)
+    if case == "python" or (case == "bash" and sandbox == "off"):  # one load per server: kept, then replaced once
+        assert found["loads"] == ["x", "xx"]
