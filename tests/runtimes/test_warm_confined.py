@@ -180,6 +180,35 @@ def test_a_hidden_path_made_after_the_server_started_stays_hidden(project: Proje
     assert after["loaded_in"] != before["loaded_in"]  # a new server, whose view covers it
 
 
+@pytest.mark.parametrize("change", ["link repointed", "directory made again"])
+def test_a_hidden_path_replaced_after_the_server_started_stays_hidden(project: Project, change: str) -> None:
+    """A cover is a mount on the file the hidden path named when the server's sandbox was made: once the path names
+    another (a symbolic link pointed elsewhere, as a dotfiles manager does; the directory removed and made again), an
+    old server would show what it names now. A new server covers it, as a cold call's bwrap would."""
+    project.tool("probe.py", PROBE)
+    home = Path.home()
+    for keys in ("keys-a", "keys-b"):
+        (home / keys).mkdir()
+        (home / keys / "id_ed25519").write_text("PRIVATE KEY")
+    ssh = home / ".ssh"
+    if change == "link repointed":
+        ssh.symlink_to("keys-a")
+    else:
+        ssh.mkdir()
+    with _executor(project) as executor:
+        before = _look(executor)
+        if change == "link repointed":
+            ssh.unlink()
+            ssh.symlink_to("keys-b")
+        else:
+            ssh.rmdir()
+            ssh.mkdir()
+            (ssh / "id_ed25519").write_text("PRIVATE KEY")
+        after = _look(executor)
+        assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "xx"  # two servers, each warm
+    assert before["in_call"]["key"] == after["in_call"]["key"] == "No such file or directory"
+
+
 WRITER = '''
 import os
 
