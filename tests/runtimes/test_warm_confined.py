@@ -254,6 +254,45 @@ def test_a_policy_that_writes_cwd_gets_a_server_per_working_directory(
     assert ((first / "out").read_text(), (second / "out").read_text()) == (str(first), str(second))
 
 
+CONFIG_WRITER = '''
+def run(text: str) -> str:
+    """Write toolexec's config in the working directory.
+
+    Warm: true
+    Writes: cwd
+    Network: none
+
+    Args:
+        text: what to write
+    """
+    try:
+        with open("config.yaml", "a") as handle:
+            handle.write(text)
+        return "written"
+    except OSError as exc:
+        return exc.strerror
+'''
+
+
+def test_a_protected_file_replaced_after_the_server_started_stays_read_only(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor saves toolexec's config by writing a new file and renaming it over the old: an old server's cover (a
+    read-only bind of the old file) leaves the new one writable in a place the policy writes."""
+    project.tool("config_writer.py", CONFIG_WRITER)
+    config = project.configure()
+    monkeypatch.chdir(project.root)
+    with Executor(config, warm=True) as executor:
+        first = executor.call("config_writer", {"text": "# first"})
+        saved = project.root / "config.yaml.new"
+        saved.write_text(config.read_text())
+        os.replace(saved, config)
+        second = executor.call("config_writer", {"text": "# second"})
+        assert len(running_servers()) == 1  # warm (the first server retired)
+    assert [(r.status, r.output) for r in (first, second)] == [("ok", "Permission denied")] * 2
+    assert "#" not in config.read_text()
+
+
 LOADS_A_PROCESS = '''
 import subprocess
 
