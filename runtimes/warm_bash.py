@@ -22,7 +22,6 @@ import contextlib
 import os
 import select
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +29,6 @@ from pathlib import Path
 from toolexec.recordtype import replace
 from toolexec.runtimes import loaded, process_linux
 from toolexec.runtimes._bash_call import call_script
-from toolexec.runtimes.starter import lasting
 from toolexec.runtimes.warm_fork import (
     FD_VARIABLE,
     SERVER_VARIABLE,
@@ -85,19 +83,7 @@ class BashServer(ServerProcess):
         started, started_wall = loaded.clocks()
         try:
             env = {**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool, SLOTS_VARIABLE: self._root}
-            self._proc = lasting(  # by the thread that outlives every caller's (an isolated server's bwrap dies with it)
-                lambda: subprocess.Popen(
-                    list(self.spec.argv),  # no death signal of its own: it ends at the end of its stdin, or with this process
-                    stdin=requests_read,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    env=env,
-                    cwd=self.spec.cwd,
-                    start_new_session=True,
-                    close_fds=True,
-                    pass_fds=(ready_write,),
-                )
-            )
+            self._proc = self._popen(list(self.spec.argv), requests_read, env, (ready_write,))
         except OSError as exc:
             os.close(requests_write)
             self.problem = f"the warm server cannot start: {exc}"

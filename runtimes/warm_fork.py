@@ -94,6 +94,25 @@ class ServerProcess:
         self._killed = False  # ended by kill(): its group is reaped with it
         self._inits: list[tuple[int, int | None]] = []  # an isolated server's namespace init (bwrap does not wait for it)
 
+    def _popen(self, argv: list[str], stdin: int, env: dict[str, str], pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
+        """The server's process, started by the one thread that lives as long as this process
+        (:func:`toolexec.runtimes.starter.lasting`): an isolated server's bwrap dies with the thread that started it
+        (``--die-with-parent``), and the calling thread may end while the server serves on. It has no death signal of
+        its own: it ends at the end of its socket or stdin, or with this process."""
+        return lasting(
+            lambda: subprocess.Popen(
+                argv,
+                stdin=stdin,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=self.spec.cwd,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=pass_fds,
+            )
+        )
+
     def busy(self) -> int:
         """Calls handed over and not yet waited for."""
         with self._lock:
@@ -239,25 +258,9 @@ class ForkServer(ServerProcess):
             elif self.spec.isolated:
                 env[ISOLATE_VARIABLE] = "1"
                 argv = isolated_argv(argv)
-            # started by the one thread that lives as long as this process: an isolated server's bwrap dies with
-            # the thread that started it (--die-with-parent), and the calling thread may end while the server serves on
-            self._proc = lasting(
-                lambda: subprocess.Popen(
-                    argv,  # no death signal of its own: it ends at the end of its socket (or stdin), or with this process
-                    stdin=stdin,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    env=env,
-                    cwd=self.spec.cwd,
-                    start_new_session=True,
-                    close_fds=True,
-                    pass_fds=(
-                        theirs.fileno(),
-                        *(held.descriptors if held is not None else ()),
-                        *((self.proxy.inside,) if self.proxy is not None else ()),
-                    ),
-                )
-            )
+            proxied = (self.proxy.inside,) if self.proxy is not None else ()
+            fds = (theirs.fileno(), *(held.descriptors if held is not None else ()), *proxied)
+            self._proc = self._popen(argv, stdin, env, fds)
             register(self._proc.pid)
         except OSError as exc:
             ours.close()

@@ -152,7 +152,7 @@ def test_a_warm_call_leaves_nothing_to_the_next_one(project: Project) -> None:
     project.tool("probe.py", PROBE)
     with _executor(project) as executor:
         first = _look(executor, "leave")
-        assert executor.calls.settle()  # its files given back (off its path) before the next call takes a set
+        executor.calls.settle()  # its set is given back off the call's path: emptied for the next call once settled
         second = _look(executor)
         concurrent = executor.call_many([ToolCall(name="probe", arguments={"action": "leave"}) for _ in range(3)])
         assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "x"  # all warm, from one load
@@ -175,9 +175,10 @@ def test_a_hidden_path_made_after_the_server_started_stays_hidden(project: Proje
         (Path.home() / ".ssh").mkdir()
         (Path.home() / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
         after = _look(executor)
-        assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "xx"  # two servers, each warm
+        # two servers, each warm: a new one, whose view covers it (the old one's PID namespace is gone by then, so
+        # the new one's may have the same inode number: loads, not namespaces, tell them apart)
+        assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "xx"
     assert before["in_call"]["key"] == after["in_call"]["key"] == "No such file or directory"
-    assert after["loaded_in"] != before["loaded_in"]  # a new server, whose view covers it
 
 
 @pytest.mark.parametrize("change", ["link repointed", "directory made again"])
