@@ -38,7 +38,8 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     writes = policy.writes if policy.writes is not None else ("cache",)
     writable = [cache if place == "cache" else os.getcwd() if place == "cwd" else _expand(place) for place in writes]
     hidden = [_expand(path) for path in config.sandbox_hide]
-    hidden += [str(config.path), str(config.functions_dir / ".env"), str(state.root / "cache"), str(user_config_dir())]
+    dotenv = [str(config.functions_dir / ".env"), str(config.functions_dir / "tools" / ".env")]  # (what dotenv_values reads)
+    hidden += [str(config.path), *dotenv, str(state.root / "cache"), str(user_config_dir())]
     hidden += servers_folders()
     if config.audit_log is not None:  # every call's arguments (when configured) and who made it
         hidden.append(str(config.audit_log))

@@ -290,9 +290,6 @@ def _tool(module, calls, namespaces):
     _child(module, request, fds[:3] + fds[4:])
 
 
-_last = [b""]  # the last call's message (as the zygote handed it over): a spare made since rehearses with it
-
-
 def _rehearse(module, tool_code=True):
     """Go through what a call's process does before and after the tool runs, with nothing of a call: each page of the
     zygote's that this writes to (reference counts, the allocator's free blocks) is copied now, while the spare waits,
@@ -301,8 +298,9 @@ def _rehearse(module, tool_code=True):
         env = dict(os.environ)
         os.environ.clear()
         os.environ.update(env)
-        if _last[0]:
-            marshal.loads(_last[0])
+        # a call's message of its shape, made of the server's own environment: never an earlier call's (a spare is
+        # forked from the zygote, and its call could read whatever the zygote keeps: that call's arguments)
+        marshal.loads(marshal.dumps({"env": env, "cwd": os.getcwd(), "files": [], "limits": {}}, 2))
         os.chdir(os.getcwd())
         _python_runner._parse(b"\0" + marshal.dumps({"arguments": {}}, 2))
         resource.setrlimit(resource.RLIMIT_FSIZE, resource.getrlimit(resource.RLIMIT_FSIZE))
@@ -502,7 +500,6 @@ class _Spares:
                 return -1, -1
             pid, sock = self.waiting
             self.waiting = None
-            _last[0] = data
             held = self.hold(pid) if self.namespaces is not None else -1  # before the call runs: it may end at once
             try:
                 socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)

@@ -411,9 +411,11 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
     (the working directory of ``writes: cwd`` among them), the hidden paths, whether each place is there now (and a
     directory), and ``home``. Made once for the same inputs (a call's own files and limits are not among them)."""
     server_env = server_environment(env)
-    places = (*confinement.hidden, *confinement.writable, *confinement.revealed, *confinement.visible, *confinement.protected)
+    covered = (*confinement.hidden, *confinement.protected)
+    places = (*confinement.writable, *confinement.revealed, *confinement.visible)
     shape = tuple(getattr(confinement, name) for name in _VIEWED)
-    memo = (spec.key, shape, home, tuple(server_env.items()), tuple(_place_state(path) for path in places))
+    states = (*(_place_state(path, True) for path in covered), *(_place_state(path) for path in places))
+    memo = (spec.key, shape, home, tuple(server_env.items()), states)
     found = _confined.get(memo)
     if found is not None:
         return found
@@ -437,12 +439,18 @@ _VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected",
 _confined: dict[tuple[object, ...], WarmSpec] = {}
 
 
-def _place_state(path: str) -> int:
-    """0: not there; 1: there; 2: a directory (followed, as the view's binds follow it)."""
+def _place_state(path: str, changes: bool = False) -> tuple[int, ...]:
+    """(0,): not there; (1,): there but unreadable (a dangling link); else (2 for a directory or 1, its device, its
+    inode and, with ``changes``, its ctime), followed as the view's binds follow it. A cover is a mount on the file the
+    path named when the server's sandbox was made: once the path names another (a link pointed elsewhere, a file
+    replaced by a rename, a directory removed and made again, which may get the same inode number: hence the ctime of
+    what is hidden or protected), it is uncovered in that server, so it is another server's."""
     try:
-        return 2 if stat.S_ISDIR(os.stat(path).st_mode) else 1
+        info = os.stat(path)
     except OSError:
-        return 1 if os.path.lexists(path) else 0
+        return (1,) if os.path.lexists(path) else (0,)
+    kind = 2 if stat.S_ISDIR(info.st_mode) else 1
+    return (kind, info.st_dev, info.st_ino, info.st_ctime_ns) if changes else (kind, info.st_dev, info.st_ino)
 
 
 def spec_key(argv: Sequence[str], payload: bytes, env: Mapping[str, str]) -> str:

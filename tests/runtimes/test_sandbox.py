@@ -276,6 +276,16 @@ def test_a_hidden_path_reads_as_nothing_unless_declared(project: Project, langua
     assert (granted.status, granted.output.strip()) == ("ok", "PRIVATE KEY")
 
 
+def test_the_functions_dotenv_files_read_as_nothing(project: Project, language: str) -> None:
+    """Both files toolexec reads values from (``functions/.env``, then ``functions/tools/.env``): a confined tool gets
+    only the values it declares, so neither file may be read (``tools/.env`` was readable)."""
+    for dotenv in (project.root / "functions" / ".env", project.tools / ".env"):
+        dotenv.write_text("SECRET_TOKEN=hunter2\n")
+        result = _call(project, language, "read", str(dotenv))
+        assert result.status == "error" and "hunter2" not in result.output + result.stderr + (result.error or ""), dotenv
+        dotenv.unlink()
+
+
 def test_toolexec_secrets_never_reach_a_confined_tool(project: Project, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
     result = _call(project, language, "env", "SECRET_TOKEN")

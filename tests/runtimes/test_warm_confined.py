@@ -184,6 +184,35 @@ def test_a_hidden_path_made_after_the_server_started_stays_hidden(project: Proje
     assert before["in_call"]["key"] == after["in_call"]["key"] == "No such file or directory"
 
 
+@pytest.mark.parametrize("change", ["link repointed", "directory made again"])
+def test_a_hidden_path_replaced_after_the_server_started_stays_hidden(project: Project, change: str) -> None:
+    """A cover is a mount on the file the hidden path named when the server's sandbox was made: once the path names
+    another (a symbolic link pointed elsewhere, as a dotfiles manager does; the directory removed and made again), an
+    old server would show what it names now. A new server covers it, as a cold call's bwrap would."""
+    project.tool("probe.py", PROBE)
+    home = Path.home()
+    for keys in ("keys-a", "keys-b"):
+        (home / keys).mkdir()
+        (home / keys / "id_ed25519").write_text("PRIVATE KEY")
+    ssh = home / ".ssh"
+    if change == "link repointed":
+        ssh.symlink_to("keys-a")
+    else:
+        ssh.mkdir()
+    with _executor(project) as executor:
+        before = _look(executor)
+        if change == "link repointed":
+            ssh.unlink()
+            ssh.symlink_to("keys-b")
+        else:
+            ssh.rmdir()
+            ssh.mkdir()
+            (ssh / "id_ed25519").write_text("PRIVATE KEY")
+        after = _look(executor)
+        assert (executor.config.state.tool_cache("probe") / "loads").read_text() == "xx"  # two servers, each warm
+    assert before["in_call"]["key"] == after["in_call"]["key"] == "No such file or directory"
+
+
 WRITER = '''
 import os
 
@@ -227,6 +256,45 @@ def test_a_policy_that_writes_cwd_gets_a_server_per_working_directory(
     # the private /tmp, as for a cold call)
     assert answers == [("ok", "No such file or directory")] * 2
     assert ((first / "out").read_text(), (second / "out").read_text()) == (str(first), str(second))
+
+
+CONFIG_WRITER = '''
+def run(text: str) -> str:
+    """Write toolexec's config in the working directory.
+
+    Warm: true
+    Writes: cwd
+    Network: none
+
+    Args:
+        text: what to write
+    """
+    try:
+        with open("config.yaml", "a") as handle:
+            handle.write(text)
+        return "written"
+    except OSError as exc:
+        return exc.strerror
+'''
+
+
+def test_a_protected_file_replaced_after_the_server_started_stays_read_only(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor saves toolexec's config by writing a new file and renaming it over the old: an old server's cover (a
+    read-only bind of the old file) leaves the new one writable in a place the policy writes."""
+    project.tool("config_writer.py", CONFIG_WRITER)
+    config = project.configure()
+    monkeypatch.chdir(project.root)
+    with Executor(config, warm=True) as executor:
+        first = executor.call("config_writer", {"text": "# first"})
+        saved = project.root / "config.yaml.new"
+        saved.write_text(config.read_text())
+        os.replace(saved, config)
+        second = executor.call("config_writer", {"text": "# second"})
+        assert len(running_servers()) == 1  # warm (the first server retired)
+    assert [(r.status, r.output) for r in (first, second)] == [("ok", "Permission denied")] * 2
+    assert "#" not in config.read_text()
 
 
 LOADS_A_PROCESS = '''
