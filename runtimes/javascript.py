@@ -38,18 +38,25 @@ class JavaScriptRuntime:
         )
 
 
-def warm_spec(tool: ToolDeclaration, argv: list[str], site: Site, additions: dict[str, str]) -> WarmSpec | None:
+def warm_spec(
+    tool: ToolDeclaration, argv: list[str], site: Site, additions: dict[str, str], runs: str | None = None
+) -> WarmSpec | None:
     """How a call of ``tool`` runs warm (:mod:`toolexec.runtimes.warm_node`: a spare started ahead, the tool imported),
     when the site asks for it and the program is node itself (bun and deno run cold): the spare is ``argv`` as a cold
-    call runs it, keyed by the tool's source text as the call's snapshot holds it."""
+    call runs it, keyed by the tool's source text as the call's snapshot holds it, or by the text of ``runs`` (what
+    node runs instead: a TypeScript tool's transpile, which an esbuild bundle makes of its siblings too; the spare
+    does not list that file among those it loaded, its text being its key)."""
     if not site.warm or not awaits_file_limit(argv):
         return None
     from toolexec.runtimes.warm import WarmSpec, server_environment, spec_key
 
     env = {**server_environment({**site.env, **additions}), **compile_cache(argv, site)}
-    payload = (site.code if site.code is not None else Path(tool.source).read_text(errors="surrogateescape")).encode(
-        "utf-8", "surrogateescape"
-    )
+    if runs is not None:
+        payload = Path(runs).read_bytes()
+    else:
+        payload = (site.code if site.code is not None else Path(tool.source).read_text(errors="surrogateescape")).encode(
+            "utf-8", "surrogateescape"
+        )
     return WarmSpec(
         kind="node-spare",
         tool=tool.name,

@@ -61,7 +61,7 @@ class TypeScriptRuntime:
             env_additions=additions,
             notes=notes,
             awaits_file_limit=awaits_file_limit(argv),
-            warm=warm_spec(tool, argv, site, additions),
+            warm=warm_spec(tool, argv, site, additions, runs=argv[-1] if argv[-1] != tool.source else None),
         )
 
 
