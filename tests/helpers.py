@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,26 @@ def zombies_of(parent: int | None = None) -> set[int]:
         if fields[0] == "Z" and int(fields[1]) == parent:
             found.add(int(name))
     return found
+
+
+def in_forked_child(work: Callable[[], object]) -> str:
+    """``repr(work())`` as a forked child of this process computed it (the child exits at once after): what a
+    process forked from this one sees of its parent's state. Fails the test if the child did not exit 0."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # threads other tests left: the child runs ``work`` only, then exits at once
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.write(write, repr(work()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as report:
+        said = report.read()
+    assert os.waitpid(pid, 0)[1] == 0, said
+    return said
 
 
 def read_pid(path: Path) -> int:

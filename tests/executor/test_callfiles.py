@@ -10,13 +10,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import in_forked_child
 from toolexec.callfiles import FilePool, call_files
 
 
@@ -276,23 +276,15 @@ def test_a_pool_keeps_a_bounded_number_of_sets_per_tool(private_tmpdir: Path) ->
 def test_a_process_forked_from_a_pool_never_takes_its_parents_sets(private_tmpdir: Path) -> None:
     pool = FilePool()
     kept = _sealed_call(pool)
-    read, write = os.pipe()
-    with warnings.catch_warnings():  # threads other tests left: the child only touches the pool and exits at once
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: a set of its own, made fresh and removed; closing its copy removes nothing of the parent's
-        try:
-            with call_files("echo", pool=pool) as files:
-                files.sealed = True
-                mine = files.paths
-            pool.close()
-            os.write(write, repr((set(mine) & set(kept), Path(mine[0]).parent == private_tmpdir)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as report:
-        said = report.read()
-    assert os.waitpid(pid, 0)[1] == 0
+
+    def child() -> tuple[set[str], bool]:  # a set of its own, made fresh and removed; closing its copy removes nothing
+        with call_files("echo", pool=pool) as files:
+            files.sealed = True
+            mine = files.paths
+        pool.close()
+        return set(mine) & set(kept), Path(mine[0]).parent == private_tmpdir
+
+    said = in_forked_child(child)
     assert said == repr((set(), True))
     with call_files("echo", pool=pool) as files:  # the parent's set is still there, and its own
         assert files.paths == kept

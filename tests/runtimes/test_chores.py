@@ -3,10 +3,9 @@ little for more before it ends, drained at close; a forked child does its own.""
 
 from __future__ import annotations
 
-import os
 import threading
-import warnings
 
+from tests.helpers import in_forked_child
 from toolexec.runtimes.chores import Chores
 
 
@@ -65,22 +64,13 @@ def test_a_forked_child_does_its_own_chores() -> None:
     chores = Chores("test-forked", linger=30.0)
     held = threading.Event()
     chores.add(lambda: held.wait(10))  # the parent's thread is busy (and its lock may be taken) at the fork
-    read, write = os.pipe()
-    with warnings.catch_warnings():  # threads: the child only uses the chores and exits at once
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:
-        try:
-            done: list[str] = []
-            chores.add(lambda: done.append(threading.current_thread().name))
-            drained = chores.drain(10)
-            os.write(write, repr((drained, done)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as report:
-        said = report.read()
-    assert os.waitpid(pid, 0)[1] == 0
+
+    def child() -> tuple[bool, list[str]]:
+        done: list[str] = []
+        chores.add(lambda: done.append(threading.current_thread().name))
+        return chores.drain(10), done
+
+    said = in_forked_child(child)
     held.set()
     assert chores.drain(10)
     assert said == repr((True, ["test-forked"]))
