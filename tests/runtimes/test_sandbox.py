@@ -319,6 +319,26 @@ def test_the_agents_dotenv_files_read_as_nothing(project: Project, language: str
         assert (result.status, result.output.strip()) == ("ok", "OTHER_TOKEN=hunter2-other"), result
 
 
+def test_the_agents_folder_beside_the_functions_stays_read_only(
+    project: Project, language: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Agents beside the functions (``<root>/agents``), under a working directory the tool's policy writes: the
+    agents' definitions and functions (which run unconfined unless they declare a policy) stay read-only."""
+    file, source = TOOLS[language]
+    project.tool(file, source)
+    helper = project.root / "agents" / "helper"
+    helper.mkdir(parents=True)
+    (helper / "index.yaml").write_text("name: helper\ndescription: An agent.\ninstructions: Help.\n")
+    (helper / "tools.txt").write_text(f"{file}\n")
+    monkeypatch.chdir(project.root)
+    with project.executor([file], sandbox_policies={"hostile": {"writes": ["cwd"]}}) as executor:
+        planted = helper / "tools.txt"
+        result = executor.call("hostile", {"action": "write", "arg": str(planted)})
+        assert result.status == "error" and planted.read_text() == f"{file}\n", result
+        granted = executor.call("hostile", {"action": "write", "arg": str(project.root / "granted")})
+        assert (granted.status, granted.output.strip()) == ("ok", "wrote"), granted
+
+
 def test_toolexec_secrets_never_reach_a_confined_tool(project: Project, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
     result = _call(project, language, "env", "SECRET_TOKEN")
