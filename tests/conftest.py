@@ -122,7 +122,7 @@ def _warm_or_ahead(mode: str, request: pytest.FixtureRequest, monkeypatch: pytes
         sandbox: not silently spawned cold."""
         confined, start = launch.confinement, launch.warm
         expected = start is not None and start.confines and confined is not None and not confined.baseline
-        expected = expected and sandbox.mechanism()[0] == "bwrap"
+        expected = expected and sandbox.mechanism()[0] == "bwrap" and sandbox.calls_share(confined)
         already = len(asked)
         finished = run_process(launch, control)
         if expected and not any(getattr(spec, "confinement", None) is not None for spec in asked[already:]):
