@@ -288,6 +288,17 @@ def process_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
 
 
 @pytest.fixture
+def no_new_zombie() -> Iterator[None]:
+    """The test leaves no zombie of this process (a confined server's bwrap and its namespace's init are reaped when
+    it ends: retired, refused, closed)."""
+    from tests.helpers import zombies_of
+
+    before = zombies_of()
+    yield
+    assert zombies_of() - before == set()
+
+
+@pytest.fixture
 def project(tmp_path: Path) -> Project:
     return Project(tmp_path / "project")
 

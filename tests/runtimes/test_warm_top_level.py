@@ -14,28 +14,19 @@ call to the next is no more than what its cache carries).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import zombies_of
+from tests.helpers import confined_warm_usable
 from toolexec import Executor
 from toolexec.records import ToolCall
-from toolexec.runtimes import baseline, process_linux, sandbox
 
-pytestmark = pytest.mark.skipif(
-    not (baseline.usable() and process_linux.available() and sandbox.mechanism()[0] == "bwrap"),
-    reason="needs bwrap, PID namespaces, pidfd and /proc",
-)
-
-
-@pytest.fixture(autouse=True)
-def _no_zombie() -> Iterator[None]:
-    before = zombies_of()
-    yield
-    assert zombies_of() - before == set()
+pytestmark = [
+    pytest.mark.skipif(not confined_warm_usable(), reason="needs bwrap, PID namespaces, pidfd and /proc"),
+    pytest.mark.usefixtures("no_new_zombie"),  # (a confined server's bwrap and init are reaped when it ends)
+]
 
 
 # The top level switches the per-call cover of the calls' directory off and keeps every call's message in the
