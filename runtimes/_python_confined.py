@@ -183,7 +183,7 @@ class Confined:
         self._proc("/proc")
         if self.own_dev and os.path.isdir("/dev/shm"):  # what a call leaves there is gone with it, as a cold call's
             self._mount(None, "/dev", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _locked("/dev"))
-            self._mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777")
+            self._mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755")  # (as bwrap makes it)
         if not self.private_tmp:
             return
         places = _under_tmp()
