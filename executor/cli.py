@@ -627,6 +627,11 @@ def _warm_text(config: Any, tool: Any) -> str:
             return cold.replace("start, so", "start (no bwrap here for its server's sandbox), so")
         if not baseline.nests():
             return cold.replace("start, so", "start (nothing in a sandbox here may make the namespaces its server needs), so")
+        if policy.writes == () and policy.network != "all":  # (runtimes.sandbox.calls_share)
+            return (
+                "no: its policy lets no call keep anything for the next (writes: none, no open network), and the calls "
+                "of a warm server share what the tool's top level keeps in it, so it runs cold"
+            )
         return (
             "yes: each call is a process forked from a server that loaded the tool once inside its sandbox, in a PID "
             "namespace of its own (Executor, toolexec mcp)"

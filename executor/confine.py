@@ -39,7 +39,8 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     writable = [cache if place == "cache" else os.getcwd() if place == "cwd" else _expand(place) for place in writes]
     hidden = [_expand(path) for path in config.sandbox_hide]
     dotenv = [str(config.functions_dir / ".env"), str(config.functions_dir / "tools" / ".env")]  # (what dotenv_values reads)
-    hidden += [str(config.path), *dotenv, str(state.root / "cache"), str(user_config_dir())]
+    agents_hidden, agents_protected = agents_places(config)
+    hidden += [str(config.path), *dotenv, *agents_hidden, str(state.root / "cache"), str(user_config_dir())]
     hidden += servers_folders()
     if config.audit_log is not None:  # every call's arguments (when configured) and who made it
         hidden.append(str(config.audit_log))
@@ -49,6 +50,7 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     if cache not in writable:
         revealed.append(cache)
     protected = [str(path) for path in (config.path, config.functions_dir, state.root, user_cache_dir())]
+    protected += agents_protected
     found = Confinement(
         network="all" if policy.network == "all" else "none",
         allowed=policy.network if isinstance(policy.network, tuple) else (),
@@ -67,6 +69,40 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     if missing is not None:
         raise SandboxUnavailable(tool, missing)
     return found
+
+
+def agents_places(config: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What of the config's agents a confined tool may not touch: (what it may not read, what it may not write).
+
+    Not read: the ``.env`` files of the agent served and of every other in the agents folder, and of their root,
+    whether there yet or not (toolexec reads an agent's values from them, ``Agent.dotenv_files``; a confined tool gets
+    only the values it declares, as of ``functions/.env``). Not written: the agents folder (their definitions and
+    functions, which run unconfined unless they declare a policy), also when it lies beside the functions, under a
+    working directory a policy writes. Listed once per state of the folder."""
+    from toolexec.agent_folders import agents_dir
+
+    served = tuple(str(path) for path in config.agent.dotenv_files) if config.agent is not None else ()
+    found = agents_dir(config)
+    try:
+        info = os.stat(found) if found is not None else None
+    except OSError:
+        info = None
+    if found is None or info is None:
+        return served, ()
+    key = (str(found), info.st_dev, info.st_ino, info.st_mtime_ns)
+    listed = _agents_dotenv.get(key)
+    if listed is None:
+        try:
+            names = sorted(entry.name for entry in os.scandir(found) if entry.is_dir())
+        except OSError:
+            names = []
+        listed = (str(found.parent / ".env"), *(str(found / name / ".env") for name in names))
+        _agents_dotenv.clear()  # (one config's folder at a time, in practice)
+        _agents_dotenv[key] = listed
+    return tuple(dict.fromkeys((*served, *listed))), (str(found),)
+
+
+_agents_dotenv: dict[tuple[object, ...], tuple[str, ...]] = {}
 
 
 def servers_folders() -> list[str]:

@@ -298,11 +298,14 @@ class Engine:
         spare it starts in, if one was made for it); None when it is not (no spares here, unconfined, a network
         allow-list, a call that runs warm, a host without bwrap)."""
         confined = launch.confinement
-        warm = launch.warm is not None and (confined is None or confined.baseline or launch.warm.confines)
-        if self.spares is None or confined is None or warm:  # a warm call's server isolates it
+        if self.spares is None or confined is None:
             return None
+        from toolexec.runtimes.sandbox import calls_share
         from toolexec.runtimes.sandbox_spare import eligible
 
+        start = launch.warm
+        if start is not None and (confined.baseline or (start.confines and calls_share(confined))):
+            return None  # a warm call's server isolates it
         if not eligible(confined):
             return None
         if not confined.baseline:

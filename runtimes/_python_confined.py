@@ -15,8 +15,10 @@ user namespaces of its own (as any process there may: a cold call's tool can too
   it covers, no read-only place made writable), so the tool's top level, which runs there, cannot undo the view.
 
 Each call's init (:meth:`Confined.fork_alone`: a helper forks it in a new PID namespace and exits, so the server, the
-init of its own namespace, adopts it) takes a mount namespace with a ``/proc`` of its own (the same covers) and a new
-empty private ``/tmp`` with the places the view binds under ``/tmp`` bound again (where the view's ``/tmp`` is private:
+init of its own namespace, adopts it) takes a mount and an IPC namespace (and, under ``network: none``, a network
+namespace with its loopback up) of its own, as a cold call's bwrap makes them, a ``/proc`` of its own (the same
+covers), bwrap's ``/dev`` read-only with a ``/dev/shm`` of its own (what a call leaves in what the server made once
+would be there for the next call), and a new empty private ``/tmp`` with the places the view binds under ``/tmp`` bound again (where the view's ``/tmp`` is private:
 a policy that reads or writes ``/tmp`` itself sees the host's, warm as cold). The call's process covers the
 server's calls' directory with an empty one and binds back only its own files (:meth:`Confined.own_files`), before
 it drops every capability: what it sees is what a cold call's bwrap would show it.
@@ -24,10 +26,15 @@ it drops every capability: what it sees is what a cold call's bwrap would show i
 Like the zygote, this runs under whatever Python the tool names: no syntax newer than 3.8, no third-party import.
 """
 
+import fcntl
 import os
+import socket
 import stat
+import struct
 
 _CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWNET = 0x40000000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
@@ -47,10 +54,15 @@ class Confined:
 
     late_drop = True  # the call's process drops its capabilities once it has its own files bound
 
-    def __init__(self, base, uid, gid, home, private_tmp=True):
+    def __init__(self, base, uid, gid, home, private_tmp=True, own_network=False, own_dev=False):
         self.base = base
         self.uid, self.gid, self.home = uid, gid, home
         self.private_tmp = private_tmp  # the view's /tmp is its own (else the host's, bound: a cold call's is too)
+        # ``network: none``: each call a network namespace of its own, with its own loopback (as a cold call's bwrap
+        # makes one); else the server's (the host's, or the one its allow-list's forwarder listens in)
+        self.own_network = own_network
+        # bwrap's /dev (no policy place under it): read-only to each call, with a /dev/shm of its own
+        self.own_dev = own_dev
         self.libc = base.libc
         # What the forwarder of a network allow-list's proxy set (the server's, for all its calls): each call's too
         self.added_env = {name: os.environ[name] for name in _PROXY_VARIABLES if name in os.environ}
@@ -159,11 +171,19 @@ class Confined:
         return int(data) if data else -1
 
     def own_proc(self):
-        """In a call's init: a mount namespace of its own, a /proc of its namespace, and a private /tmp (empty, with
-        the view's places under /tmp bound again)."""
-        self._check(self.libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        """In a call's init: a mount and an IPC namespace of its own (System V objects a call makes go with it, and
+        no call reaches another's), under ``network: none`` a network namespace too (its own loopback: no call
+        reaches another's listener), a /proc of its namespace, and a private /tmp (empty, with the view's places under
+        /tmp bound again)."""
+        flags = _CLONE_NEWNS | _CLONE_NEWIPC | (_CLONE_NEWNET if self.own_network else 0)
+        self._check(self.libc.unshare(flags), "unshare(CLONE_NEWNS|CLONE_NEWIPC)")
+        if self.own_network:
+            _loopback_up()
         self._mount("none", "/", None, _MS_REC | _MS_SLAVE)
         self._proc("/proc")
+        if self.own_dev and os.path.isdir("/dev/shm"):  # what a call leaves there is gone with it, as a cold call's
+            self._mount(None, "/dev", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _locked("/dev"))
+            self._mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755")  # (as bwrap makes it)
         if not self.private_tmp:
             return
         places = _under_tmp()
@@ -215,12 +235,29 @@ class Confined:
 
 
 def enter(spec, base):
-    """The confined server's namespaces (``spec``: ``UID:GID:PRIVATE_TMP:HOME``, from toolexec); the :class:`Confined`
-    the zygote forks its calls with."""
-    uid, gid, private_tmp, home = spec.split(":", 3)
-    confined = Confined(base, int(uid), int(gid), home, private_tmp == "1")
+    """The confined server's namespaces (``spec``: ``UID:GID:PRIVATE_TMP:OWN:HOME``, ``OWN``
+    holding ``n`` for a network namespace per call, ``d`` for a /dev per call, from toolexec); the
+    :class:`Confined` the zygote forks its calls with."""
+    uid, gid, private_tmp, own, home = spec.split(":", 4)
+    confined = Confined(base, int(uid), int(gid), home, private_tmp == "1", "n" in own, "d" in own)
     confined.enter()
     return confined
+
+
+def _locked(path):
+    """The flags of the mount at ``path`` that a remount in a user namespace must keep (the kernel locked them)."""
+    kept = os.statvfs(path).f_flag
+    flags = kept & (_MS_NOSUID | _MS_NODEV | _MS_NOEXEC | 1024 | 2048)  # (ST_/MS_ NOATIME 1024, NODIRATIME 2048)
+    return flags | (1 << 21 if kept & 4096 else 0)  # ST_RELATIME is MS_RELATIME
+
+
+def _loopback_up():
+    """Bring up the loopback of a new network namespace (down when made), as bwrap does for a cold call's."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as handle:
+        request = struct.pack("16sH22x", b"lo", 0)
+        flags = struct.unpack("16sH22x", fcntl.ioctl(handle, siocgifflags, request))[1]
+        fcntl.ioctl(handle, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
 
 
 def _under_tmp():

@@ -518,8 +518,9 @@ def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
     """Whether a warm call keeps what ``confinement`` guarantees: nothing to keep; the baseline alone where this host
     makes its namespaces and the tool's server can give each call a PID namespace of its own (Python's can, a bash
     cannot); or a declared policy (or strict's) where the tool's server can live inside the tool's sandbox, made by
-    bwrap, and the call's files are in that server's calls' directory (:meth:`WarmPool.home`). Else (the Landlock
-    fallback) the call runs cold."""
+    bwrap, the call's files are in that server's calls' directory (:meth:`WarmPool.home`), and the tool's cold calls
+    could pass anything to one another already (:func:`sandbox.calls_share`). Else (the Landlock fallback, a policy
+    with no place to keep anything) the call runs cold."""
     if confinement is None:
         return True
     if not (warm.isolates and baseline.usable()):
@@ -527,6 +528,8 @@ def _warm_holds(confinement: Confinement | None, warm: WarmStart) -> bool:
     if confinement.baseline:
         return True
     if not warm.confines or sandbox.mechanism()[0] != "bwrap" or not confinement.files:
+        return False
+    if not sandbox.calls_share(confinement):  # its cold calls keep nothing from one another; a server's would
         return False
     home = warm.pool.home(warm.spec.tool)
     return home is not None and all(os.path.dirname(path) == home for path in confinement.files)

@@ -16,6 +16,7 @@ do). What cannot be enforced on this host is refused by :func:`problem`, never r
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from toolexec.recordtype import field, record
@@ -51,6 +52,39 @@ class Confinement:
     cpu: int | None = None
     processes: int | None = None
     file_size: int | None = None
+
+
+def places_state(confinement: Confinement) -> tuple[tuple[int, ...], ...]:
+    """What each place of ``confinement``'s view names now (:func:`place_state`; hidden and protected places with
+    their ctime): a sandbox made ahead of its call (a warm server, a spare) is another call's once this changes."""
+    covered = (*confinement.hidden, *confinement.protected)
+    places = (*confinement.writable, *confinement.revealed, *confinement.visible)
+    return (*(place_state(path, True) for path in covered), *(place_state(path) for path in places))
+
+
+def place_state(path: str, changes: bool = False) -> tuple[int, ...]:
+    """(0,): not there; (1,): there but unreadable (a dangling link); else (2 for a directory or 1, its device, its
+    inode and, with ``changes``, its ctime), followed as the view's binds follow it. A cover is a mount on the file the
+    path named when the sandbox was made: once the path names another (a link pointed elsewhere, a file replaced by a
+    rename, a directory removed and made again, which may get the same inode number: hence the ctime of what is
+    hidden or protected), it is uncovered in that sandbox, so it is another call's."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (1,) if os.path.lexists(path) else (0,)
+    kind = 2 if stat.S_ISDIR(info.st_mode) else 1
+    return (kind, info.st_dev, info.st_ino, info.st_ctime_ns) if changes else (kind, info.st_dev, info.st_ino)
+
+
+def calls_share(confinement: Confinement) -> bool:
+    """Whether the calls of a tool under ``confinement`` can pass anything to one another cold: a place it may write
+    besides its own files and private ``/tmp`` (its cache, the working directory, a path), or the open network.
+
+    A warm server inside the sandbox gives every call a fork of what the tool's top level left in it, and that code
+    (the tool's author's) is the server: it can keep each call's message, or undo each call's cover of the others'
+    files, for the next call to read. That gives its calls nothing more than this, so a warm server is used only
+    where this holds; elsewhere (``writes: none`` and no open network) the call runs cold."""
+    return bool(confinement.writable) or confinement.network == "all"
 
 
 def bwrap() -> str | None:

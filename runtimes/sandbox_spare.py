@@ -15,7 +15,9 @@ with an empty one; the call's comes with its go). The time limit counts from the
 the rlimits are set at the go (the launcher's own start, ~10 ms of CPU before it, counts towards RLIMIT_CPU). A spare
 is checked at its call: it is used only for a call whose confinement (policy, limits, the places it sees and writes),
 view (the hidden paths as they are now, the places its program needs seen) and working directory are the spare's, and
-whose files are as they were made (the same inodes, still empty: nothing pre-seeded them); else it is discarded and
+whose files are as they were made (the same inodes, still empty: nothing pre-seeded them), and whose places each name
+what they named when its bwrap started (a hidden ``~/.ssh`` made again, or its link pointed elsewhere, is uncovered in
+it: :func:`toolexec.runtimes.sandbox.places_state`); else it is discarded and
 the call runs cold. A dead spare (its bwrap killed from outside) is noticed and the call runs cold.
 
 The next spare is made after the call has ended, on a thread of its own that first waits (5 ms at most) until no call
@@ -131,6 +133,7 @@ class Spare:
         born: int,
         launcher: tuple[int, int | None] = (0, None),
         python: str | None = None,
+        state: tuple[tuple[int, ...], ...] = (),
     ) -> None:
         self.recipe, self.confinement, self.proc, self.held = recipe, confinement, proc, held
         self._control: socket.socket | None = control
@@ -140,6 +143,7 @@ class Spare:
         self.made = time.monotonic()
         self.python = python
         self.view = _view(confinement, recipe.places, python)
+        self.state = state  # what each place of its view named before its bwrap started (sandbox.places_state)
         self.files = confinement.files
         self._identities = tuple(_identity(path) for path in self.files)
         self.consumed = False  # gone to its call, or discarded
@@ -177,6 +181,8 @@ class Spare:
         make: the same confinement (its files are this spare's), working directory and view, as they are now."""
         if confinement != self.confinement or cwd != self.recipe.cwd:
             return False
+        if not confinement.baseline and sandbox.places_state(confinement) != self.state:
+            return False  # a hidden path made again, or a link to it pointed elsewhere: uncovered in this sandbox
         return _view(confinement, places(argv), self.python) == self.view
 
     def limit(self, confinement: Confinement, *, strict: bool) -> bool:
@@ -278,6 +284,7 @@ def _start(recipe: Recipe, confinement: Confinement, python: str) -> Spare | Non
     held: Held | None = None
     proc: subprocess.Popen[bytes] | None = None
     launcher = launcher_argv(python)
+    state = sandbox.places_state(confinement) if not confinement.baseline else ()  # (before bwrap covers them)
     try:
         if confinement.baseline:
             argv, held = baseline.wrap(confinement, launcher, gate)
@@ -326,7 +333,7 @@ def _start(recipe: Recipe, confinement: Confinement, python: str) -> Spare | Non
         if not isinstance(exc, Exception):
             raise
         return None
-    return Spare(recipe, confinement, proc, ours, held, child, born, launched, python)
+    return Spare(recipe, confinement, proc, ours, held, child, born, launched, python, state)
 
 
 LAUNCHER_WAIT = 10.0  # seconds the making thread waits for a sandbox's launcher to say it waits

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import threading
 import time
 import weakref
 from importlib import import_module
 
 from toolexec.recordtype import field, record, replace
+from toolexec.runtimes.sandbox import places_state
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -411,10 +411,8 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
     (the working directory of ``writes: cwd`` among them), the hidden paths, whether each place is there now (and a
     directory), and ``home``. Made once for the same inputs (a call's own files and limits are not among them)."""
     server_env = server_environment(env)
-    covered = (*confinement.hidden, *confinement.protected)
-    places = (*confinement.writable, *confinement.revealed, *confinement.visible)
     shape = tuple(getattr(confinement, name) for name in _VIEWED)
-    states = (*(_place_state(path, True) for path in covered), *(_place_state(path) for path in places))
+    states = places_state(confinement)
     memo = (spec.key, shape, home, tuple(server_env.items()), states)
     found = _confined.get(memo)
     if found is not None:
@@ -437,20 +435,6 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
 # What a confined server's view and bounds are made of (its calls' files, CPU seconds and processes are each call's).
 _VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected", "hidden", "revealed", "memory", "file_size")
 _confined: dict[tuple[object, ...], WarmSpec] = {}
-
-
-def _place_state(path: str, changes: bool = False) -> tuple[int, ...]:
-    """(0,): not there; (1,): there but unreadable (a dangling link); else (2 for a directory or 1, its device, its
-    inode and, with ``changes``, its ctime), followed as the view's binds follow it. A cover is a mount on the file the
-    path named when the server's sandbox was made: once the path names another (a link pointed elsewhere, a file
-    replaced by a rename, a directory removed and made again, which may get the same inode number: hence the ctime of
-    what is hidden or protected), it is uncovered in that server, so it is another server's."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return (1,) if os.path.lexists(path) else (0,)
-    kind = 2 if stat.S_ISDIR(info.st_mode) else 1
-    return (kind, info.st_dev, info.st_ino, info.st_ctime_ns) if changes else (kind, info.st_dev, info.st_ino)
 
 
 def spec_key(argv: Sequence[str], payload: bytes, env: Mapping[str, str]) -> str:

@@ -56,7 +56,8 @@ def unregister(pid: int) -> None:
 
 ISOLATE_VARIABLE = "TOOLEXEC_ZYGOTE_ISOLATE"
 MARK_PLACEHOLDER = "-" * 24  # as long as a call's marker (process.run_process: 12 random bytes in hex)
-CONFINE_VARIABLE = "TOOLEXEC_ZYGOTE_CONFINE"  # UID:GID:PRIVATE_TMP:HOME of a server in its tool's sandbox (_python_confined)
+# UID:GID:PRIVATE_TMP:OWN:HOME of a server in its tool's sandbox (_python_confined)
+CONFINE_VARIABLE = "TOOLEXEC_ZYGOTE_CONFINE"
 
 
 def isolated_argv(argv: list[str]) -> list[str]:
@@ -250,7 +251,10 @@ class ForkServer(ServerProcess):
                 confinement = self.spec.confinement
                 tmp = ("/tmp", "/tmp/")  # a policy that reads or writes /tmp itself: a cold call's /tmp is the host's
                 private = not any(path in tmp for path in (*confinement.writable, *confinement.visible, *confinement.revealed))
-                env[CONFINE_VARIABLE] = f"{os.getuid()}:{os.getgid()}:{int(private)}:{self.spec.home}"
+                own = "n" if confinement.network == "none" and not confinement.allowed else ""  # each call its loopback
+                places = (*confinement.writable, *confinement.visible, *confinement.revealed)
+                own += "" if any(path == "/dev" or path.startswith("/dev/") for path in places) else "d"  # and /dev/shm
+                env[CONFINE_VARIABLE] = f"{os.getuid()}:{os.getgid()}:{int(private)}:{own}:{self.spec.home}"
                 if self.spec.confinement.allowed:
                     self.proxy = Proxy(self.spec.confinement.allowed)
                 forwarder = self.proxy.prefix(sys.executable) if self.proxy is not None else ()

@@ -122,7 +122,7 @@ def _warm_or_ahead(mode: str, request: pytest.FixtureRequest, monkeypatch: pytes
         sandbox: not silently spawned cold."""
         confined, start = launch.confinement, launch.warm
         expected = start is not None and start.confines and confined is not None and not confined.baseline
-        expected = expected and sandbox.mechanism()[0] == "bwrap"
+        expected = expected and sandbox.mechanism()[0] == "bwrap" and sandbox.calls_share(confined)
         already = len(asked)
         finished = run_process(launch, control)
         if expected and not any(getattr(spec, "confinement", None) is not None for spec in asked[already:]):
@@ -285,6 +285,17 @@ def process_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     if request.param == "portable":
         monkeypatch.delattr(os, "pidfd_open")  # proof, in this process, that the portable path never needs it
     return str(request.param)
+
+
+@pytest.fixture
+def no_new_zombie() -> Iterator[None]:
+    """The test leaves no zombie of this process (a confined server's bwrap and its namespace's init are reaped when
+    it ends: retired, refused, closed)."""
+    from tests.helpers import zombies_of
+
+    before = zombies_of()
+    yield
+    assert zombies_of() - before == set()
 
 
 @pytest.fixture

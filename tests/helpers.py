@@ -391,3 +391,11 @@ class Ordinary:
         return subprocess.run(
             [*self.prefix, *argv], input=input, capture_output=True, text=True, env=self.env, cwd=self.root, timeout=timeout
         )
+
+
+def confined_warm_usable() -> bool:
+    """Whether a warm Python server can live inside its tool's sandbox here (runtimes/_python_confined.py): bwrap,
+    PID namespaces, pidfd and /proc."""
+    from toolexec.runtimes import baseline, process_linux, sandbox
+
+    return baseline.usable() and process_linux.available() and sandbox.mechanism()[0] == "bwrap"

@@ -286,6 +286,59 @@ def test_the_functions_dotenv_files_read_as_nothing(project: Project, language: 
         dotenv.unlink()
 
 
+@pytest.mark.parametrize("served", ["agent", "tools"])
+def test_the_agents_dotenv_files_read_as_nothing(project: Project, language: str, served: str) -> None:
+    """The ``.env`` files toolexec reads an agent's values from (its own, its root's) and those of the other agents:
+    a confined tool, the agent's own shared tool or a tool of the functions, reads none of them (they were readable:
+    ``confinement()`` was not told of agents), nor writes the agents' folder."""
+    file, source = TOOLS[language]
+    project.tool(file, source)
+    agents = project.root / "functions" / "agents"
+    for name in ("helper", "other"):
+        (agents / name).mkdir(parents=True)
+        (agents / name / "index.yaml").write_text(f"name: {name}\ndescription: An agent.\ninstructions: Help.\n")
+        (agents / name / "tools.txt").write_text(f"{file}\n")
+        (agents / name / ".env").write_text(f"{name.upper()}_TOKEN=hunter2-{name}\n")
+    from toolexec import Executor
+
+    config = project.configure([file])
+    with Executor(config, agent="helper") if served == "agent" else Executor(config) as executor:
+        for dotenv in (agents / "helper" / ".env", agents / "other" / ".env"):
+            result = executor.call("hostile", {"action": "read", "arg": str(dotenv)})
+            said = result.output + result.stderr + (result.error or "")
+            assert result.status == "error" and "hunter2" not in said, (dotenv, result)
+        planted = agents / "helper" / "planted"
+        result = executor.call(
+            "hostile",
+            {"action": "write", "arg": str(planted)},
+        )
+        assert result.status == "error" and not planted.exists(), result
+    granted = {"reads": [str(agents / "other" / ".env")]}
+    with project.executor([file], sandbox_policies={"hostile": granted}) as executor:
+        result = executor.call("hostile", {"action": "read", "arg": str(agents / "other" / ".env")})
+        assert (result.status, result.output.strip()) == ("ok", "OTHER_TOKEN=hunter2-other"), result
+
+
+def test_the_agents_folder_beside_the_functions_stays_read_only(
+    project: Project, language: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Agents beside the functions (``<root>/agents``), under a working directory the tool's policy writes: the
+    agents' definitions and functions (which run unconfined unless they declare a policy) stay read-only."""
+    file, source = TOOLS[language]
+    project.tool(file, source)
+    helper = project.root / "agents" / "helper"
+    helper.mkdir(parents=True)
+    (helper / "index.yaml").write_text("name: helper\ndescription: An agent.\ninstructions: Help.\n")
+    (helper / "tools.txt").write_text(f"{file}\n")
+    monkeypatch.chdir(project.root)
+    with project.executor([file], sandbox_policies={"hostile": {"writes": ["cwd"]}}) as executor:
+        planted = helper / "tools.txt"
+        result = executor.call("hostile", {"action": "write", "arg": str(planted)})
+        assert result.status == "error" and planted.read_text() == f"{file}\n", result
+        granted = executor.call("hostile", {"action": "write", "arg": str(project.root / "granted")})
+        assert (granted.status, granted.output.strip()) == ("ok", "wrote"), granted
+
+
 def test_toolexec_secrets_never_reach_a_confined_tool(project: Project, language: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
     result = _call(project, language, "env", "SECRET_TOKEN")

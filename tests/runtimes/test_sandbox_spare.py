@@ -268,6 +268,47 @@ def test_a_spare_made_before_a_hidden_path_appeared_is_not_used(project: Project
         assert (result.output, went) == ("refused: No such file or directory", [])
 
 
+@pytest.mark.parametrize("change", ["link repointed", "directory made again", "config replaced by a rename"])
+def test_a_spare_made_before_a_hidden_or_protected_path_changed_is_not_used(
+    project: Project, went: list[Any], change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cover is a mount on what the path named when the spare's bwrap started: once it names another (a ``~/.ssh``
+    link pointed elsewhere, the directory removed and made again, toolexec's ``config.yaml`` replaced by a rename),
+    that is uncovered in the spare (it read the new key). The call runs cold, whose bwrap covers what is there now."""
+    home = Path.home()
+    ssh = home / ".ssh"
+    for keys in ("keys-a", "keys-b"):
+        (home / keys).mkdir()
+        (home / keys / "id_ed25519").write_text(f"PRIVATE KEY {keys}")
+    if change == "link repointed":
+        ssh.symlink_to("keys-a")
+    else:
+        ssh.mkdir()
+    monkeypatch.chdir(project.root)  # (config.yaml lies in the working directory, which the policy writes)
+    policy = {**POLICY, "writes": ["cache", "cwd"]}
+    with _executor(project, sandbox_policies={"probe": policy, "other": policy}) as executor:
+        _primed(executor)
+        if change == "link repointed":
+            ssh.unlink()
+            ssh.symlink_to("keys-b")
+            target = ssh / "id_ed25519"
+        elif change == "directory made again":
+            ssh.rmdir()
+            ssh.mkdir()
+            (ssh / "id_ed25519").write_text("PRIVATE KEY made again")
+            target = ssh / "id_ed25519"
+        else:
+            saved = project.config.with_name("config.yaml.new")
+            saved.write_text(project.config.read_text())
+            saved.rename(project.config)  # (an editor's save): still read-only to the call
+            target = project.config
+        action = "write" if change == "config replaced by a rename" else "read"
+        result = executor.call("probe", {"action": action, "arg": str(target)})
+        refused = "Permission denied" if action == "write" else "No such file or directory"  # (covered: hidden)
+        assert (result.output, went) == (f"refused: {refused}", []), result
+    assert "pwned" not in project.config.read_text()
+
+
 def test_a_spare_made_in_another_working_directory_is_not_used(
     project: Project, went: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

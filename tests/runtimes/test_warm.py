@@ -350,9 +350,11 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
     project.tool("named.py", plain)
     project.tool("confined.py", PIDS)
     project.tool("listed.py", PIDS)
+    project.tool("kept.py", PIDS)
     project.tool("flat.js", "/**\n * Answer.\n * @warm\n */\nexport function run() {\n  return 1;\n}\n")
     project.tool("fast.sh", FAST["fast.sh"])
     policies = {"confined": {"network": "none"}, "listed": {"network": ["localhost:8080"]}}  # (its proxy: the server's)
+    policies["kept"] = {"network": "none", "writes": []}  # no call keeps anything for the next: a server's would
     config = project.configure(warm_tools=["named"], sandbox=sandbox, sandbox_policies=policies)
 
     def warm_line(tool: str) -> list[str]:
@@ -363,14 +365,19 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
     yes = "Warm: yes: each call is a process forked from a server that loaded the tool once (Executor, toolexec mcp)"
     js = "Warm: yes: each call is a fresh node started ahead of it with the tool imported (Executor, toolexec mcp)"
     if sandbox == "off":  # no policy applies, nor the baseline
-        expected = [[yes], [], [yes], [yes], [yes], [js], [yes]]
+        expected = [[yes], [], [yes], [yes], [yes], [js], [yes], [yes]]
     else:
         alone = yes.replace("once", "once, in a PID namespace of its own")
         js = js.replace("it with", "it in a PID namespace of its own with")
         policy = alone.replace("once,", "once inside its sandbox,")
         bash = "Warm: yes: each call runs in a bash that sourced the tool ahead of it, in a PID namespace of its own (Executor, toolexec mcp)"
-        expected = [[alone], [], [alone], [policy], [policy], [js], [bash]]
-    assert [warm_line(tool) for tool in ("pids", "plain", "named", "confined", "listed", "flat", "fast")] == expected
+        kept = (
+            "Warm: no: its policy lets no call keep anything for the next (writes: none, no open network), and the "
+            "calls of a warm server share what the tool's top level keeps in it, so it runs cold"
+        )
+        expected = [[alone], [], [alone], [policy], [policy], [js], [bash], [kept]]
+    tools = ("pids", "plain", "named", "confined", "listed", "flat", "fast", "kept")
+    assert [warm_line(tool) for tool in tools] == expected
 
 
 @contextlib.contextmanager

@@ -14,31 +14,22 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import Ordinary, alive, run_executor_script, zombies_of
+from tests.helpers import Ordinary, alive, confined_warm_usable, run_executor_script
 from toolexec import Executor
 from toolexec.records import ToolCall
-from toolexec.runtimes import baseline, process_linux, sandbox
+from toolexec.runtimes import baseline
 from toolexec.runtimes.warm_fork import running_servers
 
-pytestmark = pytest.mark.skipif(
-    not (baseline.usable() and process_linux.available() and sandbox.mechanism()[0] == "bwrap"),
-    reason="needs bwrap, PID namespaces, pidfd and /proc",
-)
-
-
-@pytest.fixture(autouse=True)
-def _no_zombie() -> Iterator[None]:
-    """A confined server's bwrap and its namespace's init are reaped when it ends (retired, refused, closed)."""
-    before = zombies_of()
-    yield
-    assert zombies_of() - before == set()
+pytestmark = [
+    pytest.mark.skipif(not confined_warm_usable(), reason="needs bwrap, PID namespaces, pidfd and /proc"),
+    pytest.mark.usefixtures("no_new_zombie"),  # (a confined server's bwrap and init are reaped when it ends)
+]
 
 
 PROBE = '''
