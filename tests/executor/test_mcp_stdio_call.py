@@ -153,13 +153,36 @@ def test_a_plain_call_is_answered_direct_with_the_sdks_exact_bytes(tools: Projec
             assert direct == through_sdk, (name, arguments)
             assert json.loads(direct)["id"] == request_id
         answered_direct = server.direct()
-        written = server.direct("wrote")
     finally:
         status, rest = server.finish()
+    written = server.direct("wrote")  # (once the server has ended: a thread says so after its answer has gone)
     assert answered_direct == [repr(request_id)] * len(CALLS)
     # each answer written by the call's own thread, no hop back to the event loop (but the calls refused before any
     # thread: their arguments are invalid)
     assert written == [f"{request_id!r} {where}" for where in ("call", "loop", "loop", "call", "call", "call", "call")]
+    assert (status, rest) == (0, b"")
+
+
+def test_an_answer_past_one_pipe_write_goes_out_through_the_event_loop_whole(tools: Project) -> None:
+    """An answer longer than one atomic pipe write (PIPE_BUF bytes) is not written by its call's thread (which could
+    write part of it): the event loop writes it, whole, byte for byte the SDK's; a short one right after it goes out
+    at once again."""
+    import select
+
+    server = Server(tools)
+    try:
+        big = {"name": "Ada", "times": select.PIPE_BUF // 5}  # ("hello Ada " each: twice PIPE_BUF)
+        direct = server.exchange(1, "tools/call", {"name": "greet", "arguments": big})
+        through_sdk = server.exchange(2, "tools/call", {"name": "greet", "arguments": big, "_meta": {}})
+        small = json.loads(server.exchange(3, "tools/call", {"name": "greet", "arguments": {"name": "Ada"}}))
+        answered_direct = server.direct()
+    finally:
+        status, rest = server.finish()
+    written = server.direct("wrote")
+    assert len(direct) > select.PIPE_BUF and json.loads(direct)["id"] == 1
+    assert direct.replace(b'"id":1', b'"id":2', 1) == through_sdk
+    assert small["result"]["content"][0]["text"] == "hello Ada"
+    assert (answered_direct, written) == (["1", "3"], ["3 call"])
     assert (status, rest) == (0, b"")
 
 
