@@ -284,14 +284,15 @@ class _Slot:
 
     def go(self, mode: bytes) -> bool:
         """Hand the slot's waiter its next call (its ``mode``); False when no waiter serves it (its first call, or its
-        waiter is gone: ``go`` has no reader), and the server must fork one."""
+        waiter is gone: ``go`` has no reader), and the server must fork one. OSError when ``go`` is full (of lines
+        toolexec did not write): the call is not started, and the slot is not used again."""
         with self._going:
             if not self.waited or self._go < 0:
                 return False
             self.waited = False
             try:
                 return os.write(self._go, mode + b"\n") == len(mode) + 1
-            except (BrokenPipeError, BlockingIOError):
+            except BrokenPipeError:
                 return False
 
     def stop(self) -> None:

@@ -136,6 +136,35 @@ def test_a_slots_waiter_starts_its_later_calls_and_one_gone_is_forked_again(proj
     assert os.listdir(private_tmpdir) == []
 
 
+def test_a_slot_whose_go_fifo_another_process_filled_is_not_used_again(project: Project, private_tmpdir: Path) -> None:
+    """A process of the user's that fills a slot's ``go`` FIFO (its waiter stopped, so nothing reads it) keeps no
+    call from running: the call that finds it full is not handed to that waiter (it runs cold), the slot is removed
+    (the waiter, continued, ends as it finds no slot), and the next call runs warm in a new slot."""
+    import signal
+
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        server, first = _first_call(executor)
+        assert server._proc is not None
+        [waiter] = process_linux._children(server._proc.pid)
+        os.kill(waiter, signal.SIGSTOP)
+        intruder = os.open(os.path.join(first.path, "go"), os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    os.write(intruder, b"-\n" * 1024)
+            assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+            assert (server._free, os.path.exists(first.path)) == ([], False)
+        finally:
+            os.kill(waiter, signal.SIGCONT)
+            os.close(intruder)
+        wait_until(lambda: not alive(waiter), "the waiter of the removed slot to end")
+        assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
+        [second] = server._free
+        assert second.path != first.path
+    assert os.listdir(private_tmpdir) == []
+
+
 FDS = """#!/usr/bin/env bash
 # @describe The call's descriptors.
 # @meta warm
