@@ -285,9 +285,11 @@ class _Slot:
     def go(self, mode: bytes) -> bool:
         """Hand the slot's waiter its next call (its ``mode``); False when no waiter serves it (its first call, or its
         waiter is gone: ``go`` has no reader), and the server must fork one. OSError when ``go`` is full (of lines
-        toolexec did not write): the call is not started, and the slot is not used again."""
+        toolexec did not write), or closed: the call is not started, and the slot is not used again."""
         with self._going:
-            if not self.waited or self._go < 0:
+            if self._go < 0:  # (a waiter forked now would wait for a writer forever)
+                raise OSError("the slot's go FIFO is closed")
+            if not self.waited:
                 return False
             self.waited = False
             try:
