@@ -603,12 +603,13 @@ BLOCKERS = {
         "tool as pid 1 (breaks the documented PPID) would remove it."
     ),
     "warm Bash tool vs `bash -c :`": (
-        "The protocol now makes and removes nothing per call (slots of FIFOs made once, in memory; under the baseline "
-        "descriptors by SCM_RIGHTS, the init's own status): what is left is toolexec's Python per call (the call "
-        "path and the MCP layer: ~1-1.5 ms of CPU, the call's private files on disk included), the two bash forks "
-        "under `sandbox: off` (waiter and call; a bash cannot learn a child's status while it reads its stdin) and "
-        "the bootstrap's binding; under the baseline a spare (a fork of the server, namespaces, a bash that sources "
-        "the tool) is made for each call, after it, on a 2-core machine."
+        "The protocol makes and removes nothing per call (slots of FIFOs made once, in memory; under the baseline "
+        "descriptors by SCM_RIGHTS, the init's own status); under `sandbox: off` one fork per call (each slot keeps "
+        "its waiter) and the bootstrap's binding parsed once; over stdio the call's thread writes its answer (no hop "
+        "back to the event loop). What is left is toolexec's shared call path (~0.9 ms: prepare, the call's files "
+        "and environment, the escapee search, the read-back), the hop to the call's thread and the call's own bash "
+        "(its script, options, binding, main); under the baseline a chain of processes per call (zygote, the spare's "
+        "init, its bash in a PID namespace of its own) and the call's pids cgroup made, joined and removed per call."
     ),
     "100 Bash calls in flight": (
         "The MCP layer is cut (the direct tools/call path: event loop CPU per call 0.77 -> 0.51 ms); what is left is "

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -72,6 +72,9 @@ from toolexec.version import __version__
 from toolexec.watch import watch_tools
 
 CatalogMode = Literal["full", "summaries"]
+T = TypeVar("T")
+# What answer_call_then hands a call's answer to, on the call's thread: a function that makes the answer (or raises).
+Then = Callable[[Callable[[], "types.CallToolResult | types.InputRequiredResult"]], T]
 DESCRIBE_TOOL = "describe_tool"
 # Progress events waiting for a slow client, per call; past it the oldest give way to the newest.
 PROGRESS_PENDING = 16
@@ -398,14 +401,53 @@ class ToolServer:
         """``tools/call`` through the engine; refusals and failures are ``isError`` results, an unknown tool is -32602;
         a tool's question goes to the client (:mod:`toolexec.mcp_asking`). The SDK's handler and the direct HTTP path
         (:mod:`toolexec.mcp_http_call`) both answer here."""
+        call, finish = self._call_of(params, requester)
+        if call is None:
+            return finish(None)
+        result = await self._invoke(requester, call)
+        if result.ok and result.artifacts:  # (their files are read: off the event loop)
+            return await anyio.to_thread.run_sync(finish, result)
+        return finish(result)
+
+    async def answer_call_then(self, params: types.CallToolRequestParams, requester: Requester, then: Then[T]) -> T:
+        """:meth:`answer_call`, its answer handed to ``then`` on the call's own thread (as a function that makes it,
+        or raises what :meth:`answer_call` would): what ``then`` returns, once the call's thread has run it. The direct
+        stdio path writes the response there (:mod:`toolexec.mcp_stdio_call`), with no hop back to the event loop on
+        the call's way out."""
+        call, finish = self._call_of(params, requester)
+        if call is None:
+            return then(lambda: finish(None))
+        return await self._invoke(requester, call, lambda result: then(lambda: finish(result)))
+
+    def _call_of(
+        self, params: types.CallToolRequestParams, requester: Requester
+    ) -> tuple[ToolCall | None, Callable[[ToolResult | None], types.CallToolResult | types.InputRequiredResult]]:
+        """The call ``params`` ask for (None: ``describe_tool``, answered without one) and what makes its answer of its
+        result (on any thread: it reads an artifact's files)."""
         listing = self.listing
         if params.name == DESCRIBE_TOOL and self.options.catalog == "summaries" and DESCRIBE_TOOL not in listing.by_mcp_name:
-            return self._describe(listing, params.arguments)
+            return None, lambda _: self._describe(listing, params.arguments)
         name = listing.map.original(params.name)
         tool = listing.by_name.get(name)
         call = ToolCall(name=name, arguments=params.arguments if params.arguments is not None else {}, scopes=granted_scopes())
         call = mcp_asking.resumed(call, params)
-        result = await self._invoke(requester, call)
+
+        def finish(result: ToolResult | None) -> types.CallToolResult | types.InputRequiredResult:
+            assert result is not None
+            return self._answer(listing, params, requester, call, tool, result)
+
+        return call, finish
+
+    def _answer(
+        self,
+        listing: Listing,
+        params: types.CallToolRequestParams,
+        requester: Requester,
+        call: ToolCall,
+        tool: ToolDeclaration | None,
+        result: ToolResult,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The answer to ``call`` once it has ``result``."""
         if result.input_request is not None:
             return mcp_asking.input_required(result, call)
         if self.stopping and result.status == "cancelled":
@@ -419,7 +461,7 @@ class ToolServer:
         answer = self.shape(listing, result, requester.modern, tool)
         if result.ok and result.artifacts and not answer.is_error:
             owner = mcp_results.owner_for(requester.authorization, self.owner)
-            files = await anyio.to_thread.run_sync(mcp_results.content, result.artifacts, owner)
+            files = mcp_results.content(result.artifacts, owner)
             answer.content = [block for block in answer.content if not _empty_text(block)] + files
         return answer
 
@@ -473,9 +515,16 @@ class ToolServer:
             structured_content=mcp_results.structured(value, modern),
         )
 
-    async def _invoke(self, requester: Requester, call: ToolCall) -> ToolResult:
+    @overload
+    async def _invoke(self, requester: Requester, call: ToolCall) -> ToolResult: ...
+
+    @overload
+    async def _invoke(self, requester: Requester, call: ToolCall, then: Callable[[ToolResult], T]) -> T: ...
+
+    async def _invoke(self, requester: Requester, call: ToolCall, then: Callable[[ToolResult], Any] | None = None) -> Any:
         """Run one call down the call path; progress events become notifications; cancelling the request ends the
-        call's tree.
+        call's tree. ``then``: run on the result where the call ran (its thread; a call refused before it had one: here),
+        and what it returns is returned.
 
         The call is prepared here, waits for its slot here (a queued call holds no thread), and runs in a worker
         thread once it has it. Progress is wired (a pipe for the tool, a task forwarding its lines) only when the
@@ -483,7 +532,7 @@ class ToolServer:
         """
         pending = self.calls.prepare(call, caller=requester.caller)
         if isinstance(pending, ToolResult):
-            return pending
+            return pending if then is None else then(pending)
         slot = await self._slot(pending)
         report = requester.progress
         listening = report is not None
@@ -497,14 +546,16 @@ class ToolServer:
         control = CallControl(on_event=on_event if listening else None)
         done = threading.Event()
 
-        def work() -> ToolResult:
+        def work() -> Any:
             try:
                 approved = self.calls.approve(pending)
                 if isinstance(approved, ToolResult):
                     if slot is not None:
                         self.calls.slots.give_up(slot)
-                    return approved
-                return self.calls.execute(approved, control, mcp_asking.with_answerer(ask, control), slot=slot)
+                    result = approved
+                else:
+                    result = self.calls.execute(approved, control, mcp_asking.with_answerer(ask, control), slot=slot)
+                return result if then is None else then(result)
             finally:
                 done.set()
 

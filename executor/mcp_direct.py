@@ -16,7 +16,8 @@ SDK would write for it, made with the SDK's own pieces.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -27,11 +28,12 @@ from pydantic import BaseModel, ValidationError
 if TYPE_CHECKING:
     from toolexec.mcp import Requester, ToolServer
 
-__all__ = ["METHOD", "direct_params_type", "plain_params", "respond"]
+__all__ = ["METHOD", "direct_params_type", "plain_params", "respond", "respond_then"]
 
 METHOD = "tools/call"
 PLAIN_PARAMS = frozenset({"name", "arguments"})
 logger = logging.getLogger("mcp.shared.jsonrpc_dispatcher")  # where the SDK logs a handler's unexpected failure
+T = TypeVar("T")
 
 
 def direct_params_type(server: ToolServer) -> type[BaseModel] | None:
@@ -68,6 +70,33 @@ async def respond(
     """The JSON-RPC response to a plain call, as the SDK's runner and dispatcher make it."""
     try:
         result = await server.answer_call(params, requester)
+    except Exception as error:
+        return _response(request_id, version, _raising(error))
+    return _response(request_id, version, lambda: result)
+
+
+async def respond_then(
+    server: ToolServer,
+    request_id: types.RequestId,
+    params: types.CallToolRequestParams,
+    version: str,
+    requester: Requester,
+    then: Callable[[types.JSONRPCResponse | types.JSONRPCError], T],
+) -> T | types.JSONRPCResponse | types.JSONRPCError:
+    """:func:`respond`, the response handed to ``then`` on the call's own thread (what ``then`` returns is returned);
+    a response made before the call had a thread (an exception on the way in) is returned as is."""
+    try:
+        return await server.answer_call_then(params, requester, lambda make: then(_response(request_id, version, make)))
+    except Exception as error:
+        return _response(request_id, version, _raising(error))
+
+
+def _response(
+    request_id: types.RequestId, version: str, make: Callable[[], types.CallToolResult | types.InputRequiredResult]
+) -> types.JSONRPCResponse | types.JSONRPCError:
+    """The response to the call whose result ``make`` returns (or whose failure it raises), as the SDK makes it."""
+    try:
+        result = make()
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
             shaped = methods.serialize_server_result(METHOD, version, dumped)
@@ -81,3 +110,10 @@ async def respond(
             logger.exception("handler for %r raised", METHOD)
             found = types.ErrorData(code=0, message=str(error))
         return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=found)
+
+
+def _raising(error: Exception) -> Callable[[], NoReturn]:
+    def make() -> NoReturn:
+        raise error
+
+    return make

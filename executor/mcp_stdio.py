@@ -27,7 +27,9 @@ import json
 import math
 import os
 import re
+import select
 import stat
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -62,8 +64,15 @@ class Direct(Protocol):
         """Whether ``message``, just read, is taken (then the SDK never sees it)."""
         ...
 
-    async def run(self, replies: MemoryObjectSendStream[Any], *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Take requests until :meth:`close`, their answers sent to ``replies``; return once all are answered."""
+    async def run(
+        self,
+        replies: MemoryObjectSendStream[Any],
+        write: Callable[[bytes], bool] | None = None,
+        *,
+        task_status: anyio.abc.TaskStatus[None],
+    ) -> None:
+        """Take requests until :meth:`close`, their answers sent to ``replies`` (or, where ``write`` takes a line,
+        written by it from any thread, then a :class:`Sent` of it sent to ``replies``); return once all are answered."""
         ...
 
     def close(self) -> None:
@@ -78,6 +87,13 @@ def error_reply(code: int, message: str, request_id: Any = None) -> types.JSONRP
 
 def refuse(code: int, message: str, request_id: Any = None) -> Refusal:
     return Refusal(error_reply(code, message, request_id))
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A response written already (by a call's thread, :meth:`Wire.write_now`): the writer only counts it answered."""
+
+    message: types.JSONRPCMessage
 
 
 @dataclass(frozen=True)
@@ -202,6 +218,7 @@ class Channel:
         self.fd = fd
         mode = os.fstat(fd).st_mode
         self.polled = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        self.atomic = stat.S_ISFIFO(mode)  # a write of at most PIPE_BUF bytes goes whole or not at all (non-blocking)
         self._flags = fcntl.fcntl(fd, fcntl.F_GETFL)
         if self.polled:
             fcntl.fcntl(fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
@@ -304,6 +321,21 @@ class Wire:
     def __init__(self) -> None:
         self.unanswered: dict[Any, str] = {}  # request id -> method
         self.writing = False  # a line is being written (taken from the queue, not yet all out)
+        # Held while a line goes out: by the writer for a whole line, by a call's thread for its one write.
+        self.line = threading.Lock()
+
+    def write_now(self, wire_out: Channel, data: bytes) -> bool:
+        """Write the line ``data`` at once, from any thread, when it can go whole in one write (a pipe, at most
+        PIPE_BUF bytes: all or nothing) and no other line is going out; whether it went. What did not is the
+        writer's to send, in its turn."""
+        if not wire_out.atomic or len(data) > select.PIPE_BUF or not self.line.acquire(blocking=False):
+            return False
+        try:
+            return os.write(wire_out.fd, data) == len(data)
+        except OSError:  # full (or the client has gone: the writer says so, in its turn)
+            return False
+        finally:
+            self.line.release()
 
     def read(self, message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCRequest) and message.method not in STREAMS:
@@ -331,12 +363,20 @@ async def _write_lines(wire_out: Channel, outgoing: MemoryObjectReceiveStream[An
     """Every message handed to the writer, one line each, in order."""
     async with outgoing:
         async for item in outgoing:
+            if isinstance(item, Sent):
+                wire.wrote(item.message)
+                continue
             wire.writing = True
             message = item.message if isinstance(item, SessionMessage) else item
             view = memoryview(encode(message))
-            while view:
-                written = await wire_out.write(view)
-                view = view[written:]
+            while not wire.line.acquire(blocking=False):  # a call's thread is writing its line (one write)
+                await anyio.sleep(0)
+            try:
+                while view:
+                    written = await wire_out.write(view)
+                    view = view[written:]
+            finally:
+                wire.line.release()
             wire.wrote(message)
             wire.writing = False
 
@@ -371,7 +411,7 @@ async def stdio_transport(
                     await _read_lines(wire_in, reader_side, to_server, wire, direct)
 
             if direct is not None and direct_side is not None:
-                await group.start(direct.run, direct_side)
+                await group.start(direct.run, direct_side, lambda data: wire.write_now(wire_out, data))
             group.start_soon(read)
             group.start_soon(write)
             try:

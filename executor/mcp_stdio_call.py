@@ -23,6 +23,8 @@ plain ``tools/call`` as the transport reads it instead: the ONE call path (:meth
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,8 +34,9 @@ from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.dispatcher import coerce_request_id
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from toolexec.mcp_direct import METHOD, direct_params_type, plain_params, respond
+from toolexec.mcp_direct import METHOD, direct_params_type, plain_params, respond_then
 from toolexec.mcp_http_memo import traced
+from toolexec.mcp_stdio import Sent, encode
 
 if TYPE_CHECKING:
     from mcp.server.session import ServerSession
@@ -46,13 +49,17 @@ CLOSED_WRITE_SECONDS = 2.0  # how long the "Connection closed" answer of a call 
 
 
 class _InFlight:
-    """One direct call: its cancel scope, and whether the client cancelled it (then nothing is sent)."""
+    """One direct call: its cancel scope, whether the client cancelled it (then nothing is sent), and whether its
+    answer was written by its thread (then the end of input sends no "Connection closed" for it)."""
 
-    __slots__ = ("cancelled", "scope")
+    __slots__ = ("cancelled", "ended", "lock", "scope", "written")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.cancelled = False
+        self.ended = False  # the end of input came: the call's thread writes nothing
+        self.written = False
+        self.lock = threading.Lock()  # (cancelled, ended and written: the loop's and the call's thread's)
 
 
 class DirectCalls:
@@ -65,17 +72,27 @@ class DirectCalls:
         self._in_flight: dict[types.RequestId, _InFlight] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self._replies: MemoryObjectSendStream[Any] | None = None
+        self._write: Callable[[bytes], bool] | None = None
         self._ended = anyio.Event()
 
     def __len__(self) -> int:
         """How many direct calls are in flight."""
         return len(self._in_flight)
 
-    async def run(self, replies: MemoryObjectSendStream[Any], *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def run(
+        self,
+        replies: MemoryObjectSendStream[Any],
+        write: Callable[[bytes], bool] | None = None,
+        *,
+        task_status: anyio.abc.TaskStatus[None],
+    ) -> None:
         """Serve direct calls, their answers sent to ``replies`` (closed at the end), until :meth:`close`; then cancel
-        those still running (each answered "Connection closed") and return once they have all ended."""
+        those still running (each answered "Connection closed") and return once they have all ended. ``write``: what
+        writes an answer's line from the call's thread when it can (:meth:`toolexec.mcp_stdio.Wire.write_now`): then
+        only a :class:`~toolexec.mcp_stdio.Sent` of it goes to ``replies``, and no hop to the event loop is on the
+        call's way out."""
         async with replies, anyio.create_task_group() as group:
-            self._group, self._replies = group, replies
+            self._group, self._replies, self._write = group, replies, write
             task_status.started()
             try:
                 await self._ended.wait()
@@ -84,7 +101,11 @@ class DirectCalls:
                 group.cancel_scope.cancel()
 
     def close(self) -> None:
-        """The input has ended (or the transport stops): no more direct calls; those running are cancelled."""
+        """The input has ended (or the transport stops): no more direct calls; those running are cancelled (and their
+        threads write nothing: each is answered "Connection closed")."""
+        for entry in list(self._in_flight.values()):
+            with entry.lock:
+                entry.ended = True
         self._ended.set()
 
     def take(self, message: types.JSONRPCMessage, unanswered: dict[Any, str]) -> bool:
@@ -137,7 +158,8 @@ class DirectCalls:
             return
         entry = self._in_flight.get(coerce_request_id(request_id))
         if entry is not None:
-            entry.cancelled = True
+            with entry.lock:
+                entry.cancelled = True
             entry.scope.cancel()
 
     async def _answer(
@@ -163,7 +185,7 @@ class DirectCalls:
         try:
             with entry.scope:
                 try:
-                    message = await respond(self.server, request_id, params, version, requester)
+                    message = await respond_then(self.server, request_id, params, version, requester, self._deliver(entry))
                 finally:
                     if self._in_flight.get(key) is entry:
                         del self._in_flight[key]
@@ -172,11 +194,32 @@ class DirectCalls:
                     await replies.send(message)
         except anyio.get_cancelled_exc_class():
             # The end of input: answered as the SDK answers its own calls then (unless the client cancelled it, or
-            # its answer may already be on its way).
-            if not sending and not entry.cancelled:
+            # its answer may already be on its way, or out).
+            with entry.lock:
+                entry.ended = True
+                written = entry.written
+            if not sending and not entry.cancelled and not written:
                 closed = types.JSONRPCError(
                     jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
                 )
                 with anyio.move_on_after(CLOSED_WRITE_SECONDS, shield=True):
                     await replies.send(closed)
             raise
+
+    def _deliver(self, entry: _InFlight) -> Callable[[types.JSONRPCResponse | types.JSONRPCError], Any]:
+        """What the call's thread does with its response: writes it when it can (a :class:`Sent` of it is then what
+        the event loop passes on), else hands it back. Nothing is written for a call the client cancelled, or once
+        the input has ended (its "Connection closed" is the SDK's answer)."""
+        write = self._write
+
+        def deliver(message: types.JSONRPCResponse | types.JSONRPCError) -> Any:
+            if write is None:
+                return message
+            line = encode(message)
+            with entry.lock:
+                if entry.cancelled or entry.ended or not line:
+                    return message
+                entry.written = write(line)
+            return Sent(message) if entry.written else message
+
+        return deliver

@@ -3,12 +3,13 @@
 # no-op here, as in bash_bootstrap.sh, so main does not run).
 #
 # A server (sandbox off): each line on stdin names a slot of the server's private directory (TOOLEXEC_WARM_SLOTS;
-# see runtimes/warm_bash.py), after one character: `p` when the call listens for progress, else `-`. A slot holds the
-# call's request (`in`, the bootstrap's binding records), its script (`call`: runtimes/_bash_call.py) and the FIFOs
-# `out`, `err`, `st` and `progress`, whose read ends toolexec holds. Per call a waiter (a job of its own) forks the
-# call's process (a job of its own too: its own process group), which takes those as its descriptors, writes P<pid>
-# on `st`, restores the tool's shell options and traps and runs bash_bootstrap.sh's binding and main; the waiter
-# writes X<status> once it ends.
+# see runtimes/warm_bash.py), after one character: `p` when the call listens for progress, else `-`: the slot's first
+# call. A slot holds the call's request (`in`, the bootstrap's binding records), its script (`call`:
+# runtimes/_bash_call.py) and the FIFOs `out`, `err`, `st` and `progress`, whose read ends toolexec holds, and `go`,
+# whose write end it holds. The slot's waiter (a job of its own, forked for its first call and kept) forks each call's
+# process (a job of its own too: its own process group), which takes those as its descriptors, writes P<pid> on `st`,
+# restores the tool's shell options and traps and runs bash_bootstrap.sh's binding and main; the waiter writes
+# X<status> once it ends, then reads the slot's next call (its mode, one line) on `go`.
 # The ready word is R, then each file the sourcing read, NUL-separated (see below).
 #
 # A spare (TOOLEXEC_WARM_SPARE=1, under the sandbox's baseline: see runtimes/_bash_zygote.py): process 2 of a PID
@@ -75,6 +76,12 @@ unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __to
 } >&"$__toolexec_ready"
 unset __toolexec_loaded __toolexec_at
 exec {__toolexec_ready}>&-
+# The bootstrap's binding, parsed once: a function (it unsets itself as it starts), where an eval in each call parsed
+# its text again (~0.1 ms).
+eval "__toolexec_bind() { unset -f __toolexec_bind
+$__toolexec_boot
+}"
+unset __toolexec_boot
 
 # In the call's process, its channels taken: its script (the file $1: environment, cgroup, directory), the tool's
 # options and traps, then the bootstrap's binding and main.
@@ -85,8 +92,7 @@ __toolexec_run() {
   eval "$__toolexec_traps"
   unset __toolexec_restore __toolexec_traps __toolexec_ready
   unset -f __toolexec_serve __toolexec_run
-  set -- "$0" ${__toolexec_function:+"$__toolexec_function"}
-  eval "$__toolexec_boot"
+  __toolexec_bind "$0" ${__toolexec_function:+"$__toolexec_function"}
 }
 
 if [[ -n $__toolexec_spare ]]; then
@@ -98,19 +104,30 @@ if [[ -n $__toolexec_spare ]]; then
   exit
 fi
 
+# A slot's waiter, forked once for the slot's first call (named on stdin) and kept for its later ones: each comes as
+# one line (its mode) on the slot's `go` FIFO, whose write end toolexec holds (its end of file ends the waiter). One
+# fork per call: a bash cannot learn a child's status while it reads its stdin, but a waiter reading only its slot's
+# FIFO between calls can.
 __toolexec_serve() {
-  exec 3>"$1/st" || exit 70
+  exec {__toolexec_go}<"$1/go" || exit 70
   set -m
-  (
-    exec <"$1/in" >"$1/out" 2>"$1/err" || exit 70
-    if [[ $2 == p ]]; then exec {__toolexec_progress}>"$1/progress" || exit 70; fi
-    echo "P$BASHPID" >&3
+  __toolexec_mode=$2
+  while :; do
+    exec 3>"$1/st" || exit 70
+    (
+      exec {__toolexec_go}<&- <"$1/in" >"$1/out" 2>"$1/err" || exit 70
+      if [[ $__toolexec_mode == p ]]; then exec {__toolexec_progress}>"$1/progress" || exit 70; fi
+      echo "P$BASHPID" >&3
+      exec 3>&-
+      set +m
+      unset __toolexec_go __toolexec_mode
+      __toolexec_run "$1/call"
+    ) &
+    wait "$!"
+    echo "X$?" >&3
     exec 3>&-
-    set +m
-    __toolexec_run "$1/call"
-  ) &
-  wait "$!"
-  echo "X$?" >&3
+    IFS= read -r -u "$__toolexec_go" __toolexec_mode || exit 0
+  done
 }
 
 while IFS= read -r __toolexec_line; do

@@ -3,11 +3,19 @@
 A bash cannot receive descriptors, so a call's channels are named: each call takes a **slot**, a directory (0700) of
 the server's own private directory (``toolexec-warm-…``, 0700, made once per server and removed with it, or by the
 process's guard should this process die), holding FIFOs for stdout, stderr, the status and progress, whose read ends
-this process opens before it names the slot on the server's stdin, and two files: the call's request (``in``) and
-its script (``call``: environment, working directory; :mod:`toolexec.runtimes._bash_call`), rewritten in place
-through descriptors this process keeps. The status FIFO carries ``P<pid>`` once the call's process has taken its
-descriptors and ``X<status>`` once it has ended: it is the call's exit waiter (end of file without a status: the
-waiter died, and the call counts as killed). Closing it gives the slot back, every read end of the call closed.
+this process opens before it hands the slot a call, a FIFO ``go`` whose write end this process holds, and two
+files: the call's request (``in``) and its script (``call``: environment, working directory;
+:mod:`toolexec.runtimes._bash_call`), rewritten in place through descriptors this process keeps. The status FIFO
+carries ``P<pid>`` once the call's process has taken its descriptors and ``X<status>`` once it has ended: it is the
+call's exit waiter (end of file without a status: the waiter died, and the call counts as killed). Closing it gives
+the slot back, every read end of the call closed.
+
+Each slot has a **waiter** of its own: a bash forked from the server for the slot's first call (named on the
+server's stdin) and kept, which forks each call's process, waits for it, says its status, and then reads the slot's
+next call (one line, its mode) on ``go``: one fork per call (a bash cannot learn a child's status while it reads its
+stdin, so a server that forked each call itself would need a waiter forked per call as well). The waiter runs none of
+the tool's code: each call still starts from a fork of the sourced tool. Closing ``go`` (the slot removed, or the
+server closing) ends the waiter; a waiter that is gone (``go`` has no reader) is replaced by the server's next fork.
 
 A slot is used again only when no process can write into its FIFOs: a read end just opened (no data, no writer)
 reads end of file; a FIFO that has a writer left (a process of an earlier call that outlived it) or unread data
@@ -24,6 +32,7 @@ import select
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from toolexec.recordtype import replace
@@ -69,6 +78,7 @@ class BashServer(ServerProcess):
         self._root: str | None = None  # the slots' directory
         self._free: list[_Slot] = []  # slots whose last call is over
         self._made = 0  # slots made (each named by its number)
+        self._slots: set[_Slot] = set()  # slots made and not removed (each with a waiter once it has had a call)
 
     def start(self) -> bool:
         """Start bash, source the tool, and wait until it says it is ready."""
@@ -117,9 +127,9 @@ class BashServer(ServerProcess):
         try:
             slot, fds = self._slot(call.progress >= 0)
             forked = BashCall(self, slot, fds, call)
+            mode = b"p" if call.progress >= 0 else b"-"
             with self._lock:
-                line = f"{'p' if call.progress >= 0 else '-'}{slot.name}\n".encode()
-                written = not self._closed and os.write(self._requests, line) == len(line)
+                written = not self._closed and (slot.go(mode) or self._fork_waiter(mode, slot))
             if written and forked.started():
                 return forked
         except OSError:
@@ -129,6 +139,12 @@ class BashServer(ServerProcess):
         else:
             self._done()
         return None
+
+    def _fork_waiter(self, mode: bytes, slot: _Slot) -> bool:
+        """Name ``slot`` on the server's stdin: the server forks the slot's waiter, which runs this call (under the
+        lock)."""
+        line = mode + slot.name.encode() + b"\n"
+        return os.write(self._requests, line) == len(line)
 
     def _slot(self, progress: bool) -> tuple[_Slot, list[int]]:
         """A free slot (or a new one) and the read ends of its FIFOs (stdout, stderr, status and, for ``progress``,
@@ -144,36 +160,53 @@ class BashServer(ServerProcess):
                 number = self._made
             if slot is None:
                 slot = _Slot(root, str(number))
+                with self._lock:
+                    self._slots.add(slot)
             try:
                 fds = slot.open(progress)
             except OSError:
                 fds = None  # (its FIFOs are gone)
             if fds is not None:
                 return slot, fds
-            slot.remove()  # a writer (or data) left in it by an earlier call: never used again
+            self._forget(slot)  # a writer (or data) left in it by an earlier call: never used again
 
     def _give_back(self, slot: _Slot) -> None:
         """The call in ``slot`` is over and its read ends closed: the next call may take it."""
         with self._lock:
-            kept = self._root is not None and slot.path.startswith(self._root)
+            kept = not self._closed and self._root is not None and slot.path.startswith(self._root)
             if kept:
+                slot.waited = True  # its waiter reads the next call on `go` (it said this call's status)
                 self._free.append(slot)
         if not kept:
-            slot.remove()
+            self._forget(slot)
+
+    def _forget(self, slot: _Slot) -> None:
+        """Remove ``slot`` (its waiter ends)."""
+        with self._lock:
+            self._slots.discard(slot)
+        slot.remove()
 
     def _stop_taking(self) -> None:
         """The server's loop ends at the end of its stdin, once its calls are over."""
         with self._lock:
             requests, self._requests = self._requests, -1
+            free = list(self._free)
+        for slot in free:  # their waiters end (the server ends once its waiters have)
+            slot.stop()
         if requests >= 0:
             os.close(requests)
 
     def _end(self) -> None:
         """Reap the server and remove its slots (its calls are over: none is in use)."""
+        with self._lock:
+            slots = list(self._slots)
+        for slot in slots:  # every waiter ends, that of a call whose slot is not given back yet too
+            slot.stop()
         super()._end()
         with self._lock:
             root, self._root = self._root, None
             free, self._free = self._free, []
+            self._slots.clear()
         for slot in free:
             slot.close()
         if root is not None:
@@ -181,7 +214,7 @@ class BashServer(ServerProcess):
             process_linux.remove_at_death(root, False)
 
 
-_FIFOS = ("out", "err", "st", "progress")
+_FIFOS = ("out", "err", "st", "progress")  # (and ``go``: its write end is this process's)
 MEMORY_DIRECTORY = "/dev/shm"  # a tmpfs on Linux: nothing there waits for a disk's journal
 
 
@@ -201,10 +234,20 @@ class _Slot:
         self.path, self.name = os.path.join(root, name), name  # (the server finds it by its name in its directory)
         path = self.path
         self._files: list[int] = []
+        self._go = -1  # the write end of `go` (the waiter's read end: its end of file ends the waiter)
+        self._going = threading.Lock()  # (stop may come from the server's end and from the slot's removal at once)
+        self.waited = False  # a waiter serves it: a call is handed over on `go` (else named on the server's stdin)
         os.mkdir(path, 0o700)
         try:
-            for fifo in _FIFOS:
+            for fifo in (*_FIFOS, "go"):
                 os.mkfifo(os.path.join(path, fifo), 0o600)
+            go = os.path.join(path, "go")
+            # (a write end alone, never blocking: opened beside a read end that is closed at once)
+            either = os.open(go, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                self._go = os.open(go, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            finally:
+                os.close(either)
             for file in ("in", "call"):
                 flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
                 self._files.append(os.open(os.path.join(path, file), flags, 0o600))
@@ -239,7 +282,30 @@ class _Slot:
                 offset += os.pwrite(fd, view[offset:], offset)
             os.ftruncate(fd, len(data))  # (never to 0 first: on ext4 that starts the file's writeback)
 
+    def go(self, mode: bytes) -> bool:
+        """Hand the slot's waiter its next call (its ``mode``); False when no waiter serves it (its first call, or its
+        waiter is gone: ``go`` has no reader), and the server must fork one. OSError when ``go`` is full (of lines
+        toolexec did not write), or closed: the call is not started, and the slot is not used again."""
+        with self._going:
+            if self._go < 0:  # (a waiter forked now would wait for a writer forever)
+                raise OSError("the slot's go FIFO is closed")
+            if not self.waited:
+                return False
+            self.waited = False
+            try:
+                return os.write(self._go, mode + b"\n") == len(mode) + 1
+            except BrokenPipeError:
+                return False
+
+    def stop(self) -> None:
+        """End the slot's waiter: the end of file of ``go``. Once only (the fd is not closed twice)."""
+        with self._going:
+            fd, self._go = self._go, -1
+        if fd >= 0:
+            os.close(fd)
+
     def close(self) -> None:
+        self.stop()
         for fd in self._files:
             os.close(fd)
         self._files = []
@@ -278,7 +344,7 @@ class _Status:
             if self._clean:
                 self._server._give_back(self._slot)
             else:
-                self._slot.remove()
+                self._server._forget(self._slot)
 
 
 class BashCall(CallProcess):
@@ -295,7 +361,7 @@ class BashCall(CallProcess):
         except BaseException:
             for fd in fds:
                 os.close(fd)
-            slot.remove()
+            server._forget(slot)
             raise
         self._status = _Status(fds[2], slot, server)
         super().__init__(server, self._status, fds[0], fds[1], fds[3] if len(fds) > 3 else -1)

@@ -3,8 +3,9 @@ SDK's path for every kind of result, the SDK's for everything that is not a plai
 input as the SDK does them, and hostile input (duplicate and huge ids, a request before ``initialize``, a flood) kept
 to the SDK's answers.
 
-The server runs as a real process; a launcher wraps :func:`toolexec.mcp_stdio_call.respond` to say on stderr which
-request ids the direct path answered, so each test also proves which path answered what. The same call goes to the
+The server runs as a real process; a launcher wraps :func:`toolexec.mcp_stdio_call.respond_then` to say on stderr which
+request ids the direct path answered, so each test also proves which path answered what, and
+:meth:`toolexec.mcp_stdio.Wire.write_now` to say which answers went out at once, and from which thread. The same call goes to the
 SDK when its params carry an empty ``_meta`` (which changes nothing in its answer).
 """
 
@@ -28,13 +29,27 @@ LAUNCHER = """
 import sys
 import toolexec.mcp_stdio_call as direct
 
-real = direct.respond
+real = direct.respond_then
 
-async def respond(server, request_id, *rest):
+async def respond_then(server, request_id, *rest):
     print(f"direct {request_id!r}", file=sys.stderr, flush=True)
     return await real(server, request_id, *rest)
 
-direct.respond = respond
+direct.respond_then = respond_then
+
+import json, threading
+import toolexec.mcp_stdio as stdio
+
+real_write = stdio.Wire.write_now
+
+def write_now(self, wire_out, data):
+    went = real_write(self, wire_out, data)
+    if went:
+        where = "loop" if threading.current_thread() is threading.main_thread() else "call"
+        print(f"wrote {json.loads(data)['id']!r} {where}", file=sys.stderr, flush=True)
+    return went
+
+stdio.Wire.write_now = write_now
 from toolexec.entry import program
 raise SystemExit(program())
 """
@@ -99,10 +114,12 @@ class Server(RawStdio):
         self.post({"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params is not None else {})})
         return self.answers({request_id})[request_id]
 
-    def direct(self) -> list[str]:
-        """The ids the direct path has answered so far, as ``repr`` writes them."""
+    def direct(self, what: str = "direct") -> list[str]:
+        """The ids the direct path has answered so far, as ``repr`` writes them (``what="wrote"``: those whose answer
+        went out at once, each with the thread that wrote it: ``call``, or ``loop`` for a call refused before it had
+        a thread)."""
         log = Path(self.errors.name).read_text()
-        return [line.split(" ", 1)[1] for line in log.splitlines() if line.startswith("direct ")]
+        return [line.split(" ", 1)[1] for line in log.splitlines() if line.startswith(f"{what} ")]
 
     def finish(self) -> tuple[int, bytes]:
         """End the input; the exit status and what was still written."""
@@ -138,7 +155,34 @@ def test_a_plain_call_is_answered_direct_with_the_sdks_exact_bytes(tools: Projec
         answered_direct = server.direct()
     finally:
         status, rest = server.finish()
+    written = server.direct("wrote")  # (once the server has ended: a thread says so after its answer has gone)
     assert answered_direct == [repr(request_id)] * len(CALLS)
+    # each answer written by the call's own thread, no hop back to the event loop (but the calls refused before any
+    # thread: their arguments are invalid)
+    assert written == [f"{request_id!r} {where}" for where in ("call", "loop", "loop", "call", "call", "call", "call")]
+    assert (status, rest) == (0, b"")
+
+
+def test_an_answer_past_one_pipe_write_goes_out_through_the_event_loop_whole(tools: Project) -> None:
+    """An answer longer than one atomic pipe write (PIPE_BUF bytes) is not written by its call's thread (which could
+    write part of it): the event loop writes it, whole, byte for byte the SDK's; a short one right after it goes out
+    at once again."""
+    import select
+
+    server = Server(tools)
+    try:
+        big = {"name": "Ada", "times": select.PIPE_BUF // 5}  # ("hello Ada " each: twice PIPE_BUF)
+        direct = server.exchange(1, "tools/call", {"name": "greet", "arguments": big})
+        through_sdk = server.exchange(2, "tools/call", {"name": "greet", "arguments": big, "_meta": {}})
+        small = json.loads(server.exchange(3, "tools/call", {"name": "greet", "arguments": {"name": "Ada"}}))
+        answered_direct = server.direct()
+    finally:
+        status, rest = server.finish()
+    written = server.direct("wrote")
+    assert len(direct) > select.PIPE_BUF and json.loads(direct)["id"] == 1
+    assert direct.replace(b'"id":1', b'"id":2', 1) == through_sdk
+    assert small["result"]["content"][0]["text"] == "hello Ada"
+    assert (answered_direct, written) == (["1", "3"], ["3 call"])
     assert (status, rest) == (0, b"")
 
 

@@ -483,17 +483,19 @@ def test_a_tool_that_stops_its_server_still_times_out_and_its_server_is_replaced
 
 
 def test_a_bash_tool_that_stops_its_servers_bash_and_returns_leaves_the_next_call_on_time(project: Project) -> None:
-    """A call that stops the server's bash (the call's waiter says its status) ends as ever; the next call, which
-    that bash must start, finds it stopped: it goes on, runs that call, and is replaced for the one after."""
+    """A call that stops the server's bash (the call's waiter says its status) ends as ever; the next calls, which
+    the slot's waiter starts (the server's bash forks only a new slot's waiter), run in that server, which stays
+    stopped until the executor closes: then it is continued and ends, with the slot's waiter."""
     project.tool(*STOPS_ITS_SERVER["bash"])
     servers = project.root / "functions" / "cache" / "stops" / "servers"
     with project.executor() as executor:
         results = [executor.call("stops", {"whom": "server"}, timeout=30) for _ in range(3)]
         noted = [int(line) for line in servers.read_text().split()]
-        assert _stopped(noted) == [noted[2]]  # the last one stopped stays so until the executor closes (continued here)
+        waiters = process_linux._children(noted[0])  # the one slot's, kept: each call was forked from it
+        stopped = process_linux.stopped_in_group(noted[0])
     assert [(r.ok, r.output) for r in results] == [(True, "returned\n")] * 3
-    assert (noted[0] == noted[1], noted[1] != noted[2]) == (True, True)
-    assert [pid for pid in noted if alive(pid)] == []
+    assert (len(set(noted)), len(waiters), stopped) == (1, 1, True)
+    assert [pid for pid in [*noted, *waiters] if alive(pid)] == []
 
 
 def test_a_call_given_up_on_whose_server_says_nothing_ends_that_server(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import Ordinary, wait_until
+from tests.helpers import Ordinary, alive, wait_until
 from toolexec.runtimes import baseline, process_linux, warm_bash
 
 pytestmark = pytest.mark.skipif(not process_linux.available(), reason="warm calls need pidfd and /proc (Linux)")
@@ -73,7 +73,7 @@ def test_a_servers_slots_are_private_in_memory_and_gone_with_it(
         assert os.listdir(root) == [slot.name]
         modes = {name: os.lstat(os.path.join(slot.path, name)).st_mode for name in os.listdir(slot.path)}
         assert {name: (stat.S_IFMT(mode), stat.S_IMODE(mode)) for name, mode in modes.items()} == {
-            **{name: (stat.S_IFIFO, 0o600) for name in ("out", "err", "st", "progress")},
+            **{name: (stat.S_IFIFO, 0o600) for name in ("out", "err", "st", "progress", "go")},
             **{name: (stat.S_IFREG, 0o600) for name in ("in", "call")},
         }
         assert [stat.S_IMODE(os.stat(path).st_mode) for path in (root, slot.path)] == [0o700, 0o700]
@@ -110,6 +110,84 @@ def test_a_slot_removed_from_under_its_server_is_made_again(project: Project, pr
         [second] = server._free  # warm still: a new slot, and the old one's files closed
         assert second.path != first.path and server._made == 2
         assert sorted(os.listdir("/proc/self/fd")) == descriptors
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_a_slots_waiter_starts_its_later_calls_and_one_gone_is_forked_again(project: Project, private_tmpdir: Path) -> None:
+    """A slot's waiter, forked by the server for the slot's first call, forks each later call of that slot (one fork
+    per call); killed between calls, the server forks a new one for the slot's next call; none is left after the
+    executor closes."""
+    import signal
+
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        server, slot = _first_call(executor)
+        assert server._proc is not None
+        bash = server._proc.pid
+        [waiter] = process_linux._children(bash)
+        assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+        assert (process_linux._children(bash), server._free) == ({waiter}, [slot])  # the same waiter and slot
+        os.kill(waiter, signal.SIGKILL)
+        wait_until(lambda: not alive(waiter), "the killed waiter to be reaped")
+        assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
+        [again] = process_linux._children(bash)
+        assert (again != waiter, server._free) == (True, [slot])
+    assert [pid for pid in (bash, again) if alive(pid)] == []
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_a_slot_whose_go_fifo_another_process_filled_is_not_used_again(project: Project, private_tmpdir: Path) -> None:
+    """A process of the user's that fills a slot's ``go`` FIFO (its waiter stopped, so nothing reads it) keeps no
+    call from running: the call that finds it full is not handed to that waiter (it runs cold), the slot is removed
+    (the waiter, continued, ends as it finds no slot), and the next call runs warm in a new slot."""
+    import signal
+
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        server, first = _first_call(executor)
+        assert server._proc is not None
+        [waiter] = process_linux._children(server._proc.pid)
+        os.kill(waiter, signal.SIGSTOP)
+        intruder = os.open(os.path.join(first.path, "go"), os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    os.write(intruder, b"-\n" * 1024)
+            assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+            assert (server._free, os.path.exists(first.path)) == ([], False)
+        finally:
+            os.kill(waiter, signal.SIGCONT)
+            os.close(intruder)
+        wait_until(lambda: not alive(waiter), "the waiter of the removed slot to end")
+        assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
+        [second] = server._free
+        assert second.path != first.path
+    assert os.listdir(private_tmpdir) == []
+
+
+FDS = """#!/usr/bin/env bash
+# @describe The call's descriptors.
+# @meta warm
+main() {
+    local fd
+    for fd in /proc/$BASHPID/fd/*; do echo "${fd##*/}"; done >>"$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+def test_a_warm_call_holds_no_descriptor_of_its_slots_waiter(project: Project, private_tmpdir: Path) -> None:
+    """The slot's waiter keeps the slot's ``go`` FIFO open between calls: a call it forks holds none of it, only the
+    descriptors a cold call of the same tool holds (0, 1 and 2; 3, the directory the glob reads; 10, where bash keeps
+    stdout while the loop's output is redirected), but bash's own script (255: a cold bash reads bash_bootstrap.sh)."""
+    from toolexec import Executor
+
+    project.tool("fds.sh", FDS)
+    config = project.configure(sandbox="off")
+    with Executor(config, warm=True) as warm, Executor(config, warm=False) as cold:
+        seen = [warm.call("fds", {}).output.split() for _ in range(3)]  # the slot's first call, then two its waiter's
+        expected = [fd for fd in cold.call("fds", {}).output.split() if fd != "255"]  # (a cold bash reads its script)
+    assert seen == [expected] * 3
     assert os.listdir(private_tmpdir) == []
 
 
@@ -305,7 +383,7 @@ def test_an_ordinary_users_warm_bash_calls_are_right_private_and_leave_nothing(o
         memory = "/dev/shm" if os.path.isdir("/dev/shm") else str(ordinary.root / "tmp")  # (not the fixture's)
         assert os.path.dirname(found["root"]) == memory
         (slot,) = {name for name in found["slots"] if name != "."}.difference(name for name in found["slots"] if "/" in name)
-        files = {f"{slot}/{name}": [True, "0o600"] for name in ("out", "err", "st", "progress", "in", "call")}
+        files = {f"{slot}/{name}": [True, "0o600"] for name in ("out", "err", "st", "progress", "go", "in", "call")}
         assert found["slots"] == {".": [True, "0o700"], slot: [True, "0o700"], **files}
         assert found["loads"] == 1  # sourced once for every call
     else:
