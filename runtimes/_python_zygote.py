@@ -22,9 +22,12 @@ never toolexec's) and forks the call's process, which drops every capability (as
 tool), takes the call's limits (``limits``: CPU seconds, address space, processes, and its pids cgroup) and says
 ``P`` itself (its pid reaches toolexec as the socket's credentials, in toolexec's own numbering). A namespace's init
 ignores every signal it has no handler for (even from toolexec, but SIGKILL), so the tool is not the init: it gets
-toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's status (128 + the signal, as bwrap's
-own init reports it); the kernel ends whatever else the call left before the zygote can reap the init, so the status
-the zygote then writes means the whole call is gone.
+toolexec's SIGTERM as a cold call's tool would. Once the tool's process has ended, the init kills and reaps whatever
+else the call left in its namespace and says the tool's status (128 + the signal, as bwrap's own init reports it) on a
+pipe to the zygote, which writes it to toolexec at once (:func:`_end_call`): the whole call is gone by then, and the
+init's own exit (its copy of the zygote's memory, its namespaces) is off the call's path. Where the call's process
+keeps capabilities (root's, under the baseline) it could reach that pipe through /proc: there the init has none, and
+the zygote writes the status once it has reaped the init (the kernel has ended the namespace by then).
 
 Nothing of that is on a call's path: the call's process (and its init) is made ahead, a spare (:func:`_spare`) that
 waits for its call, and the zygote hands it the next call as toolexec handed it over. The next spare is made once
@@ -187,19 +190,20 @@ def _loaded_files(before, tool):
     return files
 
 
-def _spare(namespaces, module, calls):
+def _spare(namespaces, module, calls, said=-1):
     """A spare, made ahead of its call (off the call's path), which waits on ``calls`` for it.
 
     Without ``namespaces`` it is the call's process itself (:func:`_tool`). With them it is the call's init, alone in a
     new PID namespace: it takes a mount namespace and a /proc of its own, forks the call's process ahead (which
     inherits them, and waits on ``calls`` for the call), lets go of ``calls`` and waits for that process; it exits
-    with the tool's status once that has ended (128 + the signal, as bwrap's own init reports it), and the kernel then
-    ends whatever else the call left."""
+    with the tool's status once that has ended (128 + the signal, as bwrap's own init reports it). With ``said`` (a
+    pipe to the zygote) it first ends and reaps whatever else the call left, and says the status there
+    (:func:`_end_call`): the call is over before this init's own exit tears down its copy of the zygote."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # Nothing of the zygote's but ``calls``: another call's reply socket held here would keep its end from toolexec
-    os.closerange(3, calls.fileno())
-    os.closerange(calls.fileno() + 1, _max_fd())
+    # Nothing of the zygote's but ``calls`` and ``said``: another call's reply socket held here would keep its end
+    # from toolexec
+    _close_all_but(calls.fileno(), said)
     if namespaces is None:
         _tool(module, calls, None)
     os.setsid()
@@ -211,13 +215,46 @@ def _spare(namespaces, module, calls):
     pid = _fork()
     if pid == 0:
         try:
+            if said >= 0:  # the call's status is its init's to say, never the tool's
+                os.close(said)
             _tool(module, calls, namespaces)
         finally:
             os._exit(70)
     calls.close()  # a call sent once the tool's process is gone fails at once (the zygote then makes another spare)
     if pid < 0:
         os._exit(70)
-    _exit_with(pid)
+    _exit_with(pid, (lambda code: _end_call(said, code)) if said >= 0 else None)
+
+
+def _end_call(said, code):
+    """As a call's namespace init, once the tool's own process has ended with ``code``: SIGKILL whatever else is in
+    the namespace (``kill(-1)`` from its init reaches every process of it, and none outside), reap it all (every
+    process of a PID namespace descends from its init: none left to wait for means the namespace holds this init
+    alone), then say ``code`` on ``said``, the zygote's pipe: it tells toolexec at once, while this init's exit (its
+    copy of the zygote's memory, its namespaces) is torn down off the call's path."""
+    while True:
+        try:
+            ended, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break  # nothing of the call is left
+        except InterruptedError:
+            continue
+        if ended == 0:  # a process of the call still runs (or stops): killed, and waited for
+            with contextlib.suppress(OSError):
+                os.kill(-1, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, InterruptedError):
+                os.waitpid(-1, 0)
+    with contextlib.suppress(OSError):
+        os.write(said, b"%d" % code)
+
+
+def _close_all_but(*kept):
+    """Close every descriptor from 3 on but ``kept`` (negative ones are none)."""
+    low = 3
+    for fd in sorted(fd for fd in kept if fd >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _max_fd())
 
 
 def _exit_with(pid, ended_hook=None):
@@ -448,32 +485,40 @@ class _Spares:
         self.namespaces = namespaces
         self.control = control
         self.module = module
-        self.waiting = None  # (pid, the socket it waits on)
-        self.made = set()  # spares alive without a call: reaped quietly
+        self.waiting = None  # (pid, the socket it waits on, the pipe its init says the call's status on or -1)
+        self.made = set()  # spares alive without a call, and inits whose call's status they said: reaped quietly
         self.own_mounts = os.stat("/proc/self/ns/mnt").st_ino if namespaces is not None else 0
+        # An init says its call's status (:func:`_end_call`) where the call's process holds no capability that could
+        # reach the init's descriptors (through /proc) and say it early: root keeps root's under the baseline
+        self.early = namespaces is not None and (getattr(namespaces, "late_drop", False) or os.getuid() != 0)
 
     def make(self):
         """A new spare, unless one waits (none when it cannot be made: the next call tries again)."""
         if self.waiting is not None:
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        said = os.pipe() if self.early else (-1, -1)
         pid = self.fork()
         if pid == -2:
             ours.close()
             theirs.close()
+            for fd in said:
+                _close(fd)
             return
         if pid == 0:
             try:
                 self.control.close()
                 ours.close()
-                _spare(self.namespaces, self.module, theirs)
+                _spare(self.namespaces, self.module, theirs, said[1])
             finally:
                 os._exit(70)
         theirs.close()
+        _close(said[1])
         if pid < 0:
             ours.close()
+            _close(said[0])
             return
-        self.waiting = (pid, ours)
+        self.waiting = (pid, ours, said[0])
         self.made.add(pid)
 
     def fork(self):
@@ -492,26 +537,26 @@ class _Spares:
         return pid
 
     def hand(self, data, fds):
-        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it) and, isolated,
-        the call's mount namespace held (:meth:`hold`; -1: none)."""
+        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it), the pipe its
+        init says the status on (-1: none) and, isolated, the call's mount namespace held (:meth:`hold`; -1: none)."""
         for _ in range(2):  # a spare that died meanwhile: one more, made now
             self.make()
             if self.waiting is None:
-                return -1, -1
-            pid, sock = self.waiting
+                return -1, -1, -1
+            pid, sock, said = self.waiting
             self.waiting = None
             held = self.hold(pid) if self.namespaces is not None else -1  # before the call runs: it may end at once
             try:
                 socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
             except OSError:
-                if held >= 0:
-                    os.close(held)
+                _close(held)
+                _close(said)
                 continue
             finally:
                 sock.close()
             self.made.discard(pid)
-            return pid, held
-        return -1, -1
+            return pid, said, held
+        return -1, -1, -1
 
     def hold(self, pid):
         """A descriptor of the mount namespace of the call whose init is ``pid`` (-1: none, or not its own yet).
@@ -535,16 +580,24 @@ class _Spares:
     def close(self):
         if self.waiting is not None:
             self.waiting[1].close()  # it sees the end of file and exits
+            _close(self.waiting[2])
             self.waiting = None
+
+
+def _close(fd):
+    if fd >= 0:
+        os.close(fd)
 
 
 class _Reply:
     """A call's reply socket (its descriptor: no socket object, whose making costs three system calls) and, isolated,
-    what the zygote holds of the call's namespace until the status is said (:meth:`_Spares.hold`)."""
+    the pipe its init says the status on (``said``, see :func:`_end_call`) and what the zygote holds of the call's
+    namespace until the status is said (:meth:`_Spares.hold`)."""
 
-    def __init__(self, fd, held=-1):
+    def __init__(self, fd, held=-1, said=-1):
         self.fd = fd
         self.held = held
+        self.said = said
 
     def sendall(self, data):
         view = memoryview(data)
@@ -554,16 +607,15 @@ class _Reply:
     def close(self):
         """Close the socket (toolexec has the status by then), then let go of the call's mount namespace: the kernel
         tears it down now, after the status, not on the call's path when its init exits."""
-        for fd in (self.fd, self.held):
-            if fd >= 0:
-                os.close(fd)
-        self.fd = self.held = -1
+        for fd in (self.fd, self.held, self.said):
+            _close(fd)
+        self.fd = self.held = self.said = -1
 
 
 def _hand_over(spares, data, fds, children):
     """Give the call to a spare; toolexec hears ``P`` once it has it (from the call's process itself, isolated)."""
-    pid, held = spares.hand(data, fds)
-    reply = _Reply(fds[3], held)
+    pid, said, held = spares.hand(data, fds)
+    reply = _Reply(fds[3], held, said)
     for fd in fds[:3] + fds[4:]:
         os.close(fd)
     if pid < 0:  # the call is not started (toolexec runs it cold)
@@ -657,14 +709,35 @@ def _woken_by_children():
     return wake_read
 
 
+def _heard(children, spares, pid):
+    """Read what call ``pid``'s init said on its pipe (:func:`_end_call`): its status, said to toolexec now (the init
+    is then reaped quietly), or nothing (it ended without a word: its reap says the status). True when said."""
+    reply = children[pid]
+    try:
+        word = os.read(reply.said, 32)
+    except OSError:
+        word = b""
+    _close(reply.said)
+    reply.said = -1
+    if not word.isdigit():
+        return False
+    del children[pid]
+    spares.made.add(pid)
+    with contextlib.suppress(OSError):
+        reply.sendall(b"X%d\n" % (int(word) << 8))  # a wait status, as the init's reap would give
+    reply.close()
+    return True
+
+
 def _serve_calls(control, spares, wake_read, hand_over, reaped=None):
     """Take calls from ``control`` (each to ``hand_over``) and reap what ends, until toolexec has closed the socket
     and every call and spare is over; then exit. ``reaped``: run when a call's status was said, the socket open."""
     children = {}
     open_ = True
     while open_ or children or spares.made:
+        saying = {reply.said: pid for pid, reply in children.items() if getattr(reply, "said", -1) >= 0}
         try:
-            ready, _, _ = select.select([control, wake_read] if open_ else [wake_read], [], [])
+            ready, _, _ = select.select([control, wake_read, *saying] if open_ else [wake_read, *saying], [], [])
         except InterruptedError:
             continue
         if wake_read in ready:
@@ -673,7 +746,12 @@ def _serve_calls(control, spares, wake_read, hand_over, reaped=None):
                     pass
             except BlockingIOError:
                 pass
-        if _reap(children, spares) and open_ and reaped is not None:
+        said = _reap(children, spares)
+        for fd in ready:
+            pid = saying.get(fd)
+            if pid in children and children[pid].said == fd:  # (not reaped meanwhile)
+                said = _heard(children, spares, pid) or said
+        if said and open_ and reaped is not None:
             reaped()
         if open_ and control in ready:
             open_ = _take(control, children, spares, hand_over)
