@@ -48,6 +48,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 import _python_confined
 import _python_runner
@@ -491,12 +492,19 @@ def _fork():
         return -1
 
 
+# Calls that follow one another closer than this (from a status said to the next call) are back to back: a spare
+# made once a call's status is said would not be ready for the next one (making it takes a few milliseconds)
+_FOLLOWING_SECONDS = 0.01
+
+
 class _Spares:
     """The zygote's spare (:func:`_spare`): one made ahead, handed the next call.
 
     The next one is made once the zygote has nothing else to do (the call it would serve has ended, and its status
     is said), so that making it (a fork of the whole loaded interpreter, twice under the baseline) never competes with
-    a running call for the machine; a call that finds none makes one at once."""
+    a running call for the machine; a call that finds none makes one at once. Calls that come back to back (a client
+    that sends the next as soon as it has the last one's result: :data:`_FOLLOWING_SECONDS`) would each wait for the
+    spare made after the one before: there the next spare is made as soon as a call is handed over, while it runs."""
 
     def __init__(self, namespaces, control, module):
         self.namespaces = namespaces
@@ -505,9 +513,19 @@ class _Spares:
         self.waiting = None  # (pid, the socket it waits on, the pipe its init says the call's status on or -1)
         self.made = set()  # spares alive without a call, and inits whose call's status they said: reaped quietly
         self.own_mounts = os.stat("/proc/self/ns/mnt").st_ino if namespaces is not None else 0
+        self.said_at = -1.0  # when a call's status was last said (time.monotonic)
         # An init says its call's status (:func:`_end_call`) where the call's process holds no capability that could
         # reach the init's descriptors (through /proc) and say it early: root keeps root's under the baseline
         self.early = namespaces is not None and (getattr(namespaces, "late_drop", False) or os.getuid() != 0)
+
+    def ended(self):
+        """A call's status is said: the next call's spare is made now (unless one waits)."""
+        self.said_at = time.monotonic()
+        self.make()
+
+    def following(self):
+        """Whether calls come back to back: this one came soon after the last status was said."""
+        return self.said_at >= 0 and time.monotonic() - self.said_at < _FOLLOWING_SECONDS
 
     def make(self):
         """A new spare, unless one waits (none when it cannot be made: the next call tries again)."""
@@ -642,6 +660,8 @@ def _hand_over(spares, data, fds, children):
         with contextlib.suppress(OSError):
             reply.sendall(b"P%d\n" % pid)
     children[pid] = reply
+    if spares.following():  # (the next call may come before a spare made after this one's status is ready)
+        spares.make()
 
 
 def _send_fds(sock, data, fds):
@@ -713,7 +733,7 @@ def serve():
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
     spares.make()
     # once a call is over and its status said: the next call's spare, while nothing else runs
-    _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.make)
+    _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.ended)
 
 
 def _woken_by_children():
