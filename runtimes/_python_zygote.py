@@ -249,20 +249,27 @@ def _end_call(said, code):
     process of a PID namespace descends from its init: none left to wait for means the namespace holds this init
     alone), then say ``code`` on ``said``, the zygote's pipe: it tells toolexec at once, while this init's exit (its
     copy of the zygote's memory, its namespaces) is torn down off the call's path."""
+    while not _alone():  # a process of the call still runs (or stops): killed, and waited for
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError, InterruptedError):
+            os.waitpid(-1, 0)
+    with contextlib.suppress(OSError):
+        os.write(said, b"%d" % code)
+
+
+def _alone():
+    """As a namespace's init: reap every child that has ended; True when none is left (nor, then, any other process
+    of the namespace: they all descend from its init)."""
     while True:
         try:
             ended, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            break  # nothing of the call is left
+            return True
         except InterruptedError:
             continue
-        if ended == 0:  # a process of the call still runs (or stops): killed, and waited for
-            with contextlib.suppress(OSError):
-                os.kill(-1, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError, InterruptedError):
-                os.waitpid(-1, 0)
-    with contextlib.suppress(OSError):
-        os.write(said, b"%d" % code)
+        if ended == 0:
+            return False
 
 
 def _close_all_but(*kept):

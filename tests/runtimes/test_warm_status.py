@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import Ordinary, boot_clock, in_pid_namespace, zombies_of
+from tests.helpers import Ordinary, boot_clock, in_pid_namespace, sleeping, zombies_of
 from toolexec.runtimes import baseline, process_linux, sandbox
 
 pytestmark = pytest.mark.skipif(
@@ -86,17 +86,6 @@ def run() -> dict:
 '''
 
 
-def _sleepers(argument: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            if Path(f"/proc/{name}/cmdline").read_bytes() == b"sleep\0" + argument.encode() + b"\0":
-                found.append(int(name))
-        except OSError:
-            continue
-    return found
-
-
 def _left(namespace: str, started_before: float) -> list[int]:
     """The processes of the call's PID namespace but its init (which may still be exiting once it said the status:
     it holds nothing of the call's) started by ``started_before``."""
@@ -125,7 +114,7 @@ def test_nothing_a_warm_call_left_outlives_its_status(project: Project, mode: st
             assert (result.status, result.stderr) == ("ok", ""), result
             seen = json.loads(result.output)
             assert seen["alive"] is True  # it ran while the call did
-            assert (_sleepers(mark), _left(seen["namespace"], returned)) == ([], [])
+            assert (sleeping(mark), _left(seen["namespace"], returned)) == ([], [])
     assert zombies_of() - before == set()
 
 
