@@ -368,8 +368,7 @@ def _rehearse(module, tool_code=True):
         os.path.exists(os.devnull)
         with open(os.devnull, "w") as out:
             out.write("0")
-        with open(os.devnull, "wb") as out:
-            out.write(_python_runner._render("ok").encode("utf-8", "surrogateescape"))
+        _python_runner._write_file(os.devnull, _python_runner._render("ok").encode("utf-8", "surrogateescape"))
         if tool_code:  # (a module's __getattr__, an object's attributes, what the tool made of json: the tool's code)
             _python_runner._awaitable(getattr(module, sys.argv[2] if len(sys.argv) > 2 else "run", None))
             _python_runner._render({"rehearsal": [0, 0.5, True, None]})
