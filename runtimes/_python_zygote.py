@@ -39,6 +39,7 @@ Like the cold bootstrap, this runs under whatever Python the tool names: no synt
 import.
 """
 
+import array
 import contextlib
 import gc
 import marshal
@@ -474,21 +475,43 @@ def _receive(sock):
 
 def _take(control, children, spares, hand_over=None):
     """One call from toolexec, handed to ``hand_over`` (this module's :func:`_hand_over` by default); False once it
-    has closed the socket."""
+    has closed the socket.
+
+    The call's message (its environment: its arguments in LLM_TOOL_RAW_JSON, its files' names) is read into
+    :data:`_MESSAGE`, handed on from there and then overwritten with zeros: nothing of it stays in this process's
+    memory, which every later spare is forked from (and a spare may be made while a call runs: calls back to back)."""
     try:
-        data, fds = _receive(control)
+        size, fds = _receive_into(control, _MESSAGE)
     except InterruptedError:
         return True
-    if not data:
-        for fd in fds:
-            os.close(fd)
-        return False
-    if len(fds) < 4:
-        for fd in fds:
-            os.close(fd)
+    data = memoryview(_MESSAGE)[:size]
+    try:
+        if not size:
+            for fd in fds:
+                os.close(fd)
+            return False
+        if len(fds) < 4:
+            for fd in fds:
+                os.close(fd)
+            return True
+        (hand_over or _hand_over)(spares, data, fds, children)
         return True
-    (hand_over or _hand_over)(spares, data, fds, children)
-    return True
+    finally:
+        data.release()
+        _MESSAGE[:size] = bytes(size)
+
+
+_MESSAGE = bytearray(_MAX_MESSAGE)  # where the zygote reads each call's message (see :func:`_take`)
+
+
+def _receive_into(sock, buffer):
+    """A message read into ``buffer``: its size, and the descriptors it carried."""
+    fds = array.array("i")
+    size, ancillary, _, _ = sock.recvmsg_into([buffer], socket.CMSG_SPACE(_MAX_FDS * fds.itemsize))
+    for level, kind, cdata in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(cdata[: len(cdata) - (len(cdata) % fds.itemsize)])
+    return size, list(fds)
 
 
 def _fork():
@@ -529,9 +552,11 @@ class _Spares:
         self.said_at = time.monotonic()
         self.make()
 
-    def following(self):
-        """Whether calls come back to back: this one came soon after the last status was said."""
-        return self.said_at >= 0 and time.monotonic() - self.said_at < _FOLLOWING_SECONDS
+    def taken(self):
+        """A call was handed over (and its message let go, :func:`_take`): when calls come back to back (this one came
+        soon after the last status was said) the next call's spare is made now, while this one runs."""
+        if self.said_at >= 0 and time.monotonic() - self.said_at < _FOLLOWING_SECONDS:
+            self.make()
 
     def make(self):
         """A new spare, unless one waits (none when it cannot be made: the next call tries again)."""
@@ -666,8 +691,6 @@ def _hand_over(spares, data, fds, children):
         with contextlib.suppress(OSError):
             reply.sendall(b"P%d\n" % pid)
     children[pid] = reply
-    if spares.following():  # (the next call may come before a spare made after this one's status is ready)
-        spares.make()
 
 
 def _send_fds(sock, data, fds):
@@ -739,7 +762,7 @@ def serve():
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
     spares.make()
     # once a call is over and its status said: the next call's spare, while nothing else runs
-    _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.ended)
+    _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.ended, taken=spares.taken)
 
 
 def _woken_by_children():
@@ -772,9 +795,10 @@ def _heard(children, spares, pid):
     return True
 
 
-def _serve_calls(control, spares, wake_read, hand_over, reaped=None):
+def _serve_calls(control, spares, wake_read, hand_over, reaped=None, taken=None):
     """Take calls from ``control`` (each to ``hand_over``) and reap what ends, until toolexec has closed the socket
-    and every call and spare is over; then exit. ``reaped``: run when a call's status was said, the socket open."""
+    and every call and spare is over; then exit. ``reaped``: run when a call's status was said, the socket open;
+    ``taken``: once a call's message is handed over and let go (:func:`_take`)."""
     children = {}
     open_ = True
     while open_ or children or spares.made:
@@ -798,6 +822,8 @@ def _serve_calls(control, spares, wake_read, hand_over, reaped=None):
             reaped()
         if open_ and control in ready:
             open_ = _take(control, children, spares, hand_over)
+            if open_ and taken is not None:
+                taken()
             if not open_:
                 spares.close()
     os._exit(0)
