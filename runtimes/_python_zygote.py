@@ -22,9 +22,12 @@ never toolexec's) and forks the call's process, which drops every capability (as
 tool), takes the call's limits (``limits``: CPU seconds, address space, processes, and its pids cgroup) and says
 ``P`` itself (its pid reaches toolexec as the socket's credentials, in toolexec's own numbering). A namespace's init
 ignores every signal it has no handler for (even from toolexec, but SIGKILL), so the tool is not the init: it gets
-toolexec's SIGTERM as a cold call's tool would. The init exits with the tool's status (128 + the signal, as bwrap's
-own init reports it); the kernel ends whatever else the call left before the zygote can reap the init, so the status
-the zygote then writes means the whole call is gone.
+toolexec's SIGTERM as a cold call's tool would. Once the tool's process has ended, the init kills and reaps whatever
+else the call left in its namespace and says the tool's status (128 + the signal, as bwrap's own init reports it) on a
+pipe to the zygote, which writes it to toolexec at once (:func:`_end_call`): the whole call is gone by then, and the
+init's own exit (its copy of the zygote's memory, its namespaces) is off the call's path. Where the call's process
+keeps capabilities (root's, under the baseline) it could reach that pipe through /proc: there the init has none, and
+the zygote writes the status once it has reaped the init (the kernel has ended the namespace by then).
 
 Nothing of that is on a call's path: the call's process (and its init) is made ahead, a spare (:func:`_spare`) that
 waits for its call, and the zygote hands it the next call as toolexec handed it over. The next spare is made once
@@ -36,6 +39,7 @@ Like the cold bootstrap, this runs under whatever Python the tool names: no synt
 import.
 """
 
+import array
 import contextlib
 import gc
 import marshal
@@ -45,6 +49,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 import _python_confined
 import _python_runner
@@ -132,6 +137,7 @@ def _load(control, confined=False):
     except BaseException as exc:  # the cold call reports it, as it always does
         control.send(b"F" + f"the tool failed to load: {type(exc).__name__}: {exc}".encode("utf-8", "replace"))
         return None
+    _import_ahead()
     if _threads() > 1:
         control.send(b"F" + b"the tool starts threads when it loads; a process with threads cannot be forked safely")
         return None
@@ -140,6 +146,21 @@ def _load(control, confined=False):
         return None
     control.send(ready_word(_loaded_files(before, sys.argv[1])))
     return module
+
+
+# What a call's process imports on its way out (:mod:`_python_runner`): atexit for its exit, json to render a value
+# that is not text. Imported in a call's process each would cost it 0.3 ms (atexit: the import machinery's pages
+# copied) to 2 ms (json: its modules, and re's patterns compiled), every call.
+_AHEAD = ("atexit", "json")
+
+
+def _import_ahead():
+    """Import :data:`_AHEAD` once, after the tool (found as a call's process would find them, through the tool's
+    sys.path; listed among the files the tool loaded when they are not the interpreter's own): every call's process
+    then finds them loaded. One that fails is left to the call, which fails as a cold call does."""
+    for name in _AHEAD:
+        with contextlib.suppress(BaseException):  # (the call's own import reports it)
+            __import__(name)
 
 
 def _others():
@@ -187,19 +208,20 @@ def _loaded_files(before, tool):
     return files
 
 
-def _spare(namespaces, module, calls):
+def _spare(namespaces, module, calls, said=-1):
     """A spare, made ahead of its call (off the call's path), which waits on ``calls`` for it.
 
     Without ``namespaces`` it is the call's process itself (:func:`_tool`). With them it is the call's init, alone in a
     new PID namespace: it takes a mount namespace and a /proc of its own, forks the call's process ahead (which
     inherits them, and waits on ``calls`` for the call), lets go of ``calls`` and waits for that process; it exits
-    with the tool's status once that has ended (128 + the signal, as bwrap's own init reports it), and the kernel then
-    ends whatever else the call left."""
+    with the tool's status once that has ended (128 + the signal, as bwrap's own init reports it). With ``said`` (a
+    pipe to the zygote) it first ends and reaps whatever else the call left, and says the status there
+    (:func:`_end_call`): the call is over before this init's own exit tears down its copy of the zygote."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # Nothing of the zygote's but ``calls``: another call's reply socket held here would keep its end from toolexec
-    os.closerange(3, calls.fileno())
-    os.closerange(calls.fileno() + 1, _max_fd())
+    # Nothing of the zygote's but ``calls`` and ``said``: another call's reply socket held here would keep its end
+    # from toolexec
+    _close_all_but(calls.fileno(), said)
     if namespaces is None:
         _tool(module, calls, None)
     os.setsid()
@@ -211,13 +233,53 @@ def _spare(namespaces, module, calls):
     pid = _fork()
     if pid == 0:
         try:
+            if said >= 0:  # the call's status is its init's to say, never the tool's
+                os.close(said)
             _tool(module, calls, namespaces)
         finally:
             os._exit(70)
     calls.close()  # a call sent once the tool's process is gone fails at once (the zygote then makes another spare)
     if pid < 0:
         os._exit(70)
-    _exit_with(pid)
+    _exit_with(pid, (lambda code: _end_call(said, code)) if said >= 0 else None)
+
+
+def _end_call(said, code):
+    """As a call's namespace init, once the tool's own process has ended with ``code``: SIGKILL whatever else is in
+    the namespace (``kill(-1)`` from its init reaches every process of it, and none outside), reap it all (every
+    process of a PID namespace descends from its init: none left to wait for means the namespace holds this init
+    alone), then say ``code`` on ``said``, the zygote's pipe: it tells toolexec at once, while this init's exit (its
+    copy of the zygote's memory, its namespaces) is torn down off the call's path."""
+    while not _alone():  # a process of the call still runs (or stops): killed, and waited for
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError, InterruptedError):
+            os.waitpid(-1, 0)
+    with contextlib.suppress(OSError):
+        os.write(said, b"%d" % code)
+
+
+def _alone():
+    """As a namespace's init: reap every child that has ended; True when none is left (nor, then, any other process
+    of the namespace: they all descend from its init)."""
+    while True:
+        try:
+            ended, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        except InterruptedError:
+            continue
+        if ended == 0:
+            return False
+
+
+def _close_all_but(*kept):
+    """Close every descriptor from 3 on but ``kept`` (negative ones are none)."""
+    low = 3
+    for fd in sorted(fd for fd in kept if fd >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _max_fd())
 
 
 def _exit_with(pid, ended_hook=None):
@@ -307,10 +369,10 @@ def _rehearse(module, tool_code=True):
         os.path.exists(os.devnull)
         with open(os.devnull, "w") as out:
             out.write("0")
-        with open(os.devnull, "wb") as out:
-            out.write(_python_runner._render("ok").encode("utf-8", "surrogateescape"))
-        if tool_code:  # (a module's __getattr__, an object's attributes: the tool's code)
+        _python_runner._write_file(os.devnull, _python_runner._render("ok").encode("utf-8", "surrogateescape"))
+        if tool_code:  # (a module's __getattr__, an object's attributes, what the tool made of json: the tool's code)
             _python_runner._awaitable(getattr(module, sys.argv[2] if len(sys.argv) > 2 else "run", None))
+            _python_runner._render({"rehearsal": [0, 0.5, True, None]})
     except BaseException:  # a rehearsal only saves time: nothing of it may stop the spare
         pass
 
@@ -413,21 +475,43 @@ def _receive(sock):
 
 def _take(control, children, spares, hand_over=None):
     """One call from toolexec, handed to ``hand_over`` (this module's :func:`_hand_over` by default); False once it
-    has closed the socket."""
+    has closed the socket.
+
+    The call's message (its environment: its arguments in LLM_TOOL_RAW_JSON, its files' names) is read into
+    :data:`_MESSAGE`, handed on from there and then overwritten with zeros: nothing of it stays in this process's
+    memory, which every later spare is forked from (and a spare may be made while a call runs: calls back to back)."""
     try:
-        data, fds = _receive(control)
+        size, fds = _receive_into(control, _MESSAGE)
     except InterruptedError:
         return True
-    if not data:
-        for fd in fds:
-            os.close(fd)
-        return False
-    if len(fds) < 4:
-        for fd in fds:
-            os.close(fd)
+    data = memoryview(_MESSAGE)[:size]
+    try:
+        if not size:
+            for fd in fds:
+                os.close(fd)
+            return False
+        if len(fds) < 4:
+            for fd in fds:
+                os.close(fd)
+            return True
+        (hand_over or _hand_over)(spares, data, fds, children)
         return True
-    (hand_over or _hand_over)(spares, data, fds, children)
-    return True
+    finally:
+        data.release()
+        _MESSAGE[:size] = bytes(size)
+
+
+_MESSAGE = bytearray(_MAX_MESSAGE)  # where the zygote reads each call's message (see :func:`_take`)
+
+
+def _receive_into(sock, buffer):
+    """A message read into ``buffer``: its size, and the descriptors it carried."""
+    fds = array.array("i")
+    size, ancillary, _, _ = sock.recvmsg_into([buffer], socket.CMSG_SPACE(_MAX_FDS * fds.itemsize))
+    for level, kind, cdata in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(cdata[: len(cdata) - (len(cdata) % fds.itemsize)])
+    return size, list(fds)
 
 
 def _fork():
@@ -437,43 +521,70 @@ def _fork():
         return -1
 
 
+# Calls that follow one another closer than this (from a status said to the next call) are back to back: a spare
+# made once a call's status is said would not be ready for the next one (making it takes a few milliseconds)
+_FOLLOWING_SECONDS = 0.01
+
+
 class _Spares:
     """The zygote's spare (:func:`_spare`): one made ahead, handed the next call.
 
     The next one is made once the zygote has nothing else to do (the call it would serve has ended, and its status
     is said), so that making it (a fork of the whole loaded interpreter, twice under the baseline) never competes with
-    a running call for the machine; a call that finds none makes one at once."""
+    a running call for the machine; a call that finds none makes one at once. Calls that come back to back (a client
+    that sends the next as soon as it has the last one's result: :data:`_FOLLOWING_SECONDS`) would each wait for the
+    spare made after the one before: there the next spare is made as soon as a call is handed over, while it runs."""
 
     def __init__(self, namespaces, control, module):
         self.namespaces = namespaces
         self.control = control
         self.module = module
-        self.waiting = None  # (pid, the socket it waits on)
-        self.made = set()  # spares alive without a call: reaped quietly
+        self.waiting = None  # (pid, the socket it waits on, the pipe its init says the call's status on or -1)
+        self.made = set()  # spares alive without a call, and inits whose call's status they said: reaped quietly
         self.own_mounts = os.stat("/proc/self/ns/mnt").st_ino if namespaces is not None else 0
+        self.said_at = -1.0  # when a call's status was last said (time.monotonic)
+        # An init says its call's status (:func:`_end_call`) where the call's process holds no capability that could
+        # reach the init's descriptors (through /proc) and say it early: root keeps root's under the baseline
+        self.early = namespaces is not None and (getattr(namespaces, "late_drop", False) or os.getuid() != 0)
+
+    def ended(self):
+        """A call's status is said: the next call's spare is made now (unless one waits)."""
+        self.said_at = time.monotonic()
+        self.make()
+
+    def taken(self):
+        """A call was handed over (and its message let go, :func:`_take`): when calls come back to back (this one came
+        soon after the last status was said) the next call's spare is made now, while this one runs."""
+        if self.said_at >= 0 and time.monotonic() - self.said_at < _FOLLOWING_SECONDS:
+            self.make()
 
     def make(self):
         """A new spare, unless one waits (none when it cannot be made: the next call tries again)."""
         if self.waiting is not None:
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        said = os.pipe() if self.early else (-1, -1)
         pid = self.fork()
         if pid == -2:
             ours.close()
             theirs.close()
+            for fd in said:
+                _close(fd)
             return
         if pid == 0:
             try:
                 self.control.close()
                 ours.close()
-                _spare(self.namespaces, self.module, theirs)
+                _spare(self.namespaces, self.module, theirs, said[1])
             finally:
                 os._exit(70)
         theirs.close()
+        _close(said[1])
         if pid < 0:
             ours.close()
+            _close(said[0])
             return
-        self.waiting = (pid, ours)
+        self.waiting = (pid, ours, said[0])
         self.made.add(pid)
 
     def fork(self):
@@ -492,26 +603,26 @@ class _Spares:
         return pid
 
     def hand(self, data, fds):
-        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it) and, isolated,
-        the call's mount namespace held (:meth:`hold`; -1: none)."""
+        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it), the pipe its
+        init says the status on (-1: none) and, isolated, the call's mount namespace held (:meth:`hold`; -1: none)."""
         for _ in range(2):  # a spare that died meanwhile: one more, made now
             self.make()
             if self.waiting is None:
-                return -1, -1
-            pid, sock = self.waiting
+                return -1, -1, -1
+            pid, sock, said = self.waiting
             self.waiting = None
             held = self.hold(pid) if self.namespaces is not None else -1  # before the call runs: it may end at once
             try:
                 socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
             except OSError:
-                if held >= 0:
-                    os.close(held)
+                _close(held)
+                _close(said)
                 continue
             finally:
                 sock.close()
             self.made.discard(pid)
-            return pid, held
-        return -1, -1
+            return pid, said, held
+        return -1, -1, -1
 
     def hold(self, pid):
         """A descriptor of the mount namespace of the call whose init is ``pid`` (-1: none, or not its own yet).
@@ -535,16 +646,24 @@ class _Spares:
     def close(self):
         if self.waiting is not None:
             self.waiting[1].close()  # it sees the end of file and exits
+            _close(self.waiting[2])
             self.waiting = None
+
+
+def _close(fd):
+    if fd >= 0:
+        os.close(fd)
 
 
 class _Reply:
     """A call's reply socket (its descriptor: no socket object, whose making costs three system calls) and, isolated,
-    what the zygote holds of the call's namespace until the status is said (:meth:`_Spares.hold`)."""
+    the pipe its init says the status on (``said``, see :func:`_end_call`) and what the zygote holds of the call's
+    namespace until the status is said (:meth:`_Spares.hold`)."""
 
-    def __init__(self, fd, held=-1):
+    def __init__(self, fd, held=-1, said=-1):
         self.fd = fd
         self.held = held
+        self.said = said
 
     def sendall(self, data):
         view = memoryview(data)
@@ -554,16 +673,15 @@ class _Reply:
     def close(self):
         """Close the socket (toolexec has the status by then), then let go of the call's mount namespace: the kernel
         tears it down now, after the status, not on the call's path when its init exits."""
-        for fd in (self.fd, self.held):
-            if fd >= 0:
-                os.close(fd)
-        self.fd = self.held = -1
+        for fd in (self.fd, self.held, self.said):
+            _close(fd)
+        self.fd = self.held = self.said = -1
 
 
 def _hand_over(spares, data, fds, children):
     """Give the call to a spare; toolexec hears ``P`` once it has it (from the call's process itself, isolated)."""
-    pid, held = spares.hand(data, fds)
-    reply = _Reply(fds[3], held)
+    pid, said, held = spares.hand(data, fds)
+    reply = _Reply(fds[3], held, said)
     for fd in fds[:3] + fds[4:]:
         os.close(fd)
     if pid < 0:  # the call is not started (toolexec runs it cold)
@@ -644,7 +762,7 @@ def serve():
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
     spares.make()
     # once a call is over and its status said: the next call's spare, while nothing else runs
-    _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.make)
+    _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.ended, taken=spares.taken)
 
 
 def _woken_by_children():
@@ -657,14 +775,36 @@ def _woken_by_children():
     return wake_read
 
 
-def _serve_calls(control, spares, wake_read, hand_over, reaped=None):
+def _heard(children, spares, pid):
+    """Read what call ``pid``'s init said on its pipe (:func:`_end_call`): its status, said to toolexec now (the init
+    is then reaped quietly), or nothing (it ended without a word: its reap says the status). True when said."""
+    reply = children[pid]
+    try:
+        word = os.read(reply.said, 32)
+    except OSError:
+        word = b""
+    _close(reply.said)
+    reply.said = -1
+    if not word.isdigit():
+        return False
+    del children[pid]
+    spares.made.add(pid)
+    with contextlib.suppress(OSError):
+        reply.sendall(b"X%d\n" % (int(word) << 8))  # a wait status, as the init's reap would give
+    reply.close()
+    return True
+
+
+def _serve_calls(control, spares, wake_read, hand_over, reaped=None, taken=None):
     """Take calls from ``control`` (each to ``hand_over``) and reap what ends, until toolexec has closed the socket
-    and every call and spare is over; then exit. ``reaped``: run when a call's status was said, the socket open."""
+    and every call and spare is over; then exit. ``reaped``: run when a call's status was said, the socket open;
+    ``taken``: once a call's message is handed over and let go (:func:`_take`)."""
     children = {}
     open_ = True
     while open_ or children or spares.made:
+        saying = {reply.said: pid for pid, reply in children.items() if getattr(reply, "said", -1) >= 0}
         try:
-            ready, _, _ = select.select([control, wake_read] if open_ else [wake_read], [], [])
+            ready, _, _ = select.select([control, wake_read, *saying] if open_ else [wake_read, *saying], [], [])
         except InterruptedError:
             continue
         if wake_read in ready:
@@ -673,10 +813,17 @@ def _serve_calls(control, spares, wake_read, hand_over, reaped=None):
                     pass
             except BlockingIOError:
                 pass
-        if _reap(children, spares) and open_ and reaped is not None:
+        said = _reap(children, spares)
+        for fd in ready:
+            pid = saying.get(fd)
+            if pid in children and children[pid].said == fd:  # (not reaped meanwhile)
+                said = _heard(children, spares, pid) or said
+        if said and open_ and reaped is not None:
             reaped()
         if open_ and control in ready:
             open_ = _take(control, children, spares, hand_over)
+            if open_ and taken is not None:
+                taken()
             if not open_:
                 spares.close()
     os._exit(0)

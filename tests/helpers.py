@@ -236,6 +236,18 @@ def in_pid_namespace(namespace: str, started_before: float | None = None) -> lis
     return found
 
 
+def sleeping(argument: str) -> list[int]:
+    """The processes running ``sleep ARGUMENT`` (a tool's escapee, marked by an argument no other process has)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if Path(f"/proc/{name}/cmdline").read_bytes() == b"sleep\0" + argument.encode() + b"\0":
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
 def boot_clock() -> float:
     """Seconds since boot, as the kernel counts a process's start (``/proc/PID/stat``'s start time)."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes, run_executor_script, wait_until
+from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes, run_executor_script, sleeping, wait_until
 from toolexec import Executor
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux
@@ -122,20 +122,9 @@ def test_a_warm_calls_setsid_escapee_is_gone_when_the_call_ends(project: Project
         _call(executor, "look")
         seen = _call(executor, "escape", token)
         returned = boot_clock()
-        assert _sleepers(token) == []  # gone by the time the call returned: the kernel ended its namespace
+        assert sleeping(token) == []  # gone by the time the call returned: the kernel ended its namespace
         assert in_pid_namespace(seen["namespace"], started_before=returned) == []
     assert marked_processes(private_tmpdir) == []
-
-
-def _sleepers(argument: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            if Path(f"/proc/{name}/cmdline").read_bytes() == b"sleep\0" + argument.encode() + b"\0":
-                found.append(int(name))
-        except OSError:
-            continue
-    return found
 
 
 # The executor runs in a process of its own, which the test can watch (and wake, should the tool stop it).

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import Project
 from tests.helpers import alive, boot_clock, in_pid_namespace, marked_processes, run_executor_script
-from tests.runtimes.test_warm_baseline import _sleepers
+from tests.helpers import sleeping as _sleepers
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux
 from toolexec.runtimes.warm_fork import running_servers

@@ -54,15 +54,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.parametrize("following", [False, True], ids=["first", "back-to-back"])
 @pytest.mark.parametrize("mode", ["strict", "baseline", "off"])
-def test_a_warm_call_cannot_read_an_earlier_calls_arguments_in_its_memory(project: Project, mode: str) -> None:
+def test_a_warm_call_cannot_read_an_earlier_calls_arguments_in_its_memory(project: Project, mode: str, following: bool) -> None:
     """Each call's process is a spare forked from the tool's server: nothing of an earlier call's request (its
     arguments, in ``LLM_TOOL_RAW_JSON``; its files' names) may be in what the server keeps, nor left where it read
-    it. A spare rehearsed with the last call's message, which it kept."""
+    it. A spare rehearsed with the last call's message, which it kept. ``following``: the call that holds the
+    secret comes right after another (back to back), so the next spare is made while it runs, just after the server
+    handed its message on."""
     head, tail = "SECRET-e1b9f0c4", "7d2a-arguments-of-the-first-call"
     project.tool("probe.py", PROBE)
     settings = {} if mode == "baseline" else {"sandbox": mode}
     with Executor(project.configure(**settings), warm=True) as executor:
+        if following:
+            assert executor.call("probe", {"action": "keep"}).status == "ok"
         kept = executor.call("probe", {"action": "keep", "first": head + tail})
         looked = [executor.call("probe", {"action": "look", "first": head, "second": tail}) for _ in range(2)]
     assert (kept.status, kept.output) == ("ok", "{}"), kept

@@ -1,0 +1,184 @@
+"""A warm Python call's status under a PID namespace of its own (the baseline; ``sandbox: strict``): the call's init
+says it once the tool's process has ended and it has killed and reaped whatever else the call left (its namespace
+holds nothing but the init then), before its own exit tears down its copy of the server (runtimes/_python_zygote.py,
+``_end_call``). These check that nothing of the call outlives the status, and that the tool cannot say a status in
+the init's place (the pipe the init says it on is out of the tool's reach).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import Ordinary, boot_clock, in_pid_namespace, sleeping, zombies_of
+from toolexec.runtimes import baseline, process_linux, sandbox
+
+pytestmark = pytest.mark.skipif(
+    not (baseline.usable() and process_linux.available() and sandbox.mechanism()[0] == "bwrap"),
+    reason="needs bwrap, PID namespaces, pidfd and /proc",
+)
+
+LEAVER = '''
+import os, subprocess, time
+
+
+def run(mark: str) -> dict:
+    """Leave processes behind: a setsid'd program, and a double fork that runs no program.
+
+    Warm: true
+
+    Args:
+        mark: the sleep argument of the program left behind
+    """
+    # Neither holds the call's output pipes (toolexec would wait for their end of file): only their kill ends them
+    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    subprocess.Popen(["setsid", "sleep", mark], start_new_session=True, **quiet)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a child that leaves a grandchild in a session of its own, then ends
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.write(write, b"%d" % os.getpid())
+            os.close(write)
+            while True:
+                time.sleep(60)
+        os._exit(0)
+    os.close(write)
+    left = int(os.read(read, 32))
+    os.close(read)
+    os.waitpid(pid, 0)
+    return {"namespace": os.readlink("/proc/self/ns/pid"), "left": left, "alive": os.path.exists(f"/proc/{left}")}
+'''
+
+FORGER = '''
+import os
+
+
+def run() -> dict:
+    """Try to say a status in the init's place: on every descriptor the init (pid 1) holds.
+
+    Warm: true
+    """
+    listed = sorted(os.listdir("/proc/1/fd"), key=int)
+    opened = {}
+    for fd in listed:
+        try:
+            handle = os.open(f"/proc/1/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            opened[fd] = exc.strerror
+            continue
+        try:
+            os.write(handle, b"0")
+            opened[fd] = "written"
+        except OSError as exc:
+            opened[fd] = exc.strerror
+        finally:
+            os.close(handle)
+    return {"listed": listed, "opened": opened}
+'''
+
+
+def _left(namespace: str, started_before: float) -> list[int]:
+    """The processes of the call's PID namespace but its init (which may still be exiting once it said the status:
+    it holds nothing of the call's) started by ``started_before``."""
+    left = []
+    for pid in in_pid_namespace(namespace, started_before=started_before):
+        with contextlib.suppress(OSError):
+            nspid = [
+                line.split()[-1] for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("NSpid:")
+            ]
+            if nspid != ["1"]:
+                left.append(pid)
+    return left
+
+
+@pytest.mark.parametrize("mode", ["strict", "declared"])
+def test_nothing_a_warm_call_left_outlives_its_status(project: Project, mode: str) -> None:
+    """Every process the call left (a setsid'd program, a double-forked copy of the tool) is gone by the time the
+    call returns: not later, as its init's exit would end them."""
+    project.tool("leaver.py", LEAVER)
+    before = zombies_of()
+    with project.executor(sandbox=mode) as executor:
+        marks = [f"{2000 + int.from_bytes(os.urandom(2), 'big')}.{os.getpid()}{index}" for index in range(3)]
+        for mark in marks:  # the first starts the server; each later one is forked from a spare made ahead
+            result = executor.call("leaver", {"mark": mark})
+            returned = boot_clock()
+            assert (result.status, result.stderr) == ("ok", ""), result
+            seen = json.loads(result.output)
+            assert seen["alive"] is True  # it ran while the call did
+            assert (sleeping(mark), _left(seen["namespace"], returned)) == ([], [])
+    assert zombies_of() - before == set()
+
+
+@pytest.mark.parametrize("mode", ["strict", "declared"])
+def test_a_warm_tool_cannot_say_a_status_in_its_inits_place(project: Project, mode: str) -> None:
+    """A tool that holds no capability (strict; the baseline's ordinary user) cannot open its init's descriptors,
+    among them the init's pipe to the server; one that keeps root's (root under the baseline, as a cold call's tool)
+    could, so its init holds no such pipe: the server says the status once it has reaped the init, as the kernel
+    has ended the namespace by then."""
+    project.tool("forger.py", FORGER)
+    keeps_root = mode == "declared" and os.getuid() == 0
+    with project.executor(sandbox=mode) as executor:
+        for _ in range(2):  # the first starts the server
+            result = executor.call("forger")
+            assert (result.status, result.exit_code, result.stderr) == ("ok", 0, ""), result
+            seen = json.loads(result.output)
+            if keeps_root:  # its standard descriptors only (the server's null device, its stderr)
+                assert seen["listed"] == ["0", "1", "2"]
+            else:  # and the pipe the status is said on: out of reach
+                assert len(seen["listed"]) == 4
+                assert seen["opened"] == {fd: "Permission denied" for fd in seen["listed"]}
+
+
+# Run by the ordinary user, whose baseline call is sealed (toolexec looks for nothing of it once its status came):
+# what the call left is looked for the moment it returns, with nothing of toolexec's but the init's kill between.
+LEFT_AT_RETURN = """
+import json, os, sys
+from pathlib import Path
+from toolexec import Executor
+
+
+def left(namespace, mark):
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if os.readlink(f"/proc/{name}/ns/pid") != namespace and Path(f"/proc/{name}/cmdline").read_bytes() != mark:
+                continue
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        state = [line.split()[1] for line in status.splitlines() if line.startswith("State:")]
+        nspid = [line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:")]
+        if state not in (["Z"], ["X"]) and nspid != ["1"]:  # (the init may still be exiting: it holds nothing)
+            found.append(int(name))
+    return found
+
+
+with Executor(sys.argv[1], warm=True) as executor:
+    for index in range(3):
+        mark = f"{os.getpid()}.{index}"
+        result = executor.call("leaver", {"mark": mark})
+        seen = json.loads(result.output) if result.status == "ok" else {"namespace": "", "error": result.error}
+        print(json.dumps([result.status, seen.get("alive"), left(seen["namespace"], b"sleep\\0" + mark.encode() + b"\\0")]))
+"""
+
+
+def test_nothing_an_ordinary_users_sealed_warm_call_left_outlives_its_status(ordinary: Ordinary) -> None:
+    """As an ordinary user the baseline's warm call is sealed: its status is the init's word, said once the init has
+    killed and reaped the rest of its namespace. What the call left is gone the moment the call returns."""
+    import yaml
+
+    (ordinary.root / "functions" / "tools" / "leaver.py").write_text(LEAVER)
+    ordinary.config.write_text(yaml.safe_dump({"visible_tools": ["leaver.py"], "sandbox": "declared"}))
+    ordinary.own()
+    done = ordinary.run("python", "-c", LEFT_AT_RETURN, str(ordinary.config))
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [["ok", True, []]] * 3
