@@ -246,8 +246,8 @@ def _limit(pid, limits, fsize):
 
 
 def _hand_over(spares, data, fds, children):
-    """Give the call to the oldest waiting spare (one made now when none waits, or those waiting died); then make
-    the next spares."""
+    """Give the call to the oldest waiting spare (one made now when none waits, or those waiting died); the next
+    spares are made once its message is let go (:func:`_taken`)."""
     reply = socket.socket(fileno=fds[3])
     pid = -1
     while pid < 0:
@@ -271,7 +271,13 @@ def _hand_over(spares, data, fds, children):
         reply.close()
     else:
         children[pid] = reply
-    if not spares.waiting:  # (calls beyond the spares kept: the next one is made now; else after a call's status)
+
+
+def _taken(spares):
+    """After a call's hand-over, its message let go (zeroed: a spare forked before would hold it, for the call it
+    serves to read in its init's memory): calls beyond the spares kept get the next one made now; else it is made
+    after a call's status."""
+    if not spares.waiting:
         spares.fill()
 
 
@@ -297,7 +303,7 @@ def serve():
         os._exit(0)
     wake_read = _woken_by_children()
     spares.fill()
-    _serve_calls(control, spares, wake_read, _hand_over, spares.fill)
+    _serve_calls(control, spares, wake_read, _hand_over, spares.fill, taken=lambda: _taken(spares))
 
 
 if __name__ == "__main__":

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 
 import pytest
 
 from tests.conftest import Project
 from toolexec import Executor
+from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux, sandbox
 
 PROBE = '''
@@ -72,3 +75,65 @@ def test_a_warm_call_cannot_read_an_earlier_calls_arguments_in_its_memory(projec
         looked = [executor.call("probe", {"action": "look", "first": head, "second": tail}) for _ in range(2)]
     assert (kept.status, kept.output) == ("ok", "{}"), kept
     assert [(result.status, json.loads(result.output)) for result in looked] == [("ok", {"found": []})] * 2
+
+
+BASH_PROBE = """#!/usr/bin/env bash
+# @describe Remember, or look for what an earlier call was given, in the memory of this call's namespace init.
+# @meta warm
+# @option --action! what to do
+# @option --first the secret's first half
+# @option --second its second half
+main() {
+    if [[ "$argc_action" == keep ]]; then
+        echo '{}' >> "$LLM_OUTPUT"
+        return
+    fi
+    # pid 1 is the call's init: a fork of the server made ahead; root keeps the capabilities to read its memory
+    PYTHON -c "$(< LOOK)" "$argc_first" "$argc_second" /proc/1 >> "$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+LOOK = """
+import json, sys
+head, tail, where = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3]
+found = []
+with open(where + "/maps") as maps, open(where + "/mem", "rb", 0) as mem:
+    for line in maps:
+        fields = line.split()
+        if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        try:
+            mem.seek(start)
+            data = mem.read(end - start)
+        except (OSError, OverflowError, ValueError):
+            continue
+        at = data.find(head)
+        while at >= 0:
+            if data[at + len(head): at + len(head) + len(tail)] == tail:
+                found.append(" ".join(fields[5:]) or "anonymous")
+            at = data.find(head, at + 1)
+print(json.dumps({"found": found}))
+"""
+
+
+def test_a_warm_bash_call_cannot_read_an_earlier_calls_arguments_in_its_init(project: Project) -> None:
+    """Under the baseline a warm Bash call's init is a fork of the server (Python) made ahead: none may be made while
+    the server still holds a call's message. Calls beyond the spares waiting (here: calls at once) had the next spares
+    made in the hand-over, before the message was zeroed: their inits held an earlier call's arguments, which a root
+    tool (its capabilities kept under the baseline) read in its init's memory."""
+    head, tail = "SECRET-5c0ffee1", "9a7b-arguments-of-a-call"
+    look = project.root / "look.py"
+    look.write_text(LOOK)
+    project.tool("probe.sh", BASH_PROBE.replace("PYTHON", shlex.quote(sys.executable)).replace("LOOK", shlex.quote(str(look))))
+    with Executor(project.configure(max_parallel=8), warm=True) as executor:
+        assert executor.call("probe", {"action": "keep"}).status == "ok"
+        kept = executor.call_many(
+            [ToolCall(name="probe", arguments={"action": "keep", "first": f"{head}{tail}{n}"}) for n in range(6)]
+        )
+        looked = executor.call_many(
+            [ToolCall(name="probe", arguments={"action": "look", "first": head, "second": tail}) for _ in range(6)]
+        )
+    assert [(result.status, result.output.strip()) for result in kept] == [("ok", "{}")] * 6, kept
+    assert [(result.status, json.loads(result.output)) for result in looked] == [("ok", {"found": []})] * 6
