@@ -77,6 +77,25 @@ def test_a_warm_call_cannot_read_an_earlier_calls_arguments_in_its_memory(projec
     assert [(result.status, json.loads(result.output)) for result in looked] == [("ok", {"found": []})] * 2
 
 
+@pytest.mark.parametrize("mode", ["strict", "baseline", "off"])
+def test_warm_calls_at_once_cannot_read_one_anothers_arguments(project: Project, mode: str) -> None:
+    """Calls beyond the spare waiting (calls at once) have theirs made as they come: never while the server holds
+    another call's message."""
+    head, tail = "SECRET-3f5e77a0", "c41d-arguments-of-a-call"
+    project.tool("probe.py", PROBE)
+    settings = {} if mode == "baseline" else {"sandbox": mode}
+    with Executor(project.configure(max_parallel=8, **settings), warm=True) as executor:
+        assert executor.call("probe", {"action": "keep"}).status == "ok"
+        kept = executor.call_many(
+            [ToolCall(name="probe", arguments={"action": "keep", "first": f"{head}{tail}{n}"}) for n in range(6)]
+        )
+        looked = executor.call_many(
+            [ToolCall(name="probe", arguments={"action": "look", "first": head, "second": tail}) for _ in range(6)]
+        )
+    assert [(result.status, result.output) for result in kept] == [("ok", "{}")] * 6, kept
+    assert [(result.status, json.loads(result.output)) for result in looked] == [("ok", {"found": []})] * 6
+
+
 BASH_PROBE = """#!/usr/bin/env bash
 # @describe Remember, or look for what an earlier call was given, in the memory of this call's namespace init.
 # @meta warm
