@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from toolexec.node_early import Early
+    from toolexec.early import Early
     from toolexec.runtimes.warm import WarmCall, WarmSpec
 
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"
@@ -93,7 +93,7 @@ class Spare:
 
     @classmethod
     def adopt(cls, early: Early) -> Spare:
-        """The spare a one-shot run started before toolexec imported itself (:mod:`toolexec.node_early`)."""
+        """The spare a one-shot run started before toolexec imported itself (:mod:`toolexec.early`)."""
         assert early.proc is not None
         spare = cls(early.proc, early.progress, early.progress_in_spare)
         ready, info = early.ready, early.info

@@ -1,25 +1,43 @@
-"""A one-shot ``toolexec run`` of a JavaScript or TypeScript tool starts its node first, before toolexec imports itself.
+"""A one-shot ``toolexec run`` starts its tool's process first, before toolexec imports itself: one mechanism for
+every language.
 
-A cold one-shot call pays Python's start, toolexec's imports and the call's own work (~40 ms), then node's start
-(~25 ms). Node's start does not depend on the call: the installed command (:mod:`toolexec.entry`) starts it at once,
-as a *spare* (``node node_bootstrap.cjs TOOL`` waiting on stdin for its call, the tool not imported yet), from what
-the last one-shot run of the same tool, from the same place, wrote down: the spare's argv (under the sandbox's
-baseline, bwrap's included) and what it adds to the environment. The two starts then run side by side.
+A cold one-shot call pays Python's start, toolexec's imports and the call's own work (~30-40 ms), then its tool's
+start: node's (~25 ms), a Python tool's interpreter (~10-15 ms), and under the sandbox's baseline bwrap's namespaces
+(and, for root, the shell that joins the call's pids cgroup). None of that depends on the call: the installed command
+(:mod:`toolexec.entry`) starts it at once, as a *spare*, from what the last one-shot run of the same tool, from the
+same place, wrote down (a *memo*: the kind of spare, its argv, bwrap's included, and what it adds to the
+environment). The two starts then run side by side, on the two cores a machine has at least.
 
-When the call is launched, the process helper adopts the spare if it is exactly what a cold start of this call
-would have been (:func:`take`): the same argv, and the same environment but for the call's own ``LLM_*`` and
-toolexec's variables, which the spare takes with the call, before the tool is imported (:func:`_compatible`). The call is then handed to it as to a warm spare (:mod:`toolexec.runtimes.warm_node`): its limits set
-on the node, its pids cgroup joined by the node itself, its environment, working directory and request down its
-stdin. Otherwise the spare is ended, unused, and the call starts cold; what this call's start would be is written
-down for the next run (:func:`remember`). A run that launches nothing ends its spare at exit.
+Three kinds of spare, told apart by the memo's first word:
+
+* ``node``: ``node node_bootstrap.cjs TOOL``, waiting on stdin for its call (``TOOLEXEC_NODE_SPARE`` names its ready
+  and progress descriptors): handed its call as a warm Node spare is (:mod:`toolexec.runtimes.warm_node`);
+* ``python`` and ``launcher``: a program whose stdin is a socket, which says it waits (one byte) and takes its call in
+  one message, as a sandbox set up ahead does (:mod:`toolexec.runtimes._spare_launcher`: the call's stdin and progress
+  pipe by ``SCM_RIGHTS``, its program and environment): a Python tool's own interpreter running its bootstrap
+  (``TOOLEXEC_EARLY`` tells it to wait), which then goes on as the call; or, under the baseline, bwrap around the
+  launcher (which starts with no environment and reads none), which ``exec``\\s the call's program (a Bash tool's
+  bash) with the call's environment.
+
+When the call is launched, the process helper adopts the spare only if it is exactly what a cold start of this call
+would have been (:func:`take`, :mod:`toolexec.runtimes.early_start`): the same kind and argv, the same working
+directory, and the same environment but for the call's own ``LLM_*`` and toolexec's variables, which the spare takes
+with the call, before any line of the tool (:func:`_compatible`). Otherwise the spare is ended, unused, and the call
+starts cold; what this call's start would be is written down for the next run (:func:`remember`). A run that
+launches nothing ends its spare at exit; a spare whose run dies reads the end of its stdin and ends (under the
+baseline bwrap's ``--die-with-parent`` ends it too). The memo is never trusted: it is read only when only this user
+could have written it (:func:`_read`), in toolexec's cache (hidden from every confined tool), and what it names is
+adopted only when it is what this run computes itself.
 
 This module is imported before the rest of toolexec: the standard library's ``os`` and ``subprocess`` (and what that
-imports), and :mod:`toolexec.serve_client` (which the run imported to try a server: how the config is named on the
-command line, and the digest of the files named after it, are read the same way by both).
+imports), ``_socket`` (a C module the run imported already), and :mod:`toolexec.serve_client` (which the run imported
+to try a server: how the config is named on the command line, and the digest of the files named after it, are read
+the same way by both).
 """
 
 from __future__ import annotations
 
+import _socket  # not socket: its import (enum, selectors, …) costs a one-shot run ~3 ms (serve_client loaded it)
 import atexit
 import contextlib
 import os
@@ -33,9 +51,13 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
-SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"
+SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"  # a node spare's ready and progress descriptors
+EARLY_VARIABLE = "TOOLEXEC_EARLY"  # a Python tool's bootstrap waits for its call on the socket that is its stdin
+KINDS = ("node", "python", "launcher")
+# A launcher reads no environment (``python -S -I``, then ``exec`` with the call's): it starts with none, and is never compared.
+_BARE = "launcher"
 MAX_MEMO = 1 << 20  # an argv and a few variables: a longer memo is not one toolexec wrote
-# What the spare takes with its call (the call's own, or toolexec's): never compared with what node started with.
+# What the spare takes with its call (the call's own, or toolexec's): never compared with what it started with.
 _PER_CALL_PREFIXES = ("LLM_", "TOOLEXEC_")
 _PER_CALL = frozenset({"TRACEPARENT", "TRACESTATE", "BAGGAGE"})
 
@@ -45,64 +67,89 @@ class Early:
 
     def __init__(self, memo: str, known: bytes) -> None:
         self.memo, self.known = memo, known
+        self.kind = ""
+        self.cwd = os.getcwd()  # where it started (the memo is this directory's)
         self.argv: list[str] = []  # as remembered (with INFO)
         self.additions: dict[str, str] = {}
-        self.env: dict[str, str] = {}  # what node started with
+        self.env: dict[str, str] = {}  # what it started with (but for the variable that makes it a spare)
         self.proc: subprocess.Popen[bytes] | None = None
         self.ready = self.info = self.progress = -1
         self.progress_in_spare = -1
+        self.control: _socket.socket | None = None  # a python or launcher spare's socket (the other end: its stdin)
 
     def start(self) -> None:
         """Start the remembered spare (nothing when the memo is not one)."""
         fields = self.known.decode("utf-8", "surrogateescape").split("\0")
-        if "" not in fields:
+        if "" not in fields or fields[0] not in KINDS:
             return
         cut = fields.index("")
-        self.argv = fields[:cut]
+        self.kind, self.argv = fields[0], fields[1:cut]
         self.additions = dict(entry.split("=", 1) for entry in fields[cut + 1 :] if "=" in entry)
         if not self.argv:
             return
-        ready_read, ready_write = os.pipe()
-        self.progress, progress_write = os.pipe()
+        self.env = {} if self.kind == _BARE else {**os.environ, **self.additions}
         info_read, info_write = os.pipe() if INFO in self.argv else (-1, -1)
-        self.progress_in_spare = progress_write
-        self.env = {**os.environ, **self.additions}
         argv = [str(info_write) if word == INFO else word for word in self.argv]
+        if self.kind == "node":
+            ready_read, ready_write = os.pipe()
+            self.progress, progress_write = os.pipe()
+            self.progress_in_spare = progress_write
+            passed = [ready_write, progress_write]
+            env = {**self.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}:lazy"}
+            stdin: int = subprocess.PIPE
+        else:  # its stdin a socket: it says it waits, and takes its call in one message
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            ready_read = -1
+            passed = []
+            env = self.env if self.kind == _BARE else {**self.env, EARLY_VARIABLE: "1"}
+            stdin = theirs.fileno()
         try:
             self.proc = subprocess.Popen(
                 argv,
-                stdin=subprocess.PIPE,
+                stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env={**self.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}:lazy"},
+                bufsize=0,  # read by descriptor, as a cold call's
+                env=env,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(ready_write, progress_write, *([info_write] if info_write >= 0 else [])),
+                pass_fds=(*passed, *([info_write] if info_write >= 0 else [])),
             )
         except OSError:
             for fd in (ready_read, self.progress, info_read):
                 _close(fd)
             self.progress = -1
+            if self.kind != "node":
+                ours.close()
             return
         finally:
-            for fd in (ready_write, progress_write, info_write):
+            for fd in (*passed, info_write):
                 _close(fd)
+            if self.kind != "node":
+                theirs.close()
+        if self.kind != "node":
+            self.control = ours
         self.ready, self.info = ready_read, info_read
 
-    def matches(self, argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str]) -> bool:
-        """Whether the spare is what a cold start with ``argv`` (INFO for bwrap's info descriptor) and ``env`` makes,
-        ``additions`` being what this start adds to the command's environment (a memo's own are never taken on trust:
-        a stale or planted one's would be exempt from the comparison)."""
+    def matches(self, kind: str, argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str], cwd: str) -> bool:
+        """Whether the spare is what a cold start of the ``kind`` with ``argv`` (INFO for bwrap's info descriptor), in
+        ``cwd``, with ``env`` makes, ``additions`` being what this start adds to the command's environment (a memo's
+        own are never taken on trust: a stale or planted one's would be exempt from the comparison)."""
         return (
             self.proc is not None
+            and kind == self.kind
             and list(argv) == self.argv
+            and cwd == self.cwd == os.getcwd()
             and dict(additions) == self.additions
-            and _compatible(self.env, env, self.additions)
+            and (kind == _BARE or _compatible(self.env, env, self.additions))
         )
 
     def discard(self) -> None:
         """End an unused spare and release what this process holds of it."""
         proc, self.proc = self.proc, None
+        if self.control is not None:
+            self.control.close()
+            self.control = None
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -131,27 +178,31 @@ def begin(argv: Sequence[str]) -> None:
         atexit.register(_end)
 
 
-def take(argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str] | None = None) -> Early | None:
-    """The started spare, handed over (once) when it is what ``argv`` and ``env`` (with ``additions``, what this start
-    adds to the command's environment) would start; else None (and an unused spare is ended)."""
+def take(
+    kind: str, argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str] | None = None, cwd: str = ""
+) -> Early | None:
+    """The started spare, handed over (once) when it is what a start of the ``kind`` with ``argv`` and ``env`` (with
+    ``additions``, what this start adds to the command's environment) in ``cwd`` would be; else None (and an unused
+    spare is ended)."""
     early = _early
     if early is None or early.proc is None:
         return None
-    if early.matches(argv, env, additions or {}):
+    if early.matches(kind, argv, env, additions or {}, cwd or os.getcwd()):
         return early
     early.discard()
     return None
 
 
-def remember(argv: Sequence[str], additions: Mapping[str, str], env: Mapping[str, str]) -> None:
-    """Write down what this run's start was (argv with INFO, the environment it added), for the next run: only where
-    the next run's spare could be adopted (the call's environment is the command's own, as far as node reads it)."""
+def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: Mapping[str, str]) -> None:
+    """Write down what this run's start was (its kind, argv with INFO, the environment it added), for the next run:
+    only where the next run's spare could be adopted (the call's environment is the command's own, as far as the
+    program's start reads it). An empty ``argv``: nothing (a start no spare can stand in for)."""
     early = _early
     if early is None:
         return
     wanted = b""
-    if _compatible({**os.environ, **additions}, env, additions):
-        fields = [*argv, "", *(f"{name}={value}" for name, value in additions.items())]
+    if argv and kind in KINDS and (kind == _BARE or _compatible({**os.environ, **additions}, env, additions)):
+        fields = [kind, *argv, "", *(f"{name}={value}" for name, value in additions.items())]
         wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
     if wanted == early.known:
         return
@@ -240,11 +291,12 @@ def memo_path(argv: Sequence[str]) -> str | None:
 
 
 def _compatible(start: Mapping[str, str], call: Mapping[str, str], additions: Mapping[str, str]) -> bool:
-    """Whether a node started with ``start`` stands for one started with ``call``: every variable it started with is
+    """Whether a spare started with ``start`` stands for one started with ``call``: every variable it started with is
     the call's too, with the same value (so nothing the call may not see, a secret toolexec keeps from its tools, is
-    in what the node's ``/proc/self/environ`` shows), but for what toolexec added to the start (``additions``); and
-    the call adds only its own and toolexec's variables, which the node takes with the call, before the tool's first
-    line (anything else, a ``.env`` file's ``NODE_OPTIONS`` say, node's start might have read)."""
+    in what the spare's ``/proc/self/environ`` shows), but for what toolexec added to the start (``additions``); and
+    the call adds only its own and toolexec's variables, which the spare takes with the call, before the tool's first
+    line (anything else, a ``.env`` file's ``NODE_OPTIONS`` or ``PYTHONPATH`` say, the program's start might have
+    read)."""
     if any(name not in additions and call.get(name) != value for name, value in start.items()):
         return False
     return all(name in start or name in _PER_CALL or name.startswith(_PER_CALL_PREFIXES) for name in call)

@@ -1,0 +1,204 @@
+"""The process helper's side of a one-shot run's early start (:mod:`toolexec.early`): what the spare of a call would
+be, whether the spare the run started is it, and handing the call to it.
+
+A call's early spare is what its cold start would be, started before toolexec imported itself:
+
+* a JavaScript or TypeScript tool's ``node node_bootstrap.cjs`` (kind ``node``): handed its call as a warm Node spare
+  (:func:`toolexec.runtimes.warm_node.adopt_early`);
+* a Python tool's interpreter running its bootstrap (kind ``python``), which waits on a socket for the call's stdin,
+  progress pipe and environment (``_spare_launcher.receive``) and then goes on as the cold start does;
+* under the sandbox's baseline, any other program (a Bash tool's bash) started by the sandbox launcher (kind
+  ``launcher``: ``python -S -I -B _spare_launcher.py``, which reads no environment), which ``exec``\\s the call's
+  argv with the call's environment: bwrap's namespaces, the cost, are made before the call.
+
+Under the baseline each is bwrap's (``--info-fd``: bwrap says its namespace's init) around the program, as the cold
+start's; the call's limits are set on the program from here before its go, as a cold call's are set on its init
+(:func:`toolexec.runtimes.baseline._limit`), and a root toolexec's pids cgroup holds bwrap, its init and the program,
+as the cold start's shell puts them there. Never started early: a warm call, a declared policy (its view binds the
+call's own files, made per call), the Landlock fallback, a host where the baseline makes no namespace, a call in
+another working directory than the command's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+from toolexec import early
+from toolexec.runtimes import _spare_launcher, baseline, process_linux, sandbox
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from toolexec.runtimes.process import Launch
+    from toolexec.runtimes.sandbox import Confinement, Held
+
+PYTHON_BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_bootstrap.py")
+READY_WAIT = 5.0  # seconds a call waits for its spare to say it waits (it started ~30 ms before): then it runs cold
+PROGRESS_VARIABLE = "LLM_PROGRESS"
+
+Started = tuple["Any", "Held | None", "tuple[int, int | None] | None"]  # the call's process, what it holds, its init
+
+
+def start(
+    launch: Launch, confinement: Confinement | None, stdin: int, env: dict[str, str], bound: int | None, progress: int
+) -> Started:
+    """The call started by the run's early spare when it is what the call's cold start would be: (its process, what it
+    holds, its namespace's init); else (None, None, None): the call starts cold (the spare is ended). Either way what
+    this call's start is gets written down for the next run (nothing, for a call no spare can take)."""
+    argv = list(launch.argv)
+    isolated = confinement is not None and confinement.baseline and baseline.usable()
+    kind = _kind(argv, isolated)
+    cwd = launch.cwd or os.getcwd()
+    if launch.warm is not None or kind is None or (confinement is not None and not isolated) or cwd != os.getcwd():
+        early.remember("", [], {}, env)  # a start no spare can stand in for: none next time
+        early.take("", [], env)  # (an unused one ends)
+        return None, None, None
+    if kind == "node":
+        return _node(launch, confinement if isolated else None, stdin, env, bound, progress)
+    if kind == "python" and bound is not None and not (launch.sets_file_limit and bound % launch.sets_file_limit == 0):
+        early.remember("", [], {}, env)  # its bound comes some other way than with its environment
+        early.take("", [], env)
+        return None, None, None
+    program = _spare_launcher.argv() if kind == "launcher" else argv
+    spare_argv = [*_namespaces(), "--info-fd", early.INFO, "--", *program] if isolated else program
+    # what a version manager's shim adds (:func:`toolexec.runtimes.interpreter.launcher_for`): a PATH of its own
+    additions = {"PATH": env["PATH"]} if kind == "python" and "PATH" in env and env["PATH"] != os.environ.get("PATH") else {}
+    found = early.take(kind, spare_argv, env, additions, cwd)
+    early.remember(kind, spare_argv, additions, env)
+    if found is None:
+        return None, None, None
+    call_env = dict(env)
+    if bound is not None and not isolated:  # (a Python bootstrap's: it sets it, before the tool's first line)
+        call_env["TOOLEXEC_FILE_LIMIT"] = str(bound)
+    if progress >= 0:
+        call_env[PROGRESS_VARIABLE] = f"/dev/fd/{_spare_launcher.PROGRESS_FD}"  # where the spare puts the pipe
+    return _go(found, confinement if isolated else None, argv, call_env, stdin, progress)
+
+
+def _kind(argv: Sequence[str], isolated: bool) -> str | None:
+    """What kind of spare stands for a cold start of ``argv`` (None: none does)."""
+    from toolexec.runtimes.javascript import BOOTSTRAP
+
+    if argv and os.path.basename(argv[0]) == "node" and str(BOOTSTRAP) in argv:
+        return "node"
+    if PYTHON_BOOTSTRAP in argv:
+        return "python"
+    return "launcher" if isolated and argv else None  # under off the launcher would save nothing: bash starts in ~2 ms
+
+
+def _namespaces() -> list[str]:
+    binary = sandbox.bwrap()
+    assert binary is not None
+    return baseline._namespaces(binary)
+
+
+def _node(
+    launch: Launch, confinement: Confinement | None, stdin: int, env: dict[str, str], bound: int | None, progress: int
+) -> Started:
+    """A JavaScript or TypeScript tool's node, started early: handed its call as a warm Node spare is."""
+    from toolexec.runtimes.javascript import COMPILE_CACHE_VARIABLE
+
+    argv = list(launch.argv)
+    if confinement is not None:
+        argv = [*_namespaces(), "--info-fd", early.INFO, "--", *argv]
+    additions = {COMPILE_CACHE_VARIABLE: env[COMPILE_CACHE_VARIABLE]} if COMPILE_CACHE_VARIABLE in env else {}
+    found = early.take("node", argv, env, additions)
+    early.remember("node", argv, additions, env)
+    if found is None:
+        return None, None, None
+    from toolexec.runtimes.process import _isolation
+    from toolexec.runtimes.warm import WarmCall
+    from toolexec.runtimes.warm_node import adopt_early
+
+    limits, held = _isolation(confinement)
+    fsize = confinement.file_size if confinement is not None else bound
+    call = WarmCall(stdin=stdin, env=env, cwd=launch.cwd or os.getcwd(), file_limit=fsize, progress=progress, isolated=limits)
+    proc = adopt_early(found, call, confinement is not None)
+    if proc is None and held is not None:
+        sandbox.release(held)
+        held = None
+    return proc, held, None
+
+
+def _go(
+    found: early.Early,
+    confinement: Confinement | None,
+    argv: Sequence[str],
+    env: dict[str, str],
+    stdin: int,
+    progress: int,
+) -> Started:
+    """Hand the call (``argv``, ``env``, ``stdin``, ``progress``) to a spare that takes it in one message, once it says
+    it waits; under the baseline (``confinement``) its limits and cgroup first. (None, None, None) when it cannot
+    take it: it is ended, the call runs cold."""
+    control, proc = found.control, found.proc
+    assert control is not None and proc is not None
+    held: Held | None = None
+    init: tuple[int, int | None] | None = None
+    try:
+        control.settimeout(READY_WAIT)
+        if control.recv(1) != _spare_launcher.READY:  # (it could not start: its argv names no program, say)
+            raise OSError("the early spare did not start")
+        pid = proc.pid
+        if confinement is not None:
+            init = _init(found.info)
+            children = process_linux._task_children(init[0], init[0])
+            if len(children) != 1:
+                raise OSError("the early spare is not its init's one child")
+            (pid,) = children
+            held = _limit(confinement, (proc.pid, init[0], pid), pid)
+        _spare_launcher.send(control, argv, env, stdin, progress)
+    except OSError:
+        if held is not None:
+            found.discard()
+            sandbox.release(held)
+        else:
+            found.discard()
+        if init is not None:
+            process_linux.reap_orphan(*init)
+        return None, None, None
+    found.proc = None  # the call's now: the process helper supervises and reaps it
+    control.close()
+    found.control = None
+    _close(found.info)
+    found.info = -1
+    return proc, held, init
+
+
+def _init(info: int) -> tuple[int, int | None]:
+    """bwrap's namespace init, from what bwrap wrote to its ``--info-fd`` (OSError: it said none)."""
+    data = b""
+    while chunk := os.read(info, 4096):
+        data += chunk
+    said = re.search(rb'"child-pid":\s*(\d+)', data)
+    if said is None:
+        raise OSError("bwrap did not say its namespace's init")
+    pid = int(said.group(1))
+    return pid, process_linux.start_of(pid)
+
+
+def _limit(confinement: Confinement, pids: Sequence[int], program: int) -> Held:
+    """The baseline's limits set on ``program`` (best effort, as a cold start's), and a root toolexec's pids cgroup
+    holding ``pids`` (bwrap, its init, the program: what a cold start's shell puts there)."""
+    baseline._limit(program, confinement, (), strict=False)
+    if confinement.processes is None or os.geteuid() != 0:
+        return sandbox.Held()
+    path = sandbox._cgroup(confinement.processes)
+    if path is None:
+        return sandbox.Held()
+    from toolexec.runtimes.cgroup import join_file
+
+    for pid in pids:  # best effort, as the cold start's shell's (a task moved alone: cgroup v1's tasks is per thread)
+        with contextlib.suppress(OSError), open(join_file(path), "w") as handle:
+            handle.write(str(pid))
+    return sandbox.Held(cgroups=[path])
+
+
+def _close(fd: int) -> None:
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
