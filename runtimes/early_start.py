@@ -13,8 +13,9 @@ A call's early spare is what its cold start would be, started before toolexec im
 
 Under the baseline each is bwrap's (``--info-fd``: bwrap says its namespace's init) around the program, as the cold
 start's; the call's limits are set on the program from here before its go, as a cold call's are set on its init
-(:func:`toolexec.runtimes.baseline._limit`), and a root toolexec's pids cgroup holds bwrap, its init and the program,
-as the cold start's shell puts them there. Never started early: a warm call, a declared policy (its view binds the
+(:func:`toolexec.runtimes.baseline._limit`); a root toolexec's pids cgroup is joined by the program itself with its go
+(bwrap and its init, which a cold start's shell puts there too, stay outside it: its cap is two tasks lower, so that
+the tool's processes get the same room). Never started early: a warm call, a declared policy (its view binds the
 call's own files, made per call), the Landlock fallback, a host where the baseline makes no namespace, a call in
 another working directory than the command's.
 """
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 PYTHON_BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_bootstrap.py")
 READY_WAIT = 5.0  # seconds a call waits for its spare to say it waits (it started ~30 ms before): then it runs cold
 PROGRESS_VARIABLE = "LLM_PROGRESS"
+OUTSIDE_TASKS = 2  # bwrap and its namespace's init: in a cold call's pids cgroup, outside an early spare's
 
 Started = tuple["Any", "Held | None", "tuple[int, int | None] | None"]  # the call's process, what it holds, its init
 
@@ -150,7 +152,8 @@ def _go(
             if len(children) != 1:
                 raise OSError("the early spare is not its init's one child")
             (pid,) = children
-            held = _limit(confinement, (proc.pid, init[0], pid), pid)
+            env = dict(env)
+            held = _limit(confinement, pid, env)
         _spare_launcher.send(control, argv, env, stdin, progress)
     except OSError:
         if held is not None:
@@ -181,20 +184,19 @@ def _init(info: int) -> tuple[int, int | None]:
     return pid, process_linux.start_of(pid)
 
 
-def _limit(confinement: Confinement, pids: Sequence[int], program: int) -> Held:
-    """The baseline's limits set on ``program`` (best effort, as a cold start's), and a root toolexec's pids cgroup
-    holding ``pids`` (bwrap, its init, the program: what a cold start's shell puts there)."""
+def _limit(confinement: Confinement, program: int, env: dict[str, str]) -> Held:
+    """The baseline's limits set on ``program`` (best effort, as a cold start's), and a root toolexec's pids cgroup,
+    which the program joins itself with its go (``env`` names it: a process moved from outside waits ~10 ms)."""
     baseline._limit(program, confinement, (), strict=False)
     if confinement.processes is None or os.geteuid() != 0:
         return sandbox.Held()
-    path = sandbox._cgroup(confinement.processes)
+    # bwrap and its namespace's init are in a cold start's cgroup too: the tool's processes get the same room
+    path = sandbox._cgroup(max(1, confinement.processes - OUTSIDE_TASKS))
     if path is None:
         return sandbox.Held()
     from toolexec.runtimes.cgroup import join_file
 
-    for pid in pids:  # best effort, as the cold start's shell's (a task moved alone: cgroup v1's tasks is per thread)
-        with contextlib.suppress(OSError), open(join_file(path), "w") as handle:
-            handle.write(str(pid))
+    env[os.fsdecode(_spare_launcher.CGROUP_VARIABLE)] = join_file(path)
     return sandbox.Held(cgroups=[path])
 
 
