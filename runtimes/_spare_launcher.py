@@ -16,6 +16,7 @@ environment (``NAME=value``), each item ended by a NUL.
 
 from __future__ import annotations
 
+import _signal  # not signal (enum): the C module every interpreter has loaded already
 import _socket  # not socket: its import (enum, selectors, …) would make every spare ~20 ms slower to be ready
 import os
 import sys
@@ -38,6 +39,9 @@ def argv(python: str | None = None) -> list[str]:
 def main() -> None:
     """Wait for the call, then become it."""
     program, env = receive()
+    for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):  # Python ignores them; an exec'd program would keep that
+        if hasattr(_signal, name):
+            _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
     try:
         os.execvpe(program[0], program, env)  # type: ignore[arg-type]  # bytes throughout: any byte may be in them
     except OSError as exc:
