@@ -22,6 +22,7 @@ import pytest
 from tests.conftest import Project, toolexec, wrapper_interpreter
 from tests.helpers import marked_processes, wait_until
 from toolexec.runtimes import baseline, process_linux
+from toolexec.runtimes.sandbox_spare import LAUNCHER
 
 pytestmark = pytest.mark.skipif(not process_linux.available(), reason="the early spare needs pidfd and /proc (Linux)")
 
@@ -119,7 +120,7 @@ def _needs(sandbox: str) -> None:
 
 def _no_leftovers(project: Project, private_tmpdir: Path) -> None:
     assert marked_processes(private_tmpdir) == []
-    assert _spare_processes(str(project.tools), "_spare_launcher.py") == []
+    assert _spare_processes(str(project.tools), LAUNCHER) == []  # (this toolexec's launcher: others run theirs)
     assert [p.name for p in _memos(project) if "." in p.name] == []  # no staging file
     assert list(private_tmpdir.iterdir()) == []
 
@@ -299,7 +300,7 @@ def test_a_memo_naming_another_program_is_never_the_call(
     [memo] = _memos(project)
     right = memo.read_bytes()
     proof = tmp_path / "proof"
-    memo.write_bytes("\0".join(["python", "/bin/sh", "-c", f"echo ran >{proof}; exec sleep 61", "", ""]).encode())
+    memo.write_bytes("\0".join(["python", "/bin/sh", "-c", f"echo ran >{proof}; exec sleep 61.4242", "", ""]).encode())
     if planted == "anothers-file":
         if os.geteuid() != 0:
             pytest.skip("only root can give a file to another user")
@@ -309,7 +310,7 @@ def test_a_memo_naming_another_program_is_never_the_call(
         assert memo.read_bytes() == right
     else:
         assert not proof.exists()
-    assert _spare_processes("sleep\x0061") == []
+    assert _spare_processes("sleep\x0061.4242") == []
     _no_leftovers(project, private_tmpdir)
 
 
