@@ -31,18 +31,18 @@ from toolexec.runtimes import _spare_launcher, baseline, process_linux, sandbox
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Sequence
-    from typing import Any
 
     from toolexec.runtimes.process import Launch
     from toolexec.runtimes.sandbox import Confinement, Held
+    from toolexec.runtimes.warm import WarmProcess
 
-PYTHON_BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_bootstrap.py")
+    # the call's process, what it holds, its namespace's init (and when that started)
+    Started = tuple[subprocess.Popen[bytes] | WarmProcess | None, Held | None, tuple[int, int | None] | None]
+
 READY_WAIT = 5.0  # seconds a call waits for its spare to say it waits (it started ~30 ms before): then it runs cold
-PROGRESS_VARIABLE = "LLM_PROGRESS"
 OUTSIDE_TASKS = 2  # bwrap and its namespace's init: in a cold call's pids cgroup, outside an early spare's
-
-Started = tuple["Any", "Held | None", "tuple[int, int | None] | None"]  # the call's process, what it holds, its init
 
 
 def start(
@@ -77,17 +77,19 @@ def start(
     if bound is not None and not isolated:  # (a Python bootstrap's: it sets it, before the tool's first line)
         call_env["TOOLEXEC_FILE_LIMIT"] = str(bound)
     if progress >= 0:
+        from toolexec.runtimes.process import PROGRESS_VARIABLE
+
         call_env[PROGRESS_VARIABLE] = f"/dev/fd/{_spare_launcher.PROGRESS_FD}"  # where the spare puts the pipe
     return _go(found, confinement if isolated else None, argv, call_env, stdin, progress)
 
 
 def _kind(argv: Sequence[str], isolated: bool) -> str | None:
     """What kind of spare stands for a cold start of ``argv`` (None: none does)."""
-    from toolexec.runtimes.javascript import BOOTSTRAP
+    from toolexec.runtimes import javascript, python
 
-    if argv and os.path.basename(argv[0]) == "node" and str(BOOTSTRAP) in argv:
+    if argv and os.path.basename(argv[0]) == "node" and str(javascript.BOOTSTRAP) in argv:
         return "node"
-    if PYTHON_BOOTSTRAP in argv:
+    if str(python.BOOTSTRAP) in argv:
         return "python"
     return "launcher" if isolated and argv else None  # under off the launcher would save nothing: bash starts in ~2 ms
 
@@ -156,11 +158,8 @@ def _go(
             held = _limit(confinement, pid, env)
         _spare_launcher.send(control, argv, env, stdin, progress)
     except OSError:
-        if held is not None:
-            found.discard()
-            sandbox.release(held)
-        else:
-            found.discard()
+        found.discard()
+        sandbox.release(held)  # (its cgroup, once the spare is gone)
         if init is not None:
             process_linux.reap_orphan(*init)
         return None, None, None
