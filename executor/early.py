@@ -8,16 +8,17 @@ start: node's (~25 ms), a Python tool's interpreter (~10-15 ms), and under the s
 same place, wrote down (a *memo*: the kind of spare, its argv, bwrap's included, and what it adds to the
 environment). The two starts then run side by side, on the two cores a machine has at least.
 
-Three kinds of spare, told apart by the memo's first word:
+Three kinds of spare, told apart by the memo's first word (under the baseline each inside its bwrap):
 
 * ``node``: ``node node_bootstrap.cjs TOOL``, waiting on stdin for its call (``TOOLEXEC_NODE_SPARE`` names its ready
   and progress descriptors): handed its call as a warm Node spare is (:mod:`toolexec.runtimes.warm_node`);
-* ``python`` and ``launcher``: a program whose stdin is a socket, which says it waits (one byte) and takes its call in
-  one message, as a sandbox set up ahead does (:mod:`toolexec.runtimes._spare_launcher`: the call's stdin and progress
-  pipe by ``SCM_RIGHTS``, its program and environment): a Python tool's own interpreter running its bootstrap
-  (``TOOLEXEC_EARLY`` tells it to wait), which then goes on as the call; or, under the baseline, bwrap around the
-  launcher (which starts with no environment and reads none), which ``exec``\\s the call's program (a Bash tool's
-  bash) with the call's environment.
+* ``python``: a Python tool's own interpreter running its bootstrap (``TOOLEXEC_EARLY=1``), whose stdin is a socket:
+  it says it waits (one byte) and takes its call in one message, as a sandbox set up ahead does
+  (:mod:`toolexec.runtimes._spare_launcher`: the call's stdin and progress pipe by ``SCM_RIGHTS``, its environment),
+  then goes on as the cold start does;
+* ``bash``: a Bash tool's bash running its bootstrap (``TOOLEXEC_EARLY=GO:READY``), whose stdin is a file this
+  process holds too (a memfd): it says it waits, and once a byte comes down GO it reads the call's own variables
+  and then its request from that file (a bash reads a pipe one byte at a time, a file in blocks).
 
 When the call is launched, the process helper adopts the spare only if it is exactly what a cold start of this call
 would have been (:func:`take`, :mod:`toolexec.runtimes.early_start`): the same kind and argv, the same working
@@ -53,9 +54,7 @@ if TYPE_CHECKING:
 INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"  # a node spare's ready and progress descriptors
 EARLY_VARIABLE = "TOOLEXEC_EARLY"  # a Python tool's bootstrap waits for its call on the socket that is its stdin
-KINDS = ("node", "python", "launcher")
-# A launcher reads no environment (``python -S -I``, then ``exec`` with the call's): it starts with none, and is never compared.
-_BARE = "launcher"
+KINDS = ("node", "python", "bash")
 MAX_MEMO = 1 << 20  # an argv and a few variables: a longer memo is not one toolexec wrote
 # What the spare takes with its call (the call's own, or toolexec's): never compared with what it started with.
 _PER_CALL_PREFIXES = ("LLM_", "TOOLEXEC_")
@@ -75,7 +74,8 @@ class Early:
         self.proc: subprocess.Popen[bytes] | None = None
         self.ready = self.info = self.progress = -1
         self.progress_in_spare = -1
-        self.control: _socket.socket | None = None  # a python or launcher spare's socket (the other end: its stdin)
+        self.control: _socket.socket | None = None  # a python spare's socket (the other end: its stdin)
+        self.go = self.file = -1  # a bash spare's: the write end of its GO pipe, and its stdin
 
     def start(self) -> None:
         """Start the remembered spare (nothing when the memo is not one)."""
@@ -87,7 +87,7 @@ class Early:
         self.additions = dict(entry.split("=", 1) for entry in fields[cut + 1 :] if "=" in entry)
         if not self.argv:
             return
-        self.env = {} if self.kind == _BARE else {**os.environ, **self.additions}
+        self.env = {**os.environ, **self.additions}
         info_read, info_write = os.pipe() if INFO in self.argv else (-1, -1)
         argv = [str(info_write) if word == INFO else word for word in self.argv]
         if self.kind == "node":
@@ -97,11 +97,18 @@ class Early:
             passed = [ready_write, progress_write]
             env = {**self.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}:lazy"}
             stdin: int = subprocess.PIPE
+        elif self.kind == "bash":  # its stdin a file this process writes the call into; a byte down GO lets it go on
+            ready_read, ready_write = os.pipe()
+            go_read, self.go = os.pipe()
+            self.file = os.memfd_create("toolexec-early-call", os.MFD_CLOEXEC)
+            passed = [ready_write, go_read]
+            env = {**self.env, EARLY_VARIABLE: f"{go_read}:{ready_write}"}
+            stdin = self.file
         else:  # its stdin a socket: it says it waits, and takes its call in one message
             ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
             ready_read = -1
             passed = []
-            env = self.env if self.kind == _BARE else {**self.env, EARLY_VARIABLE: "1"}
+            env = {**self.env, EARLY_VARIABLE: "1"}
             stdin = theirs.fileno()
         try:
             self.proc = subprocess.Popen(
@@ -119,15 +126,18 @@ class Early:
             for fd in (ready_read, self.progress, info_read):
                 _close(fd)
             self.progress = -1
-            if self.kind != "node":
+            if self.kind == "python":
                 ours.close()
+            for name in ("go", "file"):
+                _close(getattr(self, name))
+                setattr(self, name, -1)
             return
         finally:
             for fd in (*passed, info_write):
                 _close(fd)
-            if self.kind != "node":
+            if self.kind == "python":
                 theirs.close()
-        if self.kind != "node":
+        if self.kind == "python":
             self.control = ours
         self.ready, self.info = ready_read, info_read
 
@@ -141,7 +151,7 @@ class Early:
             and list(argv) == self.argv
             and cwd == self.cwd == os.getcwd()
             and dict(additions) == self.additions
-            and (kind == _BARE or _compatible(self.env, env, self.additions))
+            and _compatible(self.env, env, self.additions)
         )
 
     def discard(self) -> None:
@@ -157,7 +167,7 @@ class Early:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
-        for name in ("ready", "info", "progress"):
+        for name in ("ready", "info", "progress", "go", "file"):
             _close(getattr(self, name))
             setattr(self, name, -1)
 
@@ -201,7 +211,7 @@ def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: 
     if early is None:
         return
     wanted = b""
-    if argv and kind in KINDS and (kind == _BARE or _compatible({**os.environ, **additions}, env, additions)):
+    if argv and kind in KINDS and _compatible({**os.environ, **additions}, env, additions):
         fields = [kind, *argv, "", *(f"{name}={value}" for name, value in additions.items())]
         wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
     if wanted == early.known:

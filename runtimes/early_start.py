@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import select
 
 from toolexec import early
 from toolexec.runtimes import _spare_launcher, baseline, process_linux, sandbox
@@ -53,7 +54,7 @@ def start(
     this call's start is gets written down for the next run (nothing, for a call no spare can take)."""
     argv = list(launch.argv)
     isolated = confinement is not None and confinement.baseline and baseline.usable()
-    kind = _kind(argv, isolated)
+    kind = _kind(argv)
     cwd = launch.cwd or os.getcwd()
     if launch.warm is not None or kind is None or (confinement is not None and not isolated) or cwd != os.getcwd():
         early.remember("", [], {}, env)  # a start no spare can stand in for: none next time
@@ -61,37 +62,39 @@ def start(
         return None, None, None
     if kind == "node":
         return _node(launch, confinement if isolated else None, stdin, env, bound, progress)
-    if kind == "python" and bound is not None and not (launch.sets_file_limit and bound % launch.sets_file_limit == 0):
-        early.remember("", [], {}, env)  # its bound comes some other way than with its environment
+    unbound = bound is not None and not (launch.sets_file_limit and bound % launch.sets_file_limit == 0)
+    if unbound or (kind == "bash" and progress >= 0):  # its bound, or its progress pipe, would come another way
+        early.remember("", [], {}, env)
         early.take("", [], env)
         return None, None, None
-    program = _spare_launcher.argv() if kind == "launcher" else argv
-    spare_argv = [*_namespaces(), "--info-fd", early.INFO, "--", *program] if isolated else program
+    spare_argv = [*_namespaces(), "--info-fd", early.INFO, "--", *argv] if isolated else argv
     # what a version manager's shim adds (:func:`toolexec.runtimes.interpreter.launcher_for`): a PATH of its own
-    additions = {"PATH": env["PATH"]} if kind == "python" and "PATH" in env and env["PATH"] != os.environ.get("PATH") else {}
+    additions = {"PATH": env["PATH"]} if "PATH" in env and env["PATH"] != os.environ.get("PATH") else {}
     found = early.take(kind, spare_argv, env, additions, cwd)
     early.remember(kind, spare_argv, additions, env)
     if found is None:
         return None, None, None
     call_env = dict(env)
-    if bound is not None and not isolated:  # (a Python bootstrap's: it sets it, before the tool's first line)
+    if bound is not None and not isolated:  # (its bootstrap's: it sets it, before the tool's first line)
         call_env["TOOLEXEC_FILE_LIMIT"] = str(bound)
     if progress >= 0:
         from toolexec.runtimes.process import PROGRESS_VARIABLE
 
         call_env[PROGRESS_VARIABLE] = f"/dev/fd/{_spare_launcher.PROGRESS_FD}"  # where the spare puts the pipe
+    if kind == "bash":
+        return _bash(found, confinement if isolated else None, call_env, stdin)
     return _go(found, confinement if isolated else None, argv, call_env, stdin, progress)
 
 
-def _kind(argv: Sequence[str], isolated: bool) -> str | None:
+def _kind(argv: Sequence[str]) -> str | None:
     """What kind of spare stands for a cold start of ``argv`` (None: none does)."""
-    from toolexec.runtimes import javascript, python
+    from toolexec.runtimes import bash, javascript, python
 
     if argv and os.path.basename(argv[0]) == "node" and str(javascript.BOOTSTRAP) in argv:
         return "node"
     if str(python.BOOTSTRAP) in argv:
         return "python"
-    return "launcher" if isolated and argv else None  # under off the launcher would save nothing: bash starts in ~2 ms
+    return "bash" if str(bash.BOOTSTRAP) in argv else None
 
 
 def _namespaces() -> list[str]:
@@ -136,38 +139,86 @@ def _go(
     stdin: int,
     progress: int,
 ) -> Started:
-    """Hand the call (``argv``, ``env``, ``stdin``, ``progress``) to a spare that takes it in one message, once it says
-    it waits; under the baseline (``confinement``) its limits and cgroup first. (None, None, None) when it cannot
-    take it: it is ended, the call runs cold."""
-    control, proc = found.control, found.proc
-    assert control is not None and proc is not None
-    held: Held | None = None
-    init: tuple[int, int | None] | None = None
+    """Hand the call (``argv``, ``env``, ``stdin``, ``progress``) to a Python spare, which takes it in one message,
+    once it says it waits; under the baseline (``confinement``) its limits and cgroup first. (None, None, None) when
+    it cannot take it: it is ended, the call runs cold."""
+    control = found.control
+    assert control is not None
     try:
         control.settimeout(READY_WAIT)
         if control.recv(1) != _spare_launcher.READY:  # (it could not start: its argv names no program, say)
             raise OSError("the early spare did not start")
-        pid = proc.pid
-        if confinement is not None:
-            init = _init(found.info)
-            children = process_linux._task_children(init[0], init[0])
-            if len(children) != 1:
-                raise OSError("the early spare is not its init's one child")
-            (pid,) = children
-            env = dict(env)
-            held = _limit(confinement, pid, env)
+        env, held, init = _prepared(found, confinement, env)
+    except OSError:
+        return _failed(found, None, None)
+    try:
         _spare_launcher.send(control, argv, env, stdin, progress)
     except OSError:
+        return _failed(found, held, init)
+    return _handed(found, held, init)
+
+
+def _bash(found: early.Early, confinement: Confinement | None, env: dict[str, str], stdin: int) -> Started:
+    """Hand the call to a Bash spare once it says it waits: its own variables (those its start did not have: only the
+    call's and toolexec's, :func:`toolexec.early._compatible`), then its request, written to the file that is its
+    stdin; then a byte down its GO pipe."""
+    try:
+        ready, _, _ = select.select([found.ready], [], [], READY_WAIT)
+        if not ready or os.read(found.ready, 1) != b"R":
+            raise OSError("the early spare did not start")
+        env, held, init = _prepared(found, confinement, env)
+    except OSError:
+        return _failed(found, None, None)
+    from toolexec.runtimes.process import read_all
+
+    own = [f"{name}={value}" for name, value in env.items() if found.env.get(name) != value]
+    items = [str(len(own)), *own]
+    head = b"".join(os.fsencode(item) + b"\0" for item in items)
+    try:
+        os.pwrite(found.file, head + read_all(stdin), 0)
+        os.write(found.go, b"G")
+    except OSError:
+        return _failed(found, held, init)
+    return _handed(found, held, init)
+
+
+def _prepared(
+    found: early.Early, confinement: Confinement | None, env: dict[str, str]
+) -> tuple[dict[str, str], Held | None, tuple[int, int | None] | None]:
+    """Under the baseline: the spare's program found in its namespace, its limits set and its cgroup made (named in
+    the ``env`` it gets); its init. OSError when it cannot be found."""
+    if confinement is None:
+        return env, None, None
+    init = _init(found.info)
+    children = process_linux._task_children(init[0], init[0])
+    if len(children) != 1:
         found.discard()
-        sandbox.release(held)  # (its cgroup, once the spare is gone)
-        if init is not None:
-            process_linux.reap_orphan(*init)
-        return None, None, None
-    found.proc = None  # the call's now: the process helper supervises and reaps it
-    control.close()
-    found.control = None
-    _close(found.info)
-    found.info = -1
+        process_linux.reap_orphan(*init)
+        raise OSError("the early spare is not its init's one child")
+    (pid,) = children
+    env = dict(env)
+    return env, _limit(confinement, pid, env), init
+
+
+def _failed(found: early.Early, held: Held | None, init: tuple[int, int | None] | None) -> Started:
+    """End a spare that did not take its call (and what was made for it): the call runs cold."""
+    found.discard()
+    sandbox.release(held)  # (its cgroup, once the spare is gone)
+    if init is not None:
+        process_linux.reap_orphan(*init)
+    return None, None, None
+
+
+def _handed(found: early.Early, held: Held | None, init: tuple[int, int | None] | None) -> Started:
+    """The spare's process, the call's now (the process helper supervises and reaps it); what this process held of
+    the spare is released."""
+    proc, found.proc = found.proc, None
+    if found.control is not None:
+        found.control.close()
+        found.control = None
+    for name in ("info", "ready", "go", "file"):
+        _close(getattr(found, name))
+        setattr(found, name, -1)
     return proc, held, init
 
 

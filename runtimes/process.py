@@ -609,6 +609,15 @@ _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for
 _PRLIMIT_CALL = sys.platform == "linux"  # resource.prlimit: setting another process's limits
 
 
+def read_all(fd: int) -> bytes:
+    """The whole of the file open at ``fd`` (a call's stdin), read from its start without moving its offset."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
 def file_bound(limit: int) -> int:
     """``limit``, or the lower hard RLIMIT_FSIZE this process already has (which no child may raise)."""
     try:
