@@ -7,9 +7,8 @@ A call's early spare is what its cold start would be, started before toolexec im
   (:func:`toolexec.runtimes.warm_node.adopt_early`);
 * a Python tool's interpreter running its bootstrap (kind ``python``), which waits on a socket for the call's stdin,
   progress pipe and environment (``_spare_launcher.receive``) and then goes on as the cold start does;
-* under the sandbox's baseline, any other program (a Bash tool's bash) started by the sandbox launcher (kind
-  ``launcher``: ``python -S -I -B _spare_launcher.py``, which reads no environment), which ``exec``\\s the call's
-  argv with the call's environment: bwrap's namespaces, the cost, are made before the call.
+* a Bash tool's bash running its bootstrap (kind ``bash``), which waits for a byte down a pipe, then reads the
+  call's own variables and its request from its stdin, a memfd this process writes them into.
 
 Under the baseline each is bwrap's (``--info-fd``: bwrap says its namespace's init) around the program, as the cold
 start's; the call's limits are set on the program from here before its go, as a cold call's are set on its init
@@ -17,7 +16,8 @@ start's; the call's limits are set on the program from here before its go, as a 
 (bwrap and its init, which a cold start's shell puts there too, stay outside it: its cap is two tasks lower, so that
 the tool's processes get the same room). Never started early: a warm call, a declared policy (its view binds the
 call's own files, made per call), the Landlock fallback, a host where the baseline makes no namespace, a call in
-another working directory than the command's.
+another working directory than the command's, a call whose file bound its bootstrap cannot set, a Bash call with a
+progress pipe (a one-shot run's have none).
 """
 
 from __future__ import annotations
