@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"  # a node spare's ready and progress descriptors
-EARLY_VARIABLE = "TOOLEXEC_EARLY"  # a Python tool's bootstrap waits for its call on the socket that is its stdin
+EARLY_VARIABLE = "TOOLEXEC_EARLY"  # a bootstrap waits for its call (Python's: "1", its stdin a socket; Bash's: GO:READY)
 KINDS = ("node", "python", "bash")
 MAX_MEMO = 1 << 20  # an argv and a few variables: a longer memo is not one toolexec wrote
 # What the spare takes with its call (the call's own, or toolexec's): never compared with what it started with.
@@ -88,6 +88,11 @@ class Early:
         if not self.argv:
             return
         self.env = {**os.environ, **self.additions}
+        if self.kind == "bash":
+            try:
+                self.file = os.memfd_create("toolexec-early-call", os.MFD_CLOEXEC)
+            except (AttributeError, OSError):  # no memfd here: nothing starts early
+                return
         info_read, info_write = os.pipe() if INFO in self.argv else (-1, -1)
         argv = [str(info_write) if word == INFO else word for word in self.argv]
         if self.kind == "node":
@@ -100,7 +105,6 @@ class Early:
         elif self.kind == "bash":  # its stdin a file this process writes the call into; a byte down GO lets it go on
             ready_read, ready_write = os.pipe()
             go_read, self.go = os.pipe()
-            self.file = os.memfd_create("toolexec-early-call", os.MFD_CLOEXEC)
             passed = [ready_write, go_read]
             env = {**self.env, EARLY_VARIABLE: f"{go_read}:{ready_write}"}
             stdin = self.file
