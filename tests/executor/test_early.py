@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project, toolexec, wrapper_interpreter
-from tests.helpers import marked_processes, wait_until
+from tests.helpers import alive, marked_processes, wait_until
 from toolexec.runtimes import baseline, process_linux
 from toolexec.runtimes.sandbox_spare import LAUNCHER
 
@@ -360,4 +360,28 @@ def test_a_killed_run_leaves_nothing_of_its_early_call(
     wait_until(lambda: not _spare_processes(str(project.tools)), "the call's processes to end", timeout=30)
     wait_until(lambda: not marked_processes(private_tmpdir), "the call's marked processes to end", timeout=30)
     wait_until(lambda: not list(private_tmpdir.iterdir()), "the call's files to be removed", timeout=30)
+    _no_leftovers(project, private_tmpdir)
+
+
+@pytest.mark.parametrize(("language", "sandbox"), STARTS)
+def test_a_run_killed_before_its_call_leaves_no_spare(
+    project: Project, private_tmpdir: Path, language: str, sandbox: str
+) -> None:
+    """The run is killed after it started its spare, before any call: the spare reads the end of its socket or GO
+    pipe (under the baseline, bwrap's --die-with-parent too) and ends."""
+    _needs(sandbox)
+    file, source, _, _ = TOOLS[language]
+    project.tool(file, source)
+    config = str(project.configure(sandbox=sandbox))
+    assert toolexec("--config", config, "run", "who", '{"text": "a"}').returncode == 0
+    script = (
+        "import os, sys\nfrom toolexec import early\n"
+        f"early.begin(['--config', {config!r}, 'run', 'who'])\n"
+        "print(early._early.proc.pid, flush=True)\nos.kill(os.getpid(), 9)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    spare = int(killed.stdout)
+    wait_until(lambda: not alive(spare), "the spare to end", timeout=30)
+    wait_until(lambda: not _spare_processes(str(project.tools)), "the spare's processes to end", timeout=30)
     _no_leftovers(project, private_tmpdir)
