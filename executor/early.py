@@ -49,7 +49,7 @@ from toolexec.serve_client import config_option, fnv1a64  # (imported already: t
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"  # a node spare's ready and progress descriptors
@@ -76,6 +76,8 @@ class Early:
         self.progress_in_spare = -1
         self.control: _socket.socket | None = None  # a python spare's socket (the other end: its stdin)
         self.go = self.file = -1  # a bash spare's: the write end of its GO pipe, and its stdin
+        # Tells the parent-death guard the spare's group is no longer to be killed (:func:`guarded`).
+        self.withdraw: Callable[[int], None] | None = None
 
     def start(self) -> None:
         """Start the remembered spare (nothing when the memo is not one)."""
@@ -161,6 +163,8 @@ class Early:
     def discard(self) -> None:
         """End an unused spare and release what this process holds of it."""
         proc, self.proc = self.proc, None
+        if proc is not None and self.withdraw is not None:  # (before it is reaped: its group is still its own)
+            self.withdraw(proc.pid)
         if self.control is not None:
             self.control.close()
             self.control = None
@@ -190,6 +194,24 @@ def begin(argv: Sequence[str]) -> None:
     if known:
         _early.start()
         atexit.register(_end)
+
+
+def spare_pid() -> int | None:
+    """The process (group) of the spare this run started, if it runs."""
+    return _early.proc.pid if _early is not None and _early.proc is not None else None
+
+
+def guarded(announce: Callable[[int], bool], withdraw: Callable[[int], None]) -> None:
+    """Put the started spare under the parent-death guard (``announce`` its group: should this run be killed before its
+    call, the group is killed; bwrap's ``--die-with-parent`` alone leaves a sandbox whose setup it cut short waiting
+    forever), ``withdraw`` once it is ended; a spare that cannot be guarded is ended at once."""
+    pid = spare_pid()
+    if _early is None or pid is None:
+        return
+    if announce(pid):
+        _early.withdraw = withdraw
+    else:
+        _early.discard()
 
 
 def take(

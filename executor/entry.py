@@ -37,6 +37,10 @@ def program() -> int:
         from toolexec import early
 
         early.begin(sys.argv[1:])  # the tool's process (its sandbox too) starts now, beside toolexec's imports
+        if early.spare_pid() is not None:
+            from toolexec.runtimes import process_linux
+
+            early.guarded(process_linux.announce, process_linux.withdraw)
     from toolexec.cli import program as full
 
     return full()
