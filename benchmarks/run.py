@@ -30,6 +30,7 @@ import harness
 import sandbox_pieces_bench
 import serve_bench
 from callpath_bench import callpath_rows
+from early_bench import early_rows
 from harness import (
     BARE_MJS,
     NOOP_JS,
@@ -724,6 +725,7 @@ def main() -> None:
         only = set(sys.argv[1:])
         sections = [
             ("Per-call overhead", per_call_rows),
+            ("One-shot runs: the tool's process started early (no server), the baseline against off", early_rows),
             ("Issue 20: the call path against its figures before (5d4dd1b), `sandbox: off`", callpath_rows),
             ("One-shot runs through a running server", serve_bench.serve_rows),
             ("Against what users would pick instead", alternative_rows),

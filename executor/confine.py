@@ -41,6 +41,7 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     dotenv = [str(config.functions_dir / ".env"), str(config.functions_dir / "tools" / ".env")]  # (what dotenv_values reads)
     agents_hidden, agents_protected = agents_places(config)
     hidden += [str(config.path), *dotenv, *agents_hidden, str(state.root / "cache"), str(user_config_dir())]
+    hidden.append(str(user_cache_dir() / "one-shot"))  # the programs one-shot runs start early (toolexec.early)
     hidden += servers_folders()
     if config.audit_log is not None:  # every call's arguments (when configured) and who made it
         hidden.append(str(config.audit_log))

@@ -34,9 +34,13 @@ def program() -> int:
         status = through_server(sys.argv[1:], __version__)
         if status is not None:
             _served_exit(status)
-        from toolexec import node_early
+        from toolexec import early
 
-        node_early.begin(sys.argv[1:])  # a JavaScript or TypeScript tool's node starts now, beside toolexec's imports
+        early.begin(sys.argv[1:])  # the tool's process (its sandbox too) starts now, beside toolexec's imports
+        if early.spare_pid() is not None:
+            from toolexec.runtimes import process_linux
+
+            early.guarded(process_linux.announce, process_linux.withdraw)
     from toolexec.cli import program as full
 
     return full()

@@ -104,7 +104,7 @@ def socket_name(config_path: str) -> str:
 
 def fnv1a64(data: bytes) -> int:
     """64-bit FNV-1a of ``data``: the digest of the files named after a config (this socket, the one-shot run's
-    node memo of :mod:`toolexec.node_early`), where loading a hash module would cost more than hashing."""
+    early start memo of :mod:`toolexec.early`), where loading a hash module would cost more than hashing."""
     digest = 0xCBF29CE484222325
     for byte in data:
         digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF

@@ -9,6 +9,27 @@
 #   c NAME FUNCTION     check argc_NAME's values against FUNCTION's output lines
 #   p COUNT V...        the positional @arg values passed to main
 # Values are only ever assigned (printf -v, array slices): never parsed or eval'd.
+# Started early by a one-shot run (toolexec.early: TOOLEXEC_EARLY=GO:READY, its stdin a file toolexec writes): say it
+# waits, wait for the go, then take the call's own variables (a count, then NAME=value records, NUL-ended) from the
+# start of stdin, where the call's request follows; join the call's pids cgroup if named. The end of GO: discarded.
+if [[ -n ${TOOLEXEC_EARLY-} ]]; then
+  __toolexec_go=${TOOLEXEC_EARLY%%:*}
+  __toolexec_ready=${TOOLEXEC_EARLY##*:}
+  unset TOOLEXEC_EARLY
+  printf R >&"$__toolexec_ready" || exit 0
+  exec {__toolexec_ready}>&-
+  read -r -n 1 __toolexec_word <&"$__toolexec_go" || exit 0
+  exec {__toolexec_go}<&-
+  mapfile -d '' -n 1 -t __toolexec_count
+  mapfile -d '' -n "${__toolexec_count[0]}" -t __toolexec_env
+  for __toolexec_word in "${__toolexec_env[@]}"; do
+    export -- "$__toolexec_word"
+  done
+  if [[ -n ${TOOLEXEC_EARLY_CGROUP-} ]]; then
+    { echo 0 >"$TOOLEXEC_EARLY_CGROUP"; } 2>/dev/null
+  fi
+  unset TOOLEXEC_EARLY_CGROUP __toolexec_go __toolexec_ready __toolexec_word __toolexec_count __toolexec_env
+fi
 # The call's file size bound (RLIMIT_FSIZE, bytes; a multiple of 1024), soft and hard so that the tool cannot raise
 # it, before any line of the tool runs: `ulimit -f` counts 1024-byte blocks, 512-byte ones in POSIX mode.
 if [[ -n ${TOOLEXEC_FILE_LIMIT-} ]]; then

@@ -28,10 +28,10 @@ import sys
 import threading
 import time
 
-from toolexec import node_early
+from toolexec import early
 from toolexec.errors import ToolexecError
 from toolexec.recordtype import field, record, replace
-from toolexec.runtimes import baseline, process_linux, sandbox
+from toolexec.runtimes import baseline, early_start, process_linux, sandbox
 from toolexec.runtimes.interpreter import which
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
@@ -322,6 +322,7 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
     env = {**launch.env, MARKER: mark}
     env.pop(PROGRESS_VARIABLE, None)  # a caller's own channel is not this call's (its descriptor is not passed on)
     env.pop(FILE_LIMIT_VARIABLE, None)  # only this call sets its bound
+    env.pop(early.EARLY_VARIABLE, None)  # (a bootstrap that finds it waits for a call on its stdin)
     progress_read, progress_write = os.pipe() if launch.progress else (-1, -1)
     if launch.progress:
         env[PROGRESS_VARIABLE] = f"/dev/fd/{progress_write}"
@@ -367,8 +368,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 proc, held, orphan, started_after = _from_spare(launch, confinement, stdin, env, progress_write)
             elif launch.spare is not None:  # it ran warm: the spare is not used
                 launch.spare.discard(files=False)
-            if proc is None and node_early.began() and system is process_linux:
-                proc, held = _early_spare(launch, confinement, stdin, env, bound, progress_write)
+            if proc is None and early.began() and system is process_linux:
+                proc, held, orphan = early_start.start(launch, confinement, stdin, env, bound, progress_write)
             if proc is None:
                 # a tick before the spawn: no process of the call started earlier (what register would read from /proc)
                 started_after = process_linux.boot_ticks() - 1 if system is process_linux else 0
@@ -574,43 +575,6 @@ def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | 
     return limits, held
 
 
-def _early_spare(
-    launch: Launch, confinement: Confinement | None, stdin: int, env: dict[str, str], bound: int | None, progress: int
-) -> tuple[WarmProcess | None, Held | None]:
-    """A one-shot run's node started before toolexec imported itself (:mod:`toolexec.node_early`), given this call when
-    it is what the call's cold start would be; else (None, None): the call starts cold. Either way, what this call's
-    start is gets written down for the next run (nothing, for a call no spare can take)."""
-    from toolexec.runtimes.javascript import BOOTSTRAP, COMPILE_CACHE_VARIABLE
-
-    argv = list(launch.argv)
-    node = bool(argv) and os.path.basename(argv[0]) == "node" and str(BOOTSTRAP) in argv
-    isolated = confinement is not None and confinement.baseline and baseline.usable()
-    if launch.warm is not None or not node or (confinement is not None and not isolated):
-        node_early.remember([], {}, env)  # a start no spare can stand in for: none next time
-        node_early.take([], env)  # (an unused one ends)
-        return None, None
-    if isolated:
-        binary = sandbox.bwrap()
-        assert binary is not None
-        argv = [*baseline._namespaces(binary), "--info-fd", node_early.INFO, "--", *argv]
-    additions = {COMPILE_CACHE_VARIABLE: env[COMPILE_CACHE_VARIABLE]} if COMPILE_CACHE_VARIABLE in env else {}
-    early = node_early.take(argv, env, additions)
-    node_early.remember(argv, additions, env)
-    if early is None:
-        return None, None
-    from toolexec.runtimes.warm import WarmCall
-    from toolexec.runtimes.warm_node import adopt_early
-
-    limits, held = _isolation(confinement) if isolated else (None, None)
-    fsize = confinement.file_size if confinement is not None else bound
-    call = WarmCall(stdin=stdin, env=env, cwd=launch.cwd or os.getcwd(), file_limit=fsize, progress=progress, isolated=limits)
-    proc = adopt_early(early, call, isolated)
-    if proc is None and held is not None:
-        sandbox.release(held)
-        held = None
-    return proc, held
-
-
 def _spawn_warm(
     launch: Launch,
     stdin: int,
@@ -646,6 +610,15 @@ def _spawn_warm(
 
 _prlimit: list[str | None] = []  # util-linux's prlimit(1), once looked for
 _PRLIMIT_CALL = sys.platform == "linux"  # resource.prlimit: setting another process's limits
+
+
+def read_all(fd: int) -> bytes:
+    """The whole of the file open at ``fd`` (a call's stdin), read from its start without moving its offset."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 def file_bound(limit: int) -> int:

@@ -32,7 +32,6 @@ calls that run warm, and everything where the Linux process backend is not in us
 
 from __future__ import annotations
 
-import array
 import contextlib
 import os
 import shutil
@@ -46,7 +45,7 @@ import time
 import weakref
 
 from toolexec.recordtype import field, record, replace
-from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
+from toolexec.runtimes import _spare_launcher, baseline, cgroup, process_linux, sandbox
 from toolexec.runtimes.interpreter import which
 
 TYPE_CHECKING = False
@@ -55,7 +54,7 @@ if TYPE_CHECKING:
 
     from toolexec.runtimes.sandbox import Confinement, Held
 
-LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_spare_launcher.py")
+LAUNCHER = _spare_launcher.argv()[-1]
 DEFAULT_MOST = 8  # spares kept at once
 DEFAULT_IDLE = 300.0  # seconds a spare waits for its call
 # Seconds a spare's making waits for the calls in flight to end, then it is made anyway: a call started just after the
@@ -73,7 +72,7 @@ KINDS_SEEN = 1024  # kinds of call counted at once (the oldest are forgotten)
 def launcher_argv(python: str | None = None) -> list[str]:
     """The launcher a spare's sandbox runs: on ``python`` (this one by default), isolated from its environment and
     site."""
-    return [python or sys.executable, "-S", "-I", "-B", LAUNCHER]
+    return _spare_launcher.argv(python)
 
 
 def eligible(confinement: Confinement | None) -> bool:
@@ -203,15 +202,9 @@ class Spare:
             if control is not None:
                 control.close()
             return False
-        items = [b"%d" % len(argv)]
-        items += [os.fsencode(arg) for arg in argv]
-        items += [os.fsencode(name) + b"=" + os.fsencode(value) for name, value in env.items()]
-        payload = b"\0".join(items) + b"\0"
-        fds = array.array("i", [stdin, *([progress] if progress >= 0 else [])])
         try:
             control.settimeout(SEND_TIMEOUT)
-            control.sendmsg([len(payload).to_bytes(8, "big")], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-            control.sendall(payload)
+            _spare_launcher.send(control, argv, env, stdin, progress)
         except OSError:
             return False
         finally:
@@ -337,7 +330,7 @@ def _start(recipe: Recipe, confinement: Confinement, python: str) -> Spare | Non
 
 
 LAUNCHER_WAIT = 10.0  # seconds the making thread waits for a sandbox's launcher to say it waits
-READY = b"R"  # what the launcher says once it waits (_spare_launcher.READY)
+READY = _spare_launcher.READY  # what the launcher says once it waits
 
 
 class _State:

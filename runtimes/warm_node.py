@@ -25,13 +25,14 @@ import subprocess
 import threading
 
 from toolexec.runtimes import baseline, loaded, process_linux, sandbox
+from toolexec.runtimes.process import read_all
 from toolexec.runtimes.warm_fork import SERVER_VARIABLE, START_SECONDS, register, unregister
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from toolexec.node_early import Early
+    from toolexec.early import Early
     from toolexec.runtimes.warm import WarmCall, WarmSpec
 
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"
@@ -93,7 +94,7 @@ class Spare:
 
     @classmethod
     def adopt(cls, early: Early) -> Spare:
-        """The spare a one-shot run started before toolexec imported itself (:mod:`toolexec.node_early`)."""
+        """The spare a one-shot run started before toolexec imported itself (:mod:`toolexec.early`)."""
         assert early.proc is not None
         spare = cls(early.proc, early.progress, early.progress_in_spare)
         ready, info = early.ready, early.info
@@ -154,7 +155,7 @@ class Spare:
             "cwd": call.cwd or os.getcwd(),
             "cgroup": limits.get("cgroup"),
             "progress": call.progress >= 0,
-            "request": json.loads(_read_all(call.stdin) or b"{}"),
+            "request": json.loads(read_all(call.stdin) or b"{}"),
         }
         assert self.proc.stdin is not None
         stdin, self.proc.stdin = self.proc.stdin, None
@@ -189,14 +190,6 @@ class Spare:
         init, self.init = self.init, None
         if init is not None:  # re-parented here should this process be a subreaper now (calls in flight): reaped
             process_linux.reap_orphan(*init)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks, offset = [], 0
-    while chunk := os.pread(fd, 1 << 20, offset):
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
 
 
 def _close(fd: int) -> None:

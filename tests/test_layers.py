@@ -99,7 +99,7 @@ LAYERS = [
         "toolexec.mediatype",
         "toolexec.capspec",
         "toolexec.strictjson",
-        "toolexec.node_early",
+        "toolexec.early",
         "toolexec.serve_client",
     },
 ]
@@ -119,7 +119,7 @@ LEAVES = {
     "toolexec.strictjson": set(),
     # Imported by the installed command before anything else (toolexec.entry): the standard library's os and sys.
     "toolexec.serve_client": set(),
-    "toolexec.node_early": {"toolexec.serve_client"},  # the config named on the command line, the names' digest
+    "toolexec.early": {"toolexec.serve_client"},  # the config named on the command line, the names' digest
 }
 # (importer, imported) -> why an upward import is right there.
 JUSTIFIED: dict[tuple[str, str], str] = {}

@@ -385,3 +385,19 @@ os.kill(os.getpid(), 9)
     pid, *files = done.stdout.split()
     wait_until(lambda: not os.path.exists(f"/proc/{pid}"), "the spare to end with its toolexec", timeout=10)
     wait_until(lambda: not any(os.path.lexists(path) for path in files), "the guard to remove its files", timeout=10)
+
+
+def test_a_spares_call_starts_with_the_signals_a_cold_one_has(project: Project, went: list[Any]) -> None:
+    """The launcher is a Python, which ignores SIGPIPE and SIGXFSZ: the program it execs has them as a cold start
+    has them (a Bash tool past its file bound is killed by SIGXFSZ, a writer to a closed pipe by SIGPIPE)."""
+    project.tool(
+        "sig.sh",
+        '#!/usr/bin/env bash\n# @describe Say what is ignored.\nmain() {\n    grep SigIgn /proc/$$/status >>"$LLM_OUTPUT"\n}\n',
+    )
+    with project.executor(["sig.sh"]) as executor:
+        cold = [executor.call("sig", {}).output for _ in range(2)]  # the second orders a spare
+        assert _spares(executor).wait_made()
+        result = executor.call("sig", {})
+        assert (len(went), result.ok) == (1, True)
+        assert result.output == cold[0] == cold[1]
+        assert result.output.startswith("SigIgn:")

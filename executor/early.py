@@ -1,0 +1,349 @@
+"""A one-shot ``toolexec run`` starts its tool's process first, before toolexec imports itself: one mechanism for
+every language.
+
+A cold one-shot call pays Python's start, toolexec's imports and the call's own work (~30-40 ms), then its tool's
+start: node's (~25 ms), a Python tool's interpreter (~10-15 ms), and under the sandbox's baseline bwrap's namespaces
+(and, for root, the shell that joins the call's pids cgroup). None of that depends on the call: the installed command
+(:mod:`toolexec.entry`) starts it at once, as a *spare*, from what the last one-shot run of the same tool, from the
+same place, wrote down (a *memo*: the kind of spare, its argv, bwrap's included, and what it adds to the
+environment). The two starts then run side by side, on the two cores a machine has at least.
+
+Three kinds of spare, told apart by the memo's first word (under the baseline each inside its bwrap):
+
+* ``node``: ``node node_bootstrap.cjs TOOL``, waiting on stdin for its call (``TOOLEXEC_NODE_SPARE`` names its ready
+  and progress descriptors): handed its call as a warm Node spare is (:mod:`toolexec.runtimes.warm_node`);
+* ``python``: a Python tool's own interpreter running its bootstrap (``TOOLEXEC_EARLY=1``), whose stdin is a socket:
+  it says it waits (one byte) and takes its call in one message, as a sandbox set up ahead does
+  (:mod:`toolexec.runtimes._spare_launcher`: the call's stdin and progress pipe by ``SCM_RIGHTS``, its environment),
+  then goes on as the cold start does;
+* ``bash``: a Bash tool's bash running its bootstrap (``TOOLEXEC_EARLY=GO:READY``), whose stdin is a file this
+  process holds too (a memfd): it says it waits, and once a byte comes down GO it reads the call's own variables
+  and then its request from that file (a bash reads a pipe one byte at a time, a file in blocks).
+
+When the call is launched, the process helper adopts the spare only if it is exactly what a cold start of this call
+would have been (:func:`take`, :mod:`toolexec.runtimes.early_start`): the same kind and argv, the same working
+directory, and the same environment but for the call's own ``LLM_*`` and toolexec's variables, which the spare takes
+with the call, before any line of the tool (:func:`_compatible`). Otherwise the spare is ended, unused, and the call
+starts cold; what this call's start would be is written down for the next run (:func:`remember`). A run that
+launches nothing ends its spare at exit; a spare whose run dies reads the end of its stdin and ends (under the
+baseline bwrap's ``--die-with-parent`` ends it too). The memo is never trusted: it is read only when only this user
+could have written it (:func:`_read`), in toolexec's cache (hidden from every confined tool), and what it names is
+adopted only when it is what this run computes itself.
+
+This module is imported before the rest of toolexec: the standard library's ``os`` and ``subprocess`` (and what that
+imports), ``_socket`` (a C module the run imported already), and :mod:`toolexec.serve_client` (which the run imported
+to try a server: how the config is named on the command line, and the digest of the files named after it, are read
+the same way by both).
+"""
+
+from __future__ import annotations
+
+import _socket  # not socket: its import (enum, selectors, …) costs a one-shot run ~3 ms (serve_client loaded it)
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+
+from toolexec.serve_client import config_option, fnv1a64  # (imported already: the run tried a server first)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
+SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"  # a node spare's ready and progress descriptors
+EARLY_VARIABLE = "TOOLEXEC_EARLY"  # a bootstrap waits for its call (Python's: "1", its stdin a socket; Bash's: GO:READY)
+KINDS = ("node", "python", "bash")
+MAX_MEMO = 1 << 20  # an argv and a few variables: a longer memo is not one toolexec wrote
+# What the spare takes with its call (the call's own, or toolexec's): never compared with what it started with.
+_PER_CALL_PREFIXES = ("LLM_", "TOOLEXEC_")
+_PER_CALL = frozenset({"TRACEPARENT", "TRACESTATE", "BAGGAGE"})
+
+
+class Early:
+    """The spare this run started, and the memo it came from."""
+
+    def __init__(self, memo: str, known: bytes) -> None:
+        self.memo, self.known = memo, known
+        self.kind = ""
+        self.cwd = os.getcwd()  # where it started (the memo is this directory's)
+        self.argv: list[str] = []  # as remembered (with INFO)
+        self.additions: dict[str, str] = {}
+        self.env: dict[str, str] = {}  # what it started with (but for the variable that makes it a spare)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ready = self.info = self.progress = -1
+        self.progress_in_spare = -1
+        self.control: _socket.socket | None = None  # a python spare's socket (the other end: its stdin)
+        self.go = self.file = -1  # a bash spare's: the write end of its GO pipe, and its stdin
+        # Tells the parent-death guard the spare's group is no longer to be killed (:func:`guarded`).
+        self.withdraw: Callable[[int], None] | None = None
+
+    def start(self) -> None:
+        """Start the remembered spare (nothing when the memo is not one)."""
+        fields = self.known.decode("utf-8", "surrogateescape").split("\0")
+        if "" not in fields or fields[0] not in KINDS:
+            return
+        cut = fields.index("")
+        self.kind, self.argv = fields[0], fields[1:cut]
+        self.additions = dict(entry.split("=", 1) for entry in fields[cut + 1 :] if "=" in entry)
+        if not self.argv:
+            return
+        self.env = {**os.environ, **self.additions}
+        if self.kind == "bash":
+            try:
+                self.file = os.memfd_create("toolexec-early-call", os.MFD_CLOEXEC)
+            except (AttributeError, OSError):  # no memfd here: nothing starts early
+                return
+        info_read, info_write = os.pipe() if INFO in self.argv else (-1, -1)
+        argv = [str(info_write) if word == INFO else word for word in self.argv]
+        if self.kind == "node":
+            ready_read, ready_write = os.pipe()
+            self.progress, progress_write = os.pipe()
+            self.progress_in_spare = progress_write
+            passed = [ready_write, progress_write]
+            env = {**self.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}:lazy"}
+            stdin: int = subprocess.PIPE
+        elif self.kind == "bash":  # its stdin a file this process writes the call into; a byte down GO lets it go on
+            ready_read, ready_write = os.pipe()
+            go_read, self.go = os.pipe()
+            passed = [ready_write, go_read]
+            env = {**self.env, EARLY_VARIABLE: f"{go_read}:{ready_write}"}
+            stdin = self.file
+        else:  # its stdin a socket: it says it waits, and takes its call in one message
+            ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            ready_read = -1
+            passed = []
+            env = {**self.env, EARLY_VARIABLE: "1"}
+            stdin = theirs.fileno()
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,  # read by descriptor, as a cold call's
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(*passed, *([info_write] if info_write >= 0 else [])),
+            )
+        except OSError:
+            for fd in (ready_read, self.progress, info_read):
+                _close(fd)
+            self.progress = -1
+            if self.kind == "python":
+                ours.close()
+            for name in ("go", "file"):
+                _close(getattr(self, name))
+                setattr(self, name, -1)
+            return
+        finally:
+            for fd in (*passed, info_write):
+                _close(fd)
+            if self.kind == "python":
+                theirs.close()
+        if self.kind == "python":
+            self.control = ours
+        self.ready, self.info = ready_read, info_read
+
+    def matches(self, kind: str, argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str], cwd: str) -> bool:
+        """Whether the spare is what a cold start of the ``kind`` with ``argv`` (INFO for bwrap's info descriptor), in
+        ``cwd``, with ``env`` makes, ``additions`` being what this start adds to the command's environment (a memo's
+        own are never taken on trust: a stale or planted one's would be exempt from the comparison)."""
+        return (
+            self.proc is not None
+            and kind == self.kind
+            and list(argv) == self.argv
+            and cwd == self.cwd == os.getcwd()
+            and dict(additions) == self.additions
+            and _compatible(self.env, env, self.additions)
+        )
+
+    def discard(self) -> None:
+        """End an unused spare and release what this process holds of it."""
+        proc, self.proc = self.proc, None
+        if proc is not None and self.withdraw is not None:  # (before it is reaped: its group is still its own)
+            self.withdraw(proc.pid)
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        for name in ("ready", "info", "progress", "go", "file"):
+            _close(getattr(self, name))
+            setattr(self, name, -1)
+
+
+_early: Early | None = None
+
+
+def begin(argv: Sequence[str]) -> None:
+    """Start the spare a one-shot ``run`` of ``argv`` (the command's words) remembered, if any (see the module)."""
+    global _early
+    memo = memo_path(argv)
+    if memo is None:
+        return
+    known = _read(memo)
+    _early = Early(memo, known)
+    if known:
+        _early.start()
+        atexit.register(_end)
+
+
+def spare_pid() -> int | None:
+    """The process (group) of the spare this run started, if it runs."""
+    return _early.proc.pid if _early is not None and _early.proc is not None else None
+
+
+def guarded(announce: Callable[[int], bool], withdraw: Callable[[int], None]) -> None:
+    """Put the started spare under the parent-death guard (``announce`` its group: should this run be killed before its
+    call, the group is killed; bwrap's ``--die-with-parent`` alone leaves a sandbox whose setup it cut short waiting
+    forever), ``withdraw`` once it is ended; a spare that cannot be guarded is ended at once."""
+    pid = spare_pid()
+    if _early is None or pid is None:
+        return
+    if announce(pid):
+        _early.withdraw = withdraw
+    else:
+        _early.discard()
+
+
+def take(
+    kind: str, argv: Sequence[str], env: Mapping[str, str], additions: Mapping[str, str] | None = None, cwd: str = ""
+) -> Early | None:
+    """The started spare, handed over (once) when it is what a start of the ``kind`` with ``argv`` and ``env`` (with
+    ``additions``, what this start adds to the command's environment) in ``cwd`` would be; else None (and an unused
+    spare is ended)."""
+    early = _early
+    if early is None or early.proc is None:
+        return None
+    if early.matches(kind, argv, env, additions or {}, cwd or os.getcwd()):
+        return early
+    early.discard()
+    return None
+
+
+def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: Mapping[str, str]) -> None:
+    """Write down what this run's start was (its kind, argv with INFO, the environment it added), for the next run:
+    only where the next run's spare could be adopted (the call's environment is the command's own, as far as the
+    program's start reads it). An empty ``argv``: nothing (a start no spare can stand in for)."""
+    early = _early
+    if early is None:
+        return
+    wanted = b""
+    if argv and kind in KINDS and _compatible({**os.environ, **additions}, env, additions):
+        fields = [kind, *argv, "", *(f"{name}={value}" for name, value in additions.items())]
+        wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
+    if wanted == early.known:
+        return
+    try:
+        if not wanted:
+            os.unlink(early.memo)
+            return
+        os.makedirs(os.path.dirname(early.memo), mode=0o700, exist_ok=True)
+        staging = f"{early.memo}.{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staging)  # (a crashed run's; never written through: a link there is not followed)
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with open(fd, "wb") as out:
+            out.write(wanted)
+        os.replace(staging, early.memo)
+    except OSError:
+        pass
+    early.known = wanted
+
+
+def _read(memo: str) -> bytes:
+    """The memo's bytes, when it is what only this user could have written: a regular file of their own that no one
+    else may write, in a folder of theirs that only they may open, neither reached through a link (each checked on
+    what was opened, not on a path a swap could change meanwhile); else nothing. What it names starts unchecked."""
+    folder, name = os.path.split(memo)
+    try:
+        at = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        info = os.fstat(at)
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return b""
+        # (O_NONBLOCK: a FIFO planted there would block the run at its open)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=at)
+        with open(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if info.st_mode & 0o170000 != 0o100000 or info.st_uid != os.getuid() or info.st_mode & 0o022:
+                return b""  # not a regular file, another user's, or one others may write
+            return handle.read(MAX_MEMO)
+    except OSError:
+        return b""
+    finally:
+        os.close(at)
+
+
+def began() -> bool:
+    """Whether this process is a one-shot run that may start a spare (and remembers its start for the next one)."""
+    return _early is not None
+
+
+def memo_path(argv: Sequence[str]) -> str | None:
+    """Where the start of a one-shot ``run`` of ``argv`` is remembered: keyed by the working directory, the config
+    named (``--config``, ``TOOLEXEC_CONFIG``) and the tool's name, in toolexec's cache (a folder of the user's own
+    that only they can open; None when it is not one, or ``argv`` names no tool)."""
+    words = list(argv)
+    if "run" not in words:
+        return None
+    rest = words[words.index("run") + 1 :]
+    given = config_option(words)
+    config = os.environ.get("TOOLEXEC_CONFIG", "") if given is None else given
+    name = None
+    skip = False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word in ("--config", "--timeout", "--call-id", "--confirm"):
+            skip = True
+        elif not word.startswith("-"):
+            name = word
+            break
+    if name is None:
+        return None
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(cache, "toolexec", "one-shot")
+    try:
+        info = os.lstat(folder)
+        if info.st_uid != os.getuid() or info.st_mode & 0o077 or not os.path.isdir(folder) or os.path.islink(folder):
+            return None
+    except FileNotFoundError:
+        pass  # made by the first remember()
+    except OSError:
+        return None
+    key = "\0".join((os.getcwd(), config, name))
+    return os.path.join(folder, f"{fnv1a64(os.fsencode(key)):016x}")
+
+
+def _compatible(start: Mapping[str, str], call: Mapping[str, str], additions: Mapping[str, str]) -> bool:
+    """Whether a spare started with ``start`` stands for one started with ``call``: every variable it started with is
+    the call's too, with the same value (so nothing the call may not see, a secret toolexec keeps from its tools, is
+    in what the spare's ``/proc/self/environ`` shows), but for what toolexec added to the start (``additions``); and
+    the call adds only its own and toolexec's variables, which the spare takes with the call, before the tool's first
+    line (anything else, a ``.env`` file's ``NODE_OPTIONS`` or ``PYTHONPATH`` say, the program's start might have
+    read)."""
+    if any(name not in additions and call.get(name) != value for name, value in start.items()):
+        return False
+    return all(name in start or name in _PER_CALL or name.startswith(_PER_CALL_PREFIXES) for name in call)
+
+
+def _end() -> None:
+    if _early is not None:
+        _early.discard()
+
+
+def _close(fd: int) -> None:
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
