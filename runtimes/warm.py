@@ -82,6 +82,8 @@ class WarmSpec:
     # directory its calls' files are made in; None: the baseline's, or none.
     confinement: Confinement | None = None
     home: str = ""
+    # An isolated server's limits, its calls' (:func:`server_limits`): its load runs under them (runtimes/warm_limits.py).
+    limits: Mapping[str, int] = field(default_factory=dict)
 
 
 @record
@@ -362,7 +364,9 @@ class WarmStart:
         """The server ``call`` runs in: an isolated call's is a server of its own, inside the baseline's namespaces."""
         if call.isolated is None:
             return self.spec
-        return replace(self.spec, isolated=True, key=f"{self.spec.key}:isolated")
+        limits = server_limits(call)  # its load runs under them: a server per set (a tool's calls have one, timeouts aside)
+        key = ":".join([f"{self.spec.key}:isolated", *(f"{name}={value}" for name, value in sorted(limits.items()))])
+        return replace(self.spec, isolated=True, limits=limits, key=key)
 
     def spawn(self, call: WarmCall, spec: WarmSpec | None = None) -> WarmProcess | None:
         """Start ``call`` in the tool's warm server (``spec``'s when given: :func:`confined_spec`); None: run it cold
@@ -387,6 +391,19 @@ class WarmStart:
         return proc
 
 
+LIMITS = ("memory", "cpu", "processes", "file_size")  # what a server's load runs under (Confinement's fields)
+
+
+def server_limits(call: WarmCall) -> dict[str, int]:
+    """The limits an isolated (baseline) call runs under, which its server's load runs under too: its memory, CPU
+    seconds and processes (:attr:`WarmCall.isolated`, but its own pids cgroup) and its file size bound."""
+    isolated = call.isolated or {}
+    found = {name: value for name in LIMITS[:3] if isinstance(value := isolated.get(name), int)}
+    if call.file_limit is not None:
+        found["file_size"] = call.file_limit
+    return found
+
+
 # Variables of one call (or of the process helper's): never in a server's environment, which outlives the call.
 _PER_CALL_PREFIXES = ("LLM_", "TOOLEXEC_")
 _KEPT = ("LLM_ROOT_DIR", "LLM_TOOL_NAME", "LLM_TOOL_CACHE_DIR", "LLM_AGENT_VAR_")
@@ -406,10 +423,10 @@ def server_environment(env: Mapping[str, str]) -> dict[str, str]:
 def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, str], home: str) -> WarmSpec:
     """The server of ``spec``'s tool inside the sandbox of ``confinement`` (a call's, under a declared policy or
     strict), whose calls' files are made in ``home``: started in the environment the confined call has (``env``,
-    without what is the call's own), with the policy's file size and memory bounds (its calls' CPU seconds and
-    processes are each call's), and keyed by everything its view depends on: the policy with every place it names
-    (the working directory of ``writes: cwd`` among them), the hidden paths, whether each place is there now (and a
-    directory), and ``home``. Made once for the same inputs (a call's own files and limits are not among them)."""
+    without what is the call's own), and keyed by everything its view depends on: the policy with every place it names
+    (the working directory of ``writes: cwd`` among them), the limits, the hidden paths, whether each place is there now (and a
+    directory), and ``home``. Made once for the same inputs (a call's own files are not among them). The server's load
+    runs under the call's limits (:mod:`toolexec.runtimes.warm_limits`): its rlimits and, for root, its pids cgroup."""
     server_env = server_environment(env)
     shape = tuple(getattr(confinement, name) for name in _VIEWED)
     states = places_state(confinement)
@@ -419,7 +436,7 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
         return found
     import hashlib
 
-    server = replace(confinement, files=(home,), cpu=None, processes=None)
+    server = replace(confinement, files=(home,))
     digest = hashlib.sha256(spec.key.encode())
     digest.update(repr(memo[1:]).encode("utf-8", "surrogateescape"))
     made = replace(
@@ -432,8 +449,8 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
     return made
 
 
-# What a confined server's view and bounds are made of (its calls' files, CPU seconds and processes are each call's).
-_VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected", "hidden", "revealed", "memory", "file_size")
+# What a confined server's view and bounds are made of (its calls' files are each call's).
+_VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected", "hidden", "revealed", *LIMITS)
 _confined: dict[tuple[object, ...], WarmSpec] = {}
 
 
