@@ -11,13 +11,14 @@ limits still runs warm (its call is a fork of the zygote).
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import confined_warm_usable
+from tests.helpers import Ordinary, confined_warm_usable
 from toolexec import Executor
 
 pytestmark = [
@@ -154,3 +155,49 @@ with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "small"), "wb") as smal
     with Executor(project.configure(sandbox=sandbox), warm=True) as executor:
         said = [_seen(executor.call("loads", {})) for _ in range(2)]
     assert said == [(True, "ok", None, "warm", None, 0, None)] * 2
+
+
+# As an ordinary user (RLIMIT_NPROC binds: no cgroup), each case's warm-configured call and cold call, and any mark.
+ORDINARY_CALLS = """
+import json, os, sys
+import yaml
+from toolexec import Executor
+
+root, cases = sys.argv[1], json.loads(sys.argv[2])
+found = []
+for sandbox, source in cases:
+    with open(os.path.join(root, "functions", "tools", "loads.py"), "w") as out:
+        out.write(source)
+    with open(os.path.join(root, "config.yaml"), "w") as out:
+        yaml.safe_dump({"visible_tools": ["loads.py"], "sandbox": sandbox}, out)
+    seen = []
+    for warm in (False, True, True):
+        with Executor(os.path.join(root, "config.yaml"), warm=warm) as executor:
+            r = executor.call("loads", {})
+            seen.append([r.ok, r.status, r.reason, r.output, r.error, r.exit_code, r.signal])
+    marks = [name for _, _, files in os.walk(root) for name in files if name == "past"]
+    found.append([seen, marks])
+print(json.dumps(found))
+"""
+
+
+def test_an_ordinary_users_warm_load_is_bound_by_its_processes_and_cpu(ordinary: Ordinary) -> None:
+    """As an ordinary user (``RLIMIT_NPROC`` binds, no cgroup is made): a top level past ``Processes`` or ``CPU`` at
+    load gets the cold call's outcome, marks nothing; an ordinary tool under the same limits runs warm."""
+    cases = []
+    for mode in ("declared", "baseline"):
+        sandbox, policy = MODES[mode]
+        for limit in ("processes", "cpu"):
+            line, load = PAST[limit]
+            cases.append([sandbox, TOOL.replace("{load}", load).replace("{policy}", f"{policy}    {line}\n")])
+        cases.append([sandbox, TOOL.replace("{load}", "").replace("{policy}", f"{policy}    Processes: 16\n    CPU: 5 s\n")])
+    ordinary.own()
+    done = ordinary.run("python", "-c", ORDINARY_CALLS, str(ordinary.root), json.dumps(cases))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    # each case: the three calls' reasons, whether the three results are one, the marks left
+    hostile = [[[reason] * 3, True, []] for reason in ("process_limit", "cpu_limit")]
+    expected = [*hostile, [[None] * 3, False, []]] * 2  # (the ordinary tool's: once cold, then warm)
+    assert [[[call[2] for call in seen], all(call == seen[0] for call in seen), marks] for seen, marks in found] == expected
+    ordinary_tool = [seen for seen, _ in found[2::3]]
+    assert ordinary_tool == [[[True, "ok", None, output, None, 0, None] for output in ("cold", "warm", "warm")]] * 2
