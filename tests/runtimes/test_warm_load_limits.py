@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from typing import Any
 
 import pytest
@@ -201,3 +202,87 @@ def test_an_ordinary_users_warm_load_is_bound_by_its_processes_and_cpu(ordinary:
     assert [[[call[2] for call in seen], all(call == seen[0] for call in seen), marks] for seen, marks in found] == expected
     ordinary_tool = [seen for seen, _ in found[2::3]]
     assert ordinary_tool == [[[True, "ok", None, output, None, 0, None] for output in ("cold", "warm", "warm")]] * 2
+
+
+# Bash and Node under the baseline (a declared limit is a policy, which their servers cannot keep: such calls run cold):
+# each spare sources (imports) the tool ahead of its call, under the baseline's CPU seconds (the timeout x the CPUs
+# + 1: here 1 s) and file size (max_kept_bytes: here 64 KiB). A top level past them marks the cache when it could;
+# an ordinary one says whether it loaded with the call's own variables (cold) or ahead of them (warm: a spare's
+# environment has no LLM_OUTPUT).
+BASH = """#!/usr/bin/env bash
+# @describe L.
+# @meta warm
+LOADED_WITH="${LLM_OUTPUT:-}"
+{load}
+main() {
+  if [ -n "$LOADED_WITH" ]; then echo cold >> "$LLM_OUTPUT"; else echo warm >> "$LLM_OUTPUT"; fi
+}
+"""
+BASH_PAST = {
+    "cpu": """past=$(( $(nproc) + 3 ))
+while :; do
+  for ((i = 0; i < 20000; i++)); do :; done
+  times > "$LLM_TOOL_CACHE_DIR/times"
+  read -r user system < "$LLM_TOOL_CACHE_DIR/times"
+  user=${user#*m}; system=${system#*m}
+  if [ $(( ${user%%.*} + ${system%%.*} )) -ge "$past" ]; then echo x > "$LLM_TOOL_CACHE_DIR/past"; break; fi
+done""",
+    "file_size": 'printf "%*s" 1048576 x > "$LLM_TOOL_CACHE_DIR/big"\necho x > "$LLM_TOOL_CACHE_DIR/past"',
+}
+NODE = """import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const LOADED_WITH = process.env.LLM_OUTPUT;
+const mark = () => fs.writeFileSync(path.join(process.env.LLM_TOOL_CACHE_DIR, "past"), "x");
+{load}
+
+/**
+ * Say whether this call imported the tool ahead of it.
+ * @warm
+ */
+export function run() {
+  return LOADED_WITH ? "cold" : "warm";
+}
+"""
+NODE_PAST = {
+    "cpu": """const past = (os.cpus().length + 3) * 1e6;
+for (;;) {
+  const used = process.cpuUsage();
+  if (used.user + used.system > past) { mark(); break; }
+}""",
+    "file_size": 'fs.writeFileSync(path.join(process.env.LLM_TOOL_CACHE_DIR, "big"), Buffer.alloc(1 << 20));\nmark();',
+}
+SPARES = {"bash": ("loads.sh", BASH, BASH_PAST), "node": ("loads.js", NODE, NODE_PAST)}
+BASELINE = {"sandbox": "declared", "timeout": 1, "max_kept_bytes": 65536}
+
+
+@pytest.mark.parametrize("language", list(SPARES))
+@pytest.mark.parametrize("limit", ["cpu", "file_size"])
+def test_a_bash_or_node_top_level_past_its_limit_runs_as_cold(project: Project, language: str, limit: str) -> None:
+    """A Bash or Node spare sources (imports) the tool ahead of its call: past the baseline's CPU seconds or file size
+    there, the call's result is the cold call's (a timeout: the timeout comes before the CPU limit; its file size
+    limit) and no spare got past the limit."""
+    if language == "node" and shutil.which("node") is None:
+        pytest.skip("needs node")
+    name, template, past = SPARES[language]
+    project.tool(name, template.replace("{load}", past[limit]))
+    results = []
+    for warm in (False, True):
+        with Executor(project.configure(**BASELINE), warm=warm) as executor:
+            results.append(_seen(executor.call("loads", {})))
+    cold, warm_result = results
+    reason = {"cpu": "timeout", "file_size": "file_limit"}[limit]  # (max_kept_bytes': the baseline's own reason)
+    assert (warm_result, cold[2], _cache(project)) == (cold, reason, [])
+
+
+@pytest.mark.parametrize("language", list(SPARES))
+def test_an_ordinary_bash_or_node_tool_under_the_same_limits_still_runs_warm(project: Project, language: str) -> None:
+    """The same limits (a longer timeout), a top level within them: its calls run warm (loaded ahead of the call)."""
+    if language == "node" and shutil.which("node") is None:
+        pytest.skip("needs node")
+    name, template, _ = SPARES[language]
+    project.tool(name, template.replace("{load}", ""))
+    with Executor(project.configure(**{**BASELINE, "timeout": 20}), warm=True) as executor:
+        said = [_seen(executor.call("loads", {})) for _ in range(2)]
+    assert [(*seen[:3], str(seen[3]).strip()) for seen in said] == [(True, "ok", None, "warm")] * 2
