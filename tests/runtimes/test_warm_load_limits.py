@@ -113,6 +113,18 @@ def _seen(result: Any) -> tuple[object, ...]:
     return (result.ok, result.status, result.reason, result.output, result.error, result.exit_code, result.signal)
 
 
+def _cgroups_left() -> list[str]:
+    """The cgroups this process made (its calls' and servers') that are still there once their removal is done."""
+    from toolexec.runtimes import cgroup, sandbox
+
+    cgroup.drain()
+    found = []
+    for parent in {sandbox._pids_root(), (cgroup.memory_parent() or (None,))[0]} - {None}:
+        assert parent is not None
+        found += [name for name in os.listdir(parent) if name.startswith(f"toolexec-{os.getpid()}-")]
+    return found
+
+
 def _cache(project: Project) -> list[str]:
     found = []
     for _, _, files in os.walk(project.root.parent):
@@ -131,7 +143,7 @@ def test_a_top_level_past_its_limit_at_load_runs_cold_with_the_cold_outcome(proj
     with _executor(project, mode, limit, PAST[limit][1], warm=True) as executor:
         warm = _seen(executor.call("loads", {}))
     reason = {"processes": "process_limit", "cpu": "cpu_limit", "memory": "memory_limit"}.get(limit, "file_size_limit")
-    assert (warm, cold[2], _cache(project)) == (cold, reason, [])
+    assert (warm, cold[2], _cache(project), _cgroups_left()) == (cold, reason, [], [])
     assert running_servers() <= before
 
 
@@ -155,7 +167,7 @@ with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "small"), "wb") as smal
     project.tool("loads.py", TOOL.replace("{load}", load).replace("{policy}", policy + limits))
     with Executor(project.configure(sandbox=sandbox), warm=True) as executor:
         said = [_seen(executor.call("loads", {})) for _ in range(2)]
-    assert said == [(True, "ok", None, "warm", None, 0, None)] * 2
+    assert (said, _cgroups_left()) == ([(True, "ok", None, "warm", None, 0, None)] * 2, [])
 
 
 # As an ordinary user (RLIMIT_NPROC binds: no cgroup), each case's warm-configured call and cold call, and any mark.
