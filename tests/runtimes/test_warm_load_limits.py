@@ -298,3 +298,85 @@ def test_an_ordinary_bash_or_node_tool_under_the_same_limits_still_runs_warm(pro
     with Executor(project.configure(**{**BASELINE, "timeout": 20}), warm=True) as executor:
         said = [_seen(executor.call("loads", {})) for _ in range(2)]
     assert [(*seen[:3], str(seen[3]).strip()) for seen in said] == [(True, "ok", None, "warm")] * 2
+
+
+WAITER = '''
+import sys
+
+
+def run(started: str, go: str) -> str:
+    """Say that this call runs, wait for the test's word, say whether it is warm.
+
+    Warm: true
+
+    Args:
+        started: a FIFO this call says it runs on
+        go: a FIFO it waits on
+    """
+    with open(started, "w") as out:
+        out.write("x")
+    with open(go) as wait:
+        wait.read()
+    return "warm" if "_python_zygote" in sys.modules else "cold"
+'''
+
+
+def _zygote(server: int) -> int:
+    """The zygote of the warm server whose host process (its bwrap) is ``server``: the nearest Python running
+    python_zygote.py below it (its calls are forks of it, deeper down)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as handle:
+                    parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(name))
+    level = [server]
+    while level:
+        for pid in level:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                program, *args = handle.read().split(b"\0")
+            if os.path.basename(program).startswith(b"python") and args and args[0].endswith(b"python_zygote.py"):
+                return pid
+        level = [child for pid in level for child in children.get(pid, [])]
+    raise AssertionError("no zygote under the server")
+
+
+def test_a_server_at_its_cpu_soft_limit_takes_no_more_calls_and_ends_after_those_it_serves(project: Project) -> None:
+    """A server's own CPU time grows with each call it forks, under its calls' CPU limit (the baseline's: from the
+    timeout): at the soft limit (SIGXCPU, sent here by the test) it stops taking calls and ends once they are over. The call in flight then completes warm,
+    and the next call is served (by a new server). Without it, SIGXCPU's default ended the server, and with it (its
+    PID namespace) the call in flight."""
+    import select
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolexec.runtimes.warm_fork import running_servers
+
+    project.tool("waiter.py", WAITER)
+    fifos = [project.root / name for name in ("started", "go", "started2", "go2")]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    before = running_servers()
+    with Executor(project.configure(sandbox="declared"), warm=True) as executor, ThreadPoolExecutor(1) as pool:
+        future = pool.submit(executor.call, "waiter", {"started": str(fifos[0]), "go": str(fifos[1])})
+        started = os.open(fifos[0], os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            assert select.select([started], [], [], 60)[0], "the call did not start"
+        finally:
+            os.close(started)
+        (server,) = running_servers() - before
+        os.kill(_zygote(server), signal.SIGXCPU)
+        with open(fifos[1], "w") as go:
+            go.write("x")
+        first = future.result(timeout=60)
+        second = pool.submit(executor.call, "waiter", {"started": str(fifos[2]), "go": str(fifos[3])})
+        with open(fifos[2]) as said:
+            said.read()
+        with open(fifos[3], "w") as go:
+            go.write("x")
+        later = second.result(timeout=60)
+    # (the next call: a new server's, or cold while the old one finishes; either way, served)
+    assert (_seen(first), _seen(later)[:3]) == ((True, "ok", None, "warm", None, 0, None), (True, "ok", None))
