@@ -96,14 +96,14 @@ def run() -> str:
 MODES = {
     "declared": ("declared", "    Writes: cache\n    Network: none\n"),
     "strict": ("strict", ""),
-    "baseline": ("declared", ""),
+    "limit-alone": ("declared", ""),  # a policy of its limit alone (the rest its defaults: no network, writes cache)
 }
-CASES = [(mode, limit) for mode in MODES for limit in PAST if not (mode == "baseline" and limit == "memory")]
+CASES = [(mode, limit) for mode in MODES for limit in PAST if not (mode == "limit-alone" and limit == "memory")]
 
 
 def _executor(project: Project, mode: str, limit: str, load: str, *, warm: bool) -> Executor:
     sandbox, policy = MODES[mode]
-    line = PAST[limit][0]  # (alone, for a tool that declares no policy: the baseline's)
+    line = PAST[limit][0]
     project.tool("loads.py", TOOL.replace("{load}", load).replace("{policy}", f"{policy}    {line}\n"))
     return Executor(project.configure(sandbox=sandbox), warm=warm)
 
@@ -163,7 +163,9 @@ with open(os.path.join(os.environ["LLM_TOOL_CACHE_DIR"], "small"), "wb") as smal
     small.write(b"x" * 1024)
 """
     sandbox, policy = MODES[mode]
-    limits = "    Processes: 16\n    CPU: 5 s\n    File size: 64 KiB\n" + ("    Memory: 512 MiB\n" if mode != "baseline" else "")
+    limits = "    Processes: 16\n    CPU: 5 s\n    File size: 64 KiB\n" + (
+        "    Memory: 512 MiB\n" if mode != "limit-alone" else ""
+    )
     project.tool("loads.py", TOOL.replace("{load}", load).replace("{policy}", policy + limits))
     with Executor(project.configure(sandbox=sandbox), warm=True) as executor:
         said = [_seen(executor.call("loads", {})) for _ in range(2)]
@@ -198,7 +200,7 @@ def test_an_ordinary_users_warm_load_is_bound_by_its_processes_and_cpu(ordinary:
     """As an ordinary user (``RLIMIT_NPROC`` binds, no cgroup is made): a top level past ``Processes`` or ``CPU`` at
     load gets the cold call's outcome, marks nothing; an ordinary tool under the same limits runs warm."""
     cases = []
-    for mode in ("declared", "baseline"):
+    for mode in ("declared", "limit-alone"):
         sandbox, policy = MODES[mode]
         for limit in ("processes", "cpu"):
             line, load = PAST[limit]
@@ -214,6 +216,48 @@ def test_an_ordinary_users_warm_load_is_bound_by_its_processes_and_cpu(ordinary:
     assert [[[call[2] for call in seen], all(call == seen[0] for call in seen), marks] for seen, marks in found] == expected
     ordinary_tool = [seen for seen, _ in found[2::3]]
     assert ordinary_tool == [[[True, "ok", None, output, None, 0, None] for output in ("cold", "warm", "warm")]] * 2
+
+
+# A Python tool with no policy under the baseline's own limits: CPU seconds from the timeout (here 1 s: the timeout x
+# the CPUs + 1, the timeout comes first), file size max_kept_bytes (here 64 KiB), processes baseline.PROCESSES (here
+# 16). Each load marks the cache when it got past (the CPU one: past the hard limit, the CPUs + 2 seconds).
+BASELINE_PAST = {
+    "processes": PAST["processes"][1],
+    "cpu": PAST["cpu"][1].replace("> 3:", "> (os.cpu_count() or 1) + 3:"),
+    "file_size": PAST["file_size"][1],
+}
+BASELINE_REASONS = {"processes": "process_limit", "cpu": "timeout", "file_size": "file_limit"}
+
+
+@pytest.mark.parametrize("limit", list(BASELINE_PAST))
+def test_a_python_top_level_past_the_baselines_own_limits_runs_as_cold(
+    project: Project, limit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The baseline's server (no policy: the zygote in the baseline's namespaces) loads under the baseline's limits: a
+    top level past one gets the cold call's result, marks nothing, leaves nothing."""
+    from toolexec.runtimes import baseline
+
+    monkeypatch.setattr(baseline, "PROCESSES", 16)
+    project.tool("loads.py", TOOL.replace("{load}", BASELINE_PAST[limit]).replace("{policy}", ""))
+    results = []
+    for warm in (False, True):
+        with Executor(project.configure(sandbox="declared", timeout=1, max_kept_bytes=65536), warm=warm) as executor:
+            results.append(_seen(executor.call("loads", {})))
+    cold, warm_result = results
+    assert (warm_result, cold[2], _cache(project), _cgroups_left()) == (cold, BASELINE_REASONS[limit], [], [])
+
+
+def test_an_ordinary_python_tool_under_the_baselines_own_limits_still_runs_warm(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same limits (a longer timeout), a top level within them: served warm."""
+    from toolexec.runtimes import baseline
+
+    monkeypatch.setattr(baseline, "PROCESSES", 16)
+    project.tool("loads.py", TOOL.replace("{load}", "").replace("{policy}", ""))
+    with Executor(project.configure(sandbox="declared", timeout=20, max_kept_bytes=65536), warm=True) as executor:
+        said = [_seen(executor.call("loads", {})) for _ in range(2)]
+    assert (said, _cgroups_left()) == ([(True, "ok", None, "warm", None, 0, None)] * 2, [])
 
 
 # Bash and Node under the baseline (a declared limit is a policy, which their servers cannot keep: such calls run cold):
