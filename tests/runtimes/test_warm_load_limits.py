@@ -1,9 +1,9 @@
 """A warm server's load is bound by the limits a cold call of the same tool is bound by (runtimes/warm_limits.py).
 
-The tool's top level runs once in its warm Python server; cold, it runs in every call, under the call's processes,
-CPU seconds, address space and file size. A hostile top level goes past one of them: where the server's load was not
-held to it (a confined server's processes and CPU seconds, every limit of the baseline's server), it went on in the
-server (300 processes where a cold call got 29). Now the server's load is held to them: it fails, the call runs cold
+The tool's top level runs once in its warm Python server (in a Bash or Node spare, ahead of its call); cold, it runs
+in every call, under the call's processes, CPU seconds, address space and file size. A hostile top level goes past one
+of them: where the load was not held to it (a confined server's processes and CPU seconds, every limit of the
+baseline's servers and of Node's spares), it went on there (300 processes where a cold call got 29). Now the server's load is held to them: it fails, the call runs cold
 and gets the cold call's result, and nothing is left behind. Each top level leaves a mark in the tool's cache when it
 got past its limit (which no cold call does): the mark says the load was not held. An ordinary tool under the same
 limits still runs warm (its call is a fork of the zygote).
