@@ -82,7 +82,8 @@ class WarmSpec:
     # directory its calls' files are made in; None: the baseline's, or none.
     confinement: Confinement | None = None
     home: str = ""
-    # An isolated server's limits, its calls' (:func:`server_limits`): its load runs under them (runtimes/warm_limits.py).
+    # The server's limits, its calls' (:func:`server_limits`; under ``sandbox: off`` their file size alone): its load
+    # runs under them (runtimes/warm_limits.py).
     limits: Mapping[str, int] = field(default_factory=dict)
 
 
@@ -362,8 +363,11 @@ class WarmStart:
 
     def spec_for(self, call: WarmCall) -> WarmSpec:
         """The server ``call`` runs in: an isolated call's is a server of its own, inside the baseline's namespaces."""
-        if call.isolated is None:
-            return self.spec
+        if call.isolated is None:  # (sandbox: off) its load under the call's one limit, its file size
+            if call.file_limit is None:
+                return self.spec
+            limits = {"file_size": call.file_limit}
+            return replace(self.spec, limits=limits, key=f"{self.spec.key}:file_size={call.file_limit}")
         limits = server_limits(call)  # its load runs under them: a server per set (a tool's calls have one, timeouts aside)
         key = ":".join([f"{self.spec.key}:isolated", *(f"{name}={value}" for name, value in sorted(limits.items()))])
         return replace(self.spec, isolated=True, limits=limits, key=key)

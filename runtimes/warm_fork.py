@@ -263,6 +263,8 @@ class ForkServer(ServerProcess):
             elif self.spec.isolated:  # under the limits of its calls' cold ones (their own pids cgroup aside)
                 env[ISOLATE_VARIABLE] = "1"
                 argv, held = warm_limits.under(self.spec.limits, isolated_argv(argv))
+            else:
+                argv = warm_limits.plain(self.spec.limits, argv)
             proxied = (self.proxy.inside,) if self.proxy is not None else ()
             fds = (theirs.fileno(), *(held.descriptors if held is not None else ()), *proxied)
             self._proc = self._popen(argv, stdin, env, fds)

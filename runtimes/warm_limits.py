@@ -29,26 +29,39 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 
+def plain(limits: Mapping[str, int], argv: Sequence[str]) -> list[str]:
+    """``argv`` (a server run as toolexec's own child: ``sandbox: off``, where a call's one limit is its file size)
+    started by prlimit(1) with ``limits``. OSError where prlimit is missing: the server does not start."""
+    return [*_prlimit(limits), *argv]
+
+
 def under(limits: Mapping[str, int], argv: Sequence[str]) -> tuple[list[str], sandbox.Held]:
     """``argv`` (a server run inside the baseline's namespaces: its bwrap's argv) with ``limits`` set inside, before
     the server's program: prlimit(1) after bwrap's ``--``; and what the server holds for its life (a root toolexec's
     pids cgroup, which a shell joins before it becomes bwrap: give it back with :func:`sandbox.release`). OSError when
     a limit cannot be set: the server does not start, its calls run cold."""
-    memory, cpu, processes, file_size = (limits.get(name) for name in LIMITS)
-    confinement = sandbox.Confinement(baseline=True, memory=memory, cpu=cpu, processes=processes, file_size=file_size)
-    flags = sandbox._limits(confinement)
     args = list(argv)
-    if flags:
-        program = sandbox._prlimit()
-        if program is None:
-            raise OSError("the server's limits need util-linux's prlimit, which is not on PATH")
-        end = args.index("--")  # bwrap's own options end here; what follows is the server's program
-        args[end + 1 : end + 1] = [program, *flags, "--"]
+    end = args.index("--")  # bwrap's own options end here; what follows is the server's program
+    args[end + 1 : end + 1] = _prlimit(limits)
     held = sandbox.Held()
-    if confinement.processes is not None and os.geteuid() == 0:
-        made = sandbox._cgroup(confinement.processes)
+    processes = limits.get("processes")
+    if processes is not None and os.geteuid() == 0:
+        made = sandbox._cgroup(processes)
         if made is None:
             raise OSError("a root toolexec caps a server's processes with a pids cgroup, and none can be made here")
         held.cgroups.append(made)
         args = [*join_prefix(held.cgroups, strict=True), *args]
     return args, held
+
+
+def _prlimit(limits: Mapping[str, int]) -> list[str]:
+    """prlimit(1) and its options for ``limits``, then ``--`` (nothing for none); OSError where it is missing."""
+    memory, cpu, processes, file_size = (limits.get(name) for name in LIMITS)
+    confinement = sandbox.Confinement(baseline=True, memory=memory, cpu=cpu, processes=processes, file_size=file_size)
+    flags = sandbox._limits(confinement)
+    if not flags:
+        return []
+    program = sandbox._prlimit()
+    if program is None:
+        raise OSError("the server's limits need util-linux's prlimit, which is not on PATH")
+    return [program, *flags, "--"]

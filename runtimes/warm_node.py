@@ -64,15 +64,17 @@ class Spare:
         info_read, info_write = os.pipe() if spec.isolated else (-1, -1)
         argv = list(spec.argv)
         held: sandbox.Held | None = None
-        if spec.isolated:  # its import under the call's limits (runtimes/warm_limits.py): OSError where one cannot be set
-            from toolexec.runtimes import warm_limits
+        if spec.isolated or spec.limits:  # its import under the call's limits (runtimes/warm_limits.py): OSError where
+            from toolexec.runtimes import warm_limits  # one cannot be set
 
-            binary = sandbox.bwrap()
-            assert binary is not None
             try:
-                argv, held = warm_limits.under(
-                    spec.limits, [*baseline._namespaces(binary), "--info-fd", str(info_write), "--", *argv]
-                )
+                if spec.isolated:
+                    binary = sandbox.bwrap()
+                    assert binary is not None
+                    namespaces = [*baseline._namespaces(binary), "--info-fd", str(info_write), "--", *argv]
+                    argv, held = warm_limits.under(spec.limits, namespaces)
+                else:  # (sandbox: off: its file size alone)
+                    argv = warm_limits.plain(spec.limits, argv)
             except OSError:
                 for fd in (ready_read, ready_write, progress, progress_write, info_read, info_write):
                     _close(fd)

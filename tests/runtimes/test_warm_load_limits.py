@@ -424,3 +424,32 @@ def test_a_server_at_its_cpu_soft_limit_takes_no_more_calls_and_ends_after_those
         later = second.result(timeout=60)
     # (the next call: a new server's, or cold while the old one finishes; either way, served)
     assert (_seen(first), _seen(later)[:3]) == ((True, "ok", None, "warm", None, 0, None), (True, "ok", None))
+
+
+# Under ``sandbox: off`` a call's one limit is its file size (max_kept_bytes, for every call): each language's server
+# (a Python fork server, one bash that sourced the tool, a Node spare) loads the tool under it too.
+OFF = {
+    "python": ("loads.py", TOOL.replace("{policy}", ""), PAST["file_size"][1]),
+    "bash": ("loads.sh", BASH, BASH_PAST["file_size"]),
+    "node": ("loads.js", NODE, NODE_PAST["file_size"]),
+}
+
+
+@pytest.mark.parametrize("language", list(OFF))
+def test_under_sandbox_off_a_top_level_past_its_file_size_runs_as_cold(project: Project, language: str) -> None:
+    """A top level that writes past max_kept_bytes as it loads: the call's result is the cold call's (``file_limit``),
+    and no load got past it; an ordinary tool still runs warm."""
+    if language == "node" and shutil.which("node") is None:
+        pytest.skip("needs node")
+    name, template, load = OFF[language]
+    project.tool(name, template.replace("{load}", load))
+    results = []
+    for warm in (False, True):
+        with Executor(project.configure(sandbox="off", max_kept_bytes=65536), warm=warm) as executor:
+            results.append(_seen(executor.call("loads", {})))
+    cold, warm_result = results
+    assert (warm_result, cold[2], _cache(project)) == (cold, "file_limit", [])
+    project.tool(name, template.replace("{load}", ""))
+    with Executor(project.configure(sandbox="off", max_kept_bytes=65536), warm=True) as executor:
+        said = [_seen(executor.call("loads", {})) for _ in range(2)]
+    assert [(*seen[:3], str(seen[3]).strip()) for seen in said] == [(True, "ok", None, "warm")] * 2
