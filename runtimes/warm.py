@@ -366,11 +366,8 @@ class WarmStart:
         if call.isolated is None:  # (sandbox: off) its load under the call's one limit, its file size
             if call.file_limit is None:
                 return self.spec
-            limits = {"file_size": call.file_limit}
-            return replace(self.spec, limits=limits, key=f"{self.spec.key}:file_size={call.file_limit}")
-        limits = server_limits(call)  # its load runs under them: a server per set (a tool's calls have one, timeouts aside)
-        key = ":".join([f"{self.spec.key}:isolated", *(f"{name}={value}" for name, value in sorted(limits.items()))])
-        return replace(self.spec, isolated=True, limits=limits, key=key)
+            return _limited(self.spec, False, {"file_size": call.file_limit})
+        return _limited(self.spec, True, server_limits(call))  # a server per set (a tool's calls have one, timeouts aside)
 
     def spawn(self, call: WarmCall, spec: WarmSpec | None = None) -> WarmProcess | None:
         """Start ``call`` in the tool's warm server (``spec``'s when given: :func:`confined_spec`); None: run it cold
@@ -406,6 +403,25 @@ def server_limits(call: WarmCall) -> dict[str, int]:
     if call.file_limit is not None:
         found["file_size"] = call.file_limit
     return found
+
+
+def _limited(spec: WarmSpec, isolated: bool, limits: dict[str, int]) -> WarmSpec:
+    """``spec`` whose server loads under ``limits`` (isolated: in the baseline's namespaces), keyed by them; made once
+    for the same inputs (a call's path pays a dictionary lookup)."""
+    memo = (spec.key, spec.tool, spec.cwd, spec.kind, isolated, tuple(sorted(limits.items())))
+    found = _limited_specs.get(memo)
+    if found is not None:
+        return found
+    key = ":".join([f"{spec.key}:isolated" if isolated else spec.key, *(f"{name}={value}" for name, value in memo[-1])])
+    made = replace(spec, isolated=isolated or spec.isolated, limits=limits, key=key)
+    if len(_limited_specs) >= 64:
+        with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # (another thread's call changed it meanwhile)
+            _limited_specs.pop(next(iter(_limited_specs)))
+    _limited_specs[memo] = made
+    return made
+
+
+_limited_specs: dict[tuple[object, ...], WarmSpec] = {}
 
 
 # Variables of one call (or of the process helper's): never in a server's environment, which outlives the call.
