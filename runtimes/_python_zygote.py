@@ -219,6 +219,7 @@ def _spare(namespaces, module, calls, said=-1):
     (:func:`_end_call`): the call is over before this init's own exit tears down its copy of the zygote."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # (the zygote's: _retire_at_cpu_limit) a call meets its CPU limit as cold
     # Nothing of the zygote's but ``calls`` and ``said``: another call's reply socket held here would keep its end
     # from toolexec
     _close_all_but(calls.fileno(), said)
@@ -755,6 +756,7 @@ def serve():
     module = _load(control, confined=bool(confine))
     if module is None:
         os._exit(0)
+    _retire_at_cpu_limit(control)
     if hasattr(gc, "freeze"):  # (3.7+) the loaded objects are never collected in a call: its collections skip them,
         gc.freeze()  # rather than touch (and so copy) every page that holds one
     spares = _Spares(namespaces, control, module)
@@ -763,6 +765,15 @@ def serve():
     spares.make()
     # once a call is over and its status said: the next call's spare, while nothing else runs
     _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.ended, taken=spares.taken)
+
+
+def _retire_at_cpu_limit(control):
+    """Under a CPU limit (its calls', which its load ran under: toolexec's runtimes/warm_limits.py), the server's own
+    time grows with each call it forks: at the soft limit it takes no more calls (toolexec's next one runs cold, and
+    the one after starts a new server) and ends once those it serves are over, a second before the hard limit would
+    end it and every call in flight with it."""
+    if resource.getrlimit(resource.RLIMIT_CPU)[0] != resource.RLIM_INFINITY:
+        signal.signal(signal.SIGXCPU, lambda *_: control.shutdown(socket.SHUT_RD))
 
 
 def _woken_by_children():

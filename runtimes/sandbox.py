@@ -222,7 +222,8 @@ def wrap(
     namespaces of its own and of each call inside: the host's ``/proc`` bound in place of bwrap's (the server mounts
     its own over it), a uid other than 0 for a root toolexec (so that the server may map 0 in the user namespaces it
     makes, having no capability), no ``--new-session`` (the server has no terminal, and each call's process takes a
-    session of its own), and no cgroup (each call has its own)."""
+    session of its own). A server's cgroups (its load's memory and, for root, processes) are a sibling of each of its
+    calls' own (:mod:`toolexec.runtimes.warm_limits`)."""
     if mechanism()[0] == "landlock":
         from toolexec.runtimes import fallback
 
@@ -252,7 +253,7 @@ def wrap(
         if limits:
             args += [str(_prlimit()), *limits, "--"]
         args += argv
-        made = cgroups(confinement) if not server else Held()
+        made = cgroups(confinement)
         held.cgroups, held.memory = made.cgroups, made.memory
     except BaseException:
         release(held)

@@ -82,6 +82,9 @@ class WarmSpec:
     # directory its calls' files are made in; None: the baseline's, or none.
     confinement: Confinement | None = None
     home: str = ""
+    # The server's limits, its calls' (:func:`server_limits`; under ``sandbox: off`` their file size alone): its load
+    # runs under them (runtimes/warm_limits.py).
+    limits: Mapping[str, int] = field(default_factory=dict)
 
 
 @record
@@ -360,9 +363,11 @@ class WarmStart:
 
     def spec_for(self, call: WarmCall) -> WarmSpec:
         """The server ``call`` runs in: an isolated call's is a server of its own, inside the baseline's namespaces."""
-        if call.isolated is None:
-            return self.spec
-        return replace(self.spec, isolated=True, key=f"{self.spec.key}:isolated")
+        if call.isolated is None:  # (sandbox: off) its load under the call's one limit, its file size
+            if call.file_limit is None:
+                return self.spec
+            return _limited(self.spec, False, {"file_size": call.file_limit})
+        return _limited(self.spec, True, server_limits(call))  # a server per set (a tool's calls have one, timeouts aside)
 
     def spawn(self, call: WarmCall, spec: WarmSpec | None = None) -> WarmProcess | None:
         """Start ``call`` in the tool's warm server (``spec``'s when given: :func:`confined_spec`); None: run it cold
@@ -387,6 +392,38 @@ class WarmStart:
         return proc
 
 
+LIMITS = ("memory", "cpu", "processes", "file_size")  # what a server's load runs under (Confinement's fields)
+
+
+def server_limits(call: WarmCall) -> dict[str, int]:
+    """The limits an isolated (baseline) call runs under, which its server's load runs under too: its memory, CPU
+    seconds and processes (:attr:`WarmCall.isolated`, but its own pids cgroup) and its file size bound."""
+    isolated = call.isolated or {}
+    found = {name: value for name in LIMITS[:3] if isinstance(value := isolated.get(name), int)}
+    if call.file_limit is not None:
+        found["file_size"] = call.file_limit
+    return found
+
+
+def _limited(spec: WarmSpec, isolated: bool, limits: dict[str, int]) -> WarmSpec:
+    """``spec`` whose server loads under ``limits`` (isolated: in the baseline's namespaces), keyed by them; made once
+    for the same inputs (a call's path pays a dictionary lookup)."""
+    memo = (spec.key, spec.tool, spec.cwd, spec.kind, isolated, tuple(sorted(limits.items())))
+    found = _limited_specs.get(memo)
+    if found is not None:
+        return found
+    key = ":".join([f"{spec.key}:isolated" if isolated else spec.key, *(f"{name}={value}" for name, value in memo[-1])])
+    made = replace(spec, isolated=isolated or spec.isolated, limits=limits, key=key)
+    if len(_limited_specs) >= 64:
+        with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # (another thread's call changed it meanwhile)
+            _limited_specs.pop(next(iter(_limited_specs)))
+    _limited_specs[memo] = made
+    return made
+
+
+_limited_specs: dict[tuple[object, ...], WarmSpec] = {}
+
+
 # Variables of one call (or of the process helper's): never in a server's environment, which outlives the call.
 _PER_CALL_PREFIXES = ("LLM_", "TOOLEXEC_")
 _KEPT = ("LLM_ROOT_DIR", "LLM_TOOL_NAME", "LLM_TOOL_CACHE_DIR", "LLM_AGENT_VAR_")
@@ -406,10 +443,10 @@ def server_environment(env: Mapping[str, str]) -> dict[str, str]:
 def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, str], home: str) -> WarmSpec:
     """The server of ``spec``'s tool inside the sandbox of ``confinement`` (a call's, under a declared policy or
     strict), whose calls' files are made in ``home``: started in the environment the confined call has (``env``,
-    without what is the call's own), with the policy's file size and memory bounds (its calls' CPU seconds and
-    processes are each call's), and keyed by everything its view depends on: the policy with every place it names
-    (the working directory of ``writes: cwd`` among them), the hidden paths, whether each place is there now (and a
-    directory), and ``home``. Made once for the same inputs (a call's own files and limits are not among them)."""
+    without what is the call's own), and keyed by everything its view depends on: the policy with every place it names
+    (the working directory of ``writes: cwd`` among them), the limits, the hidden paths, whether each place is there now (and a
+    directory), and ``home``. Made once for the same inputs (a call's own files are not among them). The server's load
+    runs under the call's limits (:mod:`toolexec.runtimes.warm_limits`): its rlimits and, for root, its pids cgroup."""
     server_env = server_environment(env)
     shape = tuple(getattr(confinement, name) for name in _VIEWED)
     states = places_state(confinement)
@@ -419,7 +456,7 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
         return found
     import hashlib
 
-    server = replace(confinement, files=(home,), cpu=None, processes=None)
+    server = replace(confinement, files=(home,))
     digest = hashlib.sha256(spec.key.encode())
     digest.update(repr(memo[1:]).encode("utf-8", "surrogateescape"))
     made = replace(
@@ -432,8 +469,8 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
     return made
 
 
-# What a confined server's view and bounds are made of (its calls' files, CPU seconds and processes are each call's).
-_VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected", "hidden", "revealed", "memory", "file_size")
+# What a confined server's view and bounds are made of (its calls' files are each call's).
+_VIEWED = ("baseline", "network", "allowed", "visible", "writable", "protected", "hidden", "revealed", *LIMITS)
 _confined: dict[tuple[object, ...], WarmSpec] = {}
 
 

@@ -36,7 +36,7 @@ import threading
 from pathlib import Path
 
 from toolexec.recordtype import replace
-from toolexec.runtimes import loaded, process_linux
+from toolexec.runtimes import loaded, process_linux, warm_limits
 from toolexec.runtimes._bash_call import call_script
 from toolexec.runtimes.warm_fork import (
     FD_VARIABLE,
@@ -93,7 +93,8 @@ class BashServer(ServerProcess):
         started, started_wall = loaded.clocks()
         try:
             env = {**self.spec.env, FD_VARIABLE: str(ready_write), SERVER_VARIABLE: self.spec.tool, SLOTS_VARIABLE: self._root}
-            self._proc = self._popen(list(self.spec.argv), requests_read, env, (ready_write,))
+            argv = warm_limits.plain(self.spec.limits, self.spec.argv)  # the tool is sourced under the call's file size
+            self._proc = self._popen(argv, requests_read, env, (ready_write,))
         except OSError as exc:
             os.close(requests_write)
             self.problem = f"the warm server cannot start: {exc}"

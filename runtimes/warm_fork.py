@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 
-from toolexec.runtimes import baseline, cgroup, loaded, process_linux, sandbox
+from toolexec.runtimes import baseline, cgroup, loaded, process_linux, sandbox, warm_limits
 from toolexec.runtimes.netproxy import Proxy
 from toolexec.runtimes.process import MARKER, _stdin_file
 from toolexec.runtimes.starter import lasting
@@ -234,6 +234,7 @@ class ForkServer(ServerProcess):
         # one policy: its key). ``_taken`` counts the calls handed over, so that a call tells its own refusals.
         self.proxy: Proxy | None = None
         self._taken = 0
+        self._held: sandbox.Held | None = None  # the server's own cgroups (warm_limits), given back at its end
 
     def start(self) -> bool:
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
@@ -259,9 +260,11 @@ class ForkServer(ServerProcess):
                     self.proxy = Proxy(self.spec.confinement.allowed)
                 forwarder = self.proxy.prefix(sys.executable) if self.proxy is not None else ()
                 argv, held = sandbox.wrap(self.spec.confinement, argv, forwarder=forwarder, server=True)
-            elif self.spec.isolated:
+            elif self.spec.isolated:  # under the limits of its calls' cold ones (their own pids cgroup aside)
                 env[ISOLATE_VARIABLE] = "1"
-                argv = isolated_argv(argv)
+                argv, held = warm_limits.under(self.spec.limits, isolated_argv(argv))
+            else:
+                argv = warm_limits.plain(self.spec.limits, argv)
             proxied = (self.proxy.inside,) if self.proxy is not None else ()
             fds = (theirs.fileno(), *(held.descriptors if held is not None else ()), *proxied)
             self._proc = self._popen(argv, stdin, env, fds)
@@ -270,6 +273,8 @@ class ForkServer(ServerProcess):
             ours.close()
             self.problem = f"the warm server cannot start: {exc}"
             self._close_proxy()
+            sandbox.release(held)
+            held = None
             return False
         finally:
             if self.proxy is not None:
@@ -277,8 +282,9 @@ class ForkServer(ServerProcess):
             theirs.close()
             if stdin >= 0:
                 os.close(stdin)
-            if held is not None:  # its seccomp filter, read by bwrap at its start
-                sandbox.release(held)
+            if held is not None:  # its seccomp filter, read by bwrap at its start; its cgroups, kept for its life
+                held.close_descriptors()
+                self._held = held
         ours.settimeout(START_SECONDS)
         try:
             answer = ours.recv(loaded.READY_BYTES)
@@ -367,6 +373,8 @@ class ForkServer(ServerProcess):
     def _end(self) -> None:
         super()._end()
         self._close_proxy()
+        held, self._held = self._held, None
+        sandbox.release(held)  # (its processes are gone: reaped, with its PID namespace)
 
     def _close_proxy(self) -> None:
         proxy, self.proxy = self.proxy, None

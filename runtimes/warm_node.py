@@ -11,7 +11,8 @@ Under the sandbox's baseline each spare is started inside a PID namespace of its
 call's escapees end with it and it cannot see or signal toolexec, as a cold call; its process cap is the call's
 pids cgroup, which the spare's node joins itself (the thread that starts every process of the tool) on taking the
 call. What differs from a cold call: the tool's module is imported before the call, so its top-level code runs
-with the spare's environment and working directory and without the call's limits (as a warm Python tool's).
+with the spare's environment and working directory; under the call's limits (its spare is started under them, and
+a root toolexec's in a pids cgroup of its own: :mod:`toolexec.runtimes.warm_limits`), as a warm Python tool's.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Spare:
         self.progress_in_spare = progress_in_spare  # the write end's number there (pass_fds keeps numbers)
         self.files: list[str] | None = []  # what its import loaded (None: more than it could say)
         self.clocks = loaded.clocks()  # (monotonic, wall) ns: when it was started (set before, by start())
+        self.held: sandbox.Held | None = None  # its own pids cgroup (a root toolexec's: warm_limits), given back at release
 
     @classmethod
     def start(cls, spec: WarmSpec) -> Spare:
@@ -62,10 +64,22 @@ class Spare:
         progress, progress_write = os.pipe()
         info_read, info_write = os.pipe() if spec.isolated else (-1, -1)
         argv = list(spec.argv)
-        if spec.isolated:
-            binary = sandbox.bwrap()
-            assert binary is not None
-            argv = [*baseline._namespaces(binary), "--info-fd", str(info_write), "--", *argv]
+        held: sandbox.Held | None = None
+        if spec.isolated or spec.limits:  # its import under the call's limits (runtimes/warm_limits.py): OSError where
+            from toolexec.runtimes import warm_limits  # one cannot be set
+
+            try:
+                if spec.isolated:
+                    binary = sandbox.bwrap()
+                    assert binary is not None
+                    namespaces = [*baseline._namespaces(binary), "--info-fd", str(info_write), "--", *argv]
+                    argv, held = warm_limits.under(spec.limits, namespaces)
+                else:  # (sandbox: off: its file size alone)
+                    argv = warm_limits.plain(spec.limits, argv)
+            except OSError:
+                for fd in (ready_read, ready_write, progress, progress_write, info_read, info_write):
+                    _close(fd)
+                raise
         env = {**spec.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}", SERVER_VARIABLE: spec.tool}
         try:
             proc = subprocess.Popen(
@@ -82,12 +96,14 @@ class Spare:
         except BaseException:
             for fd in (ready_read, progress, info_read):
                 _close(fd)
+            sandbox.release(held)
             raise
         finally:
             for fd in (ready_write, progress_write, info_write):
                 _close(fd)
         register(proc.pid)
         spare = cls(proc, progress, progress_write)
+        spare.held = held
         spare.clocks = clocks
         spare.await_ready(ready_read, info_read)
         return spare
@@ -187,6 +203,8 @@ class Spare:
         _close(self.progress)
         self.progress = -1
         unregister(self.proc.pid)
+        held, self.held = self.held, None
+        sandbox.release(held)  # (its node is reaped: what it left in its cgroup ended with its PID namespace)
         init, self.init = self.init, None
         if init is not None:  # re-parented here should this process be a subreaper now (calls in flight): reaped
             process_linux.reap_orphan(*init)
