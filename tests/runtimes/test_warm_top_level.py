@@ -40,7 +40,7 @@ if ZYGOTE is not None:
     handed = ZYGOTE._hand_over
 
     def _keep(spares, data, fds, children):
-        KEPT.append(data)
+        KEPT.append(bytes(data))  # (the server zeroes and lets go of its buffer once handed on)
         return handed(spares, data, fds, children)
 
     ZYGOTE._hand_over = _keep
