@@ -13,26 +13,11 @@ from toolexec import Executor
 from toolexec.records import ToolCall
 from toolexec.runtimes import baseline, process_linux, sandbox
 
-PROBE = '''
-import os, sys
-
-
-def run(action: str, first: str = "", second: str = "") -> dict:
-    """Remember, or look for what an earlier call was given.
-
-    Warm: true
-    Env: PROBE_PORT
-
-    Args:
-        action: what to do
-        first: the secret's first half
-        second: its second half
-    """
-    if action == "keep":
-        return {}
-    head, tail = first.encode(), second.encode()  # never joined here: only an earlier call's memory holds both
+# Where in the memory of a process (its /proc folder) ``head`` is followed by ``tail``: the probes' one search.
+SCAN = """
+def _scan(where, head, tail):
     found = []
-    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    with open(where + "/maps") as maps, open(where + "/mem", "rb", 0) as mem:
         for line in maps:
             fields = line.split()
             if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
@@ -48,8 +33,33 @@ def run(action: str, first: str = "", second: str = "") -> dict:
                 if data[at + len(head): at + len(head) + len(tail)] == tail:
                     found.append(" ".join(fields[5:]) or "anonymous")
                 at = data.find(head, at + 1)
-    return {"found": found}
+    return found
+"""
+
+PROBE = (
+    """
+import os, sys
+"""
+    + SCAN
+    + '''
+
+def run(action: str, first: str = "", second: str = "") -> dict:
+    """Remember, or look for what an earlier call was given.
+
+    Warm: true
+    Env: PROBE_PORT
+
+    Args:
+        action: what to do
+        first: the secret's first half
+        second: its second half
+    """
+    if action == "keep":
+        return {}
+    # never joined here: only an earlier call's memory holds both
+    return {"found": _scan("/proc/self", first.encode(), second.encode())}
 '''
+)
 
 pytestmark = pytest.mark.skipif(
     not (baseline.usable() and process_linux.available() and sandbox.mechanism()[0] == "bwrap"),
@@ -113,28 +123,9 @@ main() {
 eval "$(argc --argc-eval "$0" "$@")"
 """
 
-LOOK = """
-import json, sys
-head, tail, where = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3]
-found = []
-with open(where + "/maps") as maps, open(where + "/mem", "rb", 0) as mem:
-    for line in maps:
-        fields = line.split()
-        if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
-            continue
-        start, end = (int(x, 16) for x in fields[0].split("-"))
-        try:
-            mem.seek(start)
-            data = mem.read(end - start)
-        except (OSError, OverflowError, ValueError):
-            continue
-        at = data.find(head)
-        while at >= 0:
-            if data[at + len(head): at + len(head) + len(tail)] == tail:
-                found.append(" ".join(fields[5:]) or "anonymous")
-            at = data.find(head, at + 1)
-print(json.dumps({"found": found}))
-"""
+LOOK = (
+    "import json, sys\n" + SCAN + 'print(json.dumps({"found": _scan(sys.argv[3], sys.argv[1].encode(), sys.argv[2].encode())}))\n'
+)
 
 
 def test_a_warm_bash_call_cannot_read_an_earlier_calls_arguments_in_its_init(project: Project) -> None:
