@@ -116,9 +116,21 @@ def _needs(sandbox: str) -> None:
         pytest.skip("no PID namespace on this host: the baseline cannot be tested")
 
 
+@pytest.fixture(autouse=True)
+def _launchers_before() -> None:
+    """The sandbox launchers alive as a test starts: the idle spares of executors earlier tests made in this
+    process (an ``Executor`` keeps them until it is closed or collected), never this test's."""
+    _BEFORE.clear()
+    _BEFORE.update(_spare_processes(LAUNCHER))
+
+
+_BEFORE: set[int] = set()
+
+
 def _no_leftovers(project: Project, private_tmpdir: Path) -> None:
     assert marked_processes(private_tmpdir) == []
-    assert _spare_processes(str(project.tools), LAUNCHER) == []  # (this toolexec's launcher: others run theirs)
+    # (this toolexec's launcher: others' run theirs; those alive before the test are earlier tests' executors')
+    assert set(_spare_processes(str(project.tools), LAUNCHER)) - _BEFORE == set()
     assert [p.name for p in _memos(project) if "." in p.name] == []  # no staging file
     assert list(private_tmpdir.iterdir()) == []
 
