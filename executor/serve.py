@@ -85,10 +85,11 @@ STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to pri
 _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
 # What a call may import besides the runtimes, imported by the server so that no child pays for it (a test checks
 # that a served call imports nothing more): explaining a refused argument, suggesting a name, reading a result's
-# media type, a tool's caps, building a changed tool (the compilers and their grammars).
+# media type, a tool's caps, building a changed tool (the compilers and their grammars), a confined call's agents.
 PRELOADED = (
     "difflib", "hashlib", "mimetypes", "shlex", "encodings.unicode_escape", "jsonschema", "fastjsonschema",
-    "toolexec.build", "toolexec.capspec", "toolexec.mcp_settings", "toolexec.mediatype", "toolexec.runtimes.seccomp",
+    "toolexec.agent_folders", "toolexec.build", "toolexec.capspec", "toolexec.mcp_settings", "toolexec.mediatype",
+    "toolexec.runtimes.seccomp",
     "toolexec.runtimes.netproxy", "toolexec.runtimes.shims", "toolexec.runtimes.warm_fork", "toolexec.runtimes.warm_bash",
     *(f"toolexec.compilers.{language}" for language in ("python", "bash", "javascript", "typescript")),
     "tree_sitter_python", "tree_sitter_bash", "tree_sitter_javascript", "tree_sitter_typescript",
