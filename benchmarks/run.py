@@ -480,7 +480,8 @@ def sandbox_rows(b: Bench) -> list[Row]:
     if mcp_available(b):
         with tempfile.TemporaryDirectory() as directory:
             (Path(directory) / "functions" / "tools").mkdir(parents=True)
-            over_mcp = sandbox_mcp_bench.measure(Path(directory), max(RUNS // 2, 5))
+            # 1.5x the runs: at 20 runs and a load above 1 these rows reported noise as "not met" (session 12)
+            over_mcp = sandbox_mcp_bench.measure(Path(directory), max(RUNS + RUNS // 2, 5))
         for language, modes in over_mcp.items():
             for mode in sandbox_mcp_bench.MODES[1:]:
                 median, added = modes[mode]
