@@ -180,3 +180,108 @@ def test_a_bash_tool_that_cannot_be_sourced_runs_cold(project: Project) -> None:
         assert (seen["pid"], running_servers()) == (2, frozenset())  # under bwrap's init: a cold call
         (pool,) = [executor.calls._pool]  # type: ignore[attr-defined]
         assert [entry.problem for entry in pool._entries.values()] == ["the tool ended (or failed) while it was sourced"]
+
+
+# Reports the call's files, then uses them: a link of its own to the output, an artifact, or a writer left behind
+# (`setsid env -i`: no marker, no group of the call's) that holds the output open and writes into it every 10 ms.
+FILES = r"""#!/usr/bin/env bash
+# @describe Report the call's files, then use them.
+# @meta warm
+# @option --action! what to do with them
+main() {
+    local size
+    size=$(stat -c %s "$LLM_OUTPUT")
+    printf '{"paths": ["%s", "%s"], "sizes": [%s], "artifacts": [%s]}\n' "$LLM_OUTPUT" "$LLM_ARTIFACTS_DIR" "$size" \
+        "$(cd "$LLM_ARTIFACTS_DIR" && ls -A | sed 's/.*/"&"/' | paste -sd,)" >>"$LLM_OUTPUT"
+    case $argc_action in
+    link) ln "$LLM_OUTPUT" "${LLM_OUTPUT%/*}/stolen" ;;
+    artifact) echo made >"$LLM_ARTIFACTS_DIR/report.txt" ;;
+    leave) setsid env -i bash -c 'exec 9>>"$1"; for _ in {1..500}; do echo late >&9; sleep 0.01; done' _ "$LLM_OUTPUT" \
+        </dev/null >/dev/null 2>&1 & ;;
+    slow) sleep 0.3 ;;  # (long enough for a writer left by the call before, writing every 10 ms, to be seen)
+    esac
+    printf 'x%.0s' {1..1000} >>"$LLM_OUTPUT"  # (the next call would see it, were the file not emptied)
+}
+"""
+
+
+def _files_seen(executor: object, action: str = "look") -> dict:
+    result = executor.call("files", {"action": action})  # type: ignore[attr-defined]
+    assert (result.status, result.stderr) == ("ok", ""), result.error
+    assert executor.calls.settle()  # type: ignore[attr-defined]  # its files given back (off its path) first
+    return json.loads(result.output.splitlines()[0])
+
+
+def test_a_sealed_warm_bash_calls_files_go_to_the_next_call_emptied_and_only_as_made(
+    project: Project, private_tmpdir: Path
+) -> None:
+    """A warm Bash call under the baseline is sealed (its status comes once its PID namespace is gone, its every
+    process reaped): its set of files is kept for the next call, emptied, while it is exactly as made."""
+    project.tool("files.sh", FILES)
+    with project.executor(sandbox="declared", warm_tools=["files"]) as executor:
+        first = _files_seen(executor)
+        assert len(running_servers()) == 1  # it ran warm
+        pool = Path(first["paths"][0]).parent
+        assert pool.parent == private_tmpdir and pool.name.startswith("toolexec-calls-")
+        second = _files_seen(executor)  # the same files, empty as made: nothing of the first call's output
+        assert (second["paths"], second["sizes"], second["artifacts"]) == (first["paths"], [0], [])
+        assert _files_seen(executor, "link")["paths"] == first["paths"]
+        after_link = _files_seen(executor)  # the linked output is never used again: the whole set is new
+        assert not set(after_link["paths"]) & set(first["paths"])
+        assert (after_link["sizes"], (pool / "stolen").read_text().startswith('{"paths"')) == ([0], True)
+        result = executor.call("files", {"action": "artifact"})
+        assert [artifact.name for artifact in result.artifacts] == ["report.txt"]
+        after_artifact = _files_seen(executor)  # the directory held a file: a new set
+        assert not set(after_artifact["paths"]) & set(after_link["paths"])
+        assert after_artifact["artifacts"] == []
+        (pool / "stolen").unlink()
+    assert os.listdir(private_tmpdir) == []  # closed: the pool's directory is gone
+
+
+def test_a_writer_a_warm_bash_call_left_cannot_reach_the_next_calls_output(project: Project, private_tmpdir: Path) -> None:
+    """The hostile case of a kept set: a call leaves a process (no marker, a session of its own) that holds its
+    output open and writes into it. The init kills it before it says the status, so the set the next call gets has
+    no writer left: the next call's output is its own alone, though it runs long enough for a writer to be seen."""
+    project.tool("files.sh", FILES)
+    with project.executor(sandbox="declared", warm_tools=["files"]) as executor:
+        left = _files_seen(executor, "leave")
+        result = executor.call("files", {"action": "slow"})
+        assert executor.calls.settle()
+        assert len(running_servers()) == 1  # both ran warm
+    assert result.status == "ok"
+    seen = json.loads(result.output.splitlines()[0])
+    assert (seen["paths"], seen["sizes"]) == (left["paths"], [0])  # the same set, kept: no writer left in it
+    assert result.output == result.output.splitlines()[0] + "\n" + "x" * 1000  # and nothing but its own
+    assert marked_processes(private_tmpdir) == []
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_the_guard_is_told_nothing_of_a_sealed_warm_bash_call_and_no_signal_goes_to_its_numbers(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sealed call's every process is in its server's PID namespace (bwrap ends it with toolexec): the guard need
+    not know it; and once its server said the status, its numbers may be other processes' (reaped): no TERM, no KILL
+    and no look for leftovers goes to them."""
+    project.tool("probe.sh", PROBE)
+    sent: list[tuple[int, int]] = []
+    real = os.killpg
+
+    def recorded(pgid: int, sig: int) -> None:
+        sent.append((pgid, sig))
+        real(pgid, sig)
+
+    told: list[str] = []
+    tell = process_linux._tell_guard
+
+    def told_to(message: str) -> bool:
+        told.append(message)
+        return tell(message)
+
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        _call(executor, "look")  # the server is up (and the guard knows the pool's directory)
+        monkeypatch.setattr(os, "killpg", recorded)
+        monkeypatch.setattr(process_linux, "_tell_guard", told_to)
+        seen = [_call(executor, "look") for _ in range(3)]
+        monkeypatch.setattr(os, "killpg", real)
+        monkeypatch.setattr(process_linux, "_tell_guard", tell)
+    assert ([s["pid"] for s in seen], sent, told) == ([2, 2, 2], [], [])
