@@ -1,7 +1,7 @@
-"""The script a warm Bash call's process sources before its tool's code runs (``bash_warm.sh``'s ``__toolexec_run``).
+"""The script a warm Bash call's process sources before its tool's code runs (``bash_warm.sh``'s call code).
 
 It sets the call's environment with one ``export`` (every pair a single-quoted word: nothing in a name or value is
-expanded or run), joins the call's pids cgroup (best effort, as a cold call's shell does) and enters the call's
+expanded or run; ``SHLVL`` one more than the environment's, as the bash a cold call starts sets it), joins the call's pids cgroup (best effort, as a cold call's shell does) and enters the call's
 working directory (exit status 70 when it cannot). One builtin and one redirection per call where reading
 NUL-separated pairs took a ``read`` and a redirection per variable (~0.6 ms for 50 variables).
 
@@ -23,14 +23,24 @@ def call_script(env: Mapping[str, str], cwd: str, join: str = "") -> bytes:
     ``command export`` keeps a name bash refuses (not an identifier, or read-only as ``UID``) from ending the call
     in POSIX mode; it is left out of the call's environment, as it is of a cold call's shell variables."""
     lines = []
-    if env:
-        lines.append(
-            " ".join(["command export --", *(_quote(f"{name}={value}") for name, value in env.items())]) + " 2>/dev/null"
-        )
+    # SHLVL as a cold call's bash sets it at its start (one more than the environment's), not the server's own
+    env = {**env, "SHLVL": shell_level(env.get("SHLVL"))}
+    lines.append(" ".join(["command export --", *(_quote(f"{name}={value}") for name, value in env.items())]) + " 2>/dev/null")
     if join:
         lines.append(f"{{ echo 0 >{_quote(join)}; }} 2>/dev/null")
     lines.append(f"cd -- {_quote(cwd)} || exit 70")
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+
+
+def shell_level(inherited: str | None) -> str:
+    """The ``SHLVL`` a bash started with ``inherited`` in its environment gives itself (bash's ``adjust_shell_level``):
+    one more than a whole number, 1 for anything else; 0 below zero; 1, from 1000 on."""
+    text = (inherited or "").strip()
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if text and not (digits.isascii() and digits.isdigit()):
+        return "1"
+    level = int(text or "0") + 1
+    return "0" if level < 0 else "1" if level >= 1000 else str(level)
 
 
 def _quote(text: str) -> str:

@@ -40,11 +40,13 @@ __toolexec_trap=$(trap -p DEBUG)
 # A DEBUG trap of the tool's own replaced this one: the list may miss files ("+": toolexec trusts no later call)
 [[ $(trap -p DEBUG) == "$__toolexec_trap" ]] || __toolexec_loaded[+]=1
 trap - DEBUG
+# (command substitutions, not process substitutions: those set $!, which a call's process would inherit, where a cold
+# call's holds what the tool's own sourcing left there)
 while read -r _ _ __toolexec_at; do
-  read -r _ _ __toolexec_at < <(declare -F "$__toolexec_at")
+  read -r _ _ __toolexec_at <<<"$(declare -F "$__toolexec_at")"
   [[ -z $__toolexec_at || $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at
   [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
-done < <(declare -F)
+done <<<"$(declare -F)"
 shopt -u extdebug
 # (the tool's own file is not one: its text is what its server is keyed by)
 [[ $0 == /* ]] && __toolexec_at=$0 || __toolexec_at=$PWD/$0
@@ -76,61 +78,62 @@ unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __to
 } >&"$__toolexec_ready"
 unset __toolexec_loaded __toolexec_at
 exec {__toolexec_ready}>&-
-# The bootstrap's binding, parsed once: a function (it unsets itself as it starts), where an eval in each call parsed
-# its text again (~0.1 ms).
-eval "__toolexec_bind() { unset -f __toolexec_bind
-$__toolexec_boot
-}"
+# The call's code, parsed once (an eval in each call parsed its text again: ~0.1 ms): its script (the file
+# $__toolexec_script: environment, cgroup, directory), the tool's options and traps, then the bootstrap's binding and
+# main, put in the text of the spare's block and of the server's loop below, each parsed whole by one eval here. So
+# the call runs them as top-level code, as a cold call's bash runs its bootstrap: no function of toolexec's is on
+# the tool's call stack (FUNCNAME, BASH_SOURCE and BASH_LINENO hold main and the script it is called from alone).
+__toolexec_code='. "$__toolexec_script" || exit 70
+unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go
+eval "$__toolexec_restore" 2>/dev/null
+eval "$__toolexec_traps"
+unset __toolexec_restore __toolexec_traps __toolexec_ready
+set -- "$0" ${__toolexec_function:+"$__toolexec_function"}
+'$__toolexec_boot$'\n'
 unset __toolexec_boot
 
-# In the call's process, its channels taken: its script (the file $1: environment, cgroup, directory), the tool's
-# options and traps, then the bootstrap's binding and main.
-__toolexec_run() {
-  . "$1" || exit 70
-  unset __toolexec_spare __toolexec_line __toolexec_slots
-  eval "$__toolexec_restore" 2>/dev/null
-  eval "$__toolexec_traps"
-  unset __toolexec_restore __toolexec_traps __toolexec_ready
-  unset -f __toolexec_serve __toolexec_run
-  __toolexec_bind "$0" ${__toolexec_function:+"$__toolexec_function"}
-}
-
 if [[ -n $__toolexec_spare ]]; then
+  # (an eval of one group: parsed whole before the read, so before the call comes)
+  eval '{
+  unset __toolexec_code
   IFS= read -r __toolexec_go && [[ $__toolexec_go == g ]] || exit 70
-  unset __toolexec_go
   exec </proc/1/fd/10 >/proc/1/fd/11 2>/proc/1/fd/12 || exit 70
   if [[ -e /proc/1/fd/14 ]]; then exec 3>/proc/1/fd/14 || exit 70; fi
-  __toolexec_run /proc/1/fd/13
+  __toolexec_script=/proc/1/fd/13
+  '"$__toolexec_code"'
   exit
+}'
+  exit 70
 fi
 
 # A slot's waiter, forked once for the slot's first call (named on stdin) and kept for its later ones: each comes as
 # one line (its mode) on the slot's `go` FIFO, whose write end toolexec holds (its end of file ends the waiter). One
 # fork per call: a bash cannot learn a child's status while it reads its stdin, but a waiter reading only its slot's
-# FIFO between calls can.
-__toolexec_serve() {
-  exec {__toolexec_go}<"$1/go" || exit 70
-  set -m
-  __toolexec_mode=$2
-  while :; do
-    exec 3>"$1/st" || exit 70
-    (
-      exec {__toolexec_go}<&- <"$1/in" >"$1/out" 2>"$1/err" || exit 70
-      if [[ $__toolexec_mode == p ]]; then exec {__toolexec_progress}>"$1/progress" || exit 70; fi
-      echo "P$BASHPID" >&3
-      exec 3>&-
-      set +m
-      unset __toolexec_go __toolexec_mode
-      __toolexec_run "$1/call"
-    ) &
-    wait "$!"
-    echo "X$?" >&3
-    exec 3>&-
-    IFS= read -r -u "$__toolexec_go" __toolexec_mode || exit 0
-  done
-}
-
+# FIFO between calls can. The call is a job in the foreground (`set -m`: a process group of its own): the waiter
+# starts no job in the background, so $! in the call is what the server's sourcing left, as in a cold call. (One
+# eval of the loop: the waiter and the call's code in it are parsed once, here.)
+eval 'unset __toolexec_code
 while IFS= read -r __toolexec_line; do
-  __toolexec_serve "$__toolexec_slots/${__toolexec_line:1}" "${__toolexec_line:0:1}" &
-done
+  {
+    __toolexec_slot=$__toolexec_slots/${__toolexec_line:1}
+    __toolexec_mode=${__toolexec_line:0:1}
+    exec {__toolexec_go}<"$__toolexec_slot/go" || exit 70
+    set -m
+    while :; do
+      exec 3>"$__toolexec_slot/st" || exit 70
+      (
+        exec {__toolexec_go}<&- <"$__toolexec_slot/in" >"$__toolexec_slot/out" 2>"$__toolexec_slot/err" || exit 70
+        if [[ $__toolexec_mode == p ]]; then exec {__toolexec_progress}>"$__toolexec_slot/progress" || exit 70; fi
+        echo "P$BASHPID" >&3
+        exec 3>&-
+        set +m
+        __toolexec_script=$__toolexec_slot/call
+        '"$__toolexec_code"'
+      )
+      echo "X$?" >&3
+      exec 3>&-
+      IFS= read -r -u "$__toolexec_go" __toolexec_mode || exit 0
+    done
+  } &
+done'
 wait

@@ -51,9 +51,9 @@ SERVERS: dict[str, str] = {
 # The kinds whose server can give each call a PID namespace of its own (the sandbox's baseline): a bash's spares and a
 # node spare are started in one of their own.
 ISOLATING: frozenset[str] = frozenset({"python-fork", "bash-fork", "node-spare"})
-# The isolating kinds whose call's status comes only once its PID namespace is gone (the server reaped its init):
-# nothing of such a call is left to search for.
-SEALED: frozenset[str] = frozenset({"python-fork"})
+# The isolating kinds whose call's status comes only once its PID namespace is gone (the server reaped its init, or
+# the init said it with no child left): nothing of such a call is left to search for, and its files may be kept.
+SEALED: frozenset[str] = frozenset({"python-fork", "bash-fork"})
 # The kinds whose server can live inside a tool's own sandbox (a declared policy, or ``sandbox: strict``'s) and give
 # each call what a cold confined call gets (:mod:`toolexec.runtimes._python_confined`).
 CONFINING: frozenset[str] = frozenset({"python-fork"})

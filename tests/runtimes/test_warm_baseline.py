@@ -282,6 +282,29 @@ def run(action: str) -> str:
 '''
 
 
+# Reports the call's files, then uses them: a link of its own to the output, an artifact, or a writer left behind
+# (`setsid env -i`: no marker, no group of the call's) that holds the output open and writes into it every 10 ms.
+FILES_SH = r"""#!/usr/bin/env bash
+# @describe Report the call's files, then use them.
+# @meta warm
+# @option --action! what to do with them
+main() {
+    local size
+    size=$(stat -c %s "$LLM_OUTPUT")
+    printf '{"paths": ["%s", "%s"], "sizes": [%s], "artifacts": [%s]}\n' "$LLM_OUTPUT" "$LLM_ARTIFACTS_DIR" "$size" \
+        "$(cd "$LLM_ARTIFACTS_DIR" && ls -A | sed 's/.*/"&"/' | paste -sd,)" >>"$LLM_OUTPUT"
+    case $argc_action in
+    link) ln "$LLM_OUTPUT" "${LLM_OUTPUT%/*}/stolen" ;;
+    artifact) echo made >"$LLM_ARTIFACTS_DIR/report.txt" ;;
+    leave) setsid env -i bash -c 'exec 9>>"$1"; for _ in {1..500}; do echo late >&9; sleep 0.01; done' _ "$LLM_OUTPUT" \
+        </dev/null >/dev/null 2>&1 & ;;
+    slow) sleep 0.3 ;;  # (long enough for a writer left by the call before, writing every 10 ms, to be seen)
+    esac
+    printf 'x%.0s' {1..1000} >>"$LLM_OUTPUT"  # (the next call would see it, were the file not emptied)
+}
+"""
+
+
 def _files_seen(executor: Executor, action: str = "look") -> dict:
     result = executor.call("files", {"action": action})
     assert (result.status, result.stderr) == ("ok", ""), result.error
@@ -289,10 +312,17 @@ def _files_seen(executor: Executor, action: str = "look") -> dict:
     return json.loads(result.output.splitlines()[0])
 
 
-def test_a_sealed_warm_calls_files_go_to_the_next_call_emptied_and_only_as_made(project: Project, private_tmpdir: Path) -> None:
-    project.tool("files.py", FILES)
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_a_sealed_warm_calls_files_go_to_the_next_call_emptied_and_only_as_made(
+    project: Project, private_tmpdir: Path, language: str
+) -> None:
+    """A warm call under the baseline is sealed (its status comes once its PID namespace is gone, its every process
+    reaped), a Python tool's and a Bash tool's: its set of files is kept for the next call, emptied, while it is
+    exactly as made."""
+    project.tool("files.py", FILES) if language == "python" else project.tool("files.sh", FILES_SH)
     with project.executor(sandbox="declared") as executor:
         first = _files_seen(executor)
+        assert len(running_servers()) == 1  # it ran warm
         (pool,) = private_tmpdir.iterdir()  # the executor's private directory of call files
         assert [Path(path).parent for path in first["paths"]] == [pool] * 2 and pool.name.startswith("toolexec-calls-")
         second = _files_seen(executor)  # the same files, empty as made: nothing of the first call's output
@@ -309,6 +339,24 @@ def test_a_sealed_warm_calls_files_go_to_the_next_call_emptied_and_only_as_made(
         assert after_artifact["artifacts"] == []
         (pool / "stolen").unlink()
     assert os.listdir(private_tmpdir) == []  # closed: the pool's directory is gone
+
+
+def test_a_writer_a_warm_bash_call_left_cannot_reach_the_next_calls_output(project: Project, private_tmpdir: Path) -> None:
+    """The hostile case of a kept set: a call leaves a process (no marker, a session of its own) that holds its
+    output open and writes into it. The init kills it before it says the status, so the set the next call gets has
+    no writer left: the next call's output is its own alone, though it runs long enough for a writer to be seen."""
+    project.tool("files.sh", FILES_SH)
+    with project.executor(sandbox="declared", warm_tools=["files"]) as executor:
+        left = _files_seen(executor, "leave")
+        result = executor.call("files", {"action": "slow"})
+        assert executor.calls.settle()
+        assert len(running_servers()) == 1  # both ran warm
+    assert result.status == "ok"
+    seen = json.loads(result.output.splitlines()[0])
+    assert (seen["paths"], seen["sizes"]) == (left["paths"], [0])  # the same set, kept: no writer left in it
+    assert result.output == result.output.splitlines()[0] + "\n" + "x" * 1000  # and nothing but its own
+    assert marked_processes(private_tmpdir) == []
+    assert os.listdir(private_tmpdir) == []
 
 
 def test_a_warm_call_under_sandbox_off_gets_new_files_every_time(project: Project, private_tmpdir: Path) -> None:

@@ -180,3 +180,34 @@ def test_a_bash_tool_that_cannot_be_sourced_runs_cold(project: Project) -> None:
         assert (seen["pid"], running_servers()) == (2, frozenset())  # under bwrap's init: a cold call
         (pool,) = [executor.calls._pool]  # type: ignore[attr-defined]
         assert [entry.problem for entry in pool._entries.values()] == ["the tool ended (or failed) while it was sourced"]
+
+
+def test_the_guard_is_told_nothing_of_a_sealed_warm_bash_call_and_no_signal_goes_to_its_numbers(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sealed call's every process is in its server's PID namespace (bwrap ends it with toolexec): the guard need
+    not know it; and once its server said the status, its numbers may be other processes' (reaped): no TERM, no KILL
+    and no look for leftovers goes to them."""
+    project.tool("probe.sh", PROBE)
+    sent: list[tuple[int, int]] = []
+    real = os.killpg
+
+    def recorded(pgid: int, sig: int) -> None:
+        sent.append((pgid, sig))
+        real(pgid, sig)
+
+    told: list[str] = []
+    tell = process_linux._tell_guard
+
+    def told_to(message: str) -> bool:
+        told.append(message)
+        return tell(message)
+
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        _call(executor, "look")  # the server is up (and the guard knows the pool's directory)
+        monkeypatch.setattr(os, "killpg", recorded)
+        monkeypatch.setattr(process_linux, "_tell_guard", told_to)
+        seen = [_call(executor, "look") for _ in range(3)]
+        monkeypatch.setattr(os, "killpg", real)
+        monkeypatch.setattr(process_linux, "_tell_guard", tell)
+    assert ([s["pid"] for s in seen], sent, told) == ([2, 2, 2], [], [])

@@ -232,6 +232,82 @@ def test_a_calls_environment_is_taken_word_for_word(
     assert not sentinel.exists()
 
 
+# What the tool's shell says of itself that toolexec's own code could change: its call stack, its last job, its
+# level. The tool's top level and main each start a job of their own: the next call must see none of them.
+SHELL_SEEN = r"""#!/usr/bin/env bash
+# @describe Say what the shell says of itself.
+# @meta warm
+sleep 0 &
+LOADED_JOB=$!
+main() {
+    printf '%s|' "${FUNCNAME[*]}" "${#BASH_SOURCE[@]}" "${BASH_SOURCE[0]##*/}" "${#BASH_LINENO[@]}" "${BASH_LINENO[-1]}" \
+        "$!" "$LOADED_JOB" "$SHLVL" >>"$LLM_OUTPUT"
+    sleep 0 &
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["off", "declared"])
+@pytest.mark.parametrize("level", [None, "3", "x", "-5"])
+def test_a_warm_calls_shell_says_of_itself_what_a_cold_calls_says(
+    project: Project, monkeypatch: pytest.MonkeyPatch, sandbox: str, level: str | None
+) -> None:
+    """FUNCNAME (no function of toolexec's above main), the length of BASH_SOURCE and BASH_LINENO, ``$!`` (no job of
+    an earlier call's, nor of toolexec's: what the tool's top level left) and SHLVL (one more than the environment's,
+    as bash sets it at its start) are a cold call's, call after call."""
+    if sandbox == "declared" and not baseline.usable():
+        pytest.skip("needs bwrap and PID namespaces")
+    if level is None:
+        monkeypatch.delenv("SHLVL", raising=False)
+    else:
+        monkeypatch.setenv("SHLVL", level)
+    project.tool("shell.sh", SHELL_SEEN)
+    from toolexec import Executor
+
+    config = project.configure(sandbox=sandbox)
+    seen = {}
+    for warm in (False, True):
+        with Executor(config, warm=warm) as executor:
+            results = [executor.call("shell", {}) for _ in range(3)]
+            pool = executor.calls._pool
+            assert (pool is not None and len(pool) == 1) is warm  # (warm: one server for the three calls)
+        assert [(r.status, r.stderr, r.error) for r in results] == [("ok", "", None)] * 3
+        seen[warm] = [r.output.split("|") for r in results]
+    # the tool's top level left a job: its pid (a number, not the same process warm and cold)
+    for said in (*seen[False], *seen[True]):
+        assert said[5] == said[6] and said[5].isdigit() and said[7] == {None: "1", "3": "4", "x": "1", "-5": "0"}[level]
+    assert [said[:5] + said[7:] for said in seen[True]] == [said[:5] + said[7:] for said in seen[False]]
+    assert seen[False][0][:5] == ["main main", "2", "shell.sh", "2", "0"]
+
+
+@pytest.mark.parametrize(
+    ("inherited", "level"),
+    [
+        (None, "1"),
+        ("", "1"),
+        ("5", "6"),
+        (" 7 ", "8"),
+        ("+2", "3"),
+        ("-3", "0"),
+        ("x", "1"),
+        ("1_0", "1"),
+        ("-", "1"),
+        ("998", "999"),
+        ("999", "1"),
+    ],
+)
+def test_a_warm_calls_shell_level_is_the_one_bash_gives_itself(inherited: str | None, level: str) -> None:
+    """bash's own rule (adjust_shell_level), each case checked against a bash started with it in its environment."""
+    import subprocess
+
+    from toolexec.runtimes._bash_call import shell_level
+
+    env = {"PATH": os.environ["PATH"], **({} if inherited is None else {"SHLVL": inherited})}
+    started = subprocess.run(["bash", "-c", "echo $SHLVL"], env=env, capture_output=True, text=True, check=True)
+    assert (shell_level(inherited), started.stdout) == (level, level + "\n")
+
+
 GATE = """#!/usr/bin/env bash
 # @describe Wait at a gate.
 # @meta warm
