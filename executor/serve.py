@@ -83,6 +83,8 @@ REQUEST_SECONDS = 5.0  # a client has this long to send its request: a slow one 
 SPARES = 1  # children forked ahead, each waiting for a connection: a call never waits for a fork
 STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to print their result, then are killed
 _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
+# What a child tells the server down its pipe: a call runs, then how it started (none of these: cold).
+RAN, IN_SPARE, IN_WARM = b"+", b"s", b"w"
 # What a call may import besides the runtimes, imported by the server so that no child pays for it (a test checks
 # that a served call imports nothing more): explaining a refused argument, suggesting a name, reading a result's
 # media type, a tool's caps, building a changed tool (the compilers and their grammars), a confined call's agents.
@@ -115,7 +117,8 @@ def serve(
     finally:
         server.close()
     if verbose:
-        _say(f"toolexec: served {server.served} call(s); removed {server.path}")
+        started = f"{server.in_spares} in a sandbox set up ahead, {server.in_warm} forked from a warm server"
+        _say(f"toolexec: served {server.served} call(s) ({started}, the others cold); removed {server.path}")
     return 0
 
 
@@ -167,6 +170,8 @@ class Server:
         self.max_clients = max_clients
         self.children: set[int] = set()
         self.served = 0  # calls run (a child that refused its request is not counted)
+        self.in_spares = 0  # of them, calls that started in a sandbox their child set up ahead (serve_spares)
+        self.in_warm = 0  # of them, calls forked from a warm server of the server's (`serve --warm`, `Warm: true`)
         self._ran_read, self._ran_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a byte per call a child ran
         self._took_read, self._took_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a spare's pid, once it accepted
         self.spares: set[int] = set()
@@ -456,7 +461,10 @@ class Server:
 
     def _count_runs(self) -> None:
         with contextlib.suppress(OSError):
-            self.served += len(os.read(self._ran_read, 65536))
+            told = os.read(self._ran_read, 65536)
+            self.served += told.count(RAN)
+            self.in_spares += told.count(IN_SPARE)
+            self.in_warm += told.count(IN_WARM)
 
     def _reap(self) -> None:
         for pid in list(self.children):
@@ -557,7 +565,7 @@ class Child:
         self.conn = conn
         self.config_path = config_path
         self.warm = warm  # which tools run warm (the server's own servers): True every one, None those that ask
-        self.ran = ran  # told a byte when the call runs
+        self.ran = ran  # told a byte when the call runs, and one more of how it started (RAN, IN_SPARE, IN_WARM)
         self.done = False
 
     def serve(self) -> int:
@@ -578,12 +586,14 @@ class Child:
             self._send(f"ready {os.getpid()}\n".encode())
             self.conn.settimeout(None)
             with contextlib.suppress(OSError):
-                os.write(self.ran, b"+")
-                os.close(self.ran)
+                os.write(self.ran, RAN)
             self._watch()
             code = dispatch(args)
             _release_streams()
             self._unwatch()
+            with contextlib.suppress(OSError):
+                os.write(self.ran, _started_in())
+                os.close(self.ran)
             self._send(f"exit {code}\n".encode())
             return code
         finally:
@@ -744,6 +754,16 @@ class Child:
         self.conn.setblocking(True)
 
 
+def _started_in() -> bytes:
+    """How this child's call started, for the server's count (:data:`IN_SPARE`, :data:`IN_WARM`, else nothing)."""
+    spares, pool = toolexec.calls.served_spares, toolexec.calls.served_pool
+    if isinstance(spares, ServedSpares) and spares.taken:
+        return IN_SPARE
+    if isinstance(pool, ServedPool) and pool.lent:
+        return IN_WARM
+    return b""
+
+
 def _release_streams() -> None:
     """Flush what the call printed and let go of the caller's stdin, stdout and stderr (each now /dev/null), before
     the client is told the status: a caller reading the command's output (``$(toolexec run …)``, a pipe) sees its end
@@ -792,6 +812,7 @@ class ServedPool(WarmPool):
     def __init__(self, *, max_servers: int, idle: float) -> None:
         super().__init__(max_servers=max_servers, idle=idle)
         self.owner = os.getpid()
+        self.lent = 0  # in a child: servers its call was given (and did not give back as failed): it forked from one
         self.asked, self._ask = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.asked.setblocking(False)
         self._ask.setblocking(False)
@@ -806,6 +827,8 @@ class ServedPool(WarmPool):
         if entry is None:  # (one known not to run warm is not asked for again)
             self._request(spec)
             return None
+        if entry.server is not None:
+            self.lent += 1
         return entry.server
 
     def discard(self, spec: WarmSpec, server: WarmServer) -> None:
@@ -813,6 +836,7 @@ class ServedPool(WarmPool):
         if os.getpid() == self.owner:
             super().discard(spec, server)
         else:
+            self.lent = max(0, self.lent - 1)
             self._request(spec)
 
     def home(self, tool: str) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.executor.test_serve import Served, _children, _descendants, _idle, toolexec
+from tests.executor.test_serve import Served, _children, _descendants, _idle, started, toolexec
 from tests.helpers import Ordinary, alive, wait_until
 from toolexec.runtimes import baseline
 from toolexec.runtimes.sandbox import Confinement
@@ -78,8 +78,8 @@ def test_a_kind_of_served_call_seen_twice_starts_in_a_sandbox_set_up_ahead(proje
         wait_until(lambda: _waiting_sandbox(served.process.pid) not in (None, spare), "the next one")
         left = _waiting_sandbox(served.process.pid)
     finally:
-        stopped = served.stop()[:2]
-    assert stopped == (0, 3)
+        status, count, said = served.stop()
+    assert (status, count, started(said)) == (0, 3, (1, 0))  # the server counted the call that started in the spare
     assert [(done.returncode, done.stderr) for done in runs] == [(0, b"")] * 3
     assert ["_spare_launcher.py" in done.stdout.decode() for done in runs] == [False, False, True]
     assert spare is not None and not alive(spare)
@@ -100,8 +100,8 @@ def test_a_served_call_of_another_kind_runs_cold_and_its_child_ends_the_unused_s
         wait_until(lambda: not alive(spare), "the unused sandbox to end")
         wait_until(lambda: _idle(served.process.pid), "the server to be idle again")
     finally:
-        stopped = served.stop()[:2]
-    assert stopped == (0, 3)
+        status, count, said = served.stop()
+    assert (status, count, started(said)) == (0, 3, (0, 0))  # (the third, of another kind, started cold)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"other", b"")
 
 
