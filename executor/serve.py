@@ -527,9 +527,10 @@ class Server:
                 self._vouch.drop()  # (the server's to answer and to remove)
             if process_linux.available():
                 process_linux.ensure_guard()  # before the call: a call's first spawn would start it
-                process_linux.own_pages()  # the copy-on-write faults a call would take, taken while waiting
             listener = self._listener
             assert listener is not None
+            if process_linux.available():  # the copy-on-write faults a call would take, taken while waiting (not longer)
+                process_linux.own_pages(until=lambda: _pending(listener))
             if self.sandboxes is not None:  # the server's end, while waiting: the sandbox set up ahead goes too
                 for number in (signal.SIGTERM, signal.SIGHUP):
                     signal.signal(number, _end_waiting)
@@ -946,6 +947,14 @@ def _accept_one(listener: socket.socket, recipe: int = -1, sandboxes: ServedSpar
             continue
         conn.setblocking(True)
         return conn
+
+
+def _pending(listener: socket.socket) -> bool:
+    """Whether a client waits on ``listener`` (a connection to accept), now."""
+    try:
+        return bool(select.select([listener], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 def _peer_uid(conn: socket.socket) -> int:

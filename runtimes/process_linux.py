@@ -125,15 +125,21 @@ def die_with_parent(sig: int | None) -> bool:
 
 
 MADV_POPULATE_WRITE = 23  # Linux 5.14+
+OWN_STEP = 1 << 20  # bytes own_pages copies between two questions to its `until` (~0.4 ms of a loaded machine's CPU)
 
 
-def own_pages() -> int:
+def own_pages(until: Callable[[], bool] | None = None, step: int = OWN_STEP) -> int:
     """Copy, now, every page of this process's private writable memory that it still shares with the process it was
-    forked from (``madvise(MADV_POPULATE_WRITE)`` over each such mapping), and return how many bytes were asked for.
+    forked from (``madvise(MADV_POPULATE_WRITE)`` over each such mapping, ``step`` bytes at a time), and return how
+    many bytes were asked for.
 
     A forked CPython writes to nearly every page it reads (reference counts), so each page it touches first costs a
     copy-on-write fault: a ``toolexec serve`` child paid ~2.5 ms of its call in them. A spare child does this while it
-    waits for a connection, off the call's path. 0 where the kernel or the C library cannot (nothing else changes)."""
+    waits for a connection, off the call's path. 0 where the kernel or the C library cannot (nothing else changes).
+
+    ``until`` is asked before each step: once it says True the copying stops there (the pages left are copied on
+    write, as they would be without it). A spare asks whether a client is waiting: copying all of a server's memory
+    takes ~10 ms of CPU, which a call arriving meanwhile would otherwise wait for."""
     try:
         import ctypes  # loaded once by the C library's prctl (_libc_prctl) in every process that runs calls
 
@@ -153,8 +159,14 @@ def own_pages() -> int:
         ):
             continue
         start, end = (int(edge, 16) for edge in fields[0].split("-"))
-        if madvise(start, end - start, MADV_POPULATE_WRITE) == 0:
-            asked += end - start
+        while start < end:
+            if until is not None and until():
+                return asked
+            size = min(step, end - start)
+            if madvise(start, size, MADV_POPULATE_WRITE) != 0:
+                break
+            asked += size
+            start += size
     return asked
 
 

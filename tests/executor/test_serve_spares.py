@@ -393,3 +393,23 @@ def _processes_under(root: Path) -> list[int]:
             if entry.name.isdigit() and str(root).encode() in (entry / "cmdline").read_bytes() and alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
+
+
+def test_a_waiting_child_stops_copying_its_pages_once_a_client_waits(tmp_path: Path) -> None:
+    """What a waiting child asks between two steps of its page copy (toolexec.runtimes.process_linux.own_pages): no
+    client yet, copy on; a client connected (not yet accepted), stop (its call would wait for the rest)."""
+    from toolexec.serve import _pending
+
+    path = str(tmp_path / "s.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(path)
+        listener.listen(1)
+        listener.setblocking(False)
+        before = _pending(listener)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(path)
+            waiting = _pending(listener)
+            conn, _ = listener.accept()
+            conn.close()
+            after = _pending(listener)
+    assert (before, waiting, after) == (False, True, False)
