@@ -73,6 +73,7 @@ from toolexec.serve_client import (
     socket_folder,
     socket_name,
 )
+from toolexec.serve_pages import HotPages
 from toolexec.serve_spares import MAX_RECIPE, ServedSpares
 from toolexec.version import __version__
 from toolexec.vouch import Vouch
@@ -162,6 +163,7 @@ class Server:
         self.warm = warm
         self.pool: ServedPool | None = None
         self.sandboxes: ServedSpares | None = None  # the sandboxes the waiting children set up ahead of their calls
+        self.pages: HotPages | None = None  # the pages of this process's memory a call writes (toolexec.serve_pages)
         self._recipes: dict[int, int] = {}  # a waiting child's pid: the pipe its recipe goes down (toolexec.serve_spares)
         self.config_path = os.path.realpath(locate(config).path)
         self.folder = socket_folder()
@@ -214,6 +216,7 @@ class Server:
         self._warm()
         if process_linux.available():  # (warm calls need pidfd and /proc: elsewhere every call runs cold)
             self.pool = ServedPool(max_servers=self.config.warm_max, idle=self.config.warm_idle)
+            self.pages = HotPages()
             toolexec.calls.served_pool = self.pool  # what every child forked from here uses
             if self.config.sandbox != "off":
                 self.sandboxes = ServedSpares(idle=self.config.warm_idle)
@@ -304,6 +307,9 @@ class Server:
             self.sandboxes.close()
             toolexec.calls.served_spares = None
             self.sandboxes = None
+        if self.pages is not None:
+            self.pages.close()
+            self.pages = None
         for fd in self._recipes.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -343,6 +349,8 @@ class Server:
                     selector.register(self.pool.asked, selectors.EVENT_READ, "warm")
                 if self.sandboxes is not None:
                     selector.register(self.sandboxes.orders, selectors.EVENT_READ, "orders")
+                if self.pages is not None:
+                    selector.register(self.pages.told, selectors.EVENT_READ, "pages")
                 if self._vouch is not None:
                     selector.register(self._vouch.fileno(), selectors.EVENT_READ, "vouch")
                 listening = False
@@ -370,6 +378,8 @@ class Server:
                                 os.read(wake_read, 512)
                         elif key.data == "ran":
                             self._count_runs()
+                        elif key.data == "pages":
+                            self.pages.receive()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif key.data == "orders":
                             self.sandboxes.receive()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif key.data == "warm":
@@ -415,6 +425,8 @@ class Server:
             signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # until the child has its own handlers
             server = os.getpid()
             recipe_read, recipe_write = os.pipe2(os.O_CLOEXEC) if self.sandboxes is not None else (-1, -1)
+            if self.pages is not None:
+                self.pages.forking()
             try:
                 pid = os.fork()
                 if pid == 0:
@@ -519,6 +531,8 @@ class Server:
                     os.close(fd)
             if self.sandboxes is not None:
                 self.sandboxes.forked()
+            if self.pages is not None:
+                self.pages.forked()
             gc.disable()  # a call's process is a one-shot run, whose cyclic garbage waits for its end (toolexec.entry)
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
@@ -529,8 +543,8 @@ class Server:
                 process_linux.ensure_guard()  # before the call: a call's first spawn would start it
             listener = self._listener
             assert listener is not None
-            if process_linux.available():  # the copy-on-write faults a call would take, taken while waiting (not longer)
-                process_linux.own_pages(until=lambda: _pending(listener))
+            if self.pages is not None:  # the copy-on-write faults a call would take, taken while waiting (not longer)
+                self.pages.copy_ahead(until=lambda: _pending(listener))
             if self.sandboxes is not None:  # the server's end, while waiting: the sandbox set up ahead goes too
                 for number in (signal.SIGTERM, signal.SIGHUP):
                     signal.signal(number, _end_waiting)
@@ -548,6 +562,8 @@ class Server:
                 code = 0
             else:
                 code = Child(conn, self.config_path, self._ran_write, self.warm).serve()
+                if self.pages is not None:
+                    self.pages.tell()  # (a learning child's: its client has its answer)
         except BaseException:  # the child must end here, and says nothing on the server's terminal
             code = 1
         finally:
