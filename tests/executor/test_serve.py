@@ -906,3 +906,18 @@ def test_a_served_warm_tool_whose_sibling_module_changed_is_run_anew_and_served_
         assert served.stop()[:2] == (0, 8)
     assert (before[0], before[-1]) == ("hello cold", "hello warm")
     assert (after[0], after[-1]) == ("howdy cold", "howdy warm")
+
+
+def test_a_request_longer_than_its_first_message_is_sent_whole(project: Project) -> None:
+    """A caller's environment of 100 KB makes a request longer than the part that goes with the descriptors: the rest
+    follows, and the server runs the call in that very environment (the served count says the server ran it)."""
+    project.tool(
+        "size.sh", '#!/usr/bin/env bash\n# @describe Say how long BIG is.\nmain() {\n    echo "${#BIG}" >>"$LLM_OUTPUT"\n}\n'
+    )
+    config = project.configure()
+    served = Served(config)
+    try:
+        done = toolexec("--config", str(config), "run", "size", "{}", env={**os.environ, "BIG": "x" * 100_000})
+    finally:
+        stopped = served.stop()[:2]
+    assert (done.returncode, done.stdout, done.stderr, stopped) == (0, b"100000\n", b"", (0, 1))
