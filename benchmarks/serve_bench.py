@@ -34,10 +34,12 @@ TARGET = 1.5
 
 
 @contextmanager
-def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> Iterator[None]:
-    """A ``toolexec serve`` of ``config`` while the block runs (its socket ready when the block starts)."""
+def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> Iterator[list[str]]:
+    """A ``toolexec serve`` of ``config`` while the block runs (its socket ready when the block starts); the list
+    given to the block gets, once it stopped, how the server says its calls started."""
+    said: list[str] = []
     server = subprocess.Popen(
-        [toolexec, "--config", str(config), "serve", *options],
+        [toolexec, "--config", str(config), "serve", "-v", *options],
         env=env,
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -47,10 +49,11 @@ def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> 
         assert server.stderr is not None
         banner = server.stderr.readline()
         assert banner.startswith("toolexec: serving "), banner
-        yield
+        yield said
     finally:
         server.terminate()
-        server.communicate(timeout=60)
+        _, rest = server.communicate(timeout=60)
+        said += [line.removeprefix("toolexec: ").partition("; removed")[0] for line in rest.splitlines() if "served" in line]
 
 
 class Served(NamedTuple):
@@ -73,9 +76,12 @@ def cpu_ms(action: Callable[[], object], runs: int) -> float:
     return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000 / runs
 
 
-def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs: int) -> list[Served]:
+def measure(
+    toolexec: str, python: str, config: Path, env: dict[str, str], runs: int, counts: list[str] | None = None
+) -> list[Served]:
     """For each no-op tool, under the config's sandbox and under ``sandbox: off``: the served run against
-    ``python -c pass``, the cold run's median, and the CPU of the served run's command against the bare start's."""
+    ``python -c pass``, the cold run's median, and the CPU of the served run's command against the bare start's;
+    ``counts`` gets how each server says its calls started (in a sandbox set up ahead, forked warm, cold)."""
     run_dir = Path(env["XDG_RUNTIME_DIR"])
     run_dir.mkdir(mode=0o700, exist_ok=True)
     bare = spawn([python, "-c", "pass"], env=env)
@@ -88,7 +94,7 @@ def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs:
 
     found = []
     for options, how in (((), ""), (("--warm",), ", warm (`serve --warm`)")):
-        with serving(toolexec, config, env, *options), serving(toolexec, unconfined, env, *options):
+        with serving(toolexec, config, env, *options) as said, serving(toolexec, unconfined, env, *options) as said_off:
             for label, tool in (("Bash", "noop_sh"), ("Python", "noop_py")):
                 for chosen, sandbox in ((config, ""), (unconfined, ", `sandbox: off`")):
                     for _ in range(3):  # the first run has the server start the tool's warm server
@@ -97,6 +103,9 @@ def measure(toolexec: str, python: str, config: Path, env: dict[str, str], runs:
                     cold = median_ms(one_shot(chosen, tool, cold_env), max(5, runs // 4))
                     client, bare_cpu = (cpu_ms(action, max(5, runs // 2)) for action in (one_shot(chosen, tool, env), bare))
                     found.append(Served(f"{label} tool{how}{sandbox}", paired, cold, client, bare_cpu))
+        if counts is not None:
+            counts += [f"`serve{' --warm' if options else ''}`: {line}" for line in said]
+            counts += [f"`serve{' --warm' if options else ''}`, `sandbox: off`: {line}" for line in said_off]
     return found
 
 
@@ -136,7 +145,8 @@ def main() -> None:
             "| CPU: the command / `python -c pass` | target ≤ 1.5x |"
         )
         print("| --- | --- | --- | --- | --- | --- | --- |")
-        for row in measure(toolexec, sys.executable, config, env, runs):
+        counts: list[str] = []
+        for row in measure(toolexec, sys.executable, config, env, runs, counts):
             paired = row.paired
             met = "met" if paired.ratio <= TARGET else "**not met**"
             print(
@@ -144,6 +154,8 @@ def main() -> None:
                 f"| {row.client_cpu:.1f} / {row.bare_cpu:.1f} ms | {met} |"
             )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        for line in counts:  # (each server served both tools: Bash's runs, then Python's)
+            print(f"- {line}")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ from toolexec.serve_client import (
     socket_folder,
     socket_name,
 )
+from toolexec.serve_pages import HotPages
 from toolexec.serve_spares import MAX_RECIPE, ServedSpares
 from toolexec.version import __version__
 from toolexec.vouch import Vouch
@@ -83,6 +84,8 @@ REQUEST_SECONDS = 5.0  # a client has this long to send its request: a slow one 
 SPARES = 1  # children forked ahead, each waiting for a connection: a call never waits for a fork
 STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to print their result, then are killed
 _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
+# What a child tells the server down its pipe: a call runs, then how it started (none of these: cold).
+RAN, IN_SPARE, IN_WARM = b"+", b"s", b"w"
 # What a call may import besides the runtimes, imported by the server so that no child pays for it (a test checks
 # that a served call imports nothing more): explaining a refused argument, suggesting a name, reading a result's
 # media type, a tool's caps, building a changed tool (the compilers and their grammars), a confined call's agents.
@@ -115,7 +118,8 @@ def serve(
     finally:
         server.close()
     if verbose:
-        _say(f"toolexec: served {server.served} call(s); removed {server.path}")
+        started = f"{server.in_spares} in a sandbox set up ahead, {server.in_warm} forked from a warm server"
+        _say(f"toolexec: served {server.served} call(s) ({started}, the others cold); removed {server.path}")
     return 0
 
 
@@ -159,6 +163,7 @@ class Server:
         self.warm = warm
         self.pool: ServedPool | None = None
         self.sandboxes: ServedSpares | None = None  # the sandboxes the waiting children set up ahead of their calls
+        self.pages: HotPages | None = None  # the pages of this process's memory a call writes (toolexec.serve_pages)
         self._recipes: dict[int, int] = {}  # a waiting child's pid: the pipe its recipe goes down (toolexec.serve_spares)
         self.config_path = os.path.realpath(locate(config).path)
         self.folder = socket_folder()
@@ -167,6 +172,8 @@ class Server:
         self.max_clients = max_clients
         self.children: set[int] = set()
         self.served = 0  # calls run (a child that refused its request is not counted)
+        self.in_spares = 0  # of them, calls that started in a sandbox their child set up ahead (serve_spares)
+        self.in_warm = 0  # of them, calls forked from a warm server of the server's (`serve --warm`, `Warm: true`)
         self._ran_read, self._ran_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a byte per call a child ran
         self._took_read, self._took_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a spare's pid, once it accepted
         self.spares: set[int] = set()
@@ -209,6 +216,7 @@ class Server:
         self._warm()
         if process_linux.available():  # (warm calls need pidfd and /proc: elsewhere every call runs cold)
             self.pool = ServedPool(max_servers=self.config.warm_max, idle=self.config.warm_idle)
+            self.pages = HotPages()
             toolexec.calls.served_pool = self.pool  # what every child forked from here uses
             if self.config.sandbox != "off":
                 self.sandboxes = ServedSpares(idle=self.config.warm_idle)
@@ -299,6 +307,9 @@ class Server:
             self.sandboxes.close()
             toolexec.calls.served_spares = None
             self.sandboxes = None
+        if self.pages is not None:
+            self.pages.close()
+            self.pages = None
         for fd in self._recipes.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -338,6 +349,8 @@ class Server:
                     selector.register(self.pool.asked, selectors.EVENT_READ, "warm")
                 if self.sandboxes is not None:
                     selector.register(self.sandboxes.orders, selectors.EVENT_READ, "orders")
+                if self.pages is not None:
+                    selector.register(self.pages.told, selectors.EVENT_READ, "pages")
                 if self._vouch is not None:
                     selector.register(self._vouch.fileno(), selectors.EVENT_READ, "vouch")
                 listening = False
@@ -365,6 +378,8 @@ class Server:
                                 os.read(wake_read, 512)
                         elif key.data == "ran":
                             self._count_runs()
+                        elif key.data == "pages":
+                            self.pages.receive()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif key.data == "orders":
                             self.sandboxes.receive()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif key.data == "warm":
@@ -410,6 +425,8 @@ class Server:
             signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # until the child has its own handlers
             server = os.getpid()
             recipe_read, recipe_write = os.pipe2(os.O_CLOEXEC) if self.sandboxes is not None else (-1, -1)
+            if self.pages is not None:
+                self.pages.forking()
             try:
                 pid = os.fork()
                 if pid == 0:
@@ -456,7 +473,10 @@ class Server:
 
     def _count_runs(self) -> None:
         with contextlib.suppress(OSError):
-            self.served += len(os.read(self._ran_read, 65536))
+            told = os.read(self._ran_read, 65536)
+            self.served += told.count(RAN)
+            self.in_spares += told.count(IN_SPARE)
+            self.in_warm += told.count(IN_WARM)
 
     def _reap(self) -> None:
         for pid in list(self.children):
@@ -511,6 +531,8 @@ class Server:
                     os.close(fd)
             if self.sandboxes is not None:
                 self.sandboxes.forked()
+            if self.pages is not None:
+                self.pages.forked()
             gc.disable()  # a call's process is a one-shot run, whose cyclic garbage waits for its end (toolexec.entry)
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
@@ -519,9 +541,10 @@ class Server:
                 self._vouch.drop()  # (the server's to answer and to remove)
             if process_linux.available():
                 process_linux.ensure_guard()  # before the call: a call's first spawn would start it
-                process_linux.own_pages()  # the copy-on-write faults a call would take, taken while waiting
             listener = self._listener
             assert listener is not None
+            if self.pages is not None:  # the copy-on-write faults a call would take, taken while waiting (not longer)
+                self.pages.copy_ahead(until=lambda: _pending(listener))
             if self.sandboxes is not None:  # the server's end, while waiting: the sandbox set up ahead goes too
                 for number in (signal.SIGTERM, signal.SIGHUP):
                     signal.signal(number, _end_waiting)
@@ -539,6 +562,8 @@ class Server:
                 code = 0
             else:
                 code = Child(conn, self.config_path, self._ran_write, self.warm).serve()
+                if self.pages is not None:
+                    self.pages.tell()  # (a learning child's: its client has its answer)
         except BaseException:  # the child must end here, and says nothing on the server's terminal
             code = 1
         finally:
@@ -557,7 +582,7 @@ class Child:
         self.conn = conn
         self.config_path = config_path
         self.warm = warm  # which tools run warm (the server's own servers): True every one, None those that ask
-        self.ran = ran  # told a byte when the call runs
+        self.ran = ran  # told a byte when the call runs, and one more of how it started (RAN, IN_SPARE, IN_WARM)
         self.done = False
 
     def serve(self) -> int:
@@ -578,12 +603,14 @@ class Child:
             self._send(f"ready {os.getpid()}\n".encode())
             self.conn.settimeout(None)
             with contextlib.suppress(OSError):
-                os.write(self.ran, b"+")
-                os.close(self.ran)
+                os.write(self.ran, RAN)
             self._watch()
             code = dispatch(args)
             _release_streams()
             self._unwatch()
+            with contextlib.suppress(OSError):
+                os.write(self.ran, _started_in())
+                os.close(self.ran)
             self._send(f"exit {code}\n".encode())
             return code
         finally:
@@ -744,6 +771,16 @@ class Child:
         self.conn.setblocking(True)
 
 
+def _started_in() -> bytes:
+    """How this child's call started, for the server's count (:data:`IN_SPARE`, :data:`IN_WARM`, else nothing)."""
+    spares, pool = toolexec.calls.served_spares, toolexec.calls.served_pool
+    if isinstance(spares, ServedSpares) and spares.taken:
+        return IN_SPARE
+    if isinstance(pool, ServedPool) and pool.lent:
+        return IN_WARM
+    return b""
+
+
 def _release_streams() -> None:
     """Flush what the call printed and let go of the caller's stdin, stdout and stderr (each now /dev/null), before
     the client is told the status: a caller reading the command's output (``$(toolexec run …)``, a pipe) sees its end
@@ -792,6 +829,7 @@ class ServedPool(WarmPool):
     def __init__(self, *, max_servers: int, idle: float) -> None:
         super().__init__(max_servers=max_servers, idle=idle)
         self.owner = os.getpid()
+        self.lent = 0  # in a child: servers its call was given (and did not give back as failed): it forked from one
         self.asked, self._ask = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.asked.setblocking(False)
         self._ask.setblocking(False)
@@ -806,6 +844,8 @@ class ServedPool(WarmPool):
         if entry is None:  # (one known not to run warm is not asked for again)
             self._request(spec)
             return None
+        if entry.server is not None:
+            self.lent += 1
         return entry.server
 
     def discard(self, spec: WarmSpec, server: WarmServer) -> None:
@@ -813,6 +853,7 @@ class ServedPool(WarmPool):
         if os.getpid() == self.owner:
             super().discard(spec, server)
         else:
+            self.lent = max(0, self.lent - 1)
             self._request(spec)
 
     def home(self, tool: str) -> str | None:
@@ -922,6 +963,14 @@ def _accept_one(listener: socket.socket, recipe: int = -1, sandboxes: ServedSpar
             continue
         conn.setblocking(True)
         return conn
+
+
+def _pending(listener: socket.socket) -> bool:
+    """Whether a client waits on ``listener`` (a connection to accept), now."""
+    try:
+        return bool(select.select([listener], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 def _peer_uid(conn: socket.socket) -> int:

@@ -246,7 +246,8 @@ def _call(path: str, payload: bytes) -> int | str:
             sock.settimeout(READY_SECONDS)
             fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2, token))
             sent = sock.sendmsg([payload[:65536]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-            sock.sendall(payload[sent:])
+            if sent < len(payload):  # (a request is usually sent whole by sendmsg: no poll and empty send then)
+                sock.sendall(payload[sent:])
             line = _line(sock)
         except (OSError, ValueError):  # timed out, reset, a garbled answer
             line = b""

@@ -60,6 +60,7 @@ class ServedSpares(Spares):
         self.key: Hashable | None = None  # the kind of this child's spare
         self.spare: Spare | None = None  # this child's spare (made while it waited)
         self._made_with: tuple[str | None, ...] = ()  # the variables of _READ when it was made
+        self.taken = 0  # in a child: calls that started in its spare (a served call's own count: 0 or 1)
 
     # --- in a child ---------------------------------------------------------------------------------------------
 
@@ -91,6 +92,7 @@ class ServedSpares(Spares):
             return None
         self.spare = self.key = None
         if spare.alive() and spare.intact() and _environment() == self._made_with:  # (the caller's, now)
+            self.taken += 1
             return spare
         spare.discard()
         return None

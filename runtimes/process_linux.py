@@ -41,7 +41,7 @@ from toolexec.recordtype import record
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -125,37 +125,96 @@ def die_with_parent(sig: int | None) -> bool:
 
 
 MADV_POPULATE_WRITE = 23  # Linux 5.14+
+PAGE_PRESENT, PAGE_EXCLUSIVE = 1 << 63, 1 << 56  # /proc/PID/pagemap's bits (Documentation/admin-guide/mm/pagemap)
+OWN_STEP = 1 << 20  # bytes own_pages copies between two questions to its `until` (~0.4 ms of a loaded machine's CPU)
 
 
-def own_pages() -> int:
+def own_pages(
+    until: Callable[[], bool] | None = None, step: int = OWN_STEP, regions: Sequence[tuple[int, int]] | None = None
+) -> int:
     """Copy, now, every page of this process's private writable memory that it still shares with the process it was
-    forked from (``madvise(MADV_POPULATE_WRITE)`` over each such mapping), and return how many bytes were asked for.
+    forked from (``madvise(MADV_POPULATE_WRITE)`` over each such mapping, ``step`` bytes at a time), and return how
+    many bytes were asked for.
 
     A forked CPython writes to nearly every page it reads (reference counts), so each page it touches first costs a
     copy-on-write fault: a ``toolexec serve`` child paid ~2.5 ms of its call in them. A spare child does this while it
-    waits for a connection, off the call's path. 0 where the kernel or the C library cannot (nothing else changes)."""
+    waits for a connection, off the call's path. 0 where the kernel or the C library cannot (nothing else changes).
+
+    ``until`` is asked before each step: once it says True the copying stops there (the pages left are copied on
+    write, as they would be without it). A spare asks whether a client is waiting: copying all of a server's memory
+    takes ~10 ms of CPU, which a call arriving meanwhile would otherwise wait for. ``regions`` (start, length) copies
+    those instead of every private mapping: the pages an earlier call wrote (:func:`written_pages`); a part no longer
+    mapped is skipped."""
     try:
         import ctypes  # loaded once by the C library's prctl (_libc_prctl) in every process that runs calls
 
         madvise = ctypes.CDLL(None, use_errno=True).madvise
         madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        with open("/proc/self/maps") as maps:
-            regions = [line.split() for line in maps]
+        wanted = private_regions() if regions is None else regions
     except (OSError, AttributeError):
         return 0
     asked = 0
-    for fields in regions:
-        # Private and writable: anonymous (the allocator's arenas, [heap]) or a library's data; not [stack] and the like.
-        if (
-            fields[1][:2] != "rw"
-            or fields[1][3:4] != "p"
-            or (len(fields) > 5 and fields[5].startswith("[") and fields[5] != "[heap]")
-        ):
-            continue
-        start, end = (int(edge, 16) for edge in fields[0].split("-"))
-        if madvise(start, end - start, MADV_POPULATE_WRITE) == 0:
-            asked += end - start
+    for start, length in wanted:
+        end = start + length
+        while start < end:
+            if until is not None and until():
+                return asked
+            size = min(step, end - start)
+            if madvise(start, size, MADV_POPULATE_WRITE) != 0:
+                break
+            asked += size
+            start += size
     return asked
+
+
+def private_regions() -> list[tuple[int, int]]:
+    """(start, length) of each private writable mapping of this process: anonymous (the allocator's arenas, [heap]) or
+    a library's data; not [stack] and the like. OSError when /proc/self/maps cannot be read."""
+    found = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if (
+                fields[1][:2] != "rw"
+                or fields[1][3:4] != "p"
+                or (len(fields) > 5 and fields[5].startswith("[") and fields[5] != "[heap]")
+            ):
+                continue
+            start, end = (int(edge, 16) for edge in fields[0].split("-"))
+            found.append((start, end - start))
+    return found
+
+
+def written_pages(regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The runs (start, length) of ``regions``' pages this process holds alone (``/proc/self/pagemap``'s exclusive
+    bit): in a forked child, the pages it wrote since the fork (or was the first to touch). Empty when the kernel does
+    not say (no pagemap, or Linux before 4.2)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    runs: list[tuple[int, int]] = []
+    try:
+        fd = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return runs
+    try:
+        for start, length in regions:
+            count = length // page
+            data = os.pread(fd, 8 * count, 8 * (start // page))
+            entries = memoryview(data)[: len(data) // 8 * 8].cast("Q")
+            first = -1
+            for index, entry in enumerate(entries):
+                alone = entry & PAGE_EXCLUSIVE and entry & PAGE_PRESENT
+                if alone and first < 0:
+                    first = index
+                elif not alone and first >= 0:
+                    runs.append((start + first * page, (index - first) * page))
+                    first = -1
+            if first >= 0:
+                runs.append((start + first * page, (len(entries) - first) * page))
+    except (OSError, ValueError):
+        return []
+    finally:
+        os.close(fd)
+    return runs
 
 
 # The guard: started once per process, in its own session, it holds one end of a socket pair whose other end

@@ -78,6 +78,13 @@ class Served:
         return self.process.returncode, int(served[1]) if served else -1, err
 
 
+def started(said: str) -> tuple[int, int]:
+    """How the calls a server stopped with ``-v`` served started, as it counted them: in a sandbox set up ahead, and
+    forked from a warm server ((-1, -1): it did not say)."""
+    found = re.search(r"\((\d+) in a sandbox set up ahead, (\d+) forked from a warm server, the others cold\)", said)
+    return (int(found[1]), int(found[2])) if found else (-1, -1)
+
+
 @pytest.fixture
 def tools(project: Project) -> Project:
     project.tool("echo.sh", ECHO_SH)
@@ -187,9 +194,11 @@ def test_served_runs_of_a_warm_tool_fork_from_the_servers_own_warm_server(projec
         inits = [toolexec("--config", str(config), "run", tool, "{}").stdout.decode() for _ in range(5)]
         servers = [pid for pid in _descendants(served.process.pid) if server in _cmdline(pid)]
     finally:
-        assert served.stop()[:2] == (0, 5)
+        status, count, said = served.stop()
+    assert (status, count) == (0, 5)
     assert ["bwrap" in init for init in inits[:1]] == [True]
     assert [server in init for init in inits[2:]] == [True] * 3
+    assert started(said) == (0, sum(server in init for init in inits))  # the server's count: what the calls saw
     assert servers and not any(alive(pid) for pid in servers)
 
 
@@ -897,3 +906,18 @@ def test_a_served_warm_tool_whose_sibling_module_changed_is_run_anew_and_served_
         assert served.stop()[:2] == (0, 8)
     assert (before[0], before[-1]) == ("hello cold", "hello warm")
     assert (after[0], after[-1]) == ("howdy cold", "howdy warm")
+
+
+def test_a_request_longer_than_its_first_message_is_sent_whole(project: Project) -> None:
+    """A caller's environment of 100 KB makes a request longer than the part that goes with the descriptors: the rest
+    follows, and the server runs the call in that very environment (the served count says the server ran it)."""
+    project.tool(
+        "size.sh", '#!/usr/bin/env bash\n# @describe Say how long BIG is.\nmain() {\n    echo "${#BIG}" >>"$LLM_OUTPUT"\n}\n'
+    )
+    config = project.configure()
+    served = Served(config)
+    try:
+        done = toolexec("--config", str(config), "run", "size", "{}", env={**os.environ, "BIG": "x" * 100_000})
+    finally:
+        stopped = served.stop()[:2]
+    assert (done.returncode, done.stdout, done.stderr, stopped) == (0, b"100000\n", b"", (0, 1))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.executor.test_serve import Served, _children, _descendants, _idle, toolexec
+from tests.executor.test_serve import Served, _children, _descendants, _idle, started, toolexec
 from tests.helpers import Ordinary, alive, wait_until
 from toolexec.runtimes import baseline
 from toolexec.runtimes.sandbox import Confinement
@@ -78,8 +78,8 @@ def test_a_kind_of_served_call_seen_twice_starts_in_a_sandbox_set_up_ahead(proje
         wait_until(lambda: _waiting_sandbox(served.process.pid) not in (None, spare), "the next one")
         left = _waiting_sandbox(served.process.pid)
     finally:
-        stopped = served.stop()[:2]
-    assert stopped == (0, 3)
+        status, count, said = served.stop()
+    assert (status, count, started(said)) == (0, 3, (1, 0))  # the server counted the call that started in the spare
     assert [(done.returncode, done.stderr) for done in runs] == [(0, b"")] * 3
     assert ["_spare_launcher.py" in done.stdout.decode() for done in runs] == [False, False, True]
     assert spare is not None and not alive(spare)
@@ -100,8 +100,8 @@ def test_a_served_call_of_another_kind_runs_cold_and_its_child_ends_the_unused_s
         wait_until(lambda: not alive(spare), "the unused sandbox to end")
         wait_until(lambda: _idle(served.process.pid), "the server to be idle again")
     finally:
-        stopped = served.stop()[:2]
-    assert stopped == (0, 3)
+        status, count, said = served.stop()
+    assert (status, count, started(said)) == (0, 3, (0, 0))  # (the third, of another kind, started cold)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"other", b"")
 
 
@@ -393,3 +393,23 @@ def _processes_under(root: Path) -> list[int]:
             if entry.name.isdigit() and str(root).encode() in (entry / "cmdline").read_bytes() and alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
+
+
+def test_a_waiting_child_stops_copying_its_pages_once_a_client_waits(tmp_path: Path) -> None:
+    """What a waiting child asks between two steps of its page copy (toolexec.runtimes.process_linux.own_pages): no
+    client yet, copy on; a client connected (not yet accepted), stop (its call would wait for the rest)."""
+    from toolexec.serve import _pending
+
+    path = str(tmp_path / "s.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(path)
+        listener.listen(1)
+        listener.setblocking(False)
+        before = _pending(listener)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(path)
+            waiting = _pending(listener)
+            conn, _ = listener.accept()
+            conn.close()
+            after = _pending(listener)
+    assert (before, waiting, after) == (False, True, False)

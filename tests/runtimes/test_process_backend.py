@@ -145,3 +145,35 @@ def test_own_pages_copies_what_a_forked_child_shares_with_its_parent() -> None:
         pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
     assert int(grown) >= int(shared) and int(asked) >= int(shared)
     assert mark == "x"
+
+
+OWN_PAGES_UNTIL = """
+import os
+from toolexec.runtimes import process_linux
+
+ballast = [bytearray(b"x" * 4096) for _ in range(4096)]  # 16 MiB the child shares with this process after the fork
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    asks = []
+    asked = process_linux.own_pages(until=lambda: asks.append(1) or len(asks) > 3, step=1 << 16)
+    whole = process_linux.own_pages(step=1 << 16)
+    os.write(write, f"{asked} {len(asks)} {whole}".encode())
+    os._exit(0)
+os.close(write)
+print(os.read(read, 100).decode(), len(ballast) * 4096)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="copy-on-write pages are taken with Linux's madvise")
+def test_own_pages_stops_copying_once_until_says_so() -> None:
+    """own_pages asks ``until`` before each step and stops at the first True (a spare child stops copying once a
+    client waits, rather than have its call wait for the rest): three steps of 64 KiB at most were copied, where the
+    whole copy asks for at least the 16 MiB the child shares."""
+    done = subprocess.run([sys.executable, "-c", OWN_PAGES_UNTIL], capture_output=True, text=True, timeout=60, check=True)
+    asked, asks, whole, shared = (int(word) for word in done.stdout.split())
+    if whole == 0:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
+    assert (asks, 0 < asked <= 3 << 16) == (4, True)
+    assert whole >= shared
