@@ -41,8 +41,10 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     dotenv = [str(config.functions_dir / ".env"), str(config.functions_dir / "tools" / ".env")]  # (what dotenv_values reads)
     agents_hidden, agents_protected = agents_places(config)
     hidden += [str(config.path), *dotenv, *agents_hidden, str(state.root / "cache"), str(user_config_dir())]
-    hidden.append(str(user_cache_dir() / "one-shot"))  # the programs one-shot runs start early (toolexec.early)
-    hidden += servers_folders()
+    own = [str(user_cache_dir() / "one-shot"), str(user_config_dir()), *servers_folders()]
+    hidden.append(own[0])  # the programs one-shot runs start early (toolexec.early)
+    hidden += own[2:]
+    _make_own(tool, own, writable)
     if config.audit_log is not None:  # every call's arguments (when configured) and who made it
         hidden.append(str(config.audit_log))
     revealed = [_expand(path) for path in policy.reads] + [str(state.transpile_dir)]
@@ -104,6 +106,19 @@ def agents_places(config: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 _agents_dotenv: dict[tuple[object, ...], tuple[str, ...]] = {}
+
+
+def _make_own(tool: str, places: list[str], writable: list[str]) -> None:
+    """Make those of toolexec's own folders (``places``) that lie in a place the call may write (``writes: ~/``) and
+    are not there yet (0700, as toolexec makes them): a cover or a read-only bind is put only on what is there, and
+    a tool could make a missing one itself, with what toolexec would read from it next (a memo a one-shot run
+    starts unconfined, a config, a server's token). Checked per call: one ``stat`` each, only under such a policy."""
+    for place in places:
+        if any(place == top or place.startswith(top.rstrip("/") + "/") for top in writable) and not os.path.lexists(place):
+            try:
+                os.makedirs(place, mode=0o700, exist_ok=True)
+            except OSError as error:  # (fail closed: the call is refused rather than run with the place uncovered)
+                raise SandboxUnavailable(tool, f"cannot make {place} to cover it: {error.strerror}") from error
 
 
 def servers_folders() -> list[str]:

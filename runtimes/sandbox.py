@@ -332,7 +332,7 @@ def _view(confinement: Confinement, argv: Sequence[str]) -> list[str]:
         rules = _rules_made[key] = _rules(confinement, installed)
     args: list[str] = []
     for kind, path in rules:
-        if kind == "writable":
+        if kind in ("writable", "pinned"):
             args += ["--bind-try", path, path]
         elif kind != "hidden":
             args += ["--ro-bind-try", path, path]
@@ -362,7 +362,25 @@ def _rules(confinement: Confinement, installed: Sequence[str]) -> tuple[tuple[st
             above = "absent" if _under(path, "/tmp") else "ro"  # /tmp itself is the private one
         if above not in _ACCEPTS[kind]:
             kept.append((kind, path))
-    return tuple(kept)
+    return tuple(sorted((*kept, *_pins(kept)), key=lambda rule: rule[1].count("/")))
+
+
+def _pins(kept: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The directories between a writable bind and a protected or hidden path under it, each bound onto itself (it
+    stays writable): a mount cannot be renamed or removed, so none of them can be moved aside and made again, which
+    would leave the cover on the moved one and the path naming the tool's own (``writes: ~/``: ``~/.cache`` renamed,
+    a new ``~/.cache/toolexec/one-shot`` holding a memo the next one-shot run starts unconfined)."""
+    pins: dict[str, None] = {}
+    for index, (kind, path) in enumerate(kept):
+        # (kept goes shallowest first: the last rule above a path before it is the bind it lies in)
+        above = next((rule for rule in reversed(kept[:index]) if _under(path, rule[1]) and path != rule[1]), None)
+        if kind not in ("protected", "hidden") or above is None or above[0] != "writable":
+            continue
+        between = os.path.dirname(path)
+        while between != above[1] and _under(between, above[1]):
+            pins[between] = None
+            between = os.path.dirname(between)
+    return [("pinned", path) for path in pins]
 
 
 def _under(path: str, top: str) -> bool:
