@@ -83,8 +83,15 @@ def calls_share(confinement: Confinement) -> bool:
     A warm server inside the sandbox gives every call a fork of what the tool's top level left in it, and that code
     (the tool's author's) is the server: it can keep each call's message, or undo each call's cover of the others'
     files, for the next call to read. That gives its calls nothing more than this, so a warm server is used only
-    where this holds; elsewhere (``writes: none`` and no open network) the call runs cold."""
-    return bool(confinement.writable) or confinement.network == "all"
+    where this holds; elsewhere (``writes: none`` and no open network) the call runs cold.
+
+    A place counts only where a cold call can write it: it is there (a missing one is bound nowhere, and nothing can
+    make it), this user may write it (``access``: its mode, a read-only filesystem), and it is not also hidden or
+    protected (at one path the cover wins: a hidden one is an empty tmpfs made per call)."""
+    if confinement.network == "all":
+        return True
+    covered = {*confinement.hidden, *confinement.protected}
+    return any(place.rstrip("/") not in covered and os.access(place, os.W_OK) for place in confinement.writable)
 
 
 def bwrap() -> str | None:
