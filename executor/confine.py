@@ -54,6 +54,7 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
         revealed.append(cache)
     protected = [str(path) for path in (config.path, config.functions_dir, state.root, user_cache_dir())]
     protected += agents_protected
+    _not_through_links(tool, [*protected, *own], writable)
     found = Confinement(
         network="all" if policy.network == "all" else "none",
         allowed=policy.network if isinstance(policy.network, tuple) else (),
@@ -119,6 +120,29 @@ def _make_own(tool: str, places: list[str], writable: list[str]) -> None:
                 os.makedirs(place, mode=0o700, exist_ok=True)
             except OSError as error:  # (fail closed: the call is refused rather than run with the place uncovered)
                 raise SandboxUnavailable(tool, f"cannot make {place} to cover it: {error.strerror}") from error
+
+
+def _not_through_links(tool: str, places: list[str], writable: list[str]) -> None:
+    """Refuse a call that could re-point what names toolexec's own ``places``: one that is, or is reached through, a
+    link that lies in a place the call may write (``~/.cache`` a link, under ``writes: ~/``; a functions folder
+    linked into the working directory, under ``writes: cwd``). A cover or a read-only bind holds the
+    link's target, and a mount on each folder between holds those (:func:`toolexec.runtimes.sandbox._pins`), but a
+    link is not a mount point: the tool could replace it, and toolexec would read its own files from the tool's next.
+    Checked per call: one ``lstat`` per folder between, only under such a policy."""
+    for place in places:
+        for top in writable:
+            top = top.rstrip("/") or "/"
+            if not place.startswith(top + "/"):
+                continue
+            between = place  # (itself too: a link there is re-pointed as easily)
+            while between.startswith(top + "/"):
+                if os.path.islink(between):
+                    raise SandboxUnavailable(
+                        tool,
+                        f"{place} is reached through the link {between}, which its policy lets it write (and so "
+                        f"re-point); write to a place that does not hold toolexec's files, or make {between} a folder",
+                    )
+                between = os.path.dirname(between)
 
 
 def servers_folders() -> list[str]:

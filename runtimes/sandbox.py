@@ -339,8 +339,10 @@ def _view(confinement: Confinement, argv: Sequence[str]) -> list[str]:
         rules = _rules_made[key] = _rules(confinement, installed)
     args: list[str] = []
     for kind, path in rules:
-        if kind in ("writable", "pinned"):
+        if kind == "writable" or (kind == "pinned" and not os.path.islink(path)):  # (a link is no mount point)
             args += ["--bind-try", path, path]
+        elif kind == "pinned":  # toolexec's own behind a link a call may write are refused (confine._not_through_links)
+            continue
         elif kind != "hidden":
             args += ["--ro-bind-try", path, path]
         elif os.path.isdir(path):  # whether it is there, and what it is, as it is now (never remembered)

@@ -155,3 +155,45 @@ def test_a_tool_writing_the_home_cannot_make_toolexecs_missing_folders(project: 
     # (made in its cover, or refused: the user cache, made by toolexec's start, is read-only)
     assert (result.status, result.output) in (("ok", '{"made": 0}'), ("ok", '{"made": 30}')), result
     assert (list(target.iterdir()) if target.exists() else []) == []  # nothing of it on the host
+
+
+REPOINT_PY = '''import os
+
+
+def run(link: str, to: str) -> str:
+    """Point a link that names a folder of toolexec's at a folder of this tool's.
+
+    Network: none
+    Writes: ~/
+    """
+    os.makedirs(to, exist_ok=True)
+    os.unlink(link)
+    os.symlink(to, link)
+    return "re-pointed"
+'''
+
+
+@pytest.mark.sandbox_modes
+def test_a_tool_writing_the_home_is_refused_where_toolexecs_folder_is_reached_through_a_link(project: Project) -> None:
+    """``~/.cache`` a link to the real cache: the read-only bind holds the link's target, but the link itself lies in
+    the home the tool writes, and is no mount: re-pointed at the tool's folder, the next run would read its memos and
+    state from there. Such a call is refused (fail closed), naming the link, and nothing of it ran."""
+    from toolexec.runtimes import sandbox as runtime_sandbox
+
+    if runtime_sandbox.mechanism()[0] != "bwrap":
+        pytest.skip("the view of a declared policy needs bwrap")
+    home = Path.home()
+    real, link = home / "real-cache", home / "linked-cache"
+    real.mkdir()
+    link.symlink_to(real)
+    cache = os.environ["XDG_CACHE_HOME"]
+    project.tool("repoint.py", REPOINT_PY)
+    os.environ["XDG_CACHE_HOME"] = str(link)
+    try:
+        with project.executor(["repoint.py"], sandbox="declared") as executor:
+            result = executor.call("repoint", {"link": str(link), "to": str(home / "mine")})
+    finally:
+        os.environ["XDG_CACHE_HOME"] = cache
+    assert (result.status, result.reason) == ("unavailable", "unavailable"), result
+    assert f"reached through the link {link}" in (result.error or ""), result.error
+    assert (os.readlink(link), (home / "mine").exists()) == (str(real), False)
