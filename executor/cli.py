@@ -632,6 +632,20 @@ def _warm_text(config: Any, tool: Any) -> str:
                 "no: its policy lets no call keep anything for the next (writes: none, no open network), and the calls "
                 "of a warm server share what the tool's top level keeps in it, so it runs cold"
             )
+        if policy.network != "all":  # its places as its calls would find them now (runtimes.sandbox.calls_share)
+            from toolexec.confine import confinement
+            from toolexec.errors import SandboxUnavailable
+
+            try:
+                shares = sandbox.calls_share(confinement(config, tool.name, policy, ()))
+            except SandboxUnavailable:
+                return cold
+            if not shares:
+                return (
+                    "no: no place its policy writes can be written now (not there, hidden, or not yours to write), so "
+                    "no call can keep anything for the next, and the calls of a warm server share what the tool's top "
+                    "level keeps in it, so it runs cold"
+                )
         return (
             "yes: each call is a process forked from a server that loaded the tool once inside its sandbox, in a PID "
             "namespace of its own (Executor, toolexec mcp)"

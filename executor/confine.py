@@ -41,8 +41,10 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
     dotenv = [str(config.functions_dir / ".env"), str(config.functions_dir / "tools" / ".env")]  # (what dotenv_values reads)
     agents_hidden, agents_protected = agents_places(config)
     hidden += [str(config.path), *dotenv, *agents_hidden, str(state.root / "cache"), str(user_config_dir())]
-    hidden.append(str(user_cache_dir() / "one-shot"))  # the programs one-shot runs start early (toolexec.early)
-    hidden += servers_folders()
+    own = [str(user_cache_dir() / "one-shot"), str(user_config_dir()), *servers_folders()]
+    hidden.append(own[0])  # the programs one-shot runs start early (toolexec.early)
+    hidden += own[2:]
+    _make_own(tool, own, writable)
     if config.audit_log is not None:  # every call's arguments (when configured) and who made it
         hidden.append(str(config.audit_log))
     revealed = [_expand(path) for path in policy.reads] + [str(state.transpile_dir)]
@@ -52,6 +54,7 @@ def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ..
         revealed.append(cache)
     protected = [str(path) for path in (config.path, config.functions_dir, state.root, user_cache_dir())]
     protected += agents_protected
+    _not_through_links(tool, [*protected, *own], writable)
     found = Confinement(
         network="all" if policy.network == "all" else "none",
         allowed=policy.network if isinstance(policy.network, tuple) else (),
@@ -104,6 +107,42 @@ def agents_places(config: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 _agents_dotenv: dict[tuple[object, ...], tuple[str, ...]] = {}
+
+
+def _make_own(tool: str, places: list[str], writable: list[str]) -> None:
+    """Make those of toolexec's own folders (``places``) that lie in a place the call may write (``writes: ~/``) and
+    are not there yet (0700, as toolexec makes them): a cover or a read-only bind is put only on what is there, and
+    a tool could make a missing one itself, with what toolexec would read from it next (a memo a one-shot run
+    starts unconfined, a config, a server's token). Checked per call: one ``stat`` each, only under such a policy."""
+    for place in places:
+        if any(place == top or place.startswith(top.rstrip("/") + "/") for top in writable) and not os.path.lexists(place):
+            try:
+                os.makedirs(place, mode=0o700, exist_ok=True)
+            except OSError as error:  # (fail closed: the call is refused rather than run with the place uncovered)
+                raise SandboxUnavailable(tool, f"cannot make {place} to cover it: {error.strerror}") from error
+
+
+def _not_through_links(tool: str, places: list[str], writable: list[str]) -> None:
+    """Refuse a call that could re-point what names toolexec's own ``places``: one that is, or is reached through, a
+    link that lies in a place the call may write (``~/.cache`` a link, under ``writes: ~/``; a functions folder
+    linked into the working directory, under ``writes: cwd``). A cover or a read-only bind holds the
+    link's target, and a mount on each folder between holds those (:func:`toolexec.runtimes.sandbox._pins`), but a
+    link is not a mount point: the tool could replace it, and toolexec would read its own files from the tool's next.
+    Checked per call: one ``lstat`` per folder between, only under such a policy."""
+    for place in places:
+        for top in writable:
+            top = top.rstrip("/") or "/"
+            if not place.startswith(top + "/"):
+                continue
+            between = place  # (itself too: a link there is re-pointed as easily)
+            while between.startswith(top + "/"):
+                if os.path.islink(between):
+                    raise SandboxUnavailable(
+                        tool,
+                        f"{place} is reached through the link {between}, which its policy lets it write (and so "
+                        f"re-point); write to a place that does not hold toolexec's files, or make {between} a folder",
+                    )
+                between = os.path.dirname(between)
 
 
 def servers_folders() -> list[str]:

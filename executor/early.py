@@ -8,7 +8,8 @@ start: node's (~25 ms), a Python tool's interpreter (~10-15 ms), and under the s
 same place, wrote down (a *memo*: the kind of spare, its argv, bwrap's included, and what it adds to the
 environment). The two starts then run side by side, on the two cores a machine has at least.
 
-Three kinds of spare, told apart by the memo's first word (under the baseline each inside its bwrap):
+Three kinds of spare, told apart by the memo's first word (its second: the digest of the environment the run that wrote
+it had, :func:`environ_digest`; under the baseline each inside its bwrap):
 
 * ``node``: ``node node_bootstrap.cjs TOOL``, waiting on stdin for its call (``TOOLEXEC_NODE_SPARE`` names its ready
   and progress descriptors): handed its call as a warm Node spare is (:mod:`toolexec.runtimes.warm_node`);
@@ -82,10 +83,10 @@ class Early:
     def start(self) -> None:
         """Start the remembered spare (nothing when the memo is not one)."""
         fields = self.known.decode("utf-8", "surrogateescape").split("\0")
-        if "" not in fields or fields[0] not in KINDS:
-            return
+        if "" not in fields or len(fields) < 2 or fields[0] not in KINDS or fields[1] != environ_digest():
+            return  # (another environment: the spare's program would start with what this run's call may not see)
         cut = fields.index("")
-        self.kind, self.argv = fields[0], fields[1:cut]
+        self.kind, self.argv = fields[0], fields[2:cut]
         self.additions = dict(entry.split("=", 1) for entry in fields[cut + 1 :] if "=" in entry)
         if not self.argv:
             return
@@ -238,7 +239,7 @@ def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: 
         return
     wanted = b""
     if argv and kind in KINDS and _compatible({**os.environ, **additions}, env, additions):
-        fields = [kind, *argv, "", *(f"{name}={value}" for name, value in additions.items())]
+        fields = [kind, environ_digest(), *argv, "", *(f"{name}={value}" for name, value in additions.items())]
         wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
     if wanted == early.known:
         return
@@ -257,6 +258,19 @@ def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: 
     except OSError:
         pass
     early.known = wanted
+
+
+def environ_digest() -> str:
+    """The digest of this process's whole environment, names and values, as a memo records it.
+
+    The spare starts before toolexec has read its config, so before it knows which variables no tool may receive
+    (``secret_env``): its program (a shebang's interpreter, a venv's ``.pth``: the tool author's code) runs with the
+    environment it is given from that moment, adopted or not. A memo is written only by a run whose call had all of
+    its command's environment (:func:`remember`); a spare is started only with that same environment, so it never
+    starts with a variable, or a value, that run's call did not have (a secret exported since, say)."""
+    data = os.environb if hasattr(os, "environb") else {k.encode(): v.encode() for k, v in os.environ.items()}
+    entries = sorted(name + b"=" + value for name, value in data.items())
+    return format(fnv1a64(b"\0".join(entries)), "016x")
 
 
 def _read(memo: str) -> bytes:

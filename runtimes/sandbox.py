@@ -83,8 +83,15 @@ def calls_share(confinement: Confinement) -> bool:
     A warm server inside the sandbox gives every call a fork of what the tool's top level left in it, and that code
     (the tool's author's) is the server: it can keep each call's message, or undo each call's cover of the others'
     files, for the next call to read. That gives its calls nothing more than this, so a warm server is used only
-    where this holds; elsewhere (``writes: none`` and no open network) the call runs cold."""
-    return bool(confinement.writable) or confinement.network == "all"
+    where this holds; elsewhere (``writes: none`` and no open network) the call runs cold.
+
+    A place counts only where a cold call can write it: it is there (a missing one is bound nowhere, and nothing can
+    make it), this user may write it (``access``: its mode, a read-only filesystem), and it is not also hidden or
+    protected (at one path the cover wins: a hidden one is an empty tmpfs made per call)."""
+    if confinement.network == "all":
+        return True
+    covered = {*confinement.hidden, *confinement.protected}
+    return any(place.rstrip("/") not in covered and os.access(place, os.W_OK) for place in confinement.writable)
 
 
 def bwrap() -> str | None:
@@ -332,8 +339,10 @@ def _view(confinement: Confinement, argv: Sequence[str]) -> list[str]:
         rules = _rules_made[key] = _rules(confinement, installed)
     args: list[str] = []
     for kind, path in rules:
-        if kind == "writable":
+        if kind == "writable" or (kind == "pinned" and not os.path.islink(path)):  # (a link is no mount point)
             args += ["--bind-try", path, path]
+        elif kind == "pinned":  # toolexec's own behind a link a call may write are refused (confine._not_through_links)
+            continue
         elif kind != "hidden":
             args += ["--ro-bind-try", path, path]
         elif os.path.isdir(path):  # whether it is there, and what it is, as it is now (never remembered)
@@ -362,7 +371,25 @@ def _rules(confinement: Confinement, installed: Sequence[str]) -> tuple[tuple[st
             above = "absent" if _under(path, "/tmp") else "ro"  # /tmp itself is the private one
         if above not in _ACCEPTS[kind]:
             kept.append((kind, path))
-    return tuple(kept)
+    return tuple(sorted((*kept, *_pins(kept)), key=lambda rule: rule[1].count("/")))
+
+
+def _pins(kept: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The directories between a writable bind and a protected or hidden path under it, each bound onto itself (it
+    stays writable): a mount cannot be renamed or removed, so none of them can be moved aside and made again, which
+    would leave the cover on the moved one and the path naming the tool's own (``writes: ~/``: ``~/.cache`` renamed,
+    a new ``~/.cache/toolexec/one-shot`` holding a memo the next one-shot run starts unconfined)."""
+    pins: dict[str, None] = {}
+    for index, (kind, path) in enumerate(kept):
+        # (kept goes shallowest first: the last rule above a path before it is the bind it lies in)
+        above = next((rule for rule in reversed(kept[:index]) if _under(path, rule[1]) and path != rule[1]), None)
+        if kind not in ("protected", "hidden") or above is None or above[0] != "writable":
+            continue
+        between = os.path.dirname(path)
+        while between != above[1] and _under(between, above[1]):
+            pins[between] = None
+            between = os.path.dirname(between)
+    return [("pinned", path) for path in pins]
 
 
 def _under(path: str, top: str) -> bool:

@@ -283,11 +283,12 @@ def test_a_memo_naming_another_program_is_never_the_call(
     unused, the call runs cold and the right memo is written; one another user owns is not read at all."""
     project.tool("who.py", WHO_PY)
     config = str(project.configure(sandbox="off"))
-    assert toolexec("--config", config, "run", "who", '{"text": "a"}').returncode == 0
+    assert toolexec("--config", config, "run", "who", '{"text": "a"}', env={"TOOLEXEC_NO_SERVER": "1"}).returncode == 0
     [memo] = _memos(project)
     right = memo.read_bytes()
     proof = tmp_path / "proof"
-    memo.write_bytes("\0".join(["python", "/bin/sh", "-c", f"echo ran >{proof}; exec sleep 61.4242", "", ""]).encode())
+    environ = right.split(b"\0")[1].decode()  # (the digest of the next run's environment: the same)
+    memo.write_bytes("\0".join(["python", environ, "/bin/sh", "-c", f"echo ran >{proof}; exec sleep 61.4242", "", ""]).encode())
     if planted == "anothers-file":
         if os.geteuid() != 0:
             pytest.skip("only root can give a file to another user")
@@ -393,7 +394,8 @@ def test_a_run_killed_before_its_call_leaves_no_spare(
         "early.guarded(process_linux.announce, process_linux.withdraw)\n"
         "print(early._early.proc.pid, flush=True)\nos.kill(os.getpid(), 9)\n"
     )
-    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    # (the environment toolexec() gives its runs: a spare starts only with the one its memo was written with)
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     spare = int(killed.stdout)
     wait_until(lambda: not alive(spare), "the spare to end", timeout=30)

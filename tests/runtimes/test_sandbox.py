@@ -700,3 +700,40 @@ def test_what_the_launch_needs_under_tmp_is_bound_once_at_its_top(monkeypatch: p
     found = sandbox._installed_under_tmp([str(venv / "bin" / "python"), str(other)])
     package = str(Path(sandbox.__file__).resolve().parent.parent)
     assert found == sorted([str(venv), str(other), *([package] if package.startswith("/tmp/") else [])])
+
+
+LIMIT_ALONE = {  # each language's policy lines, replaced by one limit alone
+    "python": (POLICY_PY, "\n    Processes: 64\n"),
+    "bash": (BASH[BASH.index("# @meta network") : BASH.index("main()")], "# @meta processes 64\n"),
+    "javascript": (JS_POLICY, " * @processes 64"),
+    "typescript": (JS_POLICY, " * @processes 64"),
+}
+
+
+@pytest.mark.parametrize("where", ["script", "config"])
+def test_a_limit_alone_is_a_policy_in_every_language(project: Project, language: str, loopback_server: int, where: str) -> None:
+    """A tool that declares one limit and nothing else (in its script, or config's ``sandbox_policies`` for it) gets
+    what it does not declare as every policy does: no network, writes only to its cache (docs/sandbox.md, "What a
+    tool that declares a policy does not declare, it does not get"); the same in every language, cold, ahead and
+    warm. The same tool declaring nothing runs under the baseline alone, its writes and network as toolexec's."""
+    file, source = TOOLS[language]
+    policy, alone = LIMIT_ALONE[language]
+    assert policy in source
+    project.tool(file, source.replace(policy, alone if where == "script" else ""))
+    granted = {"processes": 64} if where == "config" else None
+    target = Path.home() / "planted-by-a-limit-alone"  # (HOME: seen read-only through the private /tmp)
+    settings: dict[str, Any] = {"sandbox_policies": {"hostile": granted}} if granted is not None else {}
+    with project.executor([file], timeout=20, **settings) as executor:
+        [tool] = [tool for tool in executor.tools() if tool.name == "hostile"]
+        declared = tool.metadata.sandbox
+        wrote = executor.call("hostile", {"action": "write", "arg": str(target)})
+        connected = executor.call("hostile", {"action": "connect", "arg": f"127.0.0.1:{loopback_server}"})
+    assert declared is not None and (declared.network, declared.writes, declared.processes) == ("none", ("cache",), 64)
+    assert (wrote.status, wrote.reason, target.exists()) == ("error", "tool_failed", False), wrote
+    assert (connected.status, connected.reason) == ("error", "tool_failed"), connected
+    project.tool(file, source.replace(policy, ""))
+    with project.executor([file], timeout=20) as executor:
+        wrote = executor.call("hostile", {"action": "write", "arg": str(target)})
+        connected = executor.call("hostile", {"action": "connect", "arg": f"127.0.0.1:{loopback_server}"})
+    assert (wrote.status, target.read_text()) == ("ok", "x\n" if language == "bash" else "x"), wrote
+    assert connected.status == "ok", connected

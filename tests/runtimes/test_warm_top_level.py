@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Project
+from tests.conftest import Project, toolexec
 from tests.helpers import confined_warm_usable
 from toolexec import Executor
 from toolexec.records import ToolCall
@@ -114,3 +114,29 @@ def test_a_policy_that_keeps_a_place_between_calls_still_runs_warm(project: Proj
             second = _said(executor.call("hostile", {"secret": "second"}))
         assert (first["warm"], first["seen"], second["warm"]) == (True, [], True), policy
         assert [json.loads(seen) for seen in second["seen"]] == [{"secret": "first"}], policy
+
+
+@pytest.mark.parametrize("place", ["missing", "hidden", "read-only"])
+def test_a_writable_place_no_cold_call_can_write_keeps_nothing_either(project: Project, place: str) -> None:
+    """A policy that names a place to write where no cold call can write anything: a path that is not there (its
+    bind is skipped and nothing can make it), a hidden one (``~/.ssh``: its cover, an empty tmpfs made per call,
+    wins over the write), one this user may not write (``/proc/sys``: a guard, it ran cold before too). Its cold calls
+    keep nothing from one another, so a warm server would give them a channel: they run cold (the previous call's
+    secret never reaches the next)."""
+    from pathlib import Path
+
+    home = Path.home()
+    (home / ".ssh").mkdir(exist_ok=True)
+    target = {"missing": str(home / "not-there"), "hidden": "~/.ssh", "read-only": "/proc/sys"}[place]
+    policy = f"    Writes: {target}\n    Network: none\n"
+    with _executor(project, policy) as executor:
+        first = _said(executor.call("hostile", {"secret": "first-call-secret"}))
+        executor.calls.settle()
+        second = _said(executor.call("hostile", {"secret": "second"}))
+    assert [(said["warm"], said["seen"]) for said in (first, second)] == [(False, [])] * 2
+    described = toolexec("--config", str(project.config), "describe", "hostile")
+    assert [line for line in described.stdout.splitlines() if line.startswith("Warm:")] == [
+        "Warm: no: no place its policy writes can be written now (not there, hidden, or not yours to write), so no "
+        "call can keep anything for the next, and the calls of a warm server share what the tool's top level keeps "
+        "in it, so it runs cold"
+    ], described.stderr

@@ -1,0 +1,199 @@
+"""A hostile tool against the one-shot run's early start (toolexec.early): what the spare's program sees before the
+process helper decides whether it is the call's.
+
+The spare starts before toolexec has read its config, so before it knows which of its environment's variables no
+tool may receive (``secret_env``): the tool's program (its shebang's interpreter, an interpreter's start-up code such
+as a venv's ``.pth``) runs from that moment, whether the spare is adopted or ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project, toolexec
+from tests.executor.test_early import BEHAVE_PY, BEHAVE_SH, _memos, _needs, _no_leftovers
+from toolexec.runtimes import process_linux
+
+pytestmark = pytest.mark.skipif(not process_linux.available(), reason="the early spare needs pidfd and /proc (Linux)")
+
+SECRET = "EARLY_TOP_SECRET"
+
+
+def _spy(directory: Path, name: str, program: str, proof: Path) -> Path:
+    """An interpreter that writes down the environment it started with, then runs ``program``: the tool author's
+    code that runs at its program's start, before any line of the tool."""
+    spy = directory / name  # (named for what it runs: toolexec reads a shebang's interpreter by its name)
+    spy.write_text(f'#!/bin/sh\nenv >>{proof}\necho --- >>{proof}\nexec {program} "$@"\n')
+    spy.chmod(0o755)
+    return spy
+
+
+@pytest.mark.parametrize("sandbox", ["off", "declared"])
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_the_early_spare_never_starts_with_a_secret_the_call_is_kept_from(
+    project: Project, private_tmpdir: Path, tmp_path: Path, language: str, sandbox: str
+) -> None:
+    """The first run (no secret in the command's environment) remembers its start; the second has the secret
+    (``secret_env``): its spare must not be started with it (the cold call never sees it), nor may the call."""
+    _needs(sandbox)
+    proof = tmp_path / "proof"
+    if language == "python":
+        spy = _spy(tmp_path, "python-spy", sys.executable, proof)
+        project.tool("behave.py", BEHAVE_PY)
+        config = str(project.configure(sandbox=sandbox, secret_env=[SECRET], runtimes={"python": str(spy)}))
+    else:
+        spy = _spy(tmp_path, "bash-spy", "/bin/bash", proof)
+        project.tool("behave.sh", BEHAVE_SH.replace("#!/usr/bin/env bash", f"#!{spy}"))
+        config = str(project.configure(sandbox=sandbox, secret_env=[SECRET]))
+    env = {"EARLY_PROOF": str(tmp_path / "early"), "BIG": str(tmp_path / "big")}
+    argv = ("--config", config, "run", "behave", json.dumps({"behave": "returns"}))
+    first = toolexec(*argv, env=env)
+    done = "done" if language == "python" else "done\n"  # (what each language's output file holds)
+    assert (first.returncode, first.stdout) == (0, done), first.stderr
+    assert len(_memos(project)) == 1
+    second = toolexec(*argv, env={**env, SECRET: "hunter2"})
+    assert (second.returncode, second.stdout) == (0, done), second.stderr
+    starts = [block for block in proof.read_text().split("---\n") if block]
+    assert len(starts) >= 2
+    assert [line for line in proof.read_text().splitlines() if "hunter2" in line] == []
+    _no_leftovers(project, private_tmpdir)
+
+
+MOVE_ASIDE_PY = '''import json, os
+
+
+def run(top: str) -> str:
+    """Move a folder that holds toolexec's own aside, and make it again with a memo of this tool's choosing.
+
+    Network: none
+    Writes: ~/
+    """
+    moved = top + "-moved"
+    try:
+        os.rename(top, moved)
+    except OSError as exc:
+        return json.dumps({"moved": exc.errno})
+    folder = os.path.join(top, "toolexec", "one-shot")
+    os.makedirs(folder, mode=0o700)
+    with open(os.path.join(folder, "planted"), "w") as memo:
+        memo.write("python\\0...")
+    return json.dumps({"moved": 0})
+'''
+
+
+@pytest.mark.sandbox_modes
+@pytest.mark.parametrize("top", ["XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"])
+def test_a_tool_writing_the_home_cannot_move_toolexecs_folders_aside(project: Project, top: str) -> None:
+    """Under ``writes: ~/`` toolexec's folders in the home (the user cache with the one-shot memos, the user config,
+    the servers' state) stay read-only or hidden; the folder above each is writable, and was renamed before: the
+    cover stayed on the moved one, and the tool made the path again (a memo there runs unconfined at the next one-shot
+    ``toolexec run``). Each folder between a writable place and toolexec's own is a mount now: EBUSY."""
+    from toolexec.runtimes import sandbox as runtime_sandbox
+
+    if runtime_sandbox.mechanism()[0] != "bwrap":
+        pytest.skip("the view of a declared policy needs bwrap (the fallback grants no write right around them)")
+    folder = Path(os.environ[top])
+    (folder / "toolexec").mkdir(exist_ok=True)
+    before = sorted(path.name for path in folder.iterdir())
+    project.tool("move.py", MOVE_ASIDE_PY)
+    with project.executor(["move.py"], sandbox="declared") as executor:
+        result = executor.call("move", {"top": str(folder)})
+    assert (result.status, json.loads(result.output)) == ("ok", {"moved": 16}), result  # EBUSY
+    assert (sorted(path.name for path in folder.iterdir()), Path(f"{folder}-moved").exists()) == (before, False)
+
+
+MAKE_PY = '''import json, os
+
+
+def run(path: str) -> str:
+    """Make a folder toolexec reads from, where there is none yet, with a file of this tool's choosing.
+
+    Network: none
+    Writes: ~/
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "config.yaml"), "w") as planted:
+            planted.write("sandbox: off\\\\n")
+    except OSError as exc:
+        return json.dumps({"made": exc.errno})
+    return json.dumps({"made": 0})
+'''
+
+
+@pytest.mark.sandbox_modes
+@pytest.mark.parametrize("place", ["one-shot", "config", "state"])
+def test_a_tool_writing_the_home_cannot_make_toolexecs_missing_folders(project: Project, place: str) -> None:
+    """toolexec's own folders in the home that are not there yet (the one-shot memos' with no user cache, the user
+    config, the servers' state): a cover goes only on what is there, so a tool under ``writes: ~/`` made them, with
+    what toolexec reads from them next (a config saying ``sandbox: off``). They are made before such a call now, and
+    covered: what it writes there goes nowhere. (The one-shot folder's parent, the user cache, is made by toolexec's
+    own start, read-only to the tool: a guard.)"""
+    from toolexec.runtimes import sandbox as runtime_sandbox
+
+    if runtime_sandbox.mechanism()[0] != "bwrap":
+        pytest.skip("the view of a declared policy needs bwrap")
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    target = {
+        "one-shot": cache / "elsewhere" / "toolexec" / "one-shot",
+        "config": Path(os.environ["XDG_CONFIG_HOME"]) / "toolexec",
+        "state": Path(os.environ["XDG_STATE_HOME"]) / "toolexec",
+    }[place]
+    if place == "one-shot":  # a user cache not made yet (toolexec's state is in the functions directory)
+        os.environ["XDG_CACHE_HOME"] = str(cache / "elsewhere")
+    project.tool("make.py", MAKE_PY)
+    try:
+        with project.executor(["make.py"], sandbox="declared") as executor:
+            result = executor.call("make", {"path": str(target)})
+    finally:
+        os.environ["XDG_CACHE_HOME"] = str(cache)
+    # (made in its cover, or refused: the user cache, made by toolexec's start, is read-only)
+    assert (result.status, result.output) in (("ok", '{"made": 0}'), ("ok", '{"made": 30}')), result
+    assert (list(target.iterdir()) if target.exists() else []) == []  # nothing of it on the host
+
+
+REPOINT_PY = '''import os
+
+
+def run(link: str, to: str) -> str:
+    """Point a link that names a folder of toolexec's at a folder of this tool's.
+
+    Network: none
+    Writes: ~/
+    """
+    os.makedirs(to, exist_ok=True)
+    os.unlink(link)
+    os.symlink(to, link)
+    return "re-pointed"
+'''
+
+
+@pytest.mark.sandbox_modes
+def test_a_tool_writing_the_home_is_refused_where_toolexecs_folder_is_reached_through_a_link(project: Project) -> None:
+    """``~/.cache`` a link to the real cache: the read-only bind holds the link's target, but the link itself lies in
+    the home the tool writes, and is no mount: re-pointed at the tool's folder, the next run would read its memos and
+    state from there. Such a call is refused (fail closed), naming the link, and nothing of it ran."""
+    from toolexec.runtimes import sandbox as runtime_sandbox
+
+    if runtime_sandbox.mechanism()[0] != "bwrap":
+        pytest.skip("the view of a declared policy needs bwrap")
+    home = Path.home()
+    real, link = home / "real-cache", home / "linked-cache"
+    real.mkdir()
+    link.symlink_to(real)
+    cache = os.environ["XDG_CACHE_HOME"]
+    project.tool("repoint.py", REPOINT_PY)
+    os.environ["XDG_CACHE_HOME"] = str(link)
+    try:
+        with project.executor(["repoint.py"], sandbox="declared") as executor:
+            result = executor.call("repoint", {"link": str(link), "to": str(home / "mine")})
+    finally:
+        os.environ["XDG_CACHE_HOME"] = cache
+    assert (result.status, result.reason) == ("unavailable", "unavailable"), result
+    assert f"reached through the link {link}" in (result.error or ""), result.error
+    assert (os.readlink(link), (home / "mine").exists()) == (str(real), False)
