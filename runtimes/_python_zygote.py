@@ -392,9 +392,22 @@ def _limit(limits):
             procs.write("0")
 
 
+# The CPU seconds the zygote had used once the tool had loaded (its start and the tool's top level): what a cold call's
+# process uses before the tool runs
+_loaded_in = [0.0]
+
+
 def _child(module, request, fds):
     """Become the call's process, run it and exit (``fds``: stdin, stdout, stderr and, when the call listens for
-    progress, its pipe)."""
+    progress, its pipe).
+
+    The call's CPU limit is its own (set by :func:`_limit`; the server's may be higher: toolexec gives one server the
+    calls of every lower bound), and its process's CPU time starts at zero: a call whose bound the load alone reached
+    meets it at once (SIGXCPU, as its cold call's process would have met it while loading)."""
+    cpu = (request.get("limits") or {}).get("cpu")
+    if cpu is not None and _loaded_in[0] >= cpu:
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGXCPU)
     stdin, stdout, stderr = fds[:3]
     progress = fds[3] if len(fds) > 3 else -1
     os.dup2(stdin, 0)
@@ -756,6 +769,8 @@ def serve():
     module = _load(control, confined=bool(confine))
     if module is None:
         os._exit(0)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    _loaded_in[0] = used.ru_utime + used.ru_stime
     _retire_at_cpu_limit(control)
     if hasattr(gc, "freeze"):  # (3.7+) the loaded objects are never collected in a call: its collections skip them,
         gc.freeze()  # rather than touch (and so copy) every page that holds one
