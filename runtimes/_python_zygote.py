@@ -96,19 +96,30 @@ class _Namespaces:
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
 
+    bounded = False  # the bounding and ambient sets are empty (:meth:`drop_bounding`)
+
+    def drop_bounding(self, always=False):
+        """Empty the bounding set (what an exec could take back) and the ambient set. It takes nothing from what this
+        process holds (its effective and permitted sets: :meth:`drop_capabilities` empties them), so a confined call's
+        process does it ahead of its call, while it waits (42 system calls off the call's path), and still binds its
+        own files once it has its call."""
+        if (os.getuid() == 0 and not always) or self.bounded:
+            return
+        for cap in range(64):  # (PR_CAPBSET_DROP needs CAP_SETPCAP, which bwrap kept: dropped with the rest after)
+            if self.libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP; EINVAL past the last capability
+                if self.ctypes.get_errno() != 22:  # anything else leaves a capability an exec could take back
+                    self._check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
+                break
+        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+        self.bounded = True
+
     def drop_capabilities(self, always=False):
         """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's under
         the baseline, unless ``always``: a confined call's bwrap leaves root none either)."""
         if os.getuid() == 0 and not always:
             return
         ctypes = self.ctypes
-        for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, which bwrap kept: dropped next)
-            if self.libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP; EINVAL past the last capability
-                if self.ctypes.get_errno() != 22:  # anything else leaves a capability an exec could take back
-                    self._check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
-                break
-        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
-
+        self.drop_bounding(always)  # the bounding set first (unless done ahead)
         header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
         data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice (64 capabilities), all empty
         self._check(self.libc.capset(header, data), "capset")
@@ -312,9 +323,9 @@ def _tool(module, calls, namespaces):
     late = getattr(namespaces, "late_drop", False)
     if late:  # nor a finalizer of the tool's, run by a collection
         gc.disable()
-    if namespaces is not None and not late:
+    if namespaces is not None:
         try:
-            namespaces.drop_capabilities()
+            namespaces.drop_bounding() if late else namespaces.drop_capabilities()  # (late: the rest at its call)
         except OSError:
             os._exit(70)
     _rehearse(module, tool_code=not late)
@@ -331,7 +342,7 @@ def _tool(module, calls, namespaces):
     if late and namespaces.added_env:
         request["env"] = {**request["env"], **namespaces.added_env}
     if namespaces is not None:
-        reply = socket.socket(fileno=fds[3])
+        reply = _Reply(fds[3])  # (its credentials go with what it writes: the host's end has SO_PASSCRED)
         try:
             if late:  # before P: what cannot be set leaves the call unstarted (toolexec starts it cold, or refuses it)
                 namespaces.own_files(request.get("files"))
@@ -387,9 +398,14 @@ def _limit(limits):
             resource.setrlimit(getattr(resource, kind), (value, value + above))
     cgroup = limits.get("cgroup")
     if cgroup:
-        tasks = os.path.join(cgroup, "tasks")  # v1's tasks: this single thread moves without waiting a grace period
-        with open(tasks if os.path.exists(tasks) else os.path.join(cgroup, "cgroup.procs"), "w") as procs:
-            procs.write("0")
+        try:  # v1's tasks: this single thread moves without waiting a grace period
+            procs = os.open(os.path.join(cgroup, "tasks"), os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            procs = os.open(os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(procs, b"0")
+        finally:
+            os.close(procs)
 
 
 # The CPU seconds the zygote had used once the tool had loaded (its start and the tool's top level): what a cold call's
