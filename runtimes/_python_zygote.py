@@ -226,8 +226,9 @@ def _spare(namespaces, module, calls, said=-1):
     new PID namespace: it takes a mount namespace and a /proc of its own, forks the call's process ahead (which
     inherits them, and waits on ``calls`` for the call), lets go of ``calls`` and waits for that process; it exits
     with the tool's status once that has ended (128 + the signal, as bwrap's own init reports it). With ``said`` (a
-    pipe to the zygote) it first ends and reaps whatever else the call left, and says the status there
-    (:func:`_end_call`): the call is over before this init's own exit tears down its copy of the zygote."""
+    socket to the zygote, on which it also gets the call's reply socket) it first ends and reaps whatever else the
+    call left, and says the status itself (:func:`_end_call`): the call is over before this init's own exit tears
+    down its copy of the zygote."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # (the zygote's: _retire_at_cpu_limit) a call meets its CPU limit as cold
@@ -253,22 +254,48 @@ def _spare(namespaces, module, calls, said=-1):
     calls.close()  # a call sent once the tool's process is gone fails at once (the zygote then makes another spare)
     if pid < 0:
         os._exit(70)
-    _exit_with(pid, (lambda code: _end_call(said, code)) if said >= 0 else None)
+    zygote = socket.socket(fileno=said) if said >= 0 else None  # (made while the spare waits, not at the call's end)
+    _exit_with(pid, (lambda code: _end_call(zygote, code)) if zygote is not None else None)
 
 
 def _end_call(said, code):
     """As a call's namespace init, once the tool's own process has ended with ``code``: SIGKILL whatever else is in
     the namespace (``kill(-1)`` from its init reaches every process of it, and none outside), reap it all (every
     process of a PID namespace descends from its init: none left to wait for means the namespace holds this init
-    alone), then say ``code`` on ``said``, the zygote's pipe: it tells toolexec at once, while this init's exit (its
-    copy of the zygote's memory, its namespaces) is torn down off the call's path."""
+    alone), then say the status: to toolexec itself, on the call's reply socket the zygote sent here once it had
+    handed the call over (one process less to wake on the call's path), then ``S`` to the zygote on ``said``; or,
+    when that socket has not come, ``code`` to the zygote, which tells toolexec. Either way this init's own exit (its
+    copy of the zygote's memory, its namespaces) is torn down off the call's path. The reply socket comes only once
+    the tool's process is gone: it never held it, nor could it reach it here (it holds no capability, this init does)."""
     while not _alone():  # a process of the call still runs (or stops): killed, and waited for
         with contextlib.suppress(OSError):
             os.kill(-1, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError, InterruptedError):
             os.waitpid(-1, 0)
+    reply = _reply_sent(said)
+    word = b"%d" % code
+    if reply >= 0:
+        with contextlib.suppress(OSError):
+            _Reply(reply).sendall(b"X%d\n" % (code << 8))  # a wait status, as the zygote's reap of this init gives
+        os.close(reply)
+        word = b"S"
     with contextlib.suppress(OSError):
-        os.write(said, b"%d" % code)
+        said.send(word)
+
+
+def _reply_sent(said):
+    """The call's reply socket, when the zygote has sent it on ``said`` (-1: not yet, or never)."""
+    fds = array.array("i")
+    try:
+        _, ancillary, _, _ = said.recvmsg(1, socket.CMSG_SPACE(fds.itemsize), socket.MSG_DONTWAIT)
+    except OSError:
+        return -1
+    for level, kind, cdata in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(cdata[: len(cdata) - (len(cdata) % fds.itemsize)])
+    for fd in fds[1:]:
+        os.close(fd)
+    return fds[0] if fds else -1
 
 
 def _alone():
@@ -593,28 +620,31 @@ class _Spares:
         if self.waiting is not None:
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        said = os.pipe() if self.early else (-1, -1)
+        # the socket the init says the call's status on, and gets the call's reply socket on (see _end_call)
+        said = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if self.early else None
         pid = self.fork()
         if pid == -2:
-            ours.close()
-            theirs.close()
-            for fd in said:
-                _close(fd)
+            for sock in (ours, theirs, *(said or ())):
+                sock.close()
             return
         if pid == 0:
             try:
                 self.control.close()
                 ours.close()
-                _spare(self.namespaces, self.module, theirs, said[1])
+                if said is not None:
+                    said[0].close()
+                _spare(self.namespaces, self.module, theirs, said[1].detach() if said is not None else -1)
             finally:
                 os._exit(70)
         theirs.close()
-        _close(said[1])
+        if said is not None:
+            said[1].close()
         if pid < 0:
             ours.close()
-            _close(said[0])
+            if said is not None:
+                said[0].close()
             return
-        self.waiting = (pid, ours, said[0])
+        self.waiting = (pid, ours, said[0] if said is not None else None)
         self.made.add(pid)
 
     def fork(self):
@@ -633,8 +663,9 @@ class _Spares:
         return pid
 
     def hand(self, data, fds):
-        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it), the pipe its
-        init says the status on (-1: none) and, isolated, the call's mount namespace held (:meth:`hold`; -1: none)."""
+        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it), the socket its
+        init says the status on (-1: none; the call's reply socket is sent there, for the init to say the status to
+        toolexec itself: :func:`_end_call`) and, isolated, the call's mount namespace held (:meth:`hold`; -1: none)."""
         for _ in range(2):  # a spare that died meanwhile: one more, made now
             self.make()
             if self.waiting is None:
@@ -646,12 +677,17 @@ class _Spares:
                 socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
             except OSError:
                 _close(held)
-                _close(said)
+                if said is not None:
+                    said.close()
                 continue
             finally:
                 sock.close()
             self.made.discard(pid)
-            return pid, said, held
+            if said is None:
+                return pid, -1, held
+            with contextlib.suppress(OSError):  # (an init gone meanwhile: the zygote says the status once it reaps it)
+                _send_fds(said, b"R", fds[3:4])
+            return pid, said.detach(), held
         return -1, -1, -1
 
     def hold(self, pid):
@@ -676,7 +712,8 @@ class _Spares:
     def close(self):
         if self.waiting is not None:
             self.waiting[1].close()  # it sees the end of file and exits
-            _close(self.waiting[2])
+            if self.waiting[2] is not None:
+                self.waiting[2].close()
             self.waiting = None
 
 
@@ -818,8 +855,9 @@ def _woken_by_children():
 
 
 def _heard(children, spares, pid):
-    """Read what call ``pid``'s init said on its pipe (:func:`_end_call`): its status, said to toolexec now (the init
-    is then reaped quietly), or nothing (it ended without a word: its reap says the status). True when said."""
+    """Read what call ``pid``'s init said on its socket (:func:`_end_call`): ``S`` (it said the status to toolexec
+    itself) or the status, said to toolexec now (the init is then reaped quietly either way), or nothing (it ended
+    without a word: its reap says the status). True when said."""
     reply = children[pid]
     try:
         word = os.read(reply.said, 32)
@@ -827,12 +865,13 @@ def _heard(children, spares, pid):
         word = b""
     _close(reply.said)
     reply.said = -1
-    if not word.isdigit():
+    if not (word.isdigit() or word == b"S"):
         return False
     del children[pid]
     spares.made.add(pid)
-    with contextlib.suppress(OSError):
-        reply.sendall(b"X%d\n" % (int(word) << 8))  # a wait status, as the init's reap would give
+    if word != b"S":
+        with contextlib.suppress(OSError):
+            reply.sendall(b"X%d\n" % (int(word) << 8))  # a wait status, as the init's reap would give
     reply.close()
     return True
 
