@@ -229,6 +229,10 @@ class Confined:
             for _, fd, _ in held:
                 os.close(fd)
 
+    def drop_bounding(self):
+        """The bounding and ambient sets emptied, ahead of the call (what it holds it keeps until :meth:`drop_capabilities`)."""
+        self.base.drop_bounding(always=True)
+
     def drop_capabilities(self):
         """No capability left (every set, the bounding set too), as bwrap leaves a cold call's tool."""
         self.base.drop_capabilities(always=True)

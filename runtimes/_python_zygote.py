@@ -96,19 +96,30 @@ class _Namespaces:
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
 
+    bounded = False  # the bounding and ambient sets are empty (:meth:`drop_bounding`)
+
+    def drop_bounding(self, always=False):
+        """Empty the bounding set (what an exec could take back) and the ambient set. It takes nothing from what this
+        process holds (its effective and permitted sets: :meth:`drop_capabilities` empties them), so a confined call's
+        process does it ahead of its call, while it waits (42 system calls off the call's path), and still binds its
+        own files once it has its call."""
+        if (os.getuid() == 0 and not always) or self.bounded:
+            return
+        for cap in range(64):  # (PR_CAPBSET_DROP needs CAP_SETPCAP, which bwrap kept: dropped with the rest after)
+            if self.libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP; EINVAL past the last capability
+                if self.ctypes.get_errno() != 22:  # anything else leaves a capability an exec could take back
+                    self._check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
+                break
+        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+        self.bounded = True
+
     def drop_capabilities(self, always=False):
         """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's under
         the baseline, unless ``always``: a confined call's bwrap leaves root none either)."""
         if os.getuid() == 0 and not always:
             return
         ctypes = self.ctypes
-        for cap in range(64):  # the bounding set first (that needs CAP_SETPCAP, which bwrap kept: dropped next)
-            if self.libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP; EINVAL past the last capability
-                if self.ctypes.get_errno() != 22:  # anything else leaves a capability an exec could take back
-                    self._check(-1, f"prctl(PR_CAPBSET_DROP, {cap})")
-                break
-        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
-
+        self.drop_bounding(always)  # the bounding set first (unless done ahead)
         header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
         data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice (64 capabilities), all empty
         self._check(self.libc.capset(header, data), "capset")
@@ -215,8 +226,9 @@ def _spare(namespaces, module, calls, said=-1):
     new PID namespace: it takes a mount namespace and a /proc of its own, forks the call's process ahead (which
     inherits them, and waits on ``calls`` for the call), lets go of ``calls`` and waits for that process; it exits
     with the tool's status once that has ended (128 + the signal, as bwrap's own init reports it). With ``said`` (a
-    pipe to the zygote) it first ends and reaps whatever else the call left, and says the status there
-    (:func:`_end_call`): the call is over before this init's own exit tears down its copy of the zygote."""
+    socket to the zygote, on which it also gets the call's reply socket) it first ends and reaps whatever else the
+    call left, and says the status itself (:func:`_end_call`): the call is over before this init's own exit tears
+    down its copy of the zygote."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # (the zygote's: _retire_at_cpu_limit) a call meets its CPU limit as cold
@@ -242,22 +254,48 @@ def _spare(namespaces, module, calls, said=-1):
     calls.close()  # a call sent once the tool's process is gone fails at once (the zygote then makes another spare)
     if pid < 0:
         os._exit(70)
-    _exit_with(pid, (lambda code: _end_call(said, code)) if said >= 0 else None)
+    zygote = socket.socket(fileno=said) if said >= 0 else None  # (made while the spare waits, not at the call's end)
+    _exit_with(pid, (lambda code: _end_call(zygote, code)) if zygote is not None else None)
 
 
 def _end_call(said, code):
     """As a call's namespace init, once the tool's own process has ended with ``code``: SIGKILL whatever else is in
     the namespace (``kill(-1)`` from its init reaches every process of it, and none outside), reap it all (every
     process of a PID namespace descends from its init: none left to wait for means the namespace holds this init
-    alone), then say ``code`` on ``said``, the zygote's pipe: it tells toolexec at once, while this init's exit (its
-    copy of the zygote's memory, its namespaces) is torn down off the call's path."""
+    alone), then say the status: to toolexec itself, on the call's reply socket the zygote sent here once it had
+    handed the call over (one process less to wake on the call's path), then ``S`` to the zygote on ``said``; or,
+    when that socket has not come, ``code`` to the zygote, which tells toolexec. Either way this init's own exit (its
+    copy of the zygote's memory, its namespaces) is torn down off the call's path. The reply socket comes only once
+    the tool's process is gone: it never held it, nor could it reach it here (it holds no capability, this init does)."""
     while not _alone():  # a process of the call still runs (or stops): killed, and waited for
         with contextlib.suppress(OSError):
             os.kill(-1, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError, InterruptedError):
             os.waitpid(-1, 0)
+    reply = _reply_sent(said)
+    word = b"%d" % code
+    if reply >= 0:
+        with contextlib.suppress(OSError):
+            _Reply(reply).sendall(b"X%d\n" % (code << 8))  # a wait status, as the zygote's reap of this init gives
+        os.close(reply)
+        word = b"S"
     with contextlib.suppress(OSError):
-        os.write(said, b"%d" % code)
+        said.send(word)
+
+
+def _reply_sent(said):
+    """The call's reply socket, when the zygote has sent it on ``said`` (-1: not yet, or never)."""
+    fds = array.array("i")
+    try:
+        _, ancillary, _, _ = said.recvmsg(1, socket.CMSG_SPACE(fds.itemsize), socket.MSG_DONTWAIT)
+    except OSError:
+        return -1
+    for level, kind, cdata in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(cdata[: len(cdata) - (len(cdata) % fds.itemsize)])
+    for fd in fds[1:]:
+        os.close(fd)
+    return fds[0] if fds else -1
 
 
 def _alone():
@@ -312,9 +350,9 @@ def _tool(module, calls, namespaces):
     late = getattr(namespaces, "late_drop", False)
     if late:  # nor a finalizer of the tool's, run by a collection
         gc.disable()
-    if namespaces is not None and not late:
+    if namespaces is not None:
         try:
-            namespaces.drop_capabilities()
+            namespaces.drop_bounding() if late else namespaces.drop_capabilities()  # (late: the rest at its call)
         except OSError:
             os._exit(70)
     _rehearse(module, tool_code=not late)
@@ -331,7 +369,7 @@ def _tool(module, calls, namespaces):
     if late and namespaces.added_env:
         request["env"] = {**request["env"], **namespaces.added_env}
     if namespaces is not None:
-        reply = socket.socket(fileno=fds[3])
+        reply = _Reply(fds[3])  # (its credentials go with what it writes: the host's end has SO_PASSCRED)
         try:
             if late:  # before P: what cannot be set leaves the call unstarted (toolexec starts it cold, or refuses it)
                 namespaces.own_files(request.get("files"))
@@ -387,14 +425,32 @@ def _limit(limits):
             resource.setrlimit(getattr(resource, kind), (value, value + above))
     cgroup = limits.get("cgroup")
     if cgroup:
-        tasks = os.path.join(cgroup, "tasks")  # v1's tasks: this single thread moves without waiting a grace period
-        with open(tasks if os.path.exists(tasks) else os.path.join(cgroup, "cgroup.procs"), "w") as procs:
-            procs.write("0")
+        try:  # v1's tasks: this single thread moves without waiting a grace period
+            procs = os.open(os.path.join(cgroup, "tasks"), os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            procs = os.open(os.path.join(cgroup, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(procs, b"0")
+        finally:
+            os.close(procs)
+
+
+# The CPU seconds the zygote had used once the tool had loaded (its start and the tool's top level): what a cold call's
+# process uses before the tool runs
+_loaded_in = [0.0]
 
 
 def _child(module, request, fds):
     """Become the call's process, run it and exit (``fds``: stdin, stdout, stderr and, when the call listens for
-    progress, its pipe)."""
+    progress, its pipe).
+
+    The call's CPU limit is its own (set by :func:`_limit`; the server's may be higher: toolexec gives one server the
+    calls of every lower bound), and its process's CPU time starts at zero: a call whose bound the load alone reached
+    meets it at once (SIGXCPU, as its cold call's process would have met it while loading)."""
+    cpu = (request.get("limits") or {}).get("cpu")
+    if cpu is not None and _loaded_in[0] >= cpu:
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGXCPU)
     stdin, stdout, stderr = fds[:3]
     progress = fds[3] if len(fds) > 3 else -1
     os.dup2(stdin, 0)
@@ -564,28 +620,31 @@ class _Spares:
         if self.waiting is not None:
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        said = os.pipe() if self.early else (-1, -1)
+        # the socket the init says the call's status on, and gets the call's reply socket on (see _end_call)
+        said = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if self.early else None
         pid = self.fork()
         if pid == -2:
-            ours.close()
-            theirs.close()
-            for fd in said:
-                _close(fd)
+            for sock in (ours, theirs, *(said or ())):
+                sock.close()
             return
         if pid == 0:
             try:
                 self.control.close()
                 ours.close()
-                _spare(self.namespaces, self.module, theirs, said[1])
+                if said is not None:
+                    said[0].close()
+                _spare(self.namespaces, self.module, theirs, said[1].detach() if said is not None else -1)
             finally:
                 os._exit(70)
         theirs.close()
-        _close(said[1])
+        if said is not None:
+            said[1].close()
         if pid < 0:
             ours.close()
-            _close(said[0])
+            if said is not None:
+                said[0].close()
             return
-        self.waiting = (pid, ours, said[0])
+        self.waiting = (pid, ours, said[0] if said is not None else None)
         self.made.add(pid)
 
     def fork(self):
@@ -604,8 +663,9 @@ class _Spares:
         return pid
 
     def hand(self, data, fds):
-        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it), the pipe its
-        init says the status on (-1: none) and, isolated, the call's mount namespace held (:meth:`hold`; -1: none)."""
+        """Hand a call to the waiting spare (made now if none waits): its pid (-1 when no spare took it), the socket its
+        init says the status on (-1: none; the call's reply socket is sent there, for the init to say the status to
+        toolexec itself: :func:`_end_call`) and, isolated, the call's mount namespace held (:meth:`hold`; -1: none)."""
         for _ in range(2):  # a spare that died meanwhile: one more, made now
             self.make()
             if self.waiting is None:
@@ -617,12 +677,17 @@ class _Spares:
                 socket.send_fds(sock, [data], fds) if hasattr(socket, "send_fds") else _send_fds(sock, data, fds)
             except OSError:
                 _close(held)
-                _close(said)
+                if said is not None:
+                    said.close()
                 continue
             finally:
                 sock.close()
             self.made.discard(pid)
-            return pid, said, held
+            if said is None:
+                return pid, -1, held
+            with contextlib.suppress(OSError):  # (an init gone meanwhile: the zygote says the status once it reaps it)
+                _send_fds(said, b"R", fds[3:4])
+            return pid, said.detach(), held
         return -1, -1, -1
 
     def hold(self, pid):
@@ -647,7 +712,8 @@ class _Spares:
     def close(self):
         if self.waiting is not None:
             self.waiting[1].close()  # it sees the end of file and exits
-            _close(self.waiting[2])
+            if self.waiting[2] is not None:
+                self.waiting[2].close()
             self.waiting = None
 
 
@@ -756,6 +822,8 @@ def serve():
     module = _load(control, confined=bool(confine))
     if module is None:
         os._exit(0)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    _loaded_in[0] = used.ru_utime + used.ru_stime
     _retire_at_cpu_limit(control)
     if hasattr(gc, "freeze"):  # (3.7+) the loaded objects are never collected in a call: its collections skip them,
         gc.freeze()  # rather than touch (and so copy) every page that holds one
@@ -787,8 +855,9 @@ def _woken_by_children():
 
 
 def _heard(children, spares, pid):
-    """Read what call ``pid``'s init said on its pipe (:func:`_end_call`): its status, said to toolexec now (the init
-    is then reaped quietly), or nothing (it ended without a word: its reap says the status). True when said."""
+    """Read what call ``pid``'s init said on its socket (:func:`_end_call`): ``S`` (it said the status to toolexec
+    itself) or the status, said to toolexec now (the init is then reaped quietly either way), or nothing (it ended
+    without a word: its reap says the status). True when said."""
     reply = children[pid]
     try:
         word = os.read(reply.said, 32)
@@ -796,12 +865,13 @@ def _heard(children, spares, pid):
         word = b""
     _close(reply.said)
     reply.said = -1
-    if not word.isdigit():
+    if not (word.isdigit() or word == b"S"):
         return False
     del children[pid]
     spares.made.add(pid)
-    with contextlib.suppress(OSError):
-        reply.sendall(b"X%d\n" % (int(word) << 8))  # a wait status, as the init's reap would give
+    if word != b"S":
+        with contextlib.suppress(OSError):
+            reply.sendall(b"X%d\n" % (int(word) << 8))  # a wait status, as the init's reap would give
     reply.close()
     return True
 

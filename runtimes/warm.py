@@ -57,6 +57,11 @@ SEALED: frozenset[str] = frozenset({"python-fork", "bash-fork"})
 # The kinds whose server can live inside a tool's own sandbox (a declared policy, or ``sandbox: strict``'s) and give
 # each call what a cold confined call gets (:mod:`toolexec.runtimes._python_confined`).
 CONFINING: frozenset[str] = frozenset({"python-fork"})
+# The kinds whose every call's process sets its own CPU limit (a process's CPU time is its own: a forked child's starts
+# at zero) and meets it where the server's load alone would have (:mod:`toolexec.runtimes.warm_limits`): one server
+# serves every call of a tool whose CPU bound is at most its own, so calls whose timeouts differ (the baseline's CPU
+# seconds come from the timeout) share it. A call with a higher bound starts a server under that one.
+CPU_PER_CALL: frozenset[str] = frozenset({"python-fork"})
 DEFAULT_MAX_SERVERS = 8
 DEFAULT_IDLE_SECONDS = 300.0
 
@@ -171,6 +176,7 @@ class _Entry:
     tool: str
     problem: str | None = None  # why it cannot
     starting: bool = False  # its server is being started (outside the pool's lock)
+    cpu: int | None = None  # the CPU seconds its server runs under (None: none); see :data:`CPU_PER_CALL`
 
 
 _pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
@@ -212,12 +218,17 @@ class WarmPool:
         with self._lock:
             if self._closed:
                 return None
-            found = self._entries.get(spec.key)
-            if found is not None:
-                self._lock.wait_for(lambda: not found.starting)
-                found.used = time.monotonic()
-                return None if self._closed else found.server
-            for key, other in list(self._entries.items()):  # the tool changed: its old server goes
+            while (found := self._entries.get(spec.key)) is not None:
+                self._lock.wait_for(lambda found=found: not found.starting)  # type: ignore[misc]
+                if self._closed:
+                    return None
+                if self._entries.get(spec.key) is not found:  # retired, or replaced, meanwhile: looked up again
+                    continue
+                if _serves(found.cpu, cpu_bound(spec)):
+                    found.used = time.monotonic()
+                    return found.server
+                break
+            for key, other in list(self._entries.items()):  # the tool changed (or needs a higher CPU bound): its old server goes
                 if other.tool == spec.tool:
                     self._retire(key)
             while len(self._entries) >= self.max_servers:
@@ -226,7 +237,8 @@ class WarmPool:
                     break
                 self._retire(min(settled, key=lambda k: self._entries[k].used))
             server = _make(spec)
-            entry = self._entries[spec.key] = _Entry(server=None, used=time.monotonic(), tool=spec.tool, starting=True)
+            entry = _Entry(server=None, used=time.monotonic(), tool=spec.tool, starting=True, cpu=cpu_bound(spec))
+            self._entries[spec.key] = entry
             self._starting += 1
         started = False
         try:
@@ -367,7 +379,7 @@ class WarmStart:
             if call.file_limit is None:
                 return self.spec
             return _limited(self.spec, False, {"file_size": call.file_limit})
-        return _limited(self.spec, True, server_limits(call))  # a server per set (a tool's calls have one, timeouts aside)
+        return _limited(self.spec, True, server_limits(call))  # a server per set (a tool's calls have one)
 
     def spawn(self, call: WarmCall, spec: WarmSpec | None = None) -> WarmProcess | None:
         """Start ``call`` in the tool's warm server (``spec``'s when given: :func:`confined_spec`); None: run it cold
@@ -395,6 +407,20 @@ class WarmStart:
 LIMITS = ("memory", "cpu", "processes", "file_size")  # what a server's load runs under (Confinement's fields)
 
 
+def cpu_bound(spec: WarmSpec) -> int | None:
+    """The CPU seconds ``spec``'s server (and its load) runs under: its sandbox's, or its calls' (None: no bound)."""
+    if spec.confinement is not None:
+        return spec.confinement.cpu
+    found = spec.limits.get("cpu")
+    return found if isinstance(found, int) else None
+
+
+def _serves(server: int | None, call: int | None) -> bool:
+    """Whether a server under ``server`` CPU seconds may serve a call bound by ``call`` (None: no bound): its process
+    can lower the limit it inherits, never raise it."""
+    return server is None or (call is not None and call <= server)
+
+
 def server_limits(call: WarmCall) -> dict[str, int]:
     """The limits an isolated (baseline) call runs under, which its server's load runs under too: its memory, CPU
     seconds and processes (:attr:`WarmCall.isolated`, but its own pids cgroup) and its file size bound."""
@@ -406,13 +432,15 @@ def server_limits(call: WarmCall) -> dict[str, int]:
 
 
 def _limited(spec: WarmSpec, isolated: bool, limits: dict[str, int]) -> WarmSpec:
-    """``spec`` whose server loads under ``limits`` (isolated: in the baseline's namespaces), keyed by them; made once
-    for the same inputs (a call's path pays a dictionary lookup)."""
+    """``spec`` whose server loads under ``limits`` (isolated: in the baseline's namespaces), keyed by them (but the
+    CPU seconds where each call sets its own: :data:`CPU_PER_CALL`); made once for the same inputs (a call's path pays
+    a dictionary lookup)."""
     memo = (spec.key, spec.tool, spec.cwd, spec.kind, isolated, tuple(sorted(limits.items())))
     found = _limited_specs.get(memo)
     if found is not None:
         return found
-    key = ":".join([f"{spec.key}:isolated" if isolated else spec.key, *(f"{name}={value}" for name, value in memo[-1])])
+    keyed = [(name, value) for name, value in memo[-1] if name != "cpu" or spec.kind not in CPU_PER_CALL]
+    key = ":".join([f"{spec.key}:isolated" if isolated else spec.key, *(f"{name}={value}" for name, value in keyed)])
     made = replace(spec, isolated=isolated or spec.isolated, limits=limits, key=key)
     if len(_limited_specs) >= 64:
         with contextlib.suppress(StopIteration, RuntimeError, KeyError):  # (another thread's call changed it meanwhile)
@@ -458,7 +486,8 @@ def confined_spec(spec: WarmSpec, confinement: Confinement, env: Mapping[str, st
 
     server = replace(confinement, files=(home,))
     digest = hashlib.sha256(spec.key.encode())
-    digest.update(repr(memo[1:]).encode("utf-8", "surrogateescape"))
+    keyed = tuple(value for name, value in zip(_VIEWED, shape, strict=True) if name != "cpu" or spec.kind not in CPU_PER_CALL)
+    digest.update(repr((keyed, *memo[2:])).encode("utf-8", "surrogateescape"))
     made = replace(
         spec, isolated=True, env=server_env, confinement=server, home=home, key=f"{spec.key}:confined:{digest.hexdigest()}"
     )

@@ -7,11 +7,14 @@ forks every call from what it loaded. So the server starts under the same limits
 CPU seconds, processes and file size as rlimits set by prlimit(1) inside its sandbox, and, for a root toolexec (whom
 the kernel exempts from ``RLIMIT_NPROC``), a pids cgroup of its own capped at the call's ``processes``, held for the
 server's life. That cgroup is a sibling of its calls': each call joins its own, whose cap is a cold call's, exactly.
+The CPU seconds (the baseline's come from a call's timeout) are the one limit a Python server does not share with
+every call it serves: it serves any call whose bound is at most its own (toolexec.runtimes.warm.CPU_PER_CALL), each
+call's process lowering the limit it inherits to its own, and one whose bound the load alone reached meets it at once.
 
 A top level that goes past a limit as it loads ends (or fails) its server: the call runs cold, and meets the limit
 there, with the cold call's outcome. A limit that cannot be set on the server (no prlimit(1), no pids cgroup for root)
 starts none: the call runs cold. Everything the server forks inherits its rlimits; a call's process then sets its own
-(the same values), and its CPU time starts at zero (``RLIMIT_CPU`` counts a process's own CPU). The server's own CPU
+(the same values, or a lower CPU bound), and its CPU time starts at zero (``RLIMIT_CPU`` counts a process's own CPU). The server's own CPU
 time grows with each call it forks: it stops taking calls at the soft limit (``SIGXCPU``) and ends once its calls
 are over, a second of CPU before the hard one (its next call starts a new server).
 """

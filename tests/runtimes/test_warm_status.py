@@ -1,8 +1,9 @@
 """A warm Python call's status under a PID namespace of its own (the baseline; ``sandbox: strict``): the call's init
 says it once the tool's process has ended and it has killed and reaped whatever else the call left (its namespace
 holds nothing but the init then), before its own exit tears down its copy of the server (runtimes/_python_zygote.py,
-``_end_call``). These check that nothing of the call outlives the status, and that the tool cannot say a status in
-the init's place (the pipe the init says it on is out of the tool's reach).
+``_end_call``), to toolexec itself where the server has sent it the call's reply socket. These check that nothing of
+the call outlives the status, that the tool cannot say a status in the init's place (the socket the init says it on
+is out of the tool's reach), and that the status does not wait for the server.
 """
 
 from __future__ import annotations
@@ -182,3 +183,79 @@ def test_nothing_an_ordinary_users_sealed_warm_call_left_outlives_its_status(ord
     done = ordinary.run("python", "-c", LEFT_AT_RETURN, str(ordinary.config))
     assert done.returncode == 0, done.stderr
     assert [json.loads(line) for line in done.stdout.splitlines()] == [["ok", True, []]] * 3
+
+
+WAITER = '''
+import os
+
+
+def run(wait: bool) -> str:
+    """Make the FIFOs ``started`` and ``go`` in this tool's cache (and say where); or say it started (on ``started``),
+    then wait for a byte on ``go``.
+
+    Warm: true
+
+    Args:
+        wait: wait (else make the FIFOs)
+    """
+    cache = os.environ["LLM_TOOL_CACHE_DIR"]
+    if not wait:
+        for name in ("started", "go"):
+            os.mkfifo(os.path.join(cache, name))
+        return cache
+    with open(os.path.join(cache, "started"), "w") as said:  # held open while it waits: the test finds it by it
+        said.write("x")
+        said.flush()
+        with open(os.path.join(cache, "go")) as waited:
+            waited.read()
+    return "done"
+'''
+
+
+def _holding(path: Path) -> list[int]:
+    """The processes (this namespace's numbers) but this one that hold ``path`` open."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if any(os.readlink(f"/proc/{name}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{name}/fd")):
+                    found.append(int(name))
+    return found
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_confined_warm_calls_status_comes_from_its_init_not_through_the_server(project: Project) -> None:
+    """Under strict the call's init, once the call is over, says its status to toolexec itself, on the call's reply
+    socket (which the server sends it once it has handed the call over): with the server stopped meanwhile, the call
+    still returns at once with its result. Said through the server (the init told it, and it told toolexec: one more
+    process woken on the call's path), the call waited for its timeout."""
+    import select
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    project.tool("waiter.py", WAITER)
+    with project.executor(sandbox="strict") as executor, ThreadPoolExecutor(1) as pool:
+        made = executor.call("waiter", {"wait": False})
+        assert made.status == "ok", made
+        started, go = (Path(made.output) / name for name in ("started", "go"))
+        future = pool.submit(executor.call, "waiter", {"wait": True}, timeout=30)
+        said = os.open(started, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            assert select.select([said], [], [], 60)[0], future.result(timeout=60) if future.done() else "no start"
+            tool = _holding(started)
+        finally:
+            os.close(said)
+        assert len(tool) == 1, tool
+        server = _parent(_parent(tool[0]))  # the tool's process, its init, the server that forked the init
+        os.kill(server, signal.SIGSTOP)
+        try:
+            with open(go, "w") as waker:
+                waker.write("x")
+            result = future.result(timeout=60)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # (ended at the call's timeout, where the status waited for it)
+                os.kill(server, signal.SIGCONT)
+    assert (result.status, result.output, result.exit_code, result.stderr) == ("ok", "done", 0, "")
