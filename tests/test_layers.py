@@ -34,6 +34,7 @@ LAYERS = [
         "toolexec.entry",
         "toolexec.serve",
         "toolexec.serve_spares",
+        "toolexec.serve_pages",
         "toolexec.api",
         "toolexec.toolkit",
         "toolexec.mcp",
