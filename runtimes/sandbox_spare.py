@@ -429,8 +429,8 @@ def _close(state: _State) -> None:
 
 
 def _run(state: _State) -> None:
-    """The making thread: make what is wanted once calls are over, discard what waited ``idle`` seconds; end when
-    there is neither (an order starts it again)."""
+    """The making thread: make what is wanted once calls are over, discard what waited ``idle`` seconds; end when the
+    pool closes (never before: the spares it started, and the calls they run, die with it)."""
     while True:
         doomed: list[Spare] = []
         key: Hashable | None = None
@@ -452,9 +452,11 @@ def _run(state: _State) -> None:
                 if doomed:
                     break
                 if not state.ready:
-                    state.thread = None
-                    state.lock.notify_all()
-                    return
+                    # Nothing to make or discard, but this thread stays until the pool closes: a spare's bwrap dies
+                    # with the thread that started it (--die-with-parent is the parent *thread*'s death), and a spare
+                    # taken by a call is running that call (it was killed by signal 9 when this thread ended).
+                    state.lock.wait()
+                    continue
                 state.lock.wait(max(0.01, min(spare.made for spare in state.ready.values()) + state.idle - now))
         for spare in doomed:
             spare.discard()
