@@ -437,3 +437,34 @@ def test_a_spares_call_outlives_a_wake_of_the_making_thread(project: Project, we
                 handle.write("warm\n")
             result = pending.result()
         assert (result.ok, result.output, result.error) == (True, "warm", None)
+
+
+def test_no_spare_is_made_while_the_calls_in_flight_keep_every_cpu_busy(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spare costs a cold start's CPU and its launcher's own start: while as many calls as CPUs are in flight, the
+    cores are theirs, and the call that would have taken it starts cold; once they are fewer, spares are made again."""
+    monkeypatch.setattr(baseline, "_cpus", [1])  # one CPU: one call in flight keeps it busy
+    project.tool("noop.sh", "#!/usr/bin/env bash\n# @describe Nothing.\nmain() {\n    :\n}\n")
+    project.tool(
+        "wait.sh",
+        "#!/usr/bin/env bash\n# @describe Wait for a line.\n# @option --fifo! Where.\n"
+        'main() {\n    read -r line <"$argc_fifo"\n    printf "%s" "$line" >>"$LLM_OUTPUT"\n}\n',
+    )
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    with project.executor(["noop.sh", "wait.sh"]) as executor:
+        assert executor.call("noop", {}).ok
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(executor.call, "wait", {"fifo": str(fifo)})
+            with open(fifo, "w") as handle:  # (opened once the tool opens it: its call is in flight)
+                assert executor.call("noop", {}).ok  # the second call orders a spare, made while "wait" runs
+                spares = _spares(executor)
+                assert spares.wait_made()
+                assert dict(spares._state.ready) == {}
+                assert spares._state.failed == {}
+                handle.write("done\n")
+            assert waiting.result().output == "done"
+        assert executor.call("noop", {}).ok  # nothing else in flight: its order is made
+        assert spares.wait_made()
+        assert list(spares._state.ready) == [("baseline", "noop", str(executor.config.path))]
