@@ -404,10 +404,8 @@ def test_a_spares_call_starts_with_the_signals_a_cold_one_has(project: Project, 
         assert result.output.startswith("SigIgn:")
 
 
-def test_a_spares_call_outlives_a_wake_of_the_making_thread(project: Project, went: list[Any], tmp_path: Path) -> None:
-    """A spare's bwrap dies with the thread that started it (``--die-with-parent`` is the parent *thread*'s death): the
-    making thread, woken while a spare it made runs its call with nothing else to make, must not end (it did, and
-    the call was killed by signal 9: 1 call in ~100 under 100 calls in flight once spares were not made while busy)."""
+def _waiter(project: Project, tmp_path: Path) -> Path:
+    """A Bash tool ``wait`` whose call writes the line it reads from the FIFO returned (its argument ``fifo``)."""
     project.tool(
         "wait.sh",
         "#!/usr/bin/env bash\n# @describe Wait for a line.\n# @option --fifo! Where.\n"
@@ -415,6 +413,14 @@ def test_a_spares_call_outlives_a_wake_of_the_making_thread(project: Project, we
     )
     fifo = tmp_path / "go"
     os.mkfifo(fifo)
+    return fifo
+
+
+def test_a_spares_call_outlives_a_wake_of_the_making_thread(project: Project, went: list[Any], tmp_path: Path) -> None:
+    """A spare's bwrap dies with the thread that started it (``--die-with-parent`` is the parent *thread*'s death): the
+    making thread, woken while a spare it made runs its call with nothing else to make, must not end (it did, and
+    the call was killed by signal 9: 1 call in ~100 under 100 calls in flight once spares were not made while busy)."""
+    fifo = _waiter(project, tmp_path)
     with project.executor(["wait.sh"]) as executor:
         for _ in range(2):  # the second orders a spare
             with ThreadPoolExecutor(1) as pool:
@@ -446,13 +452,7 @@ def test_no_spare_is_made_while_the_calls_in_flight_keep_every_cpu_busy(
     cores are theirs, and the call that would have taken it starts cold; once they are fewer, spares are made again."""
     monkeypatch.setattr(baseline, "_cpus", [1])  # one CPU: one call in flight keeps it busy
     project.tool("noop.sh", "#!/usr/bin/env bash\n# @describe Nothing.\nmain() {\n    :\n}\n")
-    project.tool(
-        "wait.sh",
-        "#!/usr/bin/env bash\n# @describe Wait for a line.\n# @option --fifo! Where.\n"
-        'main() {\n    read -r line <"$argc_fifo"\n    printf "%s" "$line" >>"$LLM_OUTPUT"\n}\n',
-    )
-    fifo = tmp_path / "go"
-    os.mkfifo(fifo)
+    fifo = _waiter(project, tmp_path)
     with project.executor(["noop.sh", "wait.sh"]) as executor:
         assert executor.call("noop", {}).ok
         with ThreadPoolExecutor(1) as pool:
