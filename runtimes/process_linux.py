@@ -563,6 +563,12 @@ def wait_quiet(timeout: float) -> bool:
         return _lock.wait_for(lambda: _calls == 0, timeout)
 
 
+def calls_in_flight() -> int:
+    """How many calls of this process are in flight now (between their start and their end)."""
+    with _lock:
+        return _calls
+
+
 def _announcement(pid: int, mark: str, files: tuple[str, ...]) -> str:
     """The lines that tell the guard about one call (a file whose path would break a line is left out)."""
     lines = [f"+ {pid} {mark}\n"]

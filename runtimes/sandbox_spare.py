@@ -21,7 +21,9 @@ it: :func:`toolexec.runtimes.sandbox.places_state`); else it is discarded and
 the call runs cold. A dead spare (its bwrap killed from outside) is noticed and the call runs cold.
 
 The next spare is made after the call has ended, on a thread of its own that first waits (5 ms at most) until no call
-of this process is in flight: never on a call's path. Spares are bounded in number (the least recently made go first),
+of this process is in flight: never on a call's path; and not at all while as many calls as CPUs are in flight (the
+cores are theirs: a spare costs more CPU than the cold start it saves). That thread lives until the pool closes: a
+spare's bwrap dies with the thread that started it. Spares are bounded in number (the least recently made go first),
 end after ``idle`` seconds unused, at :meth:`Spares.close`, when their pool is collected, and when this process dies
 (each launcher reads the end of its socket; the guard of :mod:`~toolexec.runtimes.process_linux` kills their groups
 and removes their files). A forked child uses none of its parent's.
@@ -429,8 +431,8 @@ def _close(state: _State) -> None:
 
 
 def _run(state: _State) -> None:
-    """The making thread: make what is wanted once calls are over, discard what waited ``idle`` seconds; end when
-    there is neither (an order starts it again)."""
+    """The making thread: make what is wanted once calls are over, discard what waited ``idle`` seconds; end when the
+    pool closes (never before: the spares it started, and the calls they run, die with it)."""
     while True:
         doomed: list[Spare] = []
         key: Hashable | None = None
@@ -452,22 +454,31 @@ def _run(state: _State) -> None:
                 if doomed:
                     break
                 if not state.ready:
-                    state.thread = None
-                    state.lock.notify_all()
-                    return
+                    # Nothing to make or discard, but this thread stays until the pool closes: a spare's bwrap dies
+                    # with the thread that started it (--die-with-parent is the parent *thread*'s death), and a spare
+                    # taken by a call is running that call (it was killed by signal 9 when this thread ended).
+                    state.lock.wait()
+                    continue
                 state.lock.wait(max(0.01, min(spare.made for spare in state.ready.values()) + state.idle - now))
         for spare in doomed:
             spare.discard()
         if recipe is None:
             continue
         time.sleep(SETTLE)
-        process_linux.wait_quiet(QUIET_WAIT)  # after the call: not competing with it for the CPU
-        made = make(recipe)
+        # After the call: not competing with it for the CPU. Once that wait is over, a spare is made anyway (back-to-back
+        # calls still get theirs) unless the calls in flight are as many as the CPUs: then the cores are busy with calls,
+        # and a spare, a cold start's CPU and its launcher's own start (~10 ms: more than it saves its call), would be
+        # taken from them; that call starts cold, and its end orders again.
+        made = None
+        busy = not process_linux.wait_quiet(QUIET_WAIT) and process_linux.calls_in_flight() >= baseline.cpus()
+        if not busy:
+            made = make(recipe)
         evicted: list[Spare] = []
         with state.lock:
             state.making.discard(key)
             if made is None:
-                state.failed[key] = state.failed.get(key, 0) + 1
+                if not busy:  # (not made for the cores' sake is no failure of the kind's)
+                    state.failed[key] = state.failed.get(key, 0) + 1
             elif state.closed:
                 evicted.append(made)
             else:

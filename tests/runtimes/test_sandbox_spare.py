@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -401,3 +402,69 @@ def test_a_spares_call_starts_with_the_signals_a_cold_one_has(project: Project, 
         assert (len(went), result.ok) == (1, True)
         assert result.output == cold[0] == cold[1]
         assert result.output.startswith("SigIgn:")
+
+
+def _waiter(project: Project, tmp_path: Path) -> Path:
+    """A Bash tool ``wait`` whose call writes the line it reads from the FIFO returned (its argument ``fifo``)."""
+    project.tool(
+        "wait.sh",
+        "#!/usr/bin/env bash\n# @describe Wait for a line.\n# @option --fifo! Where.\n"
+        'main() {\n    read -r line <"$argc_fifo"\n    printf "%s" "$line" >>"$LLM_OUTPUT"\n}\n',
+    )
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    return fifo
+
+
+def test_a_spares_call_outlives_a_wake_of_the_making_thread(project: Project, went: list[Any], tmp_path: Path) -> None:
+    """A spare's bwrap dies with the thread that started it (``--die-with-parent`` is the parent *thread*'s death): the
+    making thread, woken while a spare it made runs its call with nothing else to make, must not end (it did, and
+    the call was killed by signal 9: 1 call in ~100 under 100 calls in flight once spares were not made while busy)."""
+    fifo = _waiter(project, tmp_path)
+    with project.executor(["wait.sh"]) as executor:
+        for _ in range(2):  # the second orders a spare
+            with ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(executor.call, "wait", {"fifo": str(fifo)})
+                with open(fifo, "w") as handle:
+                    handle.write("cold\n")
+            assert pending.result().output == "cold"
+        spares = _spares(executor)
+        assert spares.wait_made()
+        state = spares._state
+        thread = state.thread
+        assert thread is not None
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(executor.call, "wait", {"fifo": str(fifo)})
+            with open(fifo, "w") as handle:  # (opened once the tool opens it: its call runs, in the spare)
+                assert len(went) == 1
+                with state.lock:
+                    state.lock.notify_all()  # as another kind's order, or a spare not made, wakes it
+                thread.join(timeout=0.5)
+                handle.write("warm\n")
+            result = pending.result()
+        assert (result.ok, result.output, result.error) == (True, "warm", None)
+
+
+def test_no_spare_is_made_while_the_calls_in_flight_keep_every_cpu_busy(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spare costs a cold start's CPU and its launcher's own start: while as many calls as CPUs are in flight, the
+    cores are theirs, and the call that would have taken it starts cold; once they are fewer, spares are made again."""
+    monkeypatch.setattr(baseline, "_cpus", [1])  # one CPU: one call in flight keeps it busy
+    project.tool("noop.sh", "#!/usr/bin/env bash\n# @describe Nothing.\nmain() {\n    :\n}\n")
+    fifo = _waiter(project, tmp_path)
+    with project.executor(["noop.sh", "wait.sh"]) as executor:
+        assert executor.call("noop", {}).ok
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(executor.call, "wait", {"fifo": str(fifo)})
+            with open(fifo, "w") as handle:  # (opened once the tool opens it: its call is in flight)
+                assert executor.call("noop", {}).ok  # the second call orders a spare, made while "wait" runs
+                spares = _spares(executor)
+                assert spares.wait_made()
+                assert dict(spares._state.ready) == {}
+                assert spares._state.failed == {}
+                handle.write("done\n")
+            assert waiting.result().output == "done"
+        assert executor.call("noop", {}).ok  # nothing else in flight: its order is made
+        assert spares.wait_made()
+        assert list(spares._state.ready) == [("baseline", "noop", str(executor.config.path))]
