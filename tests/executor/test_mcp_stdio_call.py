@@ -55,7 +55,8 @@ raise SystemExit(program())
 """
 HOLD = (
     "#!/usr/bin/env bash\n# @describe Hold until released; record its pid.\n# @option --n! Which call.\n"
-    'main() {\n    echo $$ > "$LLM_TOOL_CACHE_DIR/pid-$argc_n"\n'
+    'main() {\n    echo $$ > "$LLM_TOOL_CACHE_DIR/.pid-$argc_n"\n'  # written whole, then named: seen only complete
+    '    mv "$LLM_TOOL_CACHE_DIR/.pid-$argc_n" "$LLM_TOOL_CACHE_DIR/pid-$argc_n"\n'
     '    while [ ! -e "$LLM_TOOL_CACHE_DIR/release" ]; do sleep 0.01; done\n'
     '    printf "%s" "$argc_n" >>"$LLM_OUTPUT"\n}\n'
 )
