@@ -54,6 +54,7 @@ _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
 _pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
+_cgroups: dict[str, str] = {}  # a call's cgroup -> what the guard was told of it (it removes them at its end)
 _killed: dict[int, int] = {}  # processes a kill pass ended whose parent was not this process yet -> their start
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
@@ -162,9 +163,15 @@ def own_pages() -> int:
 # only this process holds. A call is announced before its tool is spawned (``P MARK``: the call's marker, ``F MARK
 # PATH``: a private file of the call), so that a process dying between the spawn and what follows leaves nothing;
 # then, once the tool is started, by its group (``R MARK``, then ``+ PGID MARK`` and ``f PGID PATH``), withdrawn when
-# it is over (``- PGID``; ``R MARK`` for a spawn that failed). End of file
+# it is over (``- PGID``; ``R MARK`` for a spawn that failed). A call's cgroup is told as it is made (``C KEY PATH``,
+# KEY the hex of its name ``toolexec-PID-KEY``), withdrawn once this process removed it (``R KEY``). End of file
 # means this process is gone, however it ended: every group still announced is killed, then every process still
-# carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed.
+# carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed; then,
+# should it hold cgroups, it says so down its socket (one byte: what this process's exit waits for, see _stop_guard)
+# and removes them: what runs in one is killed (``cgroup.kill``, else each of ``cgroup.procs``), then the cgroup is
+# removed (``rmdir``: ``rm`` cannot, its control files refuse), tried again while the kernel finishes their exits
+# (a few seconds at most). The kernel takes a grace period (~10 ms) to remove a cgroup: a one-shot run leaves its
+# cgroups to its guard (toolexec.runtimes.cgroup.leave_to_guard), so that its exit does not wait for it.
 #
 # No tool can instruct it: a socket, unlike a pipe, cannot be opened through ``/proc/<guard>/fd/0``, and this
 # process is undumpable (see protect), so its own end cannot be taken either. Even so, the guard takes only
@@ -177,7 +184,7 @@ nl='
 calls=''
 while read -r op group rest; do
   case $op in
-  [PFR]) case $group in ????????????????*) ;; *) continue ;; esac
+  [PFRC]) case $group in ????????????????*) ;; *) continue ;; esac
          case $group in *[!0-9a-f]*) continue ;; esac ;;
   *) case $group in ''|*[!0-9]*|????????*) continue ;; esac
      if [ "$group" -le 1 ] || [ "$group" = "$$" ]; then continue; fi ;;
@@ -187,6 +194,8 @@ while read -r op group rest; do
      case $rest in ''|????????????????*) calls="$calls$group m $rest$nl" ;; esac ;;
   P) calls="$calls$group p $group$nl" ;;
   f|F) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
+  C) case $rest in */../*|*/..) continue ;; esac
+     case $rest in /*/toolexec-*-"$group") calls="$calls$group c $rest$nl" ;; esac ;;
   -|R) kept=''; IFS=$nl; set -f
      for line in $calls; do case $line in "$group "*) ;; *) kept="$kept$line$nl" ;; esac; done
      unset IFS; set +f; calls=$kept ;;
@@ -211,9 +220,24 @@ done
 for line in $calls; do
   case ${line#* } in "f "*) rm -rf -- "${line#* f }" ;; esac
 done
+said=''
+for line in $calls; do
+  case ${line#* } in "c "*) path=${line#* c } ;; *) continue ;; esac
+  [ -n "$said" ] || { printf . >&0; said=1; } 2>/dev/null
+  [ -f "$path/cgroup.procs" ] || continue
+  if [ -f "$path/cgroup.kill" ]; then echo 1 2>/dev/null >"$path/cgroup.kill"
+  else
+    while read -r pid; do
+      case $pid in ''|*[!0-9]*) continue ;; esac
+      [ "$pid" -le 1 ] || [ "$pid" = "$$" ] || kill -s KILL "$pid" 2>/dev/null
+    done <"$path/cgroup.procs"
+  fi
+  n=0
+  until rmdir -- "$path" 2>/dev/null || [ ! -d "$path" ] || [ $n -ge 300 ]; do sleep 0.01; n=$((n + 1)); done
+done
 """
 GUARD_SHELL = "/bin/sh"
-GUARD_PATH = "/usr/bin:/bin"  # where it finds grep and rm
+GUARD_PATH = "/usr/bin:/bin"  # where it finds grep, rm, rmdir and sleep
 
 
 @record(kw_only=False, frozen=False)
@@ -263,16 +287,49 @@ def _start_guard() -> _Guard | None:
 
 def _stop_guard() -> None:
     """At exit: close the guard's pipe and wait for it to end, so a process that ends normally leaves no
-    guard behind (one that is killed leaves it only as long as the guard takes to kill the tool groups)."""
+    guard behind (one that is killed leaves it only as long as the guard takes to kill the tool groups). A guard that
+    holds cgroups is waited for until it says it has done the rest (killed, removed the files): their removal, which
+    waits a kernel grace period each, goes on after this process has ended, and ends within seconds."""
     global _guard
     with _lock:
         guard, _guard = _guard, None
+        holds = bool(_cgroups)
     if guard is None or guard.owner != os.getpid():
         return
-    with contextlib.suppress(OSError):
-        os.close(guard.fd)
+    if holds:
+        if _said_done(guard):
+            return
+    else:
+        with contextlib.suppress(OSError):
+            os.close(guard.fd)
     with contextlib.suppress(Exception):
         _wait_for_exit(guard.proc, 2)
+
+
+def _said_done(guard: _Guard) -> bool:
+    """End the guard's input (its socket's half: this process's end stays open to read) and wait for its byte (it
+    did all but remove cgroups), at most the bound of :func:`_stop_guard`; whether it came. This process's end is
+    closed either way."""
+    import _socket
+
+    try:
+        end = _socket.socket(fileno=guard.fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.close(guard.fd)
+        return False
+    try:
+        end.shutdown(_socket.SHUT_WR)
+        end.setblocking(True)
+        end.settimeout(2)
+        said = end.recv(1) == b"."
+    except OSError:
+        said = False
+    finally:
+        end.close()
+    if said:
+        guard.proc.returncode = 0  # it is not this process's to wait for (its parent is init's, or a subreaper's, soon)
+    return said
 
 
 def _wait_for_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -345,11 +402,38 @@ def _kept_lines() -> str:
     return "".join(f"f {me} {path}\n" for path in sorted(_kept) if "\n" not in path and "\r" not in path)
 
 
+def remove_cgroup_at_end(path: str, on: bool = True) -> bool:
+    """Have this process's guard remove the call's cgroup at ``path`` (``…/toolexec-PID-KEY``, made by this process)
+    at its end, however this process ends (its processes killed first); ``on`` False: no longer (this process
+    removed it). Whether the guard was told (False: no guard, or a path it does not take)."""
+    key = os.path.basename(path).rpartition("-")[2]
+    if not _one_line(path) or len(key) < 16:
+        return False
+    with _lock:
+        if not on:
+            if _cgroups.pop(path, None) is not None:
+                _tell_guard(f"R {key}\n")
+            return True
+        _ensure_guard()
+        if _guard is None:
+            return False
+        _cgroups[path] = f"C {key} {path}\n"
+        _announce(_cgroups[path])
+        return _guard is not None
+
+
+def cgroup_at_end(path: str) -> bool:
+    """Whether this process's guard is to remove the cgroup at ``path`` at its end (:func:`remove_cgroup_at_end`)."""
+    with _lock:
+        return path in _cgroups and _guard is not None and _guard.owner == os.getpid() and not _guard.broken
+
+
 def _forget_guard_after_fork() -> None:
     """In a forked child: the parent's guard is not ours; holding its pipe would keep it from seeing the parent die
     (nor are the paths it removes at the parent's death the child's)."""
     global _guard
     _kept.clear()
+    _cgroups.clear()  # (the parent's: its guard removes them)
     if _guard is not None:
         with contextlib.suppress(OSError):
             os.close(_guard.fd)
@@ -459,7 +543,7 @@ def _replace_guard() -> None:
         os.close(_guard.fd)
     _guard = _start_guard()
     if _guard is not None:
-        for announcement in (*_pending.values(), *_announced.values()):
+        for announcement in (*_pending.values(), *_announced.values(), *_cgroups.values()):
             _tell_guard(announcement)
         _tell_guard(_kept_lines())
 

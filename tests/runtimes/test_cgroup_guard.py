@@ -1,0 +1,211 @@
+"""A call's cgroup and the process's guard (runtimes/process_linux.py): every cgroup is told to the guard before it is
+made, so that a toolexec killed by SIGKILL leaves none (the guard kills what runs there and removes it); a one-shot
+``toolexec run`` leaves the removal to the guard altogether, so that its exit does not wait the kernel's grace period
+(~10 ms) a cgroup's removal takes; a long-lived executor removes its own and withdraws them from the guard. Real
+cgroups: root and a writable pids hierarchy (a root toolexec caps a call's processes with one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project
+from tests.helpers import alive, wait_until
+from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or sandbox._pids_root() is None or not process_linux.available(),
+    reason="needs root, a writable pids cgroup hierarchy and the Linux process backend",
+)
+
+
+def _ours(pid: int) -> list[str]:
+    """The call cgroups process ``pid`` made that are still there."""
+    root = sandbox._pids_root()
+    assert root is not None
+    return sorted(name for name in os.listdir(root) if name.startswith(f"toolexec-{pid}-"))
+
+
+def _cleanup(paths: list[str]) -> None:
+    for path in paths:
+        cgroup.remove(path)
+
+
+def test_the_guard_kills_what_runs_in_a_cgroup_it_was_told_of_and_removes_it_and_no_other() -> None:
+    """``C KEY PATH``: a call cgroup, named ``toolexec-PID-KEY``; one that does not end in its line's key, is not named
+    as a call's, or goes up a level is not the guard's to remove. ``R KEY`` withdraws one."""
+    root = sandbox._pids_root()
+    assert root is not None
+    key = os.urandom(8).hex()
+    told = os.path.join(root, f"toolexec-1-{key}")
+    withdrawn_key = os.urandom(8).hex()
+    withdrawn = os.path.join(root, f"toolexec-1-{withdrawn_key}")
+    other_key = os.path.join(root, f"toolexec-1-{os.urandom(8).hex()}")  # told under another's key
+    unnamed = os.path.join(root, f"notours-1-{key}")
+    made = [told, withdrawn, other_key, unnamed]
+    for path in made:
+        os.mkdir(path)
+    guard = process_linux._start_guard()
+    assert guard is not None
+    inside = subprocess.Popen([*cgroup.join_prefix([told], strict=True), "sleep", "1000"], start_new_session=True)
+    try:
+        wait_until(lambda: cgroup.holds(told, inside.pid), "the sleeper to join its cgroup", timeout=30)
+        lines = [
+            f"C {key} {told}",
+            f"C {withdrawn_key} {withdrawn}",
+            f"R {withdrawn_key}",
+            f"C {key} {other_key}",
+            f"C {key} {unnamed}",
+            f"C {key} {root}/x/../toolexec-1-{key}",
+            f"C {key[:12]} {root}/toolexec-1-{key[:12]}",  # a key too short
+        ]
+        os.write(guard.fd, "".join(line + "\n" for line in lines).encode())
+        os.close(guard.fd)  # what the end of the guarded process does
+        assert guard.proc.wait(timeout=30) == 0
+        assert inside.wait(timeout=30) == -signal.SIGKILL
+        assert [path for path in made if os.path.exists(path)] == [withdrawn, other_key, unnamed]
+    finally:
+        if inside.poll() is None:
+            inside.kill()
+            inside.wait()
+        _cleanup(made)
+
+
+# Runs a program whose cgroups its guard removes: it makes one for a call, gives it back as the call's end does,
+# and exits normally; it prints the cgroup, whether the cgroup was still there at its exit, and its guard's pid.
+LEFT_TO_GUARD = """
+import os, sys
+from toolexec.runtimes import cgroup, process_linux, sandbox
+
+cgroup.leave_to_guard()
+path = sandbox._cgroup(8)
+sandbox.release(sandbox.Held(cgroups=[path]))
+print(path, os.path.isdir(path), process_linux._guard.proc.pid, flush=True)
+"""
+
+
+def test_a_one_shot_process_leaves_its_cgroups_to_its_guard_which_removes_them_after_its_exit() -> None:
+    done = subprocess.run([sys.executable, "-c", LEFT_TO_GUARD], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    path, there, guard = done.stdout.split()
+    assert there == "True"  # the process did not remove it (nor wait for its removal) before its exit
+    wait_until(lambda: not os.path.exists(path), "the guard to remove the cgroup", timeout=30)
+    wait_until(lambda: not alive(int(guard)), "the guard to end once it removed it", timeout=30)
+
+
+def test_a_long_lived_process_removes_its_cgroups_itself_and_withdraws_them_from_its_guard() -> None:
+    path = sandbox._cgroup(8)
+    assert path is not None
+    try:
+        assert process_linux.cgroup_at_end(path)  # told before it was made
+        sandbox.release(sandbox.Held(cgroups=[path]))
+        cgroup.drain()
+        assert (os.path.exists(path), process_linux.cgroup_at_end(path), path in process_linux._cgroups) == (
+            False,
+            False,
+            False,
+        )
+    finally:
+        _cleanup([path])
+
+
+# Runs a command as a child subreaper: whatever the command leaves behind (its guard, finishing a cgroup's removal)
+# becomes this wrapper's child and is waited for; it prints the command's status, output and pid, and the orphans.
+SUBREAPER = """
+import ctypes, os, subprocess, sys
+
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+out, err = proc.communicate()
+orphans = 0
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    orphans += 1
+print(proc.returncode, repr(out), proc.pid, orphans)
+"""
+
+NOOP = '#!/usr/bin/env bash\n# @describe Nothing.\nmain() {\n    printf ok >>"$LLM_OUTPUT"\n}\n'
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+def test_a_one_shot_run_under_the_baseline_leaves_no_cgroup_and_its_guard_ends(project: Project) -> None:
+    """The run's pids cgroup is removed by its guard after the run ended; the guard is its only orphan, and ends (the
+    wrapper waits for it, bounded by the test's timeout)."""
+    project.tool("noop.sh", NOOP)
+    config = project.configure()
+    command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "noop", "{}"]
+    env = {**os.environ, "TOOLEXEC_NO_SERVER": "1"}
+    done = subprocess.run([sys.executable, "-c", SUBREAPER, *command], capture_output=True, text=True, timeout=120, env=env)
+    status, output, pid, orphans = done.stdout.split()
+    assert (status, output, done.stderr) == ("0", "'ok'", ""), done.stderr
+    assert int(orphans) <= 1  # its guard, when it was still removing the cgroup as the run ended
+    assert _ours(int(pid)) == []
+
+
+SLEEPER = """# @describe Say it runs, then wait.
+# @option --ready! A file to create once it runs.
+main() {
+    : >"$argc_ready"
+    sleep 1000
+}
+"""
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+@pytest.mark.parametrize("surface", ["run", "mcp"])
+def test_sigkill_of_a_root_toolexec_mid_call_leaves_no_cgroup_no_process_and_no_call_file(
+    project: Project, private_tmpdir: Path, tmp_path: Path, surface: str
+) -> None:
+    """A one-shot run (which leaves its cgroups to its guard) and a long-lived server (which removes its own): killed
+    mid-call, the guard kills the call's processes and removes its cgroup and files (before, the cgroup was left)."""
+    project.tool("sleeper.sh", SLEEPER)
+    config = project.configure()
+    ready = tmp_path / "ready"
+    base = [sys.executable, "-m", "toolexec", "--config", str(config)]
+    env = {**os.environ, "TOOLEXEC_NO_SERVER": "1"}
+    arguments = {"ready": str(ready)}
+    if surface == "run":
+        proc = subprocess.Popen([*base, "run", "sleeper", json.dumps(arguments)], stdout=subprocess.DEVNULL, env=env)
+    else:
+        proc = subprocess.Popen([*base, "mcp", "--no-reload"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+        assert proc.stdin is not None
+        messages = [
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sleeper", "arguments": arguments}},
+        ]  # fmt: skip
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        proc.stdin.flush()
+    root = sandbox._pids_root()
+    assert root is not None
+    try:
+        wait_until(ready.exists, "the tool to start")
+        (name,) = _ours(proc.pid)
+        with open(os.path.join(root, name, "cgroup.procs")) as handle:
+            members = [int(line) for line in handle]
+        assert members  # the tool's processes (and bwrap's) are there
+        assert [p.name for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-sleeper-")]
+        proc.kill()
+        proc.wait()
+        wait_until(lambda: not [pid for pid in members if alive(pid)], "the guard to kill the call's processes")
+        wait_until(lambda: _ours(proc.pid) == [], "the guard to remove the call's cgroup")
+        wait_until(
+            lambda: not [p for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-sleeper-")],
+            "the guard to remove the call's files",
+        )
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
