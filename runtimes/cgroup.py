@@ -12,9 +12,9 @@ stays inside every bound toolexec itself has, but the one of toolexec's own v2 c
 processes cannot hand controllers down). Nowhere writable: no cgroup, the rlimit alone. The cgroup is removed
 when the call is over (:func:`remove_soon`); its processes are gone by then.
 
-Every call cgroup (these and a root toolexec's pids ones, :func:`make`) is told to this process's guard
-(:mod:`toolexec.runtimes.process_linux`) before it is made: should this process be killed (SIGKILL) before it
-removed one, the guard kills what runs there and removes it. A one-shot ``toolexec run`` leaves the removal to the
+Every call cgroup (these and a root toolexec's pids ones) is made by :func:`make`, whose names this process's guard
+(:mod:`toolexec.runtimes.process_linux`) knows before the first is made: should this process be killed (SIGKILL)
+before it removed one, the guard kills what runs there and removes it. A one-shot ``toolexec run`` leaves the removal to the
 guard altogether (:func:`leave_to_guard`): the kernel takes a grace period (~10 ms) to remove a cgroup, which the
 run's exit would otherwise wait for.
 """
@@ -64,18 +64,27 @@ def make_memory(limit: int) -> str | None:
 
 
 def make(parent: str) -> str:
-    """A new call cgroup under ``parent`` (``toolexec-PID-KEY``, KEY 16 random hex digits: the guard's name for it),
-    which this process's guard removes should this process end before :func:`remove` does (told before it is made).
-    OSError when it cannot be made (what dead toolexec processes left there is removed first, once)."""
+    """A new call cgroup under ``parent``, ``toolexec-PID-TOKENKEY`` (TOKEN: 16 hex digits of this process's own, KEY:
+    8 random ones), which this process's guard removes should this process end before :func:`remove` does (the guard
+    is told of the place before the first is made there). OSError when it cannot be made (what dead toolexec processes
+    left there is removed first, once)."""
     sweep_once(parent)
-    path = os.path.join(parent, f"toolexec-{os.getpid()}-{os.urandom(8).hex()}")
-    process_linux.remove_cgroup_at_end(path)
-    try:
-        os.mkdir(path, 0o755)
-    except OSError:
-        process_linux.remove_cgroup_at_end(path, False)
-        raise
+    token = _token()
+    process_linux.remove_cgroups_at_end(parent, token)
+    path = os.path.join(parent, f"toolexec-{os.getpid()}-{token}{os.urandom(4).hex()}")
+    os.mkdir(path, 0o755)
     return path
+
+
+_tokens: dict[int, str] = {}  # this process's pid -> its token (a forked child has a pid, and a token, of its own)
+
+
+def _token() -> str:
+    pid = os.getpid()
+    if pid not in _tokens:
+        _tokens.clear()
+        _tokens[pid] = os.urandom(8).hex()
+    return _tokens[pid]
 
 
 def join_file(path: str) -> str:
@@ -154,14 +163,11 @@ def remove(path: str) -> None:
     while True:
         try:
             os.rmdir(path)
-            break
+            return
         except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                break
             if exc.errno != errno.EBUSY or time.monotonic() > deadline:
                 return
         time.sleep(0.001)
-    process_linux.remove_cgroup_at_end(path, False)
 
 
 _removals = Chores("toolexec-cgroup-remover")  # removes them, one after another, off the calls' paths
@@ -180,7 +186,7 @@ def remove_soon(path: str) -> None:
     """Remove a call's cgroup off the call's path: the kernel takes a grace period to remove one (~10 ms, mostly
     waiting), which the call's result need not wait for. :func:`drain` waits until every one is removed; so does the
     end of this process. After :func:`leave_to_guard`, the guard removes it once this process has ended."""
-    if _left_to_guard and process_linux.cgroup_at_end(path):
+    if _left_to_guard and process_linux.removes_cgroups_at_end(os.path.dirname(path)):
         return
     if not _drain_at_exit:
         import atexit

@@ -54,7 +54,7 @@ _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
 _pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
-_cgroups: dict[str, str] = {}  # a call's cgroup -> what the guard was told of it (it removes them at its end)
+_cgroups: dict[str, str] = {}  # where this process makes cgroups -> what the guard was told (it removes them at its end)
 _killed: dict[int, int] = {}  # processes a kill pass ended whose parent was not this process yet -> their start
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
@@ -163,15 +163,17 @@ def own_pages() -> int:
 # only this process holds. A call is announced before its tool is spawned (``P MARK``: the call's marker, ``F MARK
 # PATH``: a private file of the call), so that a process dying between the spawn and what follows leaves nothing;
 # then, once the tool is started, by its group (``R MARK``, then ``+ PGID MARK`` and ``f PGID PATH``), withdrawn when
-# it is over (``- PGID``; ``R MARK`` for a spawn that failed). A call's cgroup is told as it is made (``C KEY PATH``,
-# KEY the hex of its name ``toolexec-PID-KEY``), withdrawn once this process removed it (``R KEY``). End of file
+# it is over (``- PGID``; ``R MARK`` for a spawn that failed). Where this process makes calls' cgroups, it says so once
+# per place (``C TOKEN PARENT``: its cgroups there are named ``toolexec-PID-TOKEN…``, TOKEN this process's own 16 hex
+# digits). End of file
 # means this process is gone, however it ended: every group still announced is killed, then every process still
 # carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed; then,
-# should it hold cgroups, it says so down its socket (one byte: what this process's exit waits for, see _stop_guard)
-# and removes them: what runs in one is killed (``cgroup.kill``, else each of ``cgroup.procs``), then the cgroup is
-# removed (``rmdir``: ``rm`` cannot, its control files refuse), tried again while the kernel finishes their exits
-# (a few seconds at most). The kernel takes a grace period (~10 ms) to remove a cgroup: a one-shot run leaves its
-# cgroups to its guard (toolexec.runtimes.cgroup.leave_to_guard), so that its exit does not wait for it.
+# should it have been told of cgroups, it says so down its socket (one byte: what this process's exit waits for, see
+# _stop_guard) and removes those of this process still there (its parent's pid, $PPID, and the token in their
+# name): what runs in one is killed (``cgroup.kill``, else each of ``cgroup.procs``), then the cgroup is removed
+# (``rmdir``: ``rm`` cannot, its control files refuse), tried again while the kernel finishes their exits (3 s at
+# most). The kernel takes a grace period (~10 ms) to remove a cgroup: a one-shot run leaves its cgroups to its guard
+# (toolexec.runtimes.cgroup.leave_to_guard), so that its exit does not wait for it.
 #
 # No tool can instruct it: a socket, unlike a pipe, cannot be opened through ``/proc/<guard>/fd/0``, and this
 # process is undumpable (see protect), so its own end cannot be taken either. Even so, the guard takes only
@@ -194,8 +196,7 @@ while read -r op group rest; do
      case $rest in ''|????????????????*) calls="$calls$group m $rest$nl" ;; esac ;;
   P) calls="$calls$group p $group$nl" ;;
   f|F) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
-  C) case $rest in */../*|*/..) continue ;; esac
-     case $rest in /*/toolexec-*-"$group") calls="$calls$group c $rest$nl" ;; esac ;;
+  C) case $rest/ in /*/../*|/*/./*) continue ;; /*) calls="$calls$group c $rest$nl" ;; esac ;;
   -|R) kept=''; IFS=$nl; set -f
      for line in $calls; do case $line in "$group "*) ;; *) kept="$kept$line$nl" ;; esac; done
      unset IFS; set +f; calls=$kept ;;
@@ -222,18 +223,22 @@ for line in $calls; do
 done
 said=''
 for line in $calls; do
-  case ${line#* } in "c "*) path=${line#* c } ;; *) continue ;; esac
+  case ${line#* } in "c "*) token=${line%% *}; parent=${line#* c } ;; *) continue ;; esac
   [ -n "$said" ] || { printf . >&0; said=1; } 2>/dev/null
-  [ -f "$path/cgroup.procs" ] || continue
-  if [ -f "$path/cgroup.kill" ]; then echo 1 2>/dev/null >"$path/cgroup.kill"
-  else
-    while read -r pid; do
-      case $pid in ''|*[!0-9]*) continue ;; esac
-      [ "$pid" -le 1 ] || [ "$pid" = "$$" ] || kill -s KILL "$pid" 2>/dev/null
-    done <"$path/cgroup.procs"
-  fi
-  n=0
-  until rmdir -- "$path" 2>/dev/null || [ ! -d "$path" ] || [ $n -ge 300 ]; do sleep 0.01; n=$((n + 1)); done
+  set +f
+  for path in "$parent/toolexec-$PPID-$token"*; do
+    [ -f "$path/cgroup.procs" ] || continue
+    if [ -f "$path/cgroup.kill" ]; then echo 1 2>/dev/null >"$path/cgroup.kill"
+    else
+      while read -r pid; do
+        case $pid in ''|*[!0-9]*) continue ;; esac
+        [ "$pid" -le 1 ] || [ "$pid" = "$$" ] || kill -s KILL "$pid" 2>/dev/null
+      done <"$path/cgroup.procs"
+    fi
+    n=0
+    until rmdir -- "$path" 2>/dev/null || [ ! -d "$path" ] || [ $n -ge 300 ]; do sleep 0.01; n=$((n + 1)); done
+  done
+  set -f
 done
 """
 GUARD_SHELL = "/bin/sh"
@@ -402,30 +407,27 @@ def _kept_lines() -> str:
     return "".join(f"f {me} {path}\n" for path in sorted(_kept) if "\n" not in path and "\r" not in path)
 
 
-def remove_cgroup_at_end(path: str, on: bool = True) -> bool:
-    """Have this process's guard remove the call's cgroup at ``path`` (``…/toolexec-PID-KEY``, made by this process)
-    at its end, however this process ends (its processes killed first); ``on`` False: no longer (this process
-    removed it). Whether the guard was told (False: no guard, or a path it does not take)."""
-    key = os.path.basename(path).rpartition("-")[2]
-    if not _one_line(path) or len(key) < 16:
+def remove_cgroups_at_end(parent: str, token: str) -> bool:
+    """Have this process's guard remove, at its end, this process's cgroups under ``parent`` (``toolexec-PID-TOKEN…``,
+    ``token`` 16 hex digits of this process's own) that are still there, however this process ends (what runs in one
+    is killed first). Told once per place. Whether the guard knows it (False: no guard could start)."""
+    if not _one_line(parent) or len(token) != 16:
         return False
     with _lock:
-        if not on:
-            if _cgroups.pop(path, None) is not None:
-                _tell_guard(f"R {key}\n")
-            return True
-        _ensure_guard()
-        if _guard is None:
-            return False
-        _cgroups[path] = f"C {key} {path}\n"
-        _announce(_cgroups[path])
-        return _guard is not None
+        if parent not in _cgroups or _guard is None or _guard.owner != os.getpid():
+            _ensure_guard()
+            if _guard is None:
+                return False
+            _cgroups[parent] = f"C {token} {parent}\n"
+            _announce(_cgroups[parent])
+        return _guard is not None and not _guard.broken
 
 
-def cgroup_at_end(path: str) -> bool:
-    """Whether this process's guard is to remove the cgroup at ``path`` at its end (:func:`remove_cgroup_at_end`)."""
+def removes_cgroups_at_end(parent: str) -> bool:
+    """Whether this process's guard is to remove this process's cgroups under ``parent`` at its end
+    (:func:`remove_cgroups_at_end`)."""
     with _lock:
-        return path in _cgroups and _guard is not None and _guard.owner == os.getpid() and not _guard.broken
+        return parent in _cgroups and _guard is not None and _guard.owner == os.getpid() and not _guard.broken
 
 
 def _forget_guard_after_fork() -> None:

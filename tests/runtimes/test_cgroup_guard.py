@@ -37,44 +37,38 @@ def _cleanup(paths: list[str]) -> None:
         cgroup.remove(path)
 
 
-def test_the_guard_kills_what_runs_in_a_cgroup_it_was_told_of_and_removes_it_and_no_other() -> None:
-    """``C KEY PATH``: a call cgroup, named ``toolexec-PID-KEY``; one that does not end in its line's key, is not named
-    as a call's, or goes up a level is not the guard's to remove. ``R KEY`` withdraws one."""
+def test_the_guard_kills_what_runs_in_its_process_s_cgroups_and_removes_them_and_no_other() -> None:
+    """``C TOKEN PARENT``: the process's cgroups under PARENT are ``toolexec-PID-TOKEN…``, PID its guard's parent's
+    (this process, which started it). Another process's (another pid, another token), one not named as a call's, and
+    a place that goes up a level are not the guard's to remove; nor does a token of another length count."""
     root = sandbox._pids_root()
     assert root is not None
-    key = os.urandom(8).hex()
-    told = os.path.join(root, f"toolexec-1-{key}")
-    withdrawn_key = os.urandom(8).hex()
-    withdrawn = os.path.join(root, f"toolexec-1-{withdrawn_key}")
-    other_key = os.path.join(root, f"toolexec-1-{os.urandom(8).hex()}")  # told under another's key
-    unnamed = os.path.join(root, f"notours-1-{key}")
-    made = [told, withdrawn, other_key, unnamed]
-    for path in made:
+    token, other = os.urandom(8).hex(), os.urandom(8).hex()
+    me = os.getpid()
+    ours = [os.path.join(root, f"toolexec-{me}-{token}{n}") for n in ("0a", "1b")]
+    kept = [
+        os.path.join(root, f"toolexec-{me}-{other}00"),  # this pid, another token (told in a line too short)
+        os.path.join(root, f"toolexec-1-{token}00"),  # another pid
+        os.path.join(root, f"notours-{me}-{token}00"),
+    ]
+    for path in ours + kept:
         os.mkdir(path)
     guard = process_linux._start_guard()
     assert guard is not None
-    inside = subprocess.Popen([*cgroup.join_prefix([told], strict=True), "sleep", "1000"], start_new_session=True)
+    inside = subprocess.Popen([*cgroup.join_prefix([ours[0]], strict=True), "sleep", "1000"], start_new_session=True)
     try:
-        wait_until(lambda: cgroup.holds(told, inside.pid), "the sleeper to join its cgroup", timeout=30)
-        lines = [
-            f"C {key} {told}",
-            f"C {withdrawn_key} {withdrawn}",
-            f"R {withdrawn_key}",
-            f"C {key} {other_key}",
-            f"C {key} {unnamed}",
-            f"C {key} {root}/x/../toolexec-1-{key}",
-            f"C {key[:12]} {root}/toolexec-1-{key[:12]}",  # a key too short
-        ]
+        wait_until(lambda: cgroup.holds(ours[0], inside.pid), "the sleeper to join its cgroup", timeout=30)
+        lines = [f"C {token} {root}", f"C {other[:12]} {root}", f"C {other} {root}/x/..", f"C {other} relative"]
         os.write(guard.fd, "".join(line + "\n" for line in lines).encode())
         os.close(guard.fd)  # what the end of the guarded process does
         assert guard.proc.wait(timeout=30) == 0
         assert inside.wait(timeout=30) == -signal.SIGKILL
-        assert [path for path in made if os.path.exists(path)] == [withdrawn, other_key, unnamed]
+        assert [path for path in ours + kept if os.path.exists(path)] == kept
     finally:
         if inside.poll() is None:
             inside.kill()
             inside.wait()
-        _cleanup(made)
+        _cleanup(ours + kept)
 
 
 # Runs a program whose cgroups its guard removes: it makes one for a call, gives it back as the call's end does,
@@ -99,20 +93,31 @@ def test_a_one_shot_process_leaves_its_cgroups_to_its_guard_which_removes_them_a
     wait_until(lambda: not alive(int(guard)), "the guard to end once it removed it", timeout=30)
 
 
-def test_a_long_lived_process_removes_its_cgroups_itself_and_withdraws_them_from_its_guard() -> None:
-    path = sandbox._cgroup(8)
-    assert path is not None
+def test_a_long_lived_process_removes_its_cgroups_itself_its_guard_knowing_the_place_once() -> None:
+    told: list[str] = []
+    real = process_linux._tell_guard
+
+    def tell(message: str) -> bool:
+        told.append(message)
+        return real(message)
+
+    paths = []
     try:
-        assert process_linux.cgroup_at_end(path)  # told before it was made
-        sandbox.release(sandbox.Held(cgroups=[path]))
-        cgroup.drain()
-        assert (os.path.exists(path), process_linux.cgroup_at_end(path), path in process_linux._cgroups) == (
-            False,
-            False,
-            False,
-        )
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(process_linux, "_tell_guard", tell)
+            for _ in range(3):
+                path = sandbox._cgroup(8)
+                assert path is not None
+                paths.append(path)
+                sandbox.release(sandbox.Held(cgroups=[path]))
+            cgroup.drain()
+        assert [path for path in paths if os.path.exists(path)] == []
+        root = os.path.dirname(paths[0])
+        assert process_linux.removes_cgroups_at_end(root)
+        # told of the place once at most (an earlier test of this process may have made one there already)
+        assert [line for line in told if line.startswith("C ")] in ([], [f"C {cgroup._token()} {root}\n"])
     finally:
-        _cleanup([path])
+        _cleanup(paths)
 
 
 # Runs a command as a child subreaper: whatever the command leaves behind (its guard, finishing a cgroup's removal)
