@@ -13,10 +13,11 @@ baseline against off (target: ≤ +3 ms, issue 21), each with the cold figures b
 measures again as an ordinary user (nobody, through util-linux's setpriv: this script re-run with ``--json``), as
 ``sandbox_bench`` does: root caps a call's processes with a pids cgroup, an ordinary user with ``RLIMIT_NPROC``.
 
-That the early runs did start early is checked, not assumed: once the timed runs are over, each early project's
-tool is replaced by one (same name, language and place) that reports whether its process started as the spare
-(its start environment holds ``TOOLEXEC_EARLY`` or ``TOOLEXEC_NODE_SPARE``), and is run once more: the rows say
-how many of the early modes were adopted.
+That the early runs did start early is counted, not assumed: each no-op tool says whether its process started as
+the run's spare (its start environment holds ``TOOLEXEC_EARLY`` or ``TOOLEXEC_NODE_SPARE``: a read of
+``/proc/self/environ``, the same work under both modes), and the rows say how many of each mode's early runs (and
+cold ones: none) were. Each mode has a cache of its own: a cold run removes its own mode's memo only (one shared
+cache once made every "early" run cold, the other mode's cold run having removed its memo just before).
 """
 
 from __future__ import annotations
@@ -83,23 +84,23 @@ def languages() -> dict[str, tuple[str, str, str]]:
 
 
 def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict[str, float]]:
-    """Per language: the median wall ms of each "mode way" (the runs alternating), and "adopted": how many of the
-    early modes' runs were started by their spare (checked after the timed runs, see the module)."""
-    cache = root / "xdg-cache"
-    env = harness.clean_env(XDG_CACHE_HOME=str(cache), XDG_CONFIG_HOME=str(root / "xdg-config"), TOOLEXEC_NO_SERVER="1")
-    memos = cache / "toolexec" / "one-shot"
+    """Per language: the median wall ms of each "mode way" (the runs alternating), and for each "mode way adopted"
+    how many of its timed runs were started by their spare. Each mode has a cache of its own, so that removing one's
+    memo (its cold runs) leaves the other's."""
     found: dict[str, dict[str, float]] = {}
-    for language, (file, name, text) in languages().items():
-        actions: dict[str, tuple[Callable[[], object], Callable[[], object] | None]] = {}
-        checks: list[tuple[Path, list[str]]] = []
+    for language, (file, name, _) in languages().items():
+        actions: dict[str, tuple[Callable[[], str], Callable[[], object] | None]] = {}
         for mode, settings in MODES.items():
-            config = harness.write_project(root / f"{language}-{mode}", {file: text}, runtimes={"python": python}, **settings)
-            argv = [toolexec, "--config", str(config), "run", name, '{"text": "x"}']
-            run = harness.spawn(argv, env=env)
+            cache = root / f"{language}-{mode}-cache"
+            env = harness.clean_env(XDG_CACHE_HOME=str(cache), XDG_CONFIG_HOME=str(root / "xdg-config"), TOOLEXEC_NO_SERVER="1")
+            project = root / f"{language}-{mode}"
+            config = harness.write_project(project, {file: WHO[language]}, runtimes={"python": python}, **settings)
+            run = _runner([toolexec, "--config", str(config), "run", name, '{"text": "x"}'], env)
+            memos = cache / "toolexec" / "one-shot"
             actions[f"{mode} early"] = (run, None)
-            actions[f"{mode} cold"] = (run, lambda: shutil.rmtree(memos, ignore_errors=True))
-            checks.append((config.parent / "functions" / "tools" / file, argv))
+            actions[f"{mode} cold"] = (run, lambda memos=memos: shutil.rmtree(memos, ignore_errors=True))
         samples: dict[str, list[float]] = {key: [] for key in actions}
+        adopted = dict.fromkeys(actions, 0)
         for action, _ in actions.values():  # warm the catalogs, the page cache, the memos
             action(), action()
         for _ in range(runs):
@@ -107,19 +108,18 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
                 if prepare is not None:
                     prepare()
                 start = time.perf_counter()
-                action()
+                said = action()
                 samples[key].append((time.perf_counter() - start) * 1000)
+                adopted[key] += said == "true"
         found[language] = {key: statistics.median(values) for key, values in samples.items()}
-        found[language]["adopted"] = sum(_started_early(tool, WHO[language], argv, env) for tool, argv in checks)
+        found[language].update({f"{key} adopted": float(count) for key, count in adopted.items()})
     return found
 
 
-def _started_early(tool: Path, who: str, argv: list[str], env: dict[str, str]) -> bool:
-    """Whether a run of ``argv`` (the memo of its last run there) starts its tool early: the tool replaced by ``who``
-    (its first run after the change recompiles the catalog, and writes the memo again), run twice."""
-    tool.write_text(who)
-    said = [subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout for _ in range(2)]
-    return said[-1] == "true"
+def _runner(argv: list[str], env: dict[str, str]) -> Callable[[], str]:
+    """A callable that runs ``argv`` to completion (failing loudly) and returns its output: whether the tool's
+    process started as the run's spare ("true" or "false", see WHO)."""
+    return lambda: subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
 
 
 def early_rows(b: Bench) -> list[Row]:
@@ -138,7 +138,8 @@ def early_rows(b: Bench) -> list[Row]:
             added = figures["baseline early"] - figures["off early"]
             note = (
                 f"cold (nothing started early): baseline {ms(figures['baseline cold'])}, off {ms(figures['off cold'])}; "
-                f"early runs adopted: {int(figures['adopted'])} of {len(MODES)} modes; {runs} runs each"
+                f"started by their spare: {_adopted(figures, 'early')} early runs, {_adopted(figures, 'cold')} cold ones; "
+                f"{runs} runs each"
             )
             rows.append(
                 Row(
@@ -152,6 +153,11 @@ def early_rows(b: Bench) -> list[Row]:
                 )
             )
     return rows
+
+
+def _adopted(figures: dict[str, float], way: str) -> str:
+    """How many of the ``way`` runs of every mode were started by their spare, "ADOPTED/RUNS" per mode."""
+    return ", ".join(f"{mode} {int(figures[f'{mode} {way} adopted'])}" for mode in MODES)
 
 
 def as_user(python: str, runs: int) -> dict[str, dict[str, float]]:
@@ -221,8 +227,9 @@ def main() -> None:
     for who, found in measured:
         for language, figures in found.items():
             added = figures["baseline early"] - figures["off early"]
-            cells = ", ".join(f"{key} {value:.1f} ms" for key, value in figures.items() if key != "adopted")
-            print(f"{who}, {language}: {cells}; baseline vs off {added:+.1f} ms; adopted {int(figures['adopted'])}/2")
+            cells = ", ".join(f"{key} {value:.1f} ms" for key, value in figures.items() if not key.endswith("adopted"))
+            print(f"{who}, {language}: {cells}; baseline vs off {added:+.1f} ms; started by their spare:", end=" ")
+            print(f"{_adopted(figures, 'early')} early runs, {_adopted(figures, 'cold')} cold ones")
     print(f"load after: {subprocess.run(['uptime'], capture_output=True, text=True, check=False).stdout.strip()}")
 
 
