@@ -75,19 +75,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for place in places:
         for name in sorted(os.listdir(place)) if os.path.isdir(place) else []:
             path = os.path.join(place, name)
-            if name.startswith(mine) and not _read_text(os.path.join(path, "cgroup.procs")).strip():
+            if name.startswith(mine) and not sandbox._read(os.path.join(path, "cgroup.procs")).strip():
                 left.append(path)
     if left:
         print(f"\ncgroups left behind by this test session: {left}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _read_text(path: str) -> str:
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except OSError:
-        return ""
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

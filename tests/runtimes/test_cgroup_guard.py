@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, wait_until
+from tests.helpers import alive, run_as_subreaper, wait_until
 from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
 
 pytestmark = pytest.mark.skipif(
@@ -120,24 +120,6 @@ def test_a_long_lived_process_removes_its_cgroups_itself_its_guard_knowing_the_p
         _cleanup(paths)
 
 
-# Runs a command as a child subreaper: whatever the command leaves behind (its guard, finishing a cgroup's removal)
-# becomes this wrapper's child and is waited for; it prints the command's status, output and pid, and the orphans.
-SUBREAPER = """
-import ctypes, os, subprocess, sys
-
-ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
-proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-out, err = proc.communicate()
-orphans = 0
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-    orphans += 1
-print(proc.returncode, repr(out), proc.pid, orphans)
-"""
-
 NOOP = '#!/usr/bin/env bash\n# @describe Nothing.\nmain() {\n    printf ok >>"$LLM_OUTPUT"\n}\n'
 
 
@@ -149,11 +131,10 @@ def test_a_one_shot_run_under_the_baseline_leaves_no_cgroup_and_its_guard_ends(p
     config = project.configure()
     command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "noop", "{}"]
     env = {**os.environ, "TOOLEXEC_NO_SERVER": "1"}
-    done = subprocess.run([sys.executable, "-c", SUBREAPER, *command], capture_output=True, text=True, timeout=120, env=env)
-    status, output, pid, orphans = done.stdout.split()
-    assert (status, output, done.stderr) == ("0", "'ok'", ""), done.stderr
-    assert int(orphans) <= 1  # its guard, when it was still removing the cgroup as the run ended
-    assert _ours(int(pid)) == []
+    status, out, err, pid, orphans = run_as_subreaper(command, env)
+    assert (status, out, err) == (0, "ok", "")
+    assert orphans <= 1  # its guard, when it was still removing the cgroup as the run ended
+    assert _ours(pid) == []
 
 
 SLEEPER = """# @describe Say it runs, then wait.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, wait_until
+from tests.helpers import alive, run_as_subreaper, wait_until
 from toolexec.runtimes import process, process_linux
 
 pytestmark = pytest.mark.usefixtures("unconfined")  # the process helper's own search: see the fixture
@@ -208,32 +208,14 @@ def test_where_no_guard_can_start_the_tool_runs_under_setpriv(monkeypatch: pytes
     assert process_linux.with_death_signal(["/bin/true"]) == [setpriv, "--pdeathsig", "KILL", "--", "/bin/true"]
 
 
-# Runs a command as a child subreaper: whatever the command leaves behind (an orphan of any kind, the guard
-# included) becomes this wrapper's child, so it is counted here however soon it ends.
-SUBREAPER = """
-import ctypes, os, subprocess, sys
-
-ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-orphans = 0
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-    orphans += 1
-print(done.returncode, repr(done.stdout), orphans)
-"""
-
-
 def test_a_one_shot_run_leaves_no_process_behind_not_even_its_guard(project: Project) -> None:
     import sys
 
     project.tool("echo.sh", ECHO)
     config = project.configure()
     command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "echo", '{"text": "once"}']
-    done = subprocess.run([sys.executable, "-c", SUBREAPER, *command], capture_output=True, text=True, timeout=120)
-    assert done.stdout == "0 'once' 0\n", done.stderr  # the command closed its guard's pipe and reaped it
+    status, out, err, _, orphans = run_as_subreaper(command)
+    assert (status, out, orphans) == (0, "once", 0), err  # the command closed its guard's pipe and reaped it
 
 
 def test_the_wait_for_the_guard_is_woken_by_its_end_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
