@@ -443,3 +443,34 @@ def run_as_subreaper(command: list[str], env: dict[str, str] | None = None) -> t
     assert done.returncode == 0, done.stderr
     found = ast.literal_eval(done.stdout)
     return found[0], found[1], found[2], found[3], found[4]
+
+
+def start_call(base: list[str], surface: str, tool: str, arguments: dict[str, Any], env: dict[str, str] | None = None) -> Any:
+    """Start the toolexec command ``base`` (its argv up to the command) making one call of ``tool``, as a one-shot
+    ``run`` or (``surface`` "mcp") through ``toolexec mcp`` over stdio, whose stdin stays open: the process (end it
+    with :func:`end_call`)."""
+    import json
+    import subprocess
+
+    if surface == "run":
+        return subprocess.Popen([*base, "run", tool, json.dumps(arguments)], stdout=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([*base, "mcp", "--no-reload"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
+    ]  # fmt: skip
+    proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+    proc.stdin.flush()
+    return proc
+
+
+def end_call(proc: Any) -> None:
+    """Close what :func:`start_call` started: its stdin, and the process if it still runs."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()

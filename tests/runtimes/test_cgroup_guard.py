@@ -6,7 +6,6 @@ cgroups: root and a writable pids hierarchy (a root toolexec caps a call's proce
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, run_as_subreaper, wait_until
+from tests.helpers import alive, end_call, run_as_subreaper, start_call, wait_until
 from toolexec.runtimes import baseline, cgroup, process_linux, sandbox
 
 pytestmark = pytest.mark.skipif(
@@ -159,19 +158,7 @@ def test_sigkill_of_a_root_toolexec_mid_call_leaves_no_cgroup_no_process_and_no_
     base = [sys.executable, "-m", "toolexec", "--config", str(config)]
     env = {**os.environ, "TOOLEXEC_NO_SERVER": "1"}
     arguments = {"ready": str(ready)}
-    if surface == "run":
-        proc = subprocess.Popen([*base, "run", "sleeper", json.dumps(arguments)], stdout=subprocess.DEVNULL, env=env)
-    else:
-        proc = subprocess.Popen([*base, "mcp", "--no-reload"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
-        assert proc.stdin is not None
-        messages = [
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sleeper", "arguments": arguments}},
-        ]  # fmt: skip
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
-        proc.stdin.flush()
+    proc = start_call(base, surface, "sleeper", arguments, env)
     root = sandbox._pids_root()
     assert root is not None
     try:
@@ -190,8 +177,4 @@ def test_sigkill_of_a_root_toolexec_mid_call_leaves_no_cgroup_no_process_and_no_
             "the guard to remove the call's files",
         )
     finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        end_call(proc)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, run_as_subreaper, wait_until
+from tests.helpers import alive, end_call, run_as_subreaper, start_call, wait_until
 from toolexec.runtimes import process, process_linux
 
 pytestmark = pytest.mark.usefixtures("unconfined")  # the process helper's own search: see the fixture
@@ -318,7 +318,6 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
 ) -> None:
     """The guard outlives the killed toolexec: it kills the tool's group, the escapee that carries the call's marker,
     and removes the call's files from TMPDIR."""
-    import json
     import sys
 
     from tests.helpers import marked_processes
@@ -331,19 +330,7 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
         return [p.name for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-escaper-")]
 
     base = [sys.executable, "-m", "toolexec", "--config", str(config)]
-    if surface == "run":
-        proc = subprocess.Popen([*base, "run", "escaper", json.dumps({"ready": str(ready)})], stdout=subprocess.DEVNULL)
-    else:
-        proc = subprocess.Popen([*base, "mcp", "--no-reload"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-        assert proc.stdin is not None
-        messages = [
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "escaper", "arguments": {"ready": str(ready)}}},
-        ]  # fmt: skip
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
-        proc.stdin.flush()
+    proc = start_call(base, surface, "escaper", {"ready": str(ready)})
     try:
         wait_until(ready.exists, "the tool and its escapee to start")
         assert len(marked_processes(private_tmpdir)) >= 2  # the tool's shell, its sleep and the escapee
@@ -353,11 +340,7 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
         wait_until(lambda: not marked_processes(private_tmpdir), "the guard to kill every process of the call")
         wait_until(lambda: not call_files(), "the guard to remove the call's files")
     finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        end_call(proc)
 
 
 def test_a_pool_of_call_files_is_removed_by_the_guard_when_its_process_is_killed(tmp_path: Path) -> None:
