@@ -196,7 +196,7 @@ while read -r op group rest; do
      case $rest in ''|????????????????*) calls="$calls$group m $rest$nl" ;; esac ;;
   P) calls="$calls$group p $group$nl" ;;
   f|F) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
-  C) case $rest/ in /*/../*|/*/./*) continue ;; /*) calls="$calls$group c $rest$nl" ;; esac ;;
+  C) case $rest/ in */../*|*/./*) continue ;; /*) calls="$calls$group c $rest$nl" ;; esac ;;
   -|R) kept=''; IFS=$nl; set -f
      for line in $calls; do case $line in "$group "*) ;; *) kept="$kept$line$nl" ;; esac; done
      unset IFS; set +f; calls=$kept ;;

@@ -57,7 +57,9 @@ def test_the_guard_kills_what_runs_in_its_process_s_cgroups_and_removes_them_and
     inside = subprocess.Popen([*cgroup.join_prefix([ours[0]], strict=True), "sleep", "1000"], start_new_session=True)
     try:
         wait_until(lambda: cgroup.holds(ours[0], inside.pid), "the sleeper to join its cgroup", timeout=30)
-        lines = [f"C {token} {root}", f"C {other[:12]} {root}", f"C {other} {root}/x/..", f"C {other} relative"]
+        # kept[0] is this pid's under another token: a place that reaches root through "..", "." would reach it
+        lines = [f"C {token} {root}", f"C {other[:12]} {root}", f"C {other} {kept[1]}/..", f"C {other} {root}/."]
+        lines += [f"C {other} {root}/./", f"C {other} relative"]
         os.write(guard.fd, "".join(line + "\n" for line in lines).encode())
         os.close(guard.fd)  # what the end of the guarded process does
         assert guard.proc.wait(timeout=30) == 0
