@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None, *, handle_signals: bool = False) -> int:
     args = quick_run(argv) or _parse(argv)
     if handle_signals and args.command != "run":
         gc.enable()  # the program started without the cyclic collector (toolexec.entry); only a one-shot run goes on so
+    elif handle_signals:
+        from toolexec.runtimes import cgroup
+
+        cgroup.leave_to_guard()  # its exit does not wait for its calls' cgroups' removal: its guard removes them
     args.handle_signals = handle_signals
     return dispatch(args)
 

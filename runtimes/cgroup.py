@@ -11,6 +11,12 @@ cgroup's parent that hands the memory controller to its children and that this u
 stays inside every bound toolexec itself has, but the one of toolexec's own v2 cgroup (a cgroup with
 processes cannot hand controllers down). Nowhere writable: no cgroup, the rlimit alone. The cgroup is removed
 when the call is over (:func:`remove_soon`); its processes are gone by then.
+
+Every call cgroup (these and a root toolexec's pids ones) is made by :func:`make`, whose names this process's guard
+(:mod:`toolexec.runtimes.process_linux`) knows before the first is made: should this process be killed (SIGKILL)
+before it removed one, the guard kills what runs there and removes it. A one-shot ``toolexec run`` leaves the removal to the
+guard altogether (:func:`leave_to_guard`): the kernel takes a grace period (~10 ms) to remove a cgroup, which the
+run's exit would otherwise wait for.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import errno
 import os
 import time
 
+from toolexec.runtimes import process_linux
 from toolexec.runtimes.chores import Chores
 
 _found: list[tuple[str, int] | None] = []  # (where calls' cgroups are made, cgroup version), once looked for
@@ -39,10 +46,8 @@ def make_memory(limit: int) -> str | None:
     if found is None:
         return None
     parent, version = found
-    sweep_once(parent)
-    path = os.path.join(parent, f"toolexec-{os.getpid()}-{os.urandom(6).hex()}")
     try:
-        os.mkdir(path, 0o755)
+        path = make(parent)
     except OSError:
         return None
     try:
@@ -56,6 +61,30 @@ def make_memory(limit: int) -> str | None:
         remove(path)
         return None
     return path
+
+
+def make(parent: str) -> str:
+    """A new call cgroup under ``parent``, ``toolexec-PID-TOKENKEY`` (TOKEN: 16 hex digits of this process's own, KEY:
+    8 random ones), which this process's guard removes should this process end before :func:`remove` does (the guard
+    is told of the place before the first is made there). OSError when it cannot be made (what dead toolexec processes
+    left there is removed first, once)."""
+    sweep_once(parent)
+    token = _token()
+    process_linux.remove_cgroups_at_end(parent, token)
+    path = os.path.join(parent, f"toolexec-{os.getpid()}-{token}{os.urandom(4).hex()}")
+    os.mkdir(path, 0o755)
+    return path
+
+
+_tokens: dict[int, str] = {}  # this process's pid -> its token (a forked child has a pid, and a token, of its own)
+
+
+def _token() -> str:
+    pid = os.getpid()
+    if pid not in _tokens:
+        _tokens.clear()
+        _tokens[pid] = os.urandom(8).hex()
+    return _tokens[pid]
 
 
 def join_file(path: str) -> str:
@@ -128,7 +157,8 @@ def sweep(parent: str) -> list[str]:
 
 def remove(path: str) -> None:
     """Remove a call's cgroup. Its processes are gone (with its PID namespace, or killed), but the kernel may still be
-    finishing their exit (the cgroup is busy until then): it is tried again for a while, never left behind."""
+    finishing their exit (the cgroup is busy until then): it is tried again for a while; one still there then is left
+    to this process's guard."""
     deadline = time.monotonic() + 5.0
     while True:
         try:
@@ -142,12 +172,22 @@ def remove(path: str) -> None:
 
 _removals = Chores("toolexec-cgroup-remover")  # removes them, one after another, off the calls' paths
 _drain_at_exit: list[bool] = []
+_left_to_guard: list[bool] = []  # leave_to_guard() was called
+
+
+def leave_to_guard() -> None:
+    """This process makes one call and ends (a one-shot ``toolexec run``): its calls' cgroups are removed by its guard
+    once this process has ended, never by this process, whose exit would wait a grace period per cgroup. One the
+    guard was not told of (none could start) is removed as a long-lived process's are (:func:`remove_soon`)."""
+    _left_to_guard.append(True)
 
 
 def remove_soon(path: str) -> None:
     """Remove a call's cgroup off the call's path: the kernel takes a grace period to remove one (~10 ms, mostly
     waiting), which the call's result need not wait for. :func:`drain` waits until every one is removed; so does the
-    end of this process."""
+    end of this process. After :func:`leave_to_guard`, the guard removes it once this process has ended."""
+    if _left_to_guard and process_linux.removes_cgroups_at_end(os.path.dirname(path)):
+        return
     if not _drain_at_exit:
         import atexit
 

@@ -54,6 +54,7 @@ _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
 _pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
+_cgroups: dict[str, str] = {}  # where this process makes cgroups -> what the guard was told (it removes them at its end)
 _killed: dict[int, int] = {}  # processes a kill pass ended whose parent was not this process yet -> their start
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
@@ -221,9 +222,17 @@ def written_pages(regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 # only this process holds. A call is announced before its tool is spawned (``P MARK``: the call's marker, ``F MARK
 # PATH``: a private file of the call), so that a process dying between the spawn and what follows leaves nothing;
 # then, once the tool is started, by its group (``R MARK``, then ``+ PGID MARK`` and ``f PGID PATH``), withdrawn when
-# it is over (``- PGID``; ``R MARK`` for a spawn that failed). End of file
+# it is over (``- PGID``; ``R MARK`` for a spawn that failed). Where this process makes calls' cgroups, it says so once
+# per place (``C TOKEN PARENT``: its cgroups there are named ``toolexec-PID-TOKEN…``, TOKEN this process's own 16 hex
+# digits). End of file
 # means this process is gone, however it ended: every group still announced is killed, then every process still
-# carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed.
+# carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed; then,
+# should it have been told of cgroups, it says so down its socket (one byte: what this process's exit waits for, see
+# _stop_guard) and removes those of this process still there (its parent's pid, $PPID, and the token in their
+# name): what runs in one is killed (``cgroup.kill``, else each of ``cgroup.procs``), then the cgroup is removed
+# (``rmdir``: ``rm`` cannot, its control files refuse), tried again while the kernel finishes their exits (3 s at
+# most). The kernel takes a grace period (~10 ms) to remove a cgroup: a one-shot run leaves its cgroups to its guard
+# (toolexec.runtimes.cgroup.leave_to_guard), so that its exit does not wait for it.
 #
 # No tool can instruct it: a socket, unlike a pipe, cannot be opened through ``/proc/<guard>/fd/0``, and this
 # process is undumpable (see protect), so its own end cannot be taken either. Even so, the guard takes only
@@ -236,7 +245,7 @@ nl='
 calls=''
 while read -r op group rest; do
   case $op in
-  [PFR]) case $group in ????????????????*) ;; *) continue ;; esac
+  [PFRC]) case $group in ????????????????*) ;; *) continue ;; esac
          case $group in *[!0-9a-f]*) continue ;; esac ;;
   *) case $group in ''|*[!0-9]*|????????*) continue ;; esac
      if [ "$group" -le 1 ] || [ "$group" = "$$" ]; then continue; fi ;;
@@ -246,6 +255,7 @@ while read -r op group rest; do
      case $rest in ''|????????????????*) calls="$calls$group m $rest$nl" ;; esac ;;
   P) calls="$calls$group p $group$nl" ;;
   f|F) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
+  C) case $rest/ in */../*|*/./*) continue ;; /*) calls="$calls$group c $rest$nl" ;; esac ;;
   -|R) kept=''; IFS=$nl; set -f
      for line in $calls; do case $line in "$group "*) ;; *) kept="$kept$line$nl" ;; esac; done
      unset IFS; set +f; calls=$kept ;;
@@ -270,9 +280,28 @@ done
 for line in $calls; do
   case ${line#* } in "f "*) rm -rf -- "${line#* f }" ;; esac
 done
+said=''
+for line in $calls; do
+  case ${line#* } in "c "*) token=${line%% *}; parent=${line#* c } ;; *) continue ;; esac
+  [ -n "$said" ] || { printf . >&0; said=1; } 2>/dev/null
+  set +f
+  for path in "$parent/toolexec-$PPID-$token"*; do
+    [ -f "$path/cgroup.procs" ] || continue
+    if [ -f "$path/cgroup.kill" ]; then echo 1 2>/dev/null >"$path/cgroup.kill"
+    else
+      while read -r pid; do
+        case $pid in ''|*[!0-9]*) continue ;; esac
+        [ "$pid" -le 1 ] || [ "$pid" = "$$" ] || kill -s KILL "$pid" 2>/dev/null
+      done <"$path/cgroup.procs"
+    fi
+    n=0
+    until rmdir -- "$path" 2>/dev/null || [ ! -d "$path" ] || [ $n -ge 300 ]; do sleep 0.01; n=$((n + 1)); done
+  done
+  set -f
+done
 """
 GUARD_SHELL = "/bin/sh"
-GUARD_PATH = "/usr/bin:/bin"  # where it finds grep and rm
+GUARD_PATH = "/usr/bin:/bin"  # where it finds grep, rm, rmdir and sleep
 
 
 @record(kw_only=False, frozen=False)
@@ -322,16 +351,49 @@ def _start_guard() -> _Guard | None:
 
 def _stop_guard() -> None:
     """At exit: close the guard's pipe and wait for it to end, so a process that ends normally leaves no
-    guard behind (one that is killed leaves it only as long as the guard takes to kill the tool groups)."""
+    guard behind (one that is killed leaves it only as long as the guard takes to kill the tool groups). A guard that
+    holds cgroups is waited for until it says it has done the rest (killed, removed the files): their removal, which
+    waits a kernel grace period each, goes on after this process has ended, and ends within seconds."""
     global _guard
     with _lock:
         guard, _guard = _guard, None
+        holds = bool(_cgroups)
     if guard is None or guard.owner != os.getpid():
         return
-    with contextlib.suppress(OSError):
-        os.close(guard.fd)
+    if holds:
+        if _said_done(guard):
+            return
+    else:
+        with contextlib.suppress(OSError):
+            os.close(guard.fd)
     with contextlib.suppress(Exception):
         _wait_for_exit(guard.proc, 2)
+
+
+def _said_done(guard: _Guard) -> bool:
+    """End the guard's input (its socket's half: this process's end stays open to read) and wait for its byte (it
+    did all but remove cgroups), at most the bound of :func:`_stop_guard`; whether it came. This process's end is
+    closed either way."""
+    import _socket
+
+    try:
+        end = _socket.socket(fileno=guard.fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.close(guard.fd)
+        return False
+    try:
+        end.shutdown(_socket.SHUT_WR)
+        end.setblocking(True)
+        end.settimeout(2)
+        said = end.recv(1) == b"."
+    except OSError:
+        said = False
+    finally:
+        end.close()
+    if said:
+        guard.proc.returncode = 0  # it is not this process's to wait for (its parent is init's, or a subreaper's, soon)
+    return said
 
 
 def _wait_for_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -404,11 +466,35 @@ def _kept_lines() -> str:
     return "".join(f"f {me} {path}\n" for path in sorted(_kept) if "\n" not in path and "\r" not in path)
 
 
+def remove_cgroups_at_end(parent: str, token: str) -> bool:
+    """Have this process's guard remove, at its end, this process's cgroups under ``parent`` (``toolexec-PID-TOKEN…``,
+    ``token`` 16 hex digits of this process's own) that are still there, however this process ends (what runs in one
+    is killed first). Told once per place. Whether the guard knows it (False: no guard could start)."""
+    if not _one_line(parent) or len(token) != 16:
+        return False
+    with _lock:
+        if parent not in _cgroups or _guard is None or _guard.owner != os.getpid():
+            _ensure_guard()
+            if _guard is None:
+                return False
+            _cgroups[parent] = f"C {token} {parent}\n"
+            _announce(_cgroups[parent])
+        return _guard is not None and not _guard.broken
+
+
+def removes_cgroups_at_end(parent: str) -> bool:
+    """Whether this process's guard is to remove this process's cgroups under ``parent`` at its end
+    (:func:`remove_cgroups_at_end`)."""
+    with _lock:
+        return parent in _cgroups and _guard is not None and _guard.owner == os.getpid() and not _guard.broken
+
+
 def _forget_guard_after_fork() -> None:
     """In a forked child: the parent's guard is not ours; holding its pipe would keep it from seeing the parent die
     (nor are the paths it removes at the parent's death the child's)."""
     global _guard
     _kept.clear()
+    _cgroups.clear()  # (the parent's: its guard removes them)
     if _guard is not None:
         with contextlib.suppress(OSError):
             os.close(_guard.fd)
@@ -518,7 +604,7 @@ def _replace_guard() -> None:
         os.close(_guard.fd)
     _guard = _start_guard()
     if _guard is not None:
-        for announcement in (*_pending.values(), *_announced.values()):
+        for announcement in (*_pending.values(), *_announced.values(), *_cgroups.values()):
             _tell_guard(announcement)
         _tell_guard(_kept_lines())
 

@@ -546,11 +546,13 @@ def _cgroup(processes: int) -> str | None:
         return None
     from toolexec.runtimes import cgroup
 
-    cgroup.sweep_once(root)
-    path = os.path.join(root, f"toolexec-{os.getpid()}-{os.urandom(6).hex()}")
-    os.mkdir(path, 0o755)
-    with open(os.path.join(path, "pids.max"), "w") as handle:
-        handle.write(str(processes))
+    path = cgroup.make(root)
+    try:
+        with open(os.path.join(path, "pids.max"), "w") as handle:
+            handle.write(str(processes))
+    except BaseException:
+        cgroup.remove(path)
+        raise
     return path
 
 

@@ -56,6 +56,32 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No call cgroup is left behind by this process (its in-process executors): once their removals are done, none
+    of its own is there but one that still holds processes (a sandbox set up ahead that an executor left open keeps
+    its cgroups until it is closed or collected). A toolexec process a test started leaves its cgroups to its guard
+    at its end: tests/runtimes/test_cgroup_guard.py checks those."""
+    import gc
+
+    from toolexec.runtimes import cgroup, sandbox
+
+    if not sys.platform.startswith("linux"):
+        return
+    gc.collect()
+    cgroup.drain()
+    places = {sandbox._pids_root() if os.geteuid() == 0 else None, (cgroup.memory_parent() or (None,))[0]} - {None}
+    mine = f"toolexec-{os.getpid()}-"
+    left = []
+    for place in places:
+        for name in sorted(os.listdir(place)) if os.path.isdir(place) else []:
+            path = os.path.join(place, name)
+            if name.startswith(mine) and not sandbox._read(os.path.join(path, "cgroup.procs")).strip():
+                left.append(path)
+    if left:
+        print(f"\ncgroups left behind by this test session: {left}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for marker, modes in (("launch_modes", LAUNCH_MODES), ("sandbox_modes", SANDBOX_MODES), ("warm_modes", WARM_MODES)):
         if metafunc.definition.get_closest_marker(marker) is not None:

@@ -411,3 +411,66 @@ def confined_warm_usable() -> bool:
     from toolexec.runtimes import baseline, process_linux, sandbox
 
     return baseline.usable() and process_linux.available() and sandbox.mechanism()[0] == "bwrap"
+
+
+# Runs a command as a child subreaper: whatever the command leaves behind (an orphan of any kind, its guard
+# included) becomes this wrapper's child, and is waited for however long it takes to end.
+_SUBREAPER = """
+import ctypes, os, subprocess, sys
+
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+out, err = proc.communicate()
+orphans = 0
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    orphans += 1
+print(repr((proc.returncode, out, err, proc.pid, orphans)))
+"""
+
+
+def run_as_subreaper(command: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str, int, int]:
+    """Run ``command`` under a child subreaper: (its exit status, stdout, stderr, pid, and how many orphans it left,
+    each waited for until it ended)."""
+    import ast
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _SUBREAPER, *command], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    found = ast.literal_eval(done.stdout)
+    return found[0], found[1], found[2], found[3], found[4]
+
+
+def start_call(base: list[str], surface: str, tool: str, arguments: dict[str, Any], env: dict[str, str] | None = None) -> Any:
+    """Start the toolexec command ``base`` (its argv up to the command) making one call of ``tool``, as a one-shot
+    ``run`` or (``surface`` "mcp") through ``toolexec mcp`` over stdio, whose stdin stays open: the process (end it
+    with :func:`end_call`)."""
+    import json
+    import subprocess
+
+    if surface == "run":
+        return subprocess.Popen([*base, "run", tool, json.dumps(arguments)], stdout=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([*base, "mcp", "--no-reload"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
+    ]  # fmt: skip
+    proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+    proc.stdin.flush()
+    return proc
+
+
+def end_call(proc: Any) -> None:
+    """Close what :func:`start_call` started: its stdin, and the process if it still runs."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()

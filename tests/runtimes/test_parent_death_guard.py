@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import alive, wait_until
+from tests.helpers import alive, end_call, run_as_subreaper, start_call, wait_until
 from toolexec.runtimes import process, process_linux
 
 pytestmark = pytest.mark.usefixtures("unconfined")  # the process helper's own search: see the fixture
@@ -208,32 +208,14 @@ def test_where_no_guard_can_start_the_tool_runs_under_setpriv(monkeypatch: pytes
     assert process_linux.with_death_signal(["/bin/true"]) == [setpriv, "--pdeathsig", "KILL", "--", "/bin/true"]
 
 
-# Runs a command as a child subreaper: whatever the command leaves behind (an orphan of any kind, the guard
-# included) becomes this wrapper's child, so it is counted here however soon it ends.
-SUBREAPER = """
-import ctypes, os, subprocess, sys
-
-ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-orphans = 0
-while True:
-    try:
-        os.waitpid(-1, 0)
-    except ChildProcessError:
-        break
-    orphans += 1
-print(done.returncode, repr(done.stdout), orphans)
-"""
-
-
 def test_a_one_shot_run_leaves_no_process_behind_not_even_its_guard(project: Project) -> None:
     import sys
 
     project.tool("echo.sh", ECHO)
     config = project.configure()
     command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "echo", '{"text": "once"}']
-    done = subprocess.run([sys.executable, "-c", SUBREAPER, *command], capture_output=True, text=True, timeout=120)
-    assert done.stdout == "0 'once' 0\n", done.stderr  # the command closed its guard's pipe and reaped it
+    status, out, err, _, orphans = run_as_subreaper(command)
+    assert (status, out, orphans) == (0, "once", 0), err  # the command closed its guard's pipe and reaped it
 
 
 def test_the_wait_for_the_guard_is_woken_by_its_end_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -336,7 +318,6 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
 ) -> None:
     """The guard outlives the killed toolexec: it kills the tool's group, the escapee that carries the call's marker,
     and removes the call's files from TMPDIR."""
-    import json
     import sys
 
     from tests.helpers import marked_processes
@@ -349,19 +330,7 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
         return [p.name for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-escaper-")]
 
     base = [sys.executable, "-m", "toolexec", "--config", str(config)]
-    if surface == "run":
-        proc = subprocess.Popen([*base, "run", "escaper", json.dumps({"ready": str(ready)})], stdout=subprocess.DEVNULL)
-    else:
-        proc = subprocess.Popen([*base, "mcp", "--no-reload"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-        assert proc.stdin is not None
-        messages = [
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "escaper", "arguments": {"ready": str(ready)}}},
-        ]  # fmt: skip
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
-        proc.stdin.flush()
+    proc = start_call(base, surface, "escaper", {"ready": str(ready)})
     try:
         wait_until(ready.exists, "the tool and its escapee to start")
         assert len(marked_processes(private_tmpdir)) >= 2  # the tool's shell, its sleep and the escapee
@@ -371,11 +340,7 @@ def test_sigkill_of_toolexec_mid_call_leaves_no_process_and_no_call_file(
         wait_until(lambda: not marked_processes(private_tmpdir), "the guard to kill every process of the call")
         wait_until(lambda: not call_files(), "the guard to remove the call's files")
     finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        end_call(proc)
 
 
 def test_a_pool_of_call_files_is_removed_by_the_guard_when_its_process_is_killed(tmp_path: Path) -> None:
