@@ -120,6 +120,59 @@ main() {{
     printf '{{"warm": %s, "reach": %s}}' "$warm" "$(python3 -c "$REACH")" >>"$LLM_OUTPUT"
 }}
 """
+# What the tool's top level leaves running, sourced ahead of the call: once main has started (its SIGUSR1), it takes
+# each socket of the init's it can and writes a status on it, until the init is out of its reach.
+STEAL = textwrap.dedent(
+    r"""
+    import ctypes, os, signal, socket, stat, time
+
+    os.closerange(3, 1 << 16)  # (what the bash that sourced the tool holds: a spare waits for the end of one)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+    with open(os.environ["STEALER_READY"], "w") as ready:
+        ready.write("ready\n")
+    signal.sigwait([signal.SIGUSR1])
+    pidfd = os.pidfd_open(1)
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        for number in range(256):
+            fd = libc.syscall(438, pidfd, number, 0)  # pidfd_getfd
+            if fd < 0:
+                if ctypes.get_errno() == 1:
+                    raise SystemExit(0)  # out of reach
+                continue
+            try:
+                if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    with socket.socket(fileno=os.dup(fd)) as sock:
+                        sock.send(b"X0\n")
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    """
+)
+AHEAD = """#!/usr/bin/env bash
+# @describe Reach for my namespace's init from my top level, ahead of the call.
+# @meta warm
+# @option --token! what my escapee sleeps for (no other process has it)
+# (its word that it waits comes on a FIFO of the project's own temporary folder, removed with it)
+STEALER_READY=$(mktemp -u -p "${{BASH_SOURCE[0]%/functions/tools/*}}/tmp")
+mkfifo "$STEALER_READY"
+STEALER_READY=$STEALER_READY setsid python3 -c '{steal}' </dev/null >/dev/null 2>&1 &
+STEALER=$!
+main() {{
+    local init warm=false
+    mapfile -d '' -t init </proc/1/cmdline
+    [[ ${{init[*]}} != *_bash_zygote.py* ]] || warm=true
+    setsid sleep "$argc_token" </dev/null >/dev/null 2>&1 &  # an escapee, which outlives main
+    read -r _ <"$STEALER_READY"
+    rm -f "$STEALER_READY"
+    kill -USR1 "$STEALER"
+    wait "$STEALER"  # (it ends once it is out of reach, or in 2 s)
+    printf '{{"warm": %s, "reach": "ahead"}}' "$warm" >>"$LLM_OUTPUT"
+}}
+"""
 # Runs the tool cold once, then warm twice (the second call takes the first one's kept files): each call's status,
 # output and stderr, and the escapees alive once the call had returned.
 CALLS = """
@@ -137,11 +190,11 @@ def alive(token):
             pass
     return found
 
-config, token = sys.argv[1:]
+config, token, tool = sys.argv[1:]
 calls = []
 for warm in (False, True, True):
     with Executor(config, warm=warm) as executor:
-        result = executor.call("reach", {"token": token}, timeout=30)
+        result = executor.call(tool, {"token": token}, timeout=30)
         calls.append([result.status, json.loads(result.output or "null"), result.stderr, alive(token)])
 print(json.dumps(calls))
 """
@@ -155,12 +208,13 @@ class Place(Ordinary):
 
         super().__init__(root, drop=ordinary)
         (root / "functions" / "tools" / "reach.sh").write_text(TOOL.format(reach=REACH.strip()))
-        self.config.write_text(yaml.safe_dump({"visible_tools": ["reach.sh"], "sandbox": "declared"}))
+        (root / "functions" / "tools" / "ahead.sh").write_text(AHEAD.format(steal=STEAL.strip()))
+        self.config.write_text(yaml.safe_dump({"visible_tools": ["ahead.sh", "reach.sh"], "sandbox": "declared"}))
         self.own()
         self.token = f"{1000 + int.from_bytes(os.urandom(2), 'big')}.{os.getpid()}"
 
-    def calls(self) -> list[list]:
-        done = self.run("python", "-c", CALLS, str(self.config), self.token)
+    def calls(self, tool: str = "reach") -> list[list]:
+        done = self.run("python", "-c", CALLS, str(self.config), self.token, tool)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
@@ -209,3 +263,11 @@ def test_roots_warm_bash_tool_reaches_its_init_as_a_cold_one_does_but_cannot_end
     (cold, *warm) = place.calls()
     assert cold == ["ok", {"warm": False, "reach": REACHED}, "", []], cold
     assert warm == [["ok", {"warm": True, "reach": REACHED}, "", []]] * 2
+
+
+@pytest.mark.parametrize("place", [True, False], ids=["ordinary", "root"], indirect=True)
+def test_what_a_warm_bash_tools_top_level_left_cannot_end_its_call_early(place: Place) -> None:
+    if not place.drop and os.geteuid() != 0:
+        pytest.skip("root's own calls")
+    calls = place.calls("ahead")
+    assert calls == [["ok", {"warm": warm, "reach": "ahead"}, "", []] for warm in (False, True, True)]
