@@ -220,7 +220,7 @@ def _hidden(pipes, namespaces):
     this is depth, not the seal: the tool's top level, sourced ahead of the call, ran while the init could be reached."""
     go, held = pipes
     os.write(go, b"g\n")
-    os.read(held, 1)
+    os.read(held, 1)  # (or its end, at the bash's exit: a process its top level left with the pipe would hold R's too)
     try:
         namespaces.undumpable()
     except OSError:
