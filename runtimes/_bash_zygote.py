@@ -221,9 +221,9 @@ def _hidden(pipes, namespaces):
     go, held = pipes
     os.write(go, b"g\n")
     os.read(held, 1)  # (or its end, at the bash's exit: a process its top level left with the pipe would hold R's too)
-    try:
-        namespaces.undumpable()
-    except OSError:
+    # PR_SET_DUMPABLE 0: no process without CAP_SYS_PTRACE may trace this one any more, nor open what /proc shows of
+    # it (mem, environ, fd...), read or write its memory (process_vm_readv), or take its descriptors (pidfd_getfd)
+    if namespaces.libc.prctl(4, 0, 0, 0, 0) != 0:
         os._exit(70)  # (before any code of the call: the bash reads no word, and exits 70 too)
     with contextlib.suppress(OSError):  # (the bash ended: its status is the call's)
         os.write(go, b"s\n")

@@ -96,12 +96,6 @@ class _Namespaces:
         flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         self._check(self.libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount proc")
 
-    def undumpable(self):
-        """No process without CAP_SYS_PTRACE may trace this one any more, nor open what /proc shows of it (``mem``,
-        ``environ``, ``fd``...), nor read or write its memory (``process_vm_readv``), nor take its descriptors
-        (``pidfd_getfd``): even one of the same user with no capability more."""
-        self._check(self.libc.prctl(4, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE, 0)")
-
     def drop_capabilities(self, always=False):
         """No capability left (bwrap leaves none to an ordinary user's tool; root keeps root's, as a cold call's under
         the baseline, unless ``always``: a confined call's bwrap leaves root none either)."""
