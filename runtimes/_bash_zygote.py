@@ -11,16 +11,23 @@ child, process 2, is a bash that has sourced the tool (``bash_warm.sh`` in its s
 Started by ``python _bash_zygote.py BASH… bash_warm.sh TOOL_PATH [FUNCTION]`` with ``TOOLEXEC_ZYGOTE_FD`` naming one
 end of a ``SOCK_SEQPACKET`` socket to toolexec, it speaks the Python zygote's protocol: ``R`` once the first spare has
 sourced the tool (``F`` + why not), then one message per call (marshal'ed ``env``, ``cwd``, ``fsize``, ``limits``
-with the call's stdin, stdout, stderr, reply socket and progress pipe). The waiting spare's init takes the call, says
-``P`` on the reply socket (its pid reaches toolexec in the credentials, in toolexec's numbering), sets the call's
-limits on the bash (address space, CPU seconds, processes, file size), keeps the call's channels where the bash opens
-them (``/proc/1/fd/10``…: the init is process 1 of the bash's /proc; it dropped every capability before it started
-the bash, as bwrap leaves an ordinary user's tool none) and tells the bash to go. The bash takes its channels, environment, directory and pids cgroup and runs the call in place: the tool is
-process 2, under the namespace's init, as under bwrap (``kill -STOP $PPID`` reaches an init that ignores it; toolexec
-is in no /proc the tool sees). Once the bash has ended and nothing else of the call is left (the init has no
-child), the init closes its copies of the call's channels and says ``X<wait status>`` itself, then exits; when a
-process of the call is left, the init exits at once (the kernel ends that process with the namespace) and this
-server says ``X<wait status>`` once it has reaped the init.
+with the call's stdin, stdout, stderr, reply socket and progress pipe). This server hands the call to the waiting
+spare's init, all but the reply socket, and says ``P`` on that socket itself, with the init's pid in the credentials
+(toolexec reads it in its own numbering). The init sets the call's limits on the bash (address space, CPU seconds,
+processes, file size), keeps the call's channels where the bash opens them (``/proc/1/fd/10``…: the init is process
+1 of the bash's /proc; it dropped every capability before it started the bash, as bwrap leaves an ordinary user's
+tool none, so that the bash may open them) and tells the bash to take them; once the bash says it has, the init
+becomes undumpable (out of reach of a process without CAP_SYS_PTRACE: its /proc files, ptrace, its memory, its
+descriptors) and only then lets the bash run the call. The bash takes its environment, directory and pids cgroup
+and runs the call in place: the tool is process 2, under the namespace's init, as under bwrap (``kill -STOP $PPID``
+reaches an init that ignores it; toolexec is in no /proc the tool sees). Once the bash has ended, the init exits with
+its status: the kernel ends whatever else of the call is left with the namespace, and this server says
+``X<wait status>`` once it has reaped the init, so the call's status comes once nothing of it is left.
+
+The init never holds the reply socket, nor says the status: the tool's top level, sourced ahead of the call, runs
+while the init is within its reach (same user, no capability more; root's tool keeps root's, CAP_SYS_PTRACE too),
+and could have taken whatever the init later held (``pidfd_getfd``), or written its memory, to say a status of its
+own while a process of the call lived on, whose files the tool's next call (another client's) would be given.
 
 The fork, the namespaces and the sourcing are all off the call's path: two spares wait (a call that follows
 another finds one), and a new one is made once a call's status is told, so that making it never competes with a
@@ -35,6 +42,7 @@ import marshal
 import os
 import signal
 import socket
+import struct
 import sys
 
 from _bash_call import call_script
@@ -123,12 +131,13 @@ def _init(namespaces, argv, calls, announce):
         os._exit(70)
     go_read, go_write = os.pipe()
     ready_read, ready_write = os.pipe()
+    held_read, held_write = os.pipe()
     try:
-        bash = _spawn_bash(argv, go_read, ready_write)
+        bash = _spawn_bash(argv, go_read, ready_write, held_write)
     except OSError:
         os._exit(70)
-    os.close(go_read)
-    os.close(ready_write)
+    for fd in (go_read, ready_write, held_write):
+        os.close(fd)
     said = b""  # R and the files sourced (bash_warm.sh), once sourced; nothing: the bash ended
     while len(said) <= _READY_BYTES:
         chunk = os.read(ready_read, 1 << 16)
@@ -150,18 +159,21 @@ def _init(namespaces, argv, calls, announce):
     except OSError:
         os._exit(0)
     calls.close()
-    if not data or len(fds) < 4:  # the server is closing: no call comes (the kernel ends the bash with this init)
+    if not data or len(fds) < 3:  # the server is closing: no call comes (the kernel ends the bash with this init)
         os._exit(0)
-    _run(bash, marshal.loads(data), fds, go_write)
+    _run(bash, marshal.loads(data), fds, (go_write, held_read), namespaces)
 
 
-def _spawn_bash(argv, go, ready):
+def _spawn_bash(argv, go, ready, held):
     """The spare's bash, started by the init (posix_spawn: no fork of this Python): its stdin the init's word to go,
-    ``ready`` the pipe it says R on, nothing else of the init's, the signals this server ignores at their default."""
-    os.set_inheritable(ready, True)  # (every other descriptor of the init's is close-on-exec)
+    ``ready`` the pipe it says R on, ``held`` the one it says it holds its channels on, nothing else of the init's,
+    the signals this server ignores at their default."""
+    for fd in (ready, held):
+        os.set_inheritable(fd, True)  # (every other descriptor of the init's is close-on-exec)
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     env = dict(os.environ)
     env["TOOLEXEC_ZYGOTE_FD"] = str(ready)
+    env["TOOLEXEC_WARM_HELD"] = str(held)
     env["TOOLEXEC_WARM_SPARE"] = "1"
     restored = [getattr(signal, name) for name in _RESTORED if hasattr(signal, name)]
     actions = [(os.POSIX_SPAWN_DUP2, go, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
@@ -171,15 +183,11 @@ def _spawn_bash(argv, go, ready):
         os.close(devnull)
 
 
-def _run(bash, request, fds, go):
-    """The init's part of the call: say ``P``, set the bash's limits, hand it the channels, wait for it to end."""
-    # (kept above the channels' numbers, to say the status on at the end)
-    reply = socket.socket(fileno=fcntl.fcntl(fds[3], fcntl.F_DUPFD_CLOEXEC, 64))
-    os.close(fds[3])
-    try:
-        reply.sendall(b"P\n")
-    except OSError:
-        os._exit(70)
+def _run(bash, request, fds, pipes, namespaces):
+    """The init's part of the call: set the bash's limits, hand it the channels, put itself out of the tool's reach
+    once the bash has opened them (:func:`_hidden`), wait for it to end (see :func:`_exit_with`: the init then exits
+    with the bash's status, the kernel ends whatever else is left with the namespace, and the server says the status
+    once it has reaped the init)."""
     limits = request.get("limits") or {}
     join = ""
     try:
@@ -193,43 +201,34 @@ def _run(bash, request, fds, go):
         os._exit(70)
     env = os.memfd_create("toolexec-call", 0)
     os.write(env, call_script(request["env"], request.get("cwd") or "/", join))
-    channels = [fds[0], fds[1], fds[2], env, *fds[4:5]]
+    channels = [fds[0], fds[1], fds[2], env, *fds[3:4]]
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in channels]  # (a received one may have a target's number)
     for fd in channels:
         os.close(fd)
     for fd, target in zip(moved, CHANNELS[: len(moved)], strict=True):
         os.dup2(fd, target)
         os.close(fd)
+    _hidden(pipes, namespaces)
+    _exit_with(bash)
+
+
+def _hidden(pipes, namespaces):
+    """Tell the bash to take its channels (``g`` on ``go``), wait until it says it has (a byte on ``held``, or its
+    end), become undumpable, and only then let it run the call (``s``). So no code of the call runs while the tool
+    could reach this init through /proc or ptrace (an ordinary user's: root's bash keeps CAP_SYS_PTRACE, as a cold
+    call's). The init holds nothing that could end or speak for the call (the server says ``P`` and the status), so
+    this is depth, not the seal: the tool's top level, sourced ahead of the call, ran while the init could be reached."""
+    go, held = pipes
     os.write(go, b"g\n")
+    os.read(held, 1)  # (or its end, at the bash's exit: a process its top level left with the pipe would hold R's too)
+    # PR_SET_DUMPABLE 0: no process without CAP_SYS_PTRACE may trace this one any more, nor open what /proc shows of
+    # it (mem, environ, fd...), read or write its memory (process_vm_readv), or take its descriptors (pidfd_getfd)
+    if namespaces.libc.prctl(4, 0, 0, 0, 0) != 0:
+        os._exit(70)  # (before any code of the call: the bash reads no word, and exits 70 too)
+    with contextlib.suppress(OSError):  # (the bash ended: its status is the call's)
+        os.write(go, b"s\n")
     os.close(go)
-    _finish(bash, reply)
-
-
-def _finish(bash, reply):
-    """Reap every child (orphans of the call come here too) until the bash ends; exit with its status (128 + N for
-    signal N). When nothing else of the call is left (this init has no child: every process of a PID namespace
-    descends from its init), the init first closes its copies of the call's channels and says the status itself,
-    so that the call ends without waiting for this init's exit (the namespace's teardown: a forked Python's memory,
-    its mount namespace); else the kernel ends what is left as the init exits, and the server says the status once
-    it has reaped the init."""
-
-    def said(code):
-        while True:
-            try:
-                ended, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break  # nothing of the call is left
-            except InterruptedError:
-                continue
-            if ended == 0:
-                return  # a process of the call still runs: the kernel ends it with this init
-        for fd in CHANNELS:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        with contextlib.suppress(OSError):
-            reply.sendall(b"X%d\n" % (code << 8))  # a wait status, as the server's own
-
-    _exit_with(bash, said)
+    os.close(held)
 
 
 def _limit(pid, limits, fsize):
@@ -249,6 +248,7 @@ def _hand_over(spares, data, fds, children):
     """Give the call to the oldest waiting spare (one made now when none waits, or those waiting died); the next
     spares are made once its message is let go (:func:`_taken`)."""
     reply = socket.socket(fileno=fds[3])
+    channels = fds[:3] + fds[4:]  # stdin, stdout, stderr and progress: never the reply socket (see _started)
     pid = -1
     while pid < 0:
         if spares.waiting:
@@ -259,18 +259,33 @@ def _hand_over(spares, data, fds, children):
                 break
             spares.waiting.remove(spare)
         try:
-            socket.send_fds(spare[1], [data], fds) if hasattr(socket, "send_fds") else _send_fds(spare[1], data, fds)
+            if hasattr(socket, "send_fds"):
+                socket.send_fds(spare[1], [data], channels)
+            else:
+                _send_fds(spare[1], data, channels)
             pid = spare[0]
             spares.made.discard(pid)
         except OSError:
             pass
         spare[1].close()
-    for fd in fds[:3] + fds[4:]:
+    for fd in channels:
         os.close(fd)
-    if pid < 0:  # the call is not started (toolexec runs it cold)
-        reply.close()
-    else:
+    if pid >= 0:
+        with contextlib.suppress(OSError):  # (toolexec is gone: the call runs, its status goes nowhere)
+            _started(reply, pid)
         children[pid] = reply
+    else:  # the call is not started (toolexec runs it cold)
+        reply.close()
+
+
+def _started(reply, pid):
+    """Say ``P`` to toolexec for the init ``pid``, as its own word would: its pid in the credentials (the kernel gives
+    it in toolexec's numbering; this server may name a process of a PID namespace it holds CAP_SYS_ADMIN over, which
+    it does: it unshares one per call). The init never holds the reply socket: a tool reaches its init (its
+    descriptors, its memory: same uid, no capability more; root keeps root's), so what the init held the tool could
+    use to say a status of its own while its processes live on."""
+    credentials = struct.pack("3i", pid, os.getuid(), os.getgid())
+    reply.sendmsg([b"P\n"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, credentials)])
 
 
 def _taken(spares):

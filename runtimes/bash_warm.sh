@@ -15,11 +15,13 @@
 # A spare (TOOLEXEC_WARM_SPARE=1, under the sandbox's baseline: see runtimes/_bash_zygote.py): process 2 of a PID
 # namespace of its own, it runs one call in place once the namespace's init says `g` on stdin; the init holds the
 # call's channels, as /proc/1/fd/10 (the request), 11 (stdout), 12 (stderr), 13 (the call's script) and 14 (progress,
-# when the call listens for it: the call's LLM_PROGRESS names descriptor 3).
+# when the call listens for it: the call's LLM_PROGRESS names descriptor 3). Once it has opened them it says so on
+# TOOLEXEC_WARM_HELD (a byte) and waits for the init's `s`: the init is out of the tool's reach by then (undumpable).
 __toolexec_ready=$TOOLEXEC_ZYGOTE_FD
 __toolexec_spare=${TOOLEXEC_WARM_SPARE-}
 __toolexec_slots=${TOOLEXEC_WARM_SLOTS-}
-unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS
+__toolexec_held=${TOOLEXEC_WARM_HELD-}
+unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS TOOLEXEC_WARM_HELD
 BASH_ARGV0=$1
 __toolexec_function=${2-}
 # (read, not $(<…): no fork)
@@ -84,7 +86,8 @@ exec {__toolexec_ready}>&-
 # the call runs them as top-level code, as a cold call's bash runs its bootstrap: no function of toolexec's is on
 # the tool's call stack (FUNCNAME, BASH_SOURCE and BASH_LINENO hold main and the script it is called from alone).
 __toolexec_code='. "$__toolexec_script" || exit 70
-unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go
+[[ -z ${__toolexec_memfd-} ]] || exec {__toolexec_memfd}<&-
+unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go __toolexec_held __toolexec_memfd
 eval "$__toolexec_restore" 2>/dev/null
 eval "$__toolexec_traps"
 unset __toolexec_restore __toolexec_traps __toolexec_ready
@@ -96,10 +99,14 @@ if [[ -n $__toolexec_spare ]]; then
   # (an eval of one group: parsed whole before the read, so before the call comes)
   eval '{
   unset __toolexec_code
-  IFS= read -r __toolexec_go && [[ $__toolexec_go == g ]] || exit 70
-  exec </proc/1/fd/10 >/proc/1/fd/11 2>/proc/1/fd/12 || exit 70
+  IFS= read -r __toolexec_line && [[ $__toolexec_line == g ]] || exit 70
+  exec {__toolexec_go}<&0 </proc/1/fd/10 >/proc/1/fd/11 2>/proc/1/fd/12 || exit 70
   if [[ -e /proc/1/fd/14 ]]; then exec 3>/proc/1/fd/14 || exit 70; fi
-  __toolexec_script=/proc/1/fd/13
+  exec {__toolexec_memfd}</proc/1/fd/13 || exit 70
+  printf h >&"$__toolexec_held" && exec {__toolexec_held}>&- || exit 70
+  IFS= read -r -u "$__toolexec_go" __toolexec_line && [[ $__toolexec_line == s ]] || exit 70
+  exec {__toolexec_go}<&-
+  __toolexec_script=/dev/fd/$__toolexec_memfd
   '"$__toolexec_code"'
   exit
 }'
