@@ -40,6 +40,7 @@ import contextlib
 import fcntl
 import marshal
 import os
+import select
 import signal
 import socket
 import struct
@@ -138,12 +139,7 @@ def _init(namespaces, argv, calls, announce):
         os._exit(70)
     for fd in (go_read, ready_write, held_write):
         os.close(fd)
-    said = b""  # R and the files sourced (bash_warm.sh), once sourced; nothing: the bash ended
-    while len(said) <= _READY_BYTES:
-        chunk = os.read(ready_read, 1 << 16)
-        if not chunk:
-            break
-        said += chunk
+    said = _word(ready_read, bash)
     os.close(ready_read)
     if said[:1] != b"R":
         said = b"F" + b"the tool ended (or failed) while it was sourced"
@@ -162,6 +158,31 @@ def _init(namespaces, argv, calls, announce):
     if not data or len(fds) < 3:  # the server is closing: no call comes (the kernel ends the bash with this init)
         os._exit(0)
     _run(bash, marshal.loads(data), fds, (go_write, held_read), namespaces)
+
+
+def _word(ready, bash):
+    """R and the files sourced (bash_warm.sh), up to the word's end (two NULs); nothing: the bash ended first. Not
+    the pipe's end: a process the tool's top level left holds the pipe open as long as it runs."""
+    said = b""
+    try:
+        watched = [ready, os.pidfd_open(bash)]
+    except (AttributeError, OSError):
+        watched = [ready]
+    try:
+        while len(said) <= _READY_BYTES:
+            readable = select.select(watched, [], [])[0]
+            if ready not in readable and not select.select([ready], [], [], 0)[0]:  # the bash ended, its word unended
+                return b""
+            chunk = os.read(ready, 1 << 16)
+            if not chunk:
+                return b""
+            said += chunk
+            if said.endswith(b"\0\0"):
+                return said[:-2]
+        return said
+    finally:
+        for fd in watched[1:]:
+            os.close(fd)
 
 
 def _spawn_bash(argv, go, ready, held):

@@ -77,6 +77,7 @@ unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __to
   printf R
   for __toolexec_at in "${!__toolexec_loaded[@]}"; do [[ $__toolexec_at == + ]] || printf '\0%s' "$__toolexec_at"; done
   [[ -z ${__toolexec_loaded[+]+x} ]] || printf '\0+'
+  printf '\0\0'  # the word's end: a process the top level left holds this pipe open (toolexec.runtimes.loaded.WORD_END)
 } >&"$__toolexec_ready"
 unset __toolexec_loaded __toolexec_at
 exec {__toolexec_ready}>&-

@@ -21,6 +21,7 @@ as they were when the call started: the call runs the code that was on disk when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
@@ -41,6 +42,7 @@ COARSE_RACY_NS = 2_000_000_000
 # the tool then starts its own, as a cold call would load them all).
 MOST_FILES = 512
 READY_BYTES = 1 << 20  # the longest ready word: R and the files a server loaded (a longer list ends in "+")
+WORD_END = b"\0\0"  # ends a ready word (no file named there is empty, so the word holds no two NULs in a row)
 
 Identity = tuple[int, int, int, int, int]
 
@@ -111,18 +113,33 @@ def parse(data: bytes) -> list[str] | None:
     return [name for name in (os.fsdecode(raw) for raw in names) if os.path.isabs(name)]
 
 
-def read_word(fd: int, timeout: float) -> bytes:
-    """What a server writes on its ready pipe until it closes it (b"" when nothing came within ``timeout``)."""
+def read_word(fd: int, timeout: float, pid: int = 0) -> bytes:
+    """What a server writes on its ready pipe, up to its end (:data:`WORD_END`) or until the pipe closes (b"" when
+    nothing came within ``timeout``). A process the tool's top level started holds the pipe open as long as it
+    runs, so the end is not the pipe's: with ``pid`` (the server, a child of this process) the word also ends when
+    that process has, whatever else holds the pipe."""
     data = b""
     deadline = time.monotonic() + timeout
-    while select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return data
-        data += chunk
-        if len(data) > READY_BYTES:  # too many files to say: the server is trusted with no later call
-            return data[:1] + b"\0+"
-    return b""
+    watched = [fd]
+    if pid > 0:
+        with contextlib.suppress(OSError, AttributeError):
+            watched.append(os.pidfd_open(pid))
+    try:
+        while readable := select.select(watched, [], [], max(0.0, deadline - time.monotonic()))[0]:
+            if fd not in readable and not select.select([fd], [], [], 0)[0]:  # the server ended, its word unended
+                return data if data[:1] != b"R" else b""  # (its failure said; a ready word in part says nothing)
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return data
+            data += chunk
+            if data.endswith(WORD_END):
+                return data[: -len(WORD_END)]
+            if len(data) > READY_BYTES:  # too many files to say: the server is trusted with no later call
+                return data[:1] + b"\0+"
+        return b""
+    finally:
+        for extra in watched[1:]:
+            os.close(extra)
 
 
 def clocks() -> tuple[int, int]:

@@ -111,13 +111,13 @@ async function warmUp(descriptors) {
     try {
       tool = await import(pathToFileURL(process.argv[2]).href);
     } catch (error) {
-      writeSync(Number(ready), `F${error?.message ?? error}`);
+      writeSync(Number(ready), `F${error?.message ?? error}\0\0`); // (the word's end: a child the import started holds the pipe)
       process.exit(0);
     } finally {
       hooks.deregister?.();
     }
   }
-  writeSync(Number(ready), ["R", ...files].join("\0"));
+  writeSync(Number(ready), `${["R", ...files].join("\0")}\0\0`); // (ends with two NULs: toolexec.runtimes.loaded)
   closeSync(Number(ready));
   spareProgress = Number(progress);
   return tool;

@@ -921,14 +921,28 @@ def stopped_in_group(leader: int) -> bool:
     return False
 
 
+def await_end(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for this process's child ``pid`` to end, without reaping it (while it is a
+    zombie its number is its own and its group's: a group leader's group can be killed after its end, no other
+    process's); whether it has ended."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return False
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+
+
 def reap_group_orphans(pgid: int) -> None:
-    """Reap the ended children of this process in group ``pgid`` (a killed warm server's own children, re-parented
-    here while this process is a subreaper: calls in flight)."""
+    """Reap the children of this process in group ``pgid``, which has just been sent SIGKILL (a warm server's own
+    children, re-parented here while this process is a subreaper: calls in flight): each is waited for (killed, it
+    ends at once), so that none is left a zombie of this process."""
     for child in _children(os.getpid()):
-        info = _stat(child)
-        if info.state in ("Z", "X") and info.pgrp == pgid:
+        if _stat(child).pgrp == pgid:
             with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(child, os.WNOHANG)
+                os.waitpid(child, 0)
 
 
 def start_of(pid: int) -> int | None:

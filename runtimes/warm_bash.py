@@ -105,7 +105,7 @@ class BashServer(ServerProcess):
             os.close(requests_read)
         register(self._proc.pid)
         try:
-            answer = loaded.read_word(ready_read, START_SECONDS)
+            answer = loaded.read_word(ready_read, START_SECONDS, self._proc.pid)
         finally:
             os.close(ready_read)
         if answer[:1] != b"R":

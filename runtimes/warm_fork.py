@@ -186,20 +186,19 @@ class ServerProcess:
         if process_linux.stopped_in_group(proc.pid):  # stopped by a call's tool (sandbox off): it goes on to end
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGCONT)
-        killed = self._killed
-        if not killed:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                killed = True
-        if killed:  # what of its group it had not reaped (a Bash server's call waiters) is re-parented here: reaped
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-            if proc.returncode is None:  # (ended, not yet reaped: its number is not another process's meanwhile)
-                with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            process_linux.reap_group_orphans(proc.pid)
-            proc.wait()
+        if not self._killed:
+            process_linux.await_end(
+                proc.pid, 5.0
+            )  # (not reaped: while it is a zombie its number is its group's, no other process's)
+        # Killed, or ended by itself: what its group still holds goes too (a Bash server's call waiters; a process the
+        # tool's top level started, which a cold call's end would have ended), and what of it was re-parented here.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
+        if proc.returncode is None:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        process_linux.reap_group_orphans(proc.pid)
+        proc.wait()
         unregister(proc.pid)
         inits, self._inits = self._inits, []
         for pid, start in inits:  # re-parented here should this process be a subreaper now (calls in flight): reaped

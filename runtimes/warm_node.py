@@ -130,7 +130,7 @@ class Spare:
         """Wait for the spare's word: ``R`` (the tool is imported), ``F`` and why (it is not), or nothing (it died)."""
         answer = b""
         with contextlib.suppress(OSError):
-            answer = loaded.read_word(ready, START_SECONDS)
+            answer = loaded.read_word(ready, START_SECONDS, self.proc.pid)
         init = 0
         if info >= 0:  # bwrap's init (noted even for a spare that failed: it is reaped with it), then its child: the node
             data = b""
@@ -187,12 +187,10 @@ class Spare:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
             self.proc.stdin = None
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, 9)
-            self.proc.wait()
+        process_linux.await_end(self.proc.pid, 5.0)
+        with contextlib.suppress(ProcessLookupError):  # (and what its import started, which a cold call's end ends)
+            os.killpg(self.proc.pid, 9)
+        self.proc.wait()
         self.release()
 
     def release(self) -> None:
