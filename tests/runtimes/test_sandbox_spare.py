@@ -436,7 +436,8 @@ def test_a_spares_call_outlives_a_wake_of_the_making_thread(project: Project, we
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(executor.call, "wait", {"fifo": str(fifo)})
             with open(fifo, "w") as handle:  # (opened once the tool opens it: its call runs, in the spare)
-                assert len(went) == 1
+                # (the spare's go is noted once it has returned: its tool may open the FIFO before)
+                wait_until(lambda: len(went) == 1, "the call to start in the spare", timeout=10)
                 with state.lock:
                     state.lock.notify_all()  # as another kind's order, or a spare not made, wakes it
                 thread.join(timeout=0.5)
