@@ -132,10 +132,11 @@ def _not_through_links(tool: str, places: list[str], writable: list[str]) -> Non
     for place in places:
         for top in writable:
             top = top.rstrip("/") or "/"
-            if not place.startswith(top + "/"):
+            prefix = top if top == "/" else top + "/"  # (``writes: /`` holds every place)
+            if not place.startswith(prefix):
                 continue
             between = place  # (itself too: a link there is re-pointed as easily)
-            while between.startswith(top + "/"):
+            while between != top and between.startswith(prefix):
                 if os.path.islink(between):
                     raise SandboxUnavailable(
                         tool,

@@ -164,7 +164,7 @@ def run(link: str, to: str) -> str:
     """Point a link that names a folder of toolexec's at a folder of this tool's.
 
     Network: none
-    Writes: ~/
+    Writes: {writes}
     """
     os.makedirs(to, exist_ok=True)
     os.unlink(link)
@@ -174,7 +174,10 @@ def run(link: str, to: str) -> str:
 
 
 @pytest.mark.sandbox_modes
-def test_a_tool_writing_the_home_is_refused_where_toolexecs_folder_is_reached_through_a_link(project: Project) -> None:
+@pytest.mark.parametrize("writes", ["~/", "/"])
+def test_a_tool_writing_the_home_is_refused_where_toolexecs_folder_is_reached_through_a_link(
+    project: Project, writes: str
+) -> None:
     """``~/.cache`` a link to the real cache: the read-only bind holds the link's target, but the link itself lies in
     the home the tool writes, and is no mount: re-pointed at the tool's folder, the next run would read its memos and
     state from there. Such a call is refused (fail closed), naming the link, and nothing of it ran."""
@@ -187,7 +190,7 @@ def test_a_tool_writing_the_home_is_refused_where_toolexecs_folder_is_reached_th
     real.mkdir()
     link.symlink_to(real)
     cache = os.environ["XDG_CACHE_HOME"]
-    project.tool("repoint.py", REPOINT_PY)
+    project.tool("repoint.py", REPOINT_PY.replace("{writes}", writes))
     os.environ["XDG_CACHE_HOME"] = str(link)
     try:
         with project.executor(["repoint.py"], sandbox="declared") as executor:
