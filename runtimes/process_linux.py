@@ -761,8 +761,10 @@ def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
     of its own, is the host's). Returns how many had left the group.
 
     ``leader``: a pidfd of the tool (this process's child, reaped once its status was read). The tool's number is
-    the call's only while its group lives (see :func:`signal_group`): once it is empty, a process in group or session
-    ``pgid`` or below process ``pgid`` is not taken for the call's (it may be a new session that took the number).
+    the call's while its group lives (see :func:`signal_group`), or while no process has it (the call's session may
+    outlive its group: a process that moved to a group of its own); once another process has it, a process in group
+    or session ``pgid`` or below process ``pgid`` is not taken for the call's (it is a new session that took the
+    number, or one of its).
     """
     needle = marker.encode()
     me = os.getpid()
@@ -773,7 +775,7 @@ def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
         # registered in _in_flight or not yet forked, never mistaken for an orphan of this call.
         with _lock:
             _lock.wait_for(lambda: _spawning == 0, timeout=5.0)
-            ours = leader < 0 or signal_group(leader, pgid, 0)  # the number is still the call's group's
+            ours = leader < 0 or signal_group(leader, pgid, 0) or not _taken(pgid)  # the number is still the call's
             call_start = _in_flight.get(pgid)
             search = _walk if _subreaper_on and _lists_children() else _scan
             victims, reaped = search(needle, pgid if ours else -1, me, call_start)
@@ -791,6 +793,17 @@ def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
         if time.monotonic() >= deadline:
             break
     return len(escaped)
+
+
+def _taken(pid: int) -> bool:
+    """Whether a process has the number ``pid`` now (one that could not be looked at counts as one)."""
+    try:
+        os.close(os.pidfd_open(pid))
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 PIDFD_WAIT_MAX = 64  # victims waited for on their pidfds; a larger tree (a fork bomb's) is looked at every 2 ms
