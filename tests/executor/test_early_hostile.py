@@ -33,6 +33,18 @@ def _spy(directory: Path, name: str, program: str, proof: Path) -> Path:
     return spy
 
 
+def _spied_tool(project: Project, tmp_path: Path, language: str, proof: Path) -> tuple[Path, dict[str, object]]:
+    """The ``behave`` tool of ``language``, run by a spy interpreter writing to ``proof``: the spy, and the config
+    settings that name it (a Bash tool names it in its shebang)."""
+    if language == "python":
+        spy = _spy(tmp_path, "python-spy", sys.executable, proof)
+        project.tool("behave.py", BEHAVE_PY)
+        return spy, {"runtimes": {"python": str(spy)}}
+    spy = _spy(tmp_path, "bash-spy", "/bin/bash", proof)
+    project.tool("behave.sh", BEHAVE_SH.replace("#!/usr/bin/env bash", f"#!{spy}"))
+    return spy, {}
+
+
 @pytest.mark.parametrize("sandbox", ["off", "declared"])
 @pytest.mark.parametrize("language", ["python", "bash"])
 def test_the_early_spare_never_starts_with_a_secret_the_call_is_kept_from(
@@ -42,14 +54,8 @@ def test_the_early_spare_never_starts_with_a_secret_the_call_is_kept_from(
     (``secret_env``): its spare must not be started with it (the cold call never sees it), nor may the call."""
     _needs(sandbox)
     proof = tmp_path / "proof"
-    if language == "python":
-        spy = _spy(tmp_path, "python-spy", sys.executable, proof)
-        project.tool("behave.py", BEHAVE_PY)
-        config = str(project.configure(sandbox=sandbox, secret_env=[SECRET], runtimes={"python": str(spy)}))
-    else:
-        spy = _spy(tmp_path, "bash-spy", "/bin/bash", proof)
-        project.tool("behave.sh", BEHAVE_SH.replace("#!/usr/bin/env bash", f"#!{spy}"))
-        config = str(project.configure(sandbox=sandbox, secret_env=[SECRET]))
+    _, settings = _spied_tool(project, tmp_path, language, proof)
+    config = str(project.configure(sandbox=sandbox, secret_env=[SECRET], **settings))
     env = {"EARLY_PROOF": str(tmp_path / "early"), "BIG": str(tmp_path / "big")}
     argv = ("--config", config, "run", "behave", json.dumps({"behave": "returns"}))
     first = toolexec(*argv, env=env)
@@ -211,14 +217,7 @@ def test_the_early_spare_never_starts_with_a_secret_the_config_now_keeps_from_to
     The next run's spare must not start with it, as its cold call never sees it (the environment is the same: only
     the config says what no tool may receive, and the spare starts before it is read)."""
     proof = tmp_path / "proof"
-    if language == "python":
-        spy = _spy(tmp_path, "python-spy", sys.executable, proof)
-        project.tool("behave.py", BEHAVE_PY)
-        settings: dict[str, object] = {"runtimes": {"python": str(spy)}}
-    else:
-        spy = _spy(tmp_path, "bash-spy", "/bin/bash", proof)
-        project.tool("behave.sh", BEHAVE_SH.replace("#!/usr/bin/env bash", f"#!{spy}"))
-        settings = {}
+    _, settings = _spied_tool(project, tmp_path, language, proof)
     config = str(project.configure(sandbox="off", **settings))
     env = {"EARLY_PROOF": str(tmp_path / "early"), "BIG": str(tmp_path / "big"), SECRET: "hunter2"}
     argv = ("--config", config, "run", "behave", json.dumps({"behave": "returns"}))
@@ -245,14 +244,7 @@ def test_the_early_spare_never_starts_unconfined_once_the_config_confines_the_to
     tool author's interpreter, would run once more as the config no longer lets it)."""
     _needs("declared")
     proof = tmp_path / "proof"
-    if language == "python":
-        spy = _spy(tmp_path, "python-spy", sys.executable, proof)
-        project.tool("behave.py", BEHAVE_PY)
-        settings: dict[str, object] = {"runtimes": {"python": str(spy)}}
-    else:
-        spy = _spy(tmp_path, "bash-spy", "/bin/bash", proof)
-        project.tool("behave.sh", BEHAVE_SH.replace("#!/usr/bin/env bash", f"#!{spy}"))
-        settings = {}
+    spy, settings = _spied_tool(project, tmp_path, language, proof)
     spy.write_text(spy.read_text().replace("env >>", "readlink /proc/self/ns/pid >>"))
     config = str(project.configure(sandbox="off", **settings))
     env = {"EARLY_PROOF": str(tmp_path / "early"), "BIG": str(tmp_path / "big")}

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.runtimes.test_warm_bash_init import CALLS, DENIED, NO_SIGNAL, REACH, REACHED
+from tests.runtimes.test_warm_bash_init import CALLS, DENIED, NO_SIGNAL, REACH, REACHED, placed
 from tests.runtimes.test_warm_bash_init import Place as BashPlace
 from toolexec.runtimes import baseline, process_linux
 
@@ -72,15 +70,7 @@ class Place(BashPlace):
 
 @pytest.fixture
 def place(request: pytest.FixtureRequest) -> Iterator[Place]:
-    root = Path(tempfile.mkdtemp(prefix="toolexec-pyinit-", dir="/tmp"))
-    place = None
-    try:
-        place = Place(root, request.param)
-        yield place
-    finally:
-        if place is not None:
-            place.clean()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from placed(Place, request.param)
 
 
 @pytest.mark.parametrize("place", [True], ids=["ordinary"], indirect=True)
