@@ -9,7 +9,7 @@ same place, wrote down (a *memo*: the kind of spare, its argv, bwrap's included,
 environment). The two starts then run side by side, on the two cores a machine has at least.
 
 Three kinds of spare, told apart by the memo's first word (its second: the digest of the environment the run that wrote
-it had, :func:`environ_digest`; under the baseline each inside its bwrap):
+it had and of the config files it could read, :func:`start_digest`; under the baseline each inside its bwrap):
 
 * ``node``: ``node node_bootstrap.cjs TOOL``, waiting on stdin for its call (``TOOLEXEC_NODE_SPARE`` names its ready
   and progress descriptors): handed its call as a warm Node spare is (:mod:`toolexec.runtimes.warm_node`);
@@ -46,7 +46,7 @@ import os
 import signal
 import subprocess
 
-from toolexec.serve_client import config_option, fnv1a64  # (imported already: the run tried a server first)
+from toolexec.serve_client import config_candidates, config_option, fnv1a64  # (imported already: the run tried a server first)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,8 +65,9 @@ _PER_CALL = frozenset({"TRACEPARENT", "TRACESTATE", "BAGGAGE"})
 class Early:
     """The spare this run started, and the memo it came from."""
 
-    def __init__(self, memo: str, known: bytes) -> None:
+    def __init__(self, memo: str, known: bytes, digest: str = "") -> None:
         self.memo, self.known = memo, known
+        self.digest = digest  # this run's start_digest, taken before it read its config
         self.kind = ""
         self.cwd = os.getcwd()  # where it started (the memo is this directory's)
         self.argv: list[str] = []  # as remembered (with INFO)
@@ -83,8 +84,10 @@ class Early:
     def start(self) -> None:
         """Start the remembered spare (nothing when the memo is not one)."""
         fields = self.known.decode("utf-8", "surrogateescape").split("\0")
-        if "" not in fields or len(fields) < 2 or fields[0] not in KINDS or fields[1] != environ_digest():
-            return  # (another environment: the spare's program would start with what this run's call may not see)
+        if "" not in fields or len(fields) < 2 or fields[0] not in KINDS or fields[1] != self.digest:
+            # (another environment, or a config changed since: the spare's program would start with what this run's
+            # call may not see, or as this run's config may no longer let it: unconfined, say)
+            return
         cut = fields.index("")
         self.kind, self.argv = fields[0], fields[2:cut]
         self.additions = dict(entry.split("=", 1) for entry in fields[cut + 1 :] if "=" in entry)
@@ -191,7 +194,7 @@ def begin(argv: Sequence[str]) -> None:
     if memo is None:
         return
     known = _read(memo)
-    _early = Early(memo, known)
+    _early = Early(memo, known, start_digest(argv))
     if known:
         _early.start()
         atexit.register(_end)
@@ -239,7 +242,7 @@ def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: 
         return
     wanted = b""
     if argv and kind in KINDS and _compatible({**os.environ, **additions}, env, additions):
-        fields = [kind, environ_digest(), *argv, "", *(f"{name}={value}" for name, value in additions.items())]
+        fields = [kind, early.digest, *argv, "", *(f"{name}={value}" for name, value in additions.items())]
         wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
     if wanted == early.known:
         return
@@ -271,6 +274,29 @@ def environ_digest() -> str:
     data = os.environb if hasattr(os, "environb") else {k.encode(): v.encode() for k, v in os.environ.items()}
     entries = sorted(name + b"=" + value for name, value in data.items())
     return format(fnv1a64(b"\0".join(entries)), "016x")
+
+
+def start_digest(argv: Sequence[str]) -> str:
+    """What a memo's start depends on besides its own words, as this run (the command's words ``argv``) finds it
+    before it reads its config: :func:`environ_digest`, and what each config file it could read is now (device,
+    inode, size, modification and change times; or that it is not there).
+
+    The config says which variables no tool may receive (``secret_env``) and how the tool is confined (``sandbox``),
+    and the spare starts before it is read: a start remembered under a config that kept nothing from tools, or left
+    the tool unconfined, would start the tool's program so once more after the config was changed to keep a secret
+    from it, or to confine it, whether the spare is then adopted or ended. Taken before the run reads its config, so
+    that a config changed while the run reads it makes its memo one the next run does not start (never the reverse).
+    """
+    states = []
+    for candidate in config_candidates(config_option(argv)):
+        try:
+            info = os.stat(candidate)
+        except OSError:
+            states.append("-")
+            continue
+        states.append(f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}")
+    key = ",".join(states).encode("utf-8", "surrogateescape")
+    return f"{environ_digest()}-{fnv1a64(key):016x}"
 
 
 def _read(memo: str) -> bytes:

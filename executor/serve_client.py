@@ -111,7 +111,7 @@ def fnv1a64(data: bytes) -> int:
     return digest
 
 
-def _candidates(explicit: str | None) -> "Iterator[str]":
+def config_candidates(explicit: str | None) -> "Iterator[str]":
     """The config files a local run could use, in :func:`toolexec.config.locate`'s order. Which one it does use is
     the server's to check (it runs ``locate`` in the caller's place); a server for a later one refuses a call whose
     local run would use an earlier one."""
@@ -180,7 +180,7 @@ def through_server(argv: list[str], version: str) -> int | None:
         return None
     payload = b""
     tried = set()
-    for candidate in _candidates(config_option(argv)):
+    for candidate in config_candidates(config_option(argv)):
         try:
             if not os.path.isfile(candidate):
                 continue

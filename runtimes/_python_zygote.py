@@ -57,6 +57,7 @@ import _python_runner
 _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 8  # stdin, stdout, stderr, the reply socket, progress, and a confined call's cgroups (two at most)
 _CLONE_NEWNS = 0x00020000
+_PR_SET_DUMPABLE = 4
 _CLONE_NEWPID = 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_SLAVE = 2, 4, 8, 0x4000, 0x80000
 
@@ -241,11 +242,17 @@ def _spare(namespaces, module, calls, said=-1):
     try:
         namespaces.die_with_parent()
         namespaces.own_proc()
+        # PR_SET_DUMPABLE 0 before the tool's process exists: no process of the call without CAP_SYS_PTRACE (an
+        # ordinary user's) may list or open what /proc shows of this init (fd, environ, mem...), trace it, read its
+        # memory or take its descriptors (``said``), from the call's first instruction on
+        _check_prctl(namespaces.libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0))
     except OSError:
         os._exit(70)  # the zygote's next call finds its socket closed: it makes another spare
     pid = _fork()
     if pid == 0:
         try:
+            # the tool's process is as dumpable as a cold call's (the flag is inherited at fork)
+            _check_prctl(namespaces.libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0))
             if said >= 0:  # the call's status is its init's to say, never the tool's
                 os.close(said)
             _tool(module, calls, namespaces)
@@ -256,6 +263,11 @@ def _spare(namespaces, module, calls, said=-1):
         os._exit(70)
     zygote = socket.socket(fileno=said) if said >= 0 else None  # (made while the spare waits, not at the call's end)
     _exit_with(pid, (lambda code: _end_call(zygote, code)) if zygote is not None else None)
+
+
+def _check_prctl(result):
+    if result != 0:
+        raise OSError("prctl(PR_SET_DUMPABLE) failed")
 
 
 def _end_call(said, code):
@@ -699,6 +711,13 @@ class _Spares:
         the status still comes only once every process of the call has ended."""
         try:
             held = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        except PermissionError:  # the init is undumpable (see _spare): its only child, the call's process, is not
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
+                    child = int(children.read().split()[0])
+                held = os.open(f"/proc/{child}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+            except (OSError, ValueError, IndexError):
+                return -1
         except OSError:
             return -1
         try:

@@ -30,6 +30,7 @@ tool starts under ``setpriv --pdeathsig KILL`` instead. Only this process can in
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 PR_SET_DUMPABLE = 4
+PIDFD_SIGNAL_PROCESS_GROUP = 4  # <linux/pidfd.h>, Linux 6.9
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 MAX_ROUNDS = 200  # passes over /proc before giving up on a process that forks faster than it is killed
@@ -55,6 +57,7 @@ _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its ca
 _kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
 _pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
 _cgroups: dict[str, str] = {}  # where this process makes cgroups -> what the guard was told (it removes them at its end)
+_group_signals: bool | None = None  # whether pidfd_send_signal takes PIDFD_SIGNAL_PROCESS_GROUP (None: not tried yet)
 _killed: dict[int, int] = {}  # processes a kill pass ended whose parent was not this process yet -> their start
 _calls = 0  # calls between enter() and leave()
 # Calls between enter() and register(): their tool may already be a child of this process without being
@@ -721,13 +724,47 @@ class _Proc:
 _GONE = _Proc(0, "", 0, 0, 0, 0)
 
 
-def kill_marked(marker: str, pgid: int) -> int:
+def signal_group(leader: int, pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the group that ``leader`` (a pidfd of this process's child started in a session of its own,
+    number ``pgid``) leads; whether a process of that group was there to take it (0: whether one is).
+
+    Through the pidfd (Linux 6.9) the kernel signals the group it leads, whatever has become of its number: once the
+    leader is reaped (as the call's status is read) and the last process of its group has ended, the number is free,
+    and a process started since in a session of its own (another call's tool, the host's own) may have it, which a
+    signal by number would reach. A kernel without it takes the number, as before."""
+    global _group_signals
+    if _group_signals is not False:
+        try:
+            signal.pidfd_send_signal(leader, sig, None, PIDFD_SIGNAL_PROCESS_GROUP)
+        except (ProcessLookupError, PermissionError):
+            return False
+        except OSError as error:
+            if error.errno != errno.EINVAL or _group_signals:
+                return False
+            _group_signals = False  # this kernel has no process group flag (EINVAL the first time): by number
+        else:
+            _group_signals = True
+            return True
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
     """SIGKILL every live process of the call rooted at ``pgid`` until a pass finds none; wait until they are gone.
 
     A process belongs to the call when it is in the tool's group or session, carries
     ``marker`` (``NAME=value``) in its environment, or descends from one that does: never by
     when it started alone (a child the host starts in the same clock tick as a call, in a session
     of its own, is the host's). Returns how many had left the group.
+
+    ``leader``: a pidfd of the tool (this process's child, reaped once its status was read). The tool's number is
+    the call's while its group lives (see :func:`signal_group`), or while no process has it (the call's session may
+    outlive its group: a process that moved to a group of its own); once another process has it, a process in group
+    or session ``pgid`` or below process ``pgid`` is not taken for the call's (it is a new session that took the
+    number, or one of its).
     """
     needle = marker.encode()
     me = os.getpid()
@@ -738,9 +775,10 @@ def kill_marked(marker: str, pgid: int) -> int:
         # registered in _in_flight or not yet forked, never mistaken for an orphan of this call.
         with _lock:
             _lock.wait_for(lambda: _spawning == 0, timeout=5.0)
+            ours = leader < 0 or signal_group(leader, pgid, 0) or not _taken(pgid)  # the number is still the call's
             call_start = _in_flight.get(pgid)
             search = _walk if _subreaper_on and _lists_children() else _scan
-            victims, reaped = search(needle, pgid, me, call_start)
+            victims, reaped = search(needle, pgid if ours else -1, me, call_start)
         # A pass that reaped an orphan looks again: that orphan's exit may have handed its children
         # to this process after the pass had read its list of children.
         if not victims and not reaped:
@@ -755,6 +793,17 @@ def kill_marked(marker: str, pgid: int) -> int:
         if time.monotonic() >= deadline:
             break
     return len(escaped)
+
+
+def _taken(pid: int) -> bool:
+    """Whether a process has the number ``pid`` now (one that could not be looked at counts as one)."""
+    try:
+        os.close(os.pidfd_open(pid))
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 PIDFD_WAIT_MAX = 64  # victims waited for on their pidfds; a larger tree (a fork bomb's) is looked at every 2 ms

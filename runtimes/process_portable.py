@@ -78,8 +78,9 @@ def leave(pid: int | None, mark: str = "") -> None:
     """Nothing to release."""
 
 
-def kill_marked(marker: str, pgid: int) -> int:
-    """Kill the call's processes (:func:`_kill_pass`) until a pass over the process table finds none."""
+def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
+    """Kill the call's processes (:func:`_kill_pass`) until a pass over the process table finds none (``leader``: the
+    Linux backend's; this one has no pidfd, and takes the group by its number)."""
     escaped: set[int] = set()
     deadline = time.monotonic() + 10.0
     for _ in range(200):  # a process forking faster than it is killed loses within a few passes

@@ -33,6 +33,18 @@ def _spy(directory: Path, name: str, program: str, proof: Path) -> Path:
     return spy
 
 
+def _spied_tool(project: Project, tmp_path: Path, language: str, proof: Path) -> tuple[Path, dict[str, object]]:
+    """The ``behave`` tool of ``language``, run by a spy interpreter writing to ``proof``: the spy, and the config
+    settings that name it (a Bash tool names it in its shebang)."""
+    if language == "python":
+        spy = _spy(tmp_path, "python-spy", sys.executable, proof)
+        project.tool("behave.py", BEHAVE_PY)
+        return spy, {"runtimes": {"python": str(spy)}}
+    spy = _spy(tmp_path, "bash-spy", "/bin/bash", proof)
+    project.tool("behave.sh", BEHAVE_SH.replace("#!/usr/bin/env bash", f"#!{spy}"))
+    return spy, {}
+
+
 @pytest.mark.parametrize("sandbox", ["off", "declared"])
 @pytest.mark.parametrize("language", ["python", "bash"])
 def test_the_early_spare_never_starts_with_a_secret_the_call_is_kept_from(
@@ -42,14 +54,8 @@ def test_the_early_spare_never_starts_with_a_secret_the_call_is_kept_from(
     (``secret_env``): its spare must not be started with it (the cold call never sees it), nor may the call."""
     _needs(sandbox)
     proof = tmp_path / "proof"
-    if language == "python":
-        spy = _spy(tmp_path, "python-spy", sys.executable, proof)
-        project.tool("behave.py", BEHAVE_PY)
-        config = str(project.configure(sandbox=sandbox, secret_env=[SECRET], runtimes={"python": str(spy)}))
-    else:
-        spy = _spy(tmp_path, "bash-spy", "/bin/bash", proof)
-        project.tool("behave.sh", BEHAVE_SH.replace("#!/usr/bin/env bash", f"#!{spy}"))
-        config = str(project.configure(sandbox=sandbox, secret_env=[SECRET]))
+    _, settings = _spied_tool(project, tmp_path, language, proof)
+    config = str(project.configure(sandbox=sandbox, secret_env=[SECRET], **settings))
     env = {"EARLY_PROOF": str(tmp_path / "early"), "BIG": str(tmp_path / "big")}
     argv = ("--config", config, "run", "behave", json.dumps({"behave": "returns"}))
     first = toolexec(*argv, env=env)
@@ -200,3 +206,58 @@ def test_a_tool_writing_the_home_is_refused_where_toolexecs_folder_is_reached_th
     assert (result.status, result.reason) == ("unavailable", "unavailable"), result
     assert f"reached through the link {link}" in (result.error or ""), result.error
     assert (os.readlink(link), (home / "mine").exists()) == (str(real), False)
+
+
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_the_early_spare_never_starts_with_a_secret_the_config_now_keeps_from_tools(
+    project: Project, private_tmpdir: Path, tmp_path: Path, language: str
+) -> None:
+    """The secret is in the command's environment from the first run on; the first run's config keeps nothing from
+    tools (its call had the whole environment: it remembers its start), then the config names it in ``secret_env``.
+    The next run's spare must not start with it, as its cold call never sees it (the environment is the same: only
+    the config says what no tool may receive, and the spare starts before it is read)."""
+    proof = tmp_path / "proof"
+    _, settings = _spied_tool(project, tmp_path, language, proof)
+    config = str(project.configure(sandbox="off", **settings))
+    env = {"EARLY_PROOF": str(tmp_path / "early"), "BIG": str(tmp_path / "big"), SECRET: "hunter2"}
+    argv = ("--config", config, "run", "behave", json.dumps({"behave": "returns"}))
+    done = "done" if language == "python" else "done\n"  # (what each language's output file holds)
+    first = toolexec(*argv, env=env)
+    assert (first.returncode, first.stdout) == (0, done), first.stderr
+    assert len(_memos(project)) == 1
+    known = len([block for block in proof.read_text().split("---\n") if block])
+    project.configure(sandbox="off", secret_env=[SECRET], **settings)
+    second = toolexec(*argv, env=env)
+    assert (second.returncode, second.stdout) == (0, done), second.stderr
+    later = [block for block in proof.read_text().split("---\n") if block][known:]
+    assert later, "the second run started its tool's program"
+    assert [block for block in later if "hunter2" in block] == []
+    _no_leftovers(project, private_tmpdir)
+
+
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_the_early_spare_never_starts_unconfined_once_the_config_confines_the_tool(
+    project: Project, private_tmpdir: Path, tmp_path: Path, language: str
+) -> None:
+    """The first run's config says ``sandbox: off`` (its start is remembered: no bwrap), then ``declared``: no start
+    of the tool's program after that is outside the baseline's PID namespace, the spare's neither (its program, the
+    tool author's interpreter, would run once more as the config no longer lets it)."""
+    _needs("declared")
+    proof = tmp_path / "proof"
+    spy, settings = _spied_tool(project, tmp_path, language, proof)
+    spy.write_text(spy.read_text().replace("env >>", "readlink /proc/self/ns/pid >>"))
+    config = str(project.configure(sandbox="off", **settings))
+    env = {"EARLY_PROOF": str(tmp_path / "early"), "BIG": str(tmp_path / "big")}
+    argv = ("--config", config, "run", "behave", json.dumps({"behave": "returns"}))
+    done = "done" if language == "python" else "done\n"
+    first = toolexec(*argv, env=env)
+    assert (first.returncode, first.stdout) == (0, done), first.stderr
+    assert b"--unshare-pid" not in _memos(project)[0].read_bytes()
+    known = len([block for block in proof.read_text().split("---\n") if block])
+    project.configure(sandbox="declared", **settings)
+    second = toolexec(*argv, env=env)
+    assert (second.returncode, second.stdout) == (0, done), second.stderr
+    later = [block.strip() for block in proof.read_text().split("---\n") if block][known:]
+    assert later, "the second run started its tool's program"
+    assert [block for block in later if block == os.readlink("/proc/self/ns/pid")] == []
+    _no_leftovers(project, private_tmpdir)

@@ -124,6 +124,56 @@ def test_a_config_change_of_the_environment_restarts_the_server(project: Project
         assert executor.call("env", {}).output == "bonjour bonjour"
 
 
+AT_LOAD = """import json, os
+SEEN = {name: os.environ.get(name) for name in ("OLDPWD", "TRACEPARENT", "LLM_TOOL_CALL_ID")}
+LOADED_IN = os.getcwd()
+
+
+def run() -> str:
+    \"\"\"What my top level saw, and what this call sees.
+
+    Warm: true
+    \"\"\"
+    now = {name: os.environ.get(name) for name in SEEN}
+    return json.dumps({"pid": os.getppid(), "load": SEEN, "call": now, "loaded_in": LOADED_IN, "cwd": os.getcwd()})
+"""
+
+
+def test_a_server_is_shared_only_by_calls_whose_environment_its_load_saw(
+    project: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A warm server's key holds the environment it starts in, all of it: what its tool's top level can read (a
+    shell's ``OLDPWD`` as any other variable). A call whose environment differs from a server's in anything but its
+    own variables (``LLM_*``, ``TRACEPARENT``...) gets another server, whose load saw that call's values; calls that
+    differ only in their own variables share one, whose load saw none of them. The working directory is not in the
+    key: a load's is its first call's, while each call runs in its own (read files inside ``run``, not at import)."""
+    project.tool("at_load.py", AT_LOAD)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.setenv("OLDPWD", "/first")
+    with project.executor() as executor:
+
+        def call(call_id: str) -> dict:
+            result = executor.call("at_load", {}, call_id=call_id)
+            assert result.ok, result.stderr
+            return json.loads(result.output)
+
+        first, again = call("one"), call("two")
+        monkeypatch.setenv("OLDPWD", "/second")
+        second = call("three")
+        monkeypatch.setenv("OLDPWD", "/first")
+        back = call("four")
+        monkeypatch.chdir(other)
+        moved = call("five")
+    unseen = {"TRACEPARENT": None, "LLM_TOOL_CALL_ID": None}
+    assert first["load"] == again["load"] == back["load"] == moved["load"] == {**unseen, "OLDPWD": "/first"}
+    assert second["load"] == {**unseen, "OLDPWD": "/second"}
+    assert [c["call"]["LLM_TOOL_CALL_ID"] for c in (first, again, second, back, moved)] == ["one", "two", "three", "four", "five"]
+    assert first["pid"] == again["pid"] != second["pid"]  # the same server for the same environment, another for another
+    assert back["pid"] != second["pid"]  # (the tool's other server was retired: this load is new, and saw /first)
+    assert (moved["pid"], moved["loaded_in"], moved["cwd"]) == (back["pid"], back["loaded_in"], str(other))
+
+
 def test_warm_opt_in_spellings_and_the_executor_switch(project: Project) -> None:
     plain = PIDS.replace("\n    Warm: true\n", "\n")
     project.tool("plain.py", plain)

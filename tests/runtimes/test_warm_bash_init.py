@@ -228,17 +228,22 @@ class Place(Ordinary):
                 pass
 
 
-@pytest.fixture
-def place(request: pytest.FixtureRequest) -> Iterator[Place]:
+def placed(kind: type[Place], ordinary: bool) -> Iterator[Place]:
+    """A ``kind`` of place in a fresh folder under /tmp, cleaned and removed after its test."""
     root = Path(tempfile.mkdtemp(prefix="toolexec-init-", dir="/tmp"))
     place = None
     try:
-        place = Place(root, request.param)
+        place = kind(root, ordinary)
         yield place
     finally:
         if place is not None:
             place.clean()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def place(request: pytest.FixtureRequest) -> Iterator[Place]:
+    yield from placed(Place, request.param)
 
 
 NO_SIGNAL = "0000000000000000"

@@ -1,0 +1,72 @@
+"""A call's group is signalled as the group its tool led, not by a number another session may have taken since.
+
+Once the supervisor has reaped the tool (its status read) and the last process of its group has ended, the number is
+free; a process started then in a session of its own (another call's tool, a program of the host) takes it. The
+supervisor still signals the call's group after that (SIGTERM to what the tool left, SIGKILL at the end, the search
+for leftovers by group and session): none of it may reach that process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pid namespaces are Linux's")
+
+# Run in a PID namespace of its own, where this process is root: the next number given is set through
+# ns_last_pid, and no other program of the machine takes it first.
+TAKES_THE_NUMBER = """
+import json, os, subprocess, sys
+from toolexec.runtimes.process import Launch, run_process
+
+taken = []
+reap = subprocess.Popen.wait
+
+
+def wait(self, timeout=None):
+    first = self.returncode is None
+    code = reap(self, timeout)
+    if first and self.args[-1] == "the-tool" and not taken:
+        # the tool is reaped and its group empty: the next process started gets its number, in a session of its own
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(self.pid - 1))
+        taken.append((self.pid, subprocess.Popen(["sleep", "60"], start_new_session=True)))
+    return code
+
+
+subprocess.Popen.wait = wait
+finished = run_process(Launch(argv=["sh", "-c", "echo done", "the-tool"], env={"PATH": os.environ["PATH"]}))
+tool, other = taken[0]
+print(json.dumps({
+    "status": finished.returncode,
+    "output": finished.stdout.text()[0],
+    "same number": other.pid == tool,
+    "other's end": other.poll(),
+}))
+other.kill()
+"""
+
+
+def _in_own_pid_namespace(script: Path) -> list[str]:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("needs util-linux's unshare")
+    own_user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    argv = [unshare, *own_user, "--pid", "--fork", "--mount-proc", sys.executable, str(script)]
+    probe = subprocess.run([*argv[: argv.index(sys.executable)], "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no PID namespace here: {probe.stderr.decode().strip()}")
+    return argv
+
+
+def test_a_session_that_took_the_tools_number_is_not_signalled(tmp_path: Path) -> None:
+    script = tmp_path / "takes_the_number.py"
+    script.write_text(TAKES_THE_NUMBER)
+    run = subprocess.run(_in_own_pid_namespace(script), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"status": 0, "output": "done\n", "same number": True, "other's end": None}
