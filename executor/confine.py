@@ -10,6 +10,7 @@ call files) and what none may touch (toolexec's config, tools, state and ``.env`
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -18,14 +19,6 @@ from toolexec.errors import SandboxUnavailable
 from toolexec.paths import user_cache_dir, user_config_dir
 from toolexec.records import Sandbox
 from toolexec.runtimes.sandbox import Confinement, problem
-
-
-def baseline(timeout: float | None) -> Confinement:
-    """What a call gets that runs under no policy, in every mode but ``off``: its own PID namespace where the kernel
-    allows, and the default limits (:mod:`toolexec.runtimes.baseline`); never refused."""
-    from toolexec.runtimes import baseline as defaults
-
-    return Confinement(baseline=True, cpu=defaults.cpu_seconds(timeout), processes=defaults.processes())
 
 
 def confinement(config: Config, tool: str, policy: Sandbox, files: tuple[str, ...], timeout: float | None = None) -> Confinement:
@@ -160,22 +153,26 @@ def _expand(path: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
-# How a refused write reads in each language's own error (Python, Bash and coreutils, Node.js), with the path.
-_WRITE_DENIED = re.compile(
-    r"""(?:
-        (?:Read-only\ file\ system|Permission\ denied)(?:\]|:)?\s*:?\s*['"]?(?P<a>/[^'"\n,]+)
-      | (?P<b>/[^'"\n:]+)['"]?:\s*(?:Read-only\ file\ system|Permission\ denied)
-      | (?:EROFS|EACCES):\ [^,\n]*,\ \w+\ '(?P<c>/[^'\n]+)'
-    )""",
-    re.VERBOSE | re.IGNORECASE,
-)
-# What a refused connection or name lookup says without a network (Python, curl, Node.js, glibc).
-_NETWORK_DENIED = re.compile(
-    r"Network is unreachable|ENETUNREACH|Connection refused|ECONNREFUSED|Temporary failure in name resolution"
-    r"|Name or service not known|Could not resolve host|EAI_AGAIN|getaddrinfo|No address associated with hostname"
-    r"|Failed to connect",
-    re.IGNORECASE,
-)
+@functools.cache
+def _denials() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """How a refused write reads in each language's own error (Python, Bash and coreutils, Node.js), with the path;
+    and what a refused connection or name lookup says without a network (Python, curl, Node.js, glibc). Compiled on
+    first use (~0.4 ms, which a call with nothing to note, and every process that never confines one, does without)."""
+    write_denied = re.compile(
+        r"""(?:
+            (?:Read-only\ file\ system|Permission\ denied)(?:\]|:)?\s*:?\s*['"]?(?P<a>/[^'"\n,]+)
+          | (?P<b>/[^'"\n:]+)['"]?:\s*(?:Read-only\ file\ system|Permission\ denied)
+          | (?:EROFS|EACCES):\ [^,\n]*,\ \w+\ '(?P<c>/[^'\n]+)'
+        )""",
+        re.VERBOSE | re.IGNORECASE,
+    )
+    network_denied = re.compile(
+        r"Network is unreachable|ENETUNREACH|Connection refused|ECONNREFUSED|Temporary failure in name resolution"
+        r"|Name or service not known|Could not resolve host|EAI_AGAIN|getaddrinfo|No address associated with hostname"
+        r"|Failed to connect",
+        re.IGNORECASE,
+    )
+    return write_denied, network_denied
 
 
 def denial_notes(confined: Confinement, policy: Sandbox, text: str, source: str) -> list[str]:
@@ -187,7 +184,8 @@ def denial_notes(confined: Confinement, policy: Sandbox, text: str, source: str)
         return []
     notes = []
     seen: set[str] = set()
-    for found in _WRITE_DENIED.finditer(text):
+    write_denied, network_denied = _denials()
+    for found in write_denied.finditer(text):
         path = os.path.normpath((found.group("a") or found.group("b") or found.group("c")).strip())
         allowed = (*confined.writable, *confined.files, "/tmp")
         if path in seen or any(path == top or path.startswith(top.rstrip("/") + "/") for top in allowed):
@@ -198,6 +196,6 @@ def denial_notes(confined: Confinement, policy: Sandbox, text: str, source: str)
             f"sandbox: writing {path} is outside this tool's `writes: {writes}` ({source}); only those places, its "
             "private /tmp and LLM_OUTPUT are writable"
         )
-    if confined.network == "none" and _NETWORK_DENIED.search(text):
+    if confined.network == "none" and network_denied.search(text):
         notes.append(f"sandbox: this tool runs under `network: none` ({source}): no connection or name lookup can succeed")
     return notes

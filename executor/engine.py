@@ -200,9 +200,9 @@ class Engine:
                 own = {*policy.env, *argc_env, *dotenv, *prepared.env_additions, *carrier}
                 launch_env = environment(launch_env, [*own, FAILURE_VARIABLE, TRUSTED_PATHS_VARIABLE, TRUSTED_IDS_VARIABLE])
             elif config.sandbox != "off":  # undeclared, under declared: the baseline only (a PID namespace, limits)
-                from toolexec.confine import baseline
+                from toolexec.runtimes import baseline
 
-                confined = baseline(timeout)
+                confined = baseline.confinement(timeout)
             launch = Launch(
                 argv=prepared.argv,
                 env=launch_env,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import select
 
 from toolexec import early
@@ -140,17 +139,19 @@ def _go(
     progress: int,
 ) -> Started:
     """Hand the call (``argv``, ``env``, ``stdin``, ``progress``) to a Python spare, which takes it in one message,
-    once it says it waits; under the baseline (``confinement``) its limits and cgroup first. (None, None, None) when
-    it cannot take it: it is ended, the call runs cold."""
+    once it says it waits; under the baseline (``confinement``) its cgroup first (while it may still be starting),
+    then its limits. (None, None, None) when it cannot take it: it is ended, the call runs cold."""
     control = found.control
     assert control is not None
+    held: Held | None = None
     try:
+        env, held = _ahead(confinement, env)
         control.settimeout(READY_WAIT)
         if control.recv(1) != _spare_launcher.READY:  # (it could not start: its argv names no program, say)
             raise OSError("the early spare did not start")
-        env, held, init = _prepared(found, confinement, env)
+        init = _limited(found, confinement)
     except OSError:
-        return _failed(found, None, None)
+        return _failed(found, held, None)
     try:
         _spare_launcher.send(control, argv, env, stdin, progress)
     except OSError:
@@ -161,43 +162,58 @@ def _go(
 def _bash(found: early.Early, confinement: Confinement | None, env: dict[str, str], stdin: int) -> Started:
     """Hand the call to a Bash spare once it says it waits: its own variables (those its start did not have: only the
     call's and toolexec's, :func:`toolexec.early._compatible`), then its request, written to the file that is its
-    stdin; then a byte down its GO pipe."""
+    stdin (ahead: it reads the file only once it has its go); then a byte down its GO pipe."""
+    from toolexec.runtimes.process import read_all
+
+    held: Held | None = None
     try:
+        env, held = _ahead(confinement, env)
+        own = [f"{name}={value}" for name, value in env.items() if found.env.get(name) != value]
+        items = [str(len(own)), *own]
+        head = b"".join(os.fsencode(item) + b"\0" for item in items)
+        os.pwrite(found.file, head + read_all(stdin), 0)
         ready, _, _ = select.select([found.ready], [], [], READY_WAIT)
         if not ready or os.read(found.ready, 1) != b"R":
             raise OSError("the early spare did not start")
-        env, held, init = _prepared(found, confinement, env)
+        init = _limited(found, confinement)
     except OSError:
-        return _failed(found, None, None)
-    from toolexec.runtimes.process import read_all
-
-    own = [f"{name}={value}" for name, value in env.items() if found.env.get(name) != value]
-    items = [str(len(own)), *own]
-    head = b"".join(os.fsencode(item) + b"\0" for item in items)
+        return _failed(found, held, None)
     try:
-        os.pwrite(found.file, head + read_all(stdin), 0)
         os.write(found.go, b"G")
     except OSError:
         return _failed(found, held, init)
     return _handed(found, held, init)
 
 
-def _prepared(
-    found: early.Early, confinement: Confinement | None, env: dict[str, str]
-) -> tuple[dict[str, str], Held | None, tuple[int, int | None] | None]:
-    """Under the baseline: the spare's program found in its namespace, its limits set and its cgroup made (named in
-    the ``env`` it gets); its init. OSError when it cannot be found."""
+def _ahead(confinement: Confinement | None, env: dict[str, str]) -> tuple[dict[str, str], Held | None]:
+    """What needs no word from the spare, made while it may still be starting: under the baseline, a root toolexec's
+    pids cgroup, which the program joins itself with its go (the ``env`` it gets names it: a process moved from
+    outside waits ~10 ms). bwrap and its namespace's init are in a cold start's cgroup too, so this one's cap is two
+    tasks lower, and the tool's processes get the same room."""
+    if confinement is None or confinement.processes is None or os.geteuid() != 0:
+        return env, None if confinement is None else sandbox.Held()
+    path = sandbox._cgroup(max(1, confinement.processes - OUTSIDE_TASKS))
+    if path is None:
+        return env, sandbox.Held()
+    from toolexec.runtimes.cgroup import join_file
+
+    return {**env, os.fsdecode(_spare_launcher.CGROUP_VARIABLE): join_file(path)}, sandbox.Held(cgroups=[path])
+
+
+def _limited(found: early.Early, confinement: Confinement | None) -> tuple[int, int | None] | None:
+    """Under the baseline, once the spare says it waits: its program found in its namespace and the call's limits set
+    on it (best effort, as a cold start's); its init. OSError when it cannot be found."""
     if confinement is None:
-        return env, None, None
+        return None
     init = _init(found.info)
     children = process_linux._task_children(init[0], init[0])
     if len(children) != 1:
         found.discard()
         process_linux.reap_orphan(*init)
         raise OSError("the early spare is not its init's one child")
-    (pid,) = children
-    env = dict(env)
-    return env, _limit(confinement, pid, env), init
+    (program,) = children
+    baseline._limit(program, confinement, (), strict=False)
+    return init
 
 
 def _failed(found: early.Early, held: Held | None, init: tuple[int, int | None] | None) -> Started:
@@ -224,30 +240,10 @@ def _handed(found: early.Early, held: Held | None, init: tuple[int, int | None] 
 
 def _init(info: int) -> tuple[int, int | None]:
     """bwrap's namespace init, from what bwrap wrote to its ``--info-fd`` (OSError: it said none)."""
-    data = b""
-    while chunk := os.read(info, 4096):
-        data += chunk
-    said = re.search(rb'"child-pid":\s*(\d+)', data)
-    if said is None:
+    pid = baseline.info_child(info)
+    if pid is None:
         raise OSError("bwrap did not say its namespace's init")
-    pid = int(said.group(1))
     return pid, process_linux.start_of(pid)
-
-
-def _limit(confinement: Confinement, program: int, env: dict[str, str]) -> Held:
-    """The baseline's limits set on ``program`` (best effort, as a cold start's), and a root toolexec's pids cgroup,
-    which the program joins itself with its go (``env`` names it: a process moved from outside waits ~10 ms)."""
-    baseline._limit(program, confinement, (), strict=False)
-    if confinement.processes is None or os.geteuid() != 0:
-        return sandbox.Held()
-    # bwrap and its namespace's init are in a cold start's cgroup too: the tool's processes get the same room
-    path = sandbox._cgroup(max(1, confinement.processes - OUTSIDE_TASKS))
-    if path is None:
-        return sandbox.Held()
-    from toolexec.runtimes.cgroup import join_file
-
-    env[os.fsdecode(_spare_launcher.CGROUP_VARIABLE)] = join_file(path)
-    return sandbox.Held(cgroups=[path])
 
 
 def _close(fd: int) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import resource
 import subprocess
 import threading
@@ -133,12 +132,8 @@ class Spare:
             answer = loaded.read_word(ready, START_SECONDS, self.proc.pid)
         init = 0
         if info >= 0:  # bwrap's init (noted even for a spare that failed: it is reaped with it), then its child: the node
-            data = b""
             with contextlib.suppress(OSError):
-                while chunk := os.read(info, 4096):
-                    data += chunk
-            found = re.search(rb'"child-pid":\s*(\d+)', data)
-            init = int(found.group(1)) if found else 0
+                init = baseline.info_child(info) or 0
             if init:
                 self.init = (init, process_linux._stat(init).start)
         if answer[:1] != b"R":

@@ -168,6 +168,26 @@ def test_the_second_run_takes_the_process_started_first_and_sees_only_its_call(
     _no_leftovers(project, private_tmpdir)
 
 
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_an_undeclared_tools_early_run_loads_nothing_for_policies(project: Project, language: str) -> None:
+    """The baseline's call (its own PID namespace, its limits) is made without the policies' module
+    (``toolexec.confine``, whose patterns took ~0.7 ms of a one-shot run) or zlib; a tool under a policy loads it."""
+    _needs("declared")
+    file, source, _, _ = TOOLS[language]
+    project.tool(file, source)
+    loaded = {}
+    for policies in ({}, {"who": {"network": "none"}}):
+        # (the interpreter named: finding one behind a version manager's shim reads its memo with zlib)
+        config = str(project.configure(sandbox="declared", sandbox_policies=policies, runtimes={"python": sys.executable}))
+        command = [sys.executable, "-X", "importtime", "-m", "toolexec", "--config", config, "run", "who", '{"text": "x"}']
+        for _ in range(2):  # the second run's call is its early spare's (the first wrote the memo)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        found = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+        early = json.loads(done.stdout)["early"] if not policies else None
+        loaded["declared" if policies else "baseline"] = (early, sorted({"toolexec.confine", "zlib"} & found))
+    assert loaded == {"baseline": (True, []), "declared": (None, ["toolexec.confine"])}
+
+
 @pytest.mark.parametrize(("language", "sandbox"), STARTS)
 @pytest.mark.parametrize("behave", ["returns", "fails", "sleeps", "writes"])
 def test_an_early_run_gives_the_cold_runs_result(
