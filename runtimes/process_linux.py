@@ -20,8 +20,8 @@ or the host's own children cannot have the call's processes below them), so a pa
 reads however many processes the machine runs. Without the subreaper it reads every process in
 ``/proc``, which also finds a process started outside the tree that carries the call's marker.
 
-Should this process die while calls run (even by SIGKILL), a guard (one ``/bin/sh`` per process,
-started by the first call, in a session of its own) kills the tool groups still in flight and the
+Should this process die while calls run (even by SIGKILL), a guard (one process per process: ``/bin/sh``
+become ``awk``, started by the first call, in a session of its own) kills the tool groups still in flight and the
 processes still carrying their markers, and removes their private files; where it cannot run, each
 tool starts under ``setpriv --pdeathsig KILL`` instead. Only this process can instruct it (see
 ``_GUARD_SCRIPT``).
@@ -55,7 +55,7 @@ _lock = threading.Condition()
 _in_flight: dict[int, int] = {}  # tool pid -> its start time (clock ticks since boot): only later processes carry its marker
 _announced: dict[int, str] = {}  # tool pid -> what the guard was told of its call (told again to a new guard)
 _kept: set[str] = set()  # paths outside any call the guard removes should this process die (remove_at_death)
-_pending: dict[str, str] = {}  # marker -> what the guard was told of a call whose tool is being spawned (likewise)
+_pending: dict[str, str] = {}  # marker -> what the guard was told of a call before its tool was spawned (likewise)
 _cgroups: dict[str, str] = {}  # where this process makes cgroups -> what the guard was told (it removes them at its end)
 _group_signals: bool | None = None  # whether pidfd_send_signal takes PIDFD_SIGNAL_PROCESS_GROUP (None: not tried yet)
 _killed: dict[int, int] = {}  # processes a kill pass ended whose parent was not this process yet -> their start
@@ -224,46 +224,64 @@ def written_pages(regions: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 # The guard: started once per process, in its own session, it holds one end of a socket pair whose other end
 # only this process holds. A call is announced before its tool is spawned (``P MARK``: the call's marker, ``F MARK
 # PATH``: a private file of the call), so that a process dying between the spawn and what follows leaves nothing;
-# then, once the tool is started, by its group (``R MARK``, then ``+ PGID MARK`` and ``f PGID PATH``), withdrawn when
-# it is over (``- PGID``; ``R MARK`` for a spawn that failed). Where this process makes calls' cgroups, it says so once
-# per place (``C TOKEN PARENT``: its cgroups there are named ``toolexec-PID-TOKEN…``, TOKEN this process's own 16 hex
-# digits). End of file
-# means this process is gone, however it ended: every group still announced is killed, then every process still
-# carrying one of their markers (a tool's escapee, ``setsid`` and all), then the call's files are removed; then,
-# should it have been told of cgroups, it says so down its socket (one byte: what this process's exit waits for, see
-# _stop_guard) and removes those of this process still there (its parent's pid, $PPID, and the token in their
-# name): what runs in one is killed (``cgroup.kill``, else each of ``cgroup.procs``), then the cgroup is removed
-# (``rmdir``: ``rm`` cannot, its control files refuse), tried again while the kernel finishes their exits (3 s at
-# most). The kernel takes a grace period (~10 ms) to remove a cgroup: a one-shot run leaves its cgroups to its guard
-# (toolexec.runtimes.cgroup.leave_to_guard), so that its exit does not wait for it.
+# then, once the tool is started, by its group (``+ PGID MARK``, which links the marker's lines to the group), withdrawn
+# when it is over (``- PGID``: the group's lines and its marker's; ``R MARK`` for a spawn that failed). A group
+# announced with no call (``+ PGID``: a sandbox started ahead) names its files itself (``f PGID PATH``). Where this
+# process makes calls' cgroups, it says so once per place (``C TOKEN PARENT``: its cgroups there are named
+# ``toolexec-PID-TOKEN…``, TOKEN this process's own 16 hex digits).
+#
+# It reads with awk (the shell execs it): a shell must read a socket one byte per read(2) (~450 system calls a call),
+# awk reads what has come in one, and keeps what it was told in arrays keyed by group and marker (a withdrawal is one
+# deletion, however many calls are in flight, where the shell rebuilt its whole list). End of file means this process
+# is gone, however it ended: awk hands what is still announced to a shell (``_GUARD_END``, its child), which kills
+# every group still announced, then every process still carrying one of their markers (a tool's escapee, ``setsid``
+# and all), then removes the call's files; then, should it have been told of cgroups, it says so down the socket (one
+# byte: what this process's exit waits for, see _stop_guard) and removes those of this process still there (this
+# process's pid, ``$1``, and the token in their name): what runs in one is killed (``cgroup.kill``, else each of
+# ``cgroup.procs``), then the cgroup is removed (``rmdir``: ``rm`` cannot, its control files refuse), tried again while
+# the kernel finishes their exits (3 s at most). The kernel takes a grace period (~10 ms) to remove a cgroup: a
+# one-shot run leaves its cgroups to its guard (toolexec.runtimes.cgroup.leave_to_guard), so that its exit does not
+# wait for it.
 #
 # No tool can instruct it: a socket, unlike a pipe, cannot be opened through ``/proc/<guard>/fd/0``, and this
 # process is undumpable (see protect), so its own end cannot be taken either. Even so, the guard takes only
 # well-formed lines: a group is a number above 1 (never 0, 1 or -1, which would reach every process) and not its
 # own; a marker is hex; a file is a toolexec call file (``toolexec-…``). It ignores the signals that end a
-# toolexec, so it outlives the process it guards.
-_GUARD_SCRIPT = """trap '' HUP INT QUIT TERM USR1 USR2 ALRM PIPE
+# toolexec (so does the shell it hands the end to: an ignored signal stays ignored across exec), so it outlives the
+# process it guards. Killed itself, its socket closes: this process's next line fails, and a new guard is started.
+_GUARD_SCRIPT = r"""trap '' HUP INT QUIT TERM USR1 USR2 ALRM PIPE
+GUARD_END=$1; export GUARD_END
+exec 3<&0 awk -v me=$$ -v host=$PPID '
+function hex(s) { return s != "" && s !~ /[^0-9a-f]/ }
+{
+  op = $1; group = $2; rest = $0
+  sub(/^[ \t]*[^ \t]*[ \t]*[^ \t]*[ \t]*/, "", rest); sub(/[ \t]+$/, "", rest)
+  if (op ~ /^[PFRC]$/) { if (length(group) < 16 || !hex(group)) next }
+  else if (group !~ /^[1-9][0-9]*$/ || length(group) > 7 || group + 0 <= 1 || group + 0 == me + 0) next
+  if (op == "+") {
+    if (rest != "" && (length(rest) < 16 || !hex(rest))) next
+    lines[group] = lines[group] group " m " rest "\n"
+    if (rest != "") mark[group] = rest
+  } else if (op == "P") lines[group] = lines[group] group " p " group "\n"
+  else if (op == "f" || op == "F") {
+    name = rest; sub(/.*\//, "", name)
+    if (name ~ /^toolexec-/) lines[group] = lines[group] group " f " rest "\n"
+  } else if (op == "C") {
+    if (rest ~ /^\// && (rest "/") !~ /\/\.\.?\//) lines[group] = lines[group] group " c " rest "\n"
+  } else if (op == "-" || op == "R") {
+    if (group in mark) { delete lines[mark[group]]; delete mark[group] }
+    delete lines[group]
+  }
+}
+END {
+  end = "exec /bin/sh -c \"$GUARD_END\" guard " host
+  for (key in lines) printf "%s", lines[key] | end
+  close(end)
+}'
+"""
+_GUARD_END = r"""calls=$(cat)
 nl='
 '
-calls=''
-while read -r op group rest; do
-  case $op in
-  [PFRC]) case $group in ????????????????*) ;; *) continue ;; esac
-         case $group in *[!0-9a-f]*) continue ;; esac ;;
-  *) case $group in ''|*[!0-9]*|????????*) continue ;; esac
-     if [ "$group" -le 1 ] || [ "$group" = "$$" ]; then continue; fi ;;
-  esac
-  case $op in
-  +) case $rest in *[!0-9a-f]*) continue ;; esac
-     case $rest in ''|????????????????*) calls="$calls$group m $rest$nl" ;; esac ;;
-  P) calls="$calls$group p $group$nl" ;;
-  f|F) case ${rest##*/} in toolexec-*) calls="$calls$group f $rest$nl" ;; esac ;;
-  C) case $rest/ in */../*|*/./*) continue ;; /*) calls="$calls$group c $rest$nl" ;; esac ;;
-  -|R) kept=''; IFS=$nl; set -f
-     for line in $calls; do case $line in "$group "*) ;; *) kept="$kept$line$nl" ;; esac; done
-     unset IFS; set +f; calls=$kept ;;
-  esac
-done
 IFS=$nl; set -f
 marks=''
 for line in $calls; do
@@ -286,9 +304,9 @@ done
 said=''
 for line in $calls; do
   case ${line#* } in "c "*) token=${line%% *}; parent=${line#* c } ;; *) continue ;; esac
-  [ -n "$said" ] || { printf . >&0; said=1; } 2>/dev/null
+  [ -n "$said" ] || { printf . >&3; said=1; } 2>/dev/null
   set +f
-  for path in "$parent/toolexec-$PPID-$token"*; do
+  for path in "$parent/toolexec-$1-$token"*; do
     [ -f "$path/cgroup.procs" ] || continue
     if [ -f "$path/cgroup.kill" ]; then echo 1 2>/dev/null >"$path/cgroup.kill"
     else
@@ -304,7 +322,12 @@ for line in $calls; do
 done
 """
 GUARD_SHELL = "/bin/sh"
-GUARD_PATH = "/usr/bin:/bin"  # where it finds grep, rm, rmdir and sleep
+GUARD_PATH = "/usr/bin:/bin"  # where it finds awk, cat, grep, rm, rmdir and sleep
+
+
+def _guard_argv() -> list[str]:
+    """The guard's command line: the shell that becomes awk (the reader), then, at the end, the shell that acts."""
+    return [GUARD_SHELL, "-c", _GUARD_SCRIPT, "toolexec-guard", _GUARD_END]
 
 
 @record(kw_only=False, frozen=False)
@@ -325,10 +348,12 @@ def _start_guard() -> _Guard | None:
     import _socket  # not socket: its import costs a one-shot run milliseconds, and only socketpair is needed
     import subprocess
 
+    if not any(os.access(os.path.join(place, "awk"), os.X_OK) for place in GUARD_PATH.split(":")):
+        return None  # (its reader: POSIX has it, but a stripped image may not)
     ours, theirs = (end.detach() for end in _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM))
     try:
         proc = subprocess.Popen(
-            [GUARD_SHELL, "-c", _GUARD_SCRIPT],
+            _guard_argv(),
             stdin=theirs,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -584,9 +609,9 @@ def register(pid: int, mark: str = "", files: tuple[str, ...] = (), *, started_a
         _in_flight[pid] = start
         _spawning -= 1
         _lock.notify_all()
-        if told:
-            _announced[pid] = _announcement(pid, mark, files)
-            _announce((f"R {mark}\n" if _pending.pop(mark, None) is not None else "") + _announced[pid])
+        if told:  # the files were told with the marker (``F``), unless the call was not pending: its ``- PGID`` drops both
+            _announced[pid] = _announcement(pid, mark, () if mark in _pending else files)
+            _announce(_announced[pid])
         elif _pending.pop(mark, None) is not None:
             _announce(f"R {mark}\n")
 
@@ -677,7 +702,8 @@ def leave(pid: int | None, mark: str = "") -> None:
         if pid is not None:
             _in_flight.pop(pid, None)
             if _announced.pop(pid, None) is not None:  # (a call registered untold was never announced)
-                _tell_guard(f"- {pid}\n")
+                _tell_guard(f"- {pid}\n")  # (its marker's lines too: the guard linked them to the group at ``+``)
+            _pending.pop(mark, None)
         else:  # the spawn failed: it is no longer pending
             _spawning -= 1
             _lock.notify_all()

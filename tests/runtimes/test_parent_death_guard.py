@@ -71,6 +71,66 @@ def test_the_guard_kills_what_carries_a_call_s_marker_announced_before_its_spawn
             proc.wait()
 
 
+def test_withdrawing_a_group_withdraws_its_marker_s_lines_told_before_the_spawn(tmp_path: Path) -> None:
+    """A call's files are told once, with its marker (``F MARK PATH``), before its spawn; ``+ PGID MARK`` links them to
+    the group, so that ``- PGID`` withdraws the marker's lines too: a call that ended normally leaves the guard nothing
+    to kill or remove. A call still in flight keeps both."""
+    guard = process_linux._start_guard()
+    assert guard is not None
+    ended, running = "c3" * 12, "d4" * 12
+    files = {mark: tmp_path / f"toolexec-t-{mark[:4]}.out" for mark in (ended, running)}
+    groups = {mark: subprocess.Popen(["sleep", "1000"], start_new_session=True) for mark in (ended, running)}
+    marked = {
+        mark: subprocess.Popen(["sleep", "1000"], env={"PATH": os.environ["PATH"], process.MARKER: mark})
+        for mark in (ended, running)
+    }
+    try:
+        for mark, path in files.items():
+            path.write_text("x")
+            os.write(guard.fd, f"P {mark}\nF {mark} {path}\n+ {groups[mark].pid} {mark}\n".encode())
+        os.write(guard.fd, f"- {groups[ended].pid}\n".encode())
+        os.close(guard.fd)
+        assert guard.proc.wait(timeout=30) == 0
+        assert (groups[running].wait(timeout=30), marked[running].wait(timeout=30)) == (-signal.SIGKILL, -signal.SIGKILL)
+        assert (groups[ended].poll(), marked[ended].poll()) == (None, None)
+        assert (files[ended].exists(), files[running].exists()) == (True, False)
+    finally:
+        for proc in (*groups.values(), *marked.values()):
+            proc.kill()
+            proc.wait()
+
+
+def test_the_guard_reads_what_it_is_told_in_blocks_not_a_byte_at_a_time() -> None:
+    """A shell reads a socket one byte per read(2): ~450 system calls per call, the guard's whole cost. Its reader
+    takes what has come in one read (the kernel counts them: ``/proc/PID/io``'s ``syscr``)."""
+    import fcntl
+    import struct
+    import termios
+
+    guard = process_linux._start_guard()
+    assert guard is not None
+    try:
+        marks = [f"{n:024x}" for n in range(100)]
+        told = "".join(f"P {mark}\nF {mark} /nonexistent/toolexec-t-{mark}.out\n" for mark in marks).encode()
+        assert os.write(guard.fd, told) == len(told)
+
+        def unread() -> int:  # what the guard has not read yet of what was sent (SIOCOUTQ)
+            return int(struct.unpack("i", fcntl.ioctl(guard.fd, termios.TIOCOUTQ, b"\0" * 4))[0])
+
+        wait_until(lambda: unread() == 0, "the guard to read what it was told")
+        io = dict(line.split(": ") for line in Path(f"/proc/{guard.proc.pid}/io").read_text().splitlines())
+        assert len(told) > 8000 and int(io["syscr"]) < 100, io
+    finally:
+        os.close(guard.fd)
+        guard.proc.wait(timeout=30)
+
+
+def test_where_the_guard_has_no_reader_no_guard_starts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without awk a started guard would hold its socket and do nothing at the end: none is started (then setpriv)."""
+    monkeypatch.setattr(process_linux, "GUARD_PATH", str(tmp_path))
+    assert process_linux._start_guard() is None
+
+
 SLEEPER = """# @describe Say its pid, then wait.
 # @option --ready! A file to write the pid to.
 main() {
@@ -283,7 +343,7 @@ def test_the_guard_takes_no_line_that_would_reach_every_process_or_an_unknown_fi
     call_file.write_text("x")
     lines = ["+ 1 " + "a" * 24, "+ -1 " + "a" * 24, "+ 0", "+ 01", "+ 2x", "+ 12345678", "+ 3 nothex!",
              f"f 5 {kept}", f"f 5 {call_file}", "+ 5 " + "b" * 24]  # fmt: skip
-    script = f'sleep 1000 & victim=$!\nsh -c {shlex_quote(process_linux._GUARD_SCRIPT)}\nkill -0 "$victim" && echo alive'
+    script = f'sleep 1000 & victim=$!\n{shlex_join(process_linux._guard_argv())}\nkill -0 "$victim" && echo alive'
     done = subprocess.run(
         [unshare, "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script],
         input="\n".join(lines) + "\n",
@@ -295,10 +355,10 @@ def test_the_guard_takes_no_line_that_would_reach_every_process_or_an_unknown_fi
     assert (done.stdout, kept.exists(), call_file.exists()) == ("alive\n", True, False)
 
 
-def shlex_quote(text: str) -> str:
+def shlex_join(argv: list[str]) -> str:
     import shlex
 
-    return shlex.quote(text)
+    return shlex.join(argv)
 
 
 ESCAPER = """# @describe Leave a process outside the group, then wait.
