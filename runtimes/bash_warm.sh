@@ -64,12 +64,19 @@ else
   eval "$__toolexec_debug"
   unset __toolexec_debug
 fi
+if [[ -n $__toolexec_quiet ]]; then
+  # A spare that lists nothing runs its one call in this bash: the tool's traps stay as its top level left them, no
+  # subshell forked to say them (what runs before the call's code is toolexec's, each command a condition's, bar
+  # the DEBUG trap's: a tool that sets one is run by no spare of a server whose first bash saw it, see above)
+  __toolexec_traps=
+else
+  __toolexec_traps=$(trap -p)
+  trap - EXIT ERR DEBUG RETURN INT TERM HUP
+fi
 unset __toolexec_quiet
-__toolexec_traps=$(trap -p)
 # Read from variables, not in a command substitution (which would show `set -e` off).
 __toolexec_options=$SHELLOPTS
 __toolexec_shopts=$BASHOPTS
-trap - EXIT ERR DEBUG RETURN INT TERM HUP
 set +euo pipefail +E +T
 shopt -u failglob nullglob 2>/dev/null
 exec 2>/dev/null
@@ -94,11 +101,13 @@ unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __to
 unset __toolexec_loaded __toolexec_at
 exec {__toolexec_ready}>&-
 # The call's code, parsed once (an eval in each call parsed its text again: ~0.1 ms): its script (the file
-# $__toolexec_script: environment, cgroup, directory), the tool's options and traps, then the bootstrap's binding and
+# $__toolexec_script: environment, cgroup, directory; read and run by eval, not sourced: sourcing runs a RETURN trap
+# a spare kept), the tool's options and traps, then the bootstrap's binding and
 # main, put in the text of the spare's block and of the server's loop below, each parsed whole by one eval here. So
 # the call runs them as top-level code, as a cold call's bash runs its bootstrap: no function of toolexec's is on
 # the tool's call stack (FUNCNAME, BASH_SOURCE and BASH_LINENO hold main and the script it is called from alone).
-__toolexec_code='. "$__toolexec_script" || exit 70
+__toolexec_code='{ IFS= read -r -d "" __toolexec_line || [[ -n $__toolexec_line ]]; } <"$__toolexec_script" || exit 70
+eval "$__toolexec_line" || exit 70
 [[ -z ${__toolexec_memfd-} ]] || exec {__toolexec_memfd}<&-
 unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go __toolexec_held __toolexec_memfd
 eval "$__toolexec_restore" 2>/dev/null
