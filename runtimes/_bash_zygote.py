@@ -134,7 +134,7 @@ def _init(namespaces, argv, calls, announce):
     ready_read, ready_write = os.pipe()
     held_read, held_write = os.pipe()
     try:
-        bash = _spawn_bash(argv, go_read, ready_write, held_write)
+        bash = _spawn_bash(argv, go_read, ready_write, held_write, announce)
     except OSError:
         os._exit(70)
     for fd in (go_read, ready_write, held_write):
@@ -185,10 +185,12 @@ def _word(ready, bash):
             os.close(fd)
 
 
-def _spawn_bash(argv, go, ready, held):
+def _spawn_bash(argv, go, ready, held, announce):
     """The spare's bash, started by the init (posix_spawn: no fork of this Python): its stdin the init's word to go,
     ``ready`` the pipe it says R on, ``held`` the one it says it holds its channels on, nothing else of the init's,
-    the signals this server ignores at their default."""
+    the signals this server ignores at their default. Unless it ``announce``s (the server's first spare), it says R
+    alone: the files it loaded are the first one's (the server is keyed by the tool's text, and restarted when one
+    of those files changes), so it lists none (``TOOLEXEC_WARM_QUIET``: no subshell forked for the list)."""
     for fd in (ready, held):
         os.set_inheritable(fd, True)  # (every other descriptor of the init's is close-on-exec)
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
@@ -196,6 +198,8 @@ def _spawn_bash(argv, go, ready, held):
     env["TOOLEXEC_ZYGOTE_FD"] = str(ready)
     env["TOOLEXEC_WARM_HELD"] = str(held)
     env["TOOLEXEC_WARM_SPARE"] = "1"
+    if not announce:
+        env["TOOLEXEC_WARM_QUIET"] = "1"
     restored = [getattr(signal, name) for name in _RESTORED if hasattr(signal, name)]
     actions = [(os.POSIX_SPAWN_DUP2, go, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
     try:

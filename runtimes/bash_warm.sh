@@ -21,7 +21,8 @@ __toolexec_ready=$TOOLEXEC_ZYGOTE_FD
 __toolexec_spare=${TOOLEXEC_WARM_SPARE-}
 __toolexec_slots=${TOOLEXEC_WARM_SLOTS-}
 __toolexec_held=${TOOLEXEC_WARM_HELD-}
-unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS TOOLEXEC_WARM_HELD
+__toolexec_quiet=${TOOLEXEC_WARM_QUIET-}
+unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS TOOLEXEC_WARM_HELD TOOLEXEC_WARM_QUIET
 BASH_ARGV0=$1
 __toolexec_function=${2-}
 # (read, not $(<…): no fork)
@@ -32,32 +33,50 @@ argc() { :; }
 __toolexec_warm=1
 # The files the sourcing reads (what the tool sources, and where the functions it defines come from), for
 # toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (the DEBUG trap, in
-# functions too under extdebug) and each file that defines a function (declare -F under extdebug).
+# functions too under extdebug) and each file that defines a function (declare -F under extdebug). A spare that says
+# nothing but R (TOOLEXEC_WARM_QUIET: every spare but a server's first, whose word is the server's) sources the tool
+# as a cold call's bash does, and forks no subshell to list them (five fewer per call under the baseline).
 declare -A __toolexec_loaded=()
-__toolexec_self=${BASH_SOURCE[0]}
-shopt -s extdebug
-trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1' DEBUG
-__toolexec_trap=$(trap -p DEBUG)
-. "$0" </dev/null >/dev/null 2>&1
-# A DEBUG trap of the tool's own replaced this one: the list may miss files ("+": toolexec trusts no later call)
-[[ $(trap -p DEBUG) == "$__toolexec_trap" ]] || __toolexec_loaded[+]=1
-trap - DEBUG
-# (command substitutions, not process substitutions: those set $!, which a call's process would inherit, where a cold
-# call's holds what the tool's own sourcing left there)
-while read -r _ _ __toolexec_at; do
-  read -r _ _ __toolexec_at <<<"$(declare -F "$__toolexec_at")"
-  [[ -z $__toolexec_at || $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at
-  [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
-done <<<"$(declare -F)"
-shopt -u extdebug
-# (the tool's own file is not one: its text is what its server is keyed by)
-[[ $0 == /* ]] && __toolexec_at=$0 || __toolexec_at=$PWD/$0
-unset "__toolexec_loaded[$__toolexec_self]" "__toolexec_loaded[$__toolexec_at]" __toolexec_self __toolexec_at __toolexec_trap
-__toolexec_traps=$(trap -p)
+if [[ -n $__toolexec_quiet ]]; then
+  . "$0" </dev/null >/dev/null 2>&1
+else
+  __toolexec_self=${BASH_SOURCE[0]}
+  shopt -s extdebug
+  trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1' DEBUG
+  __toolexec_trap=$(trap -p DEBUG)
+  . "$0" </dev/null >/dev/null 2>&1
+  # A DEBUG trap of the tool's own replaced this one: the list may miss files ("+": toolexec trusts no later call);
+  # the tool's is set again once the list is made (its calls have it, as its cold calls do)
+  __toolexec_debug=$(trap -p DEBUG)
+  if [[ $__toolexec_debug == "$__toolexec_trap" ]]; then __toolexec_debug=; else __toolexec_loaded[+]=1; fi
+  trap - DEBUG
+  # (command substitutions, not process substitutions: those set $!, which a call's process would inherit, where a cold
+  # call's holds what the tool's own sourcing left there)
+  while read -r _ _ __toolexec_at; do
+    read -r _ _ __toolexec_at <<<"$(declare -F "$__toolexec_at")"
+    [[ -z $__toolexec_at || $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at
+    [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
+  done <<<"$(declare -F)"
+  shopt -u extdebug
+  # (the tool's own file is not one: its text is what its server is keyed by)
+  [[ $0 == /* ]] && __toolexec_at=$0 || __toolexec_at=$PWD/$0
+  unset "__toolexec_loaded[$__toolexec_self]" "__toolexec_loaded[$__toolexec_at]" __toolexec_self __toolexec_at __toolexec_trap
+  eval "$__toolexec_debug"
+  unset __toolexec_debug
+fi
+if [[ -n $__toolexec_quiet ]]; then
+  # A spare that lists nothing runs its one call in this bash: the tool's traps stay as its top level left them, no
+  # subshell forked to say them (what runs before the call's code is toolexec's, each command a condition's, bar
+  # the DEBUG trap's: a tool that sets one is run by no spare of a server whose first bash saw it, see above)
+  __toolexec_traps=
+else
+  __toolexec_traps=$(trap -p)
+  trap - EXIT ERR DEBUG RETURN INT TERM HUP
+fi
+unset __toolexec_quiet
 # Read from variables, not in a command substitution (which would show `set -e` off).
 __toolexec_options=$SHELLOPTS
 __toolexec_shopts=$BASHOPTS
-trap - EXIT ERR DEBUG RETURN INT TERM HUP
 set +euo pipefail +E +T
 shopt -u failglob nullglob 2>/dev/null
 exec 2>/dev/null
@@ -82,11 +101,13 @@ unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __to
 unset __toolexec_loaded __toolexec_at
 exec {__toolexec_ready}>&-
 # The call's code, parsed once (an eval in each call parsed its text again: ~0.1 ms): its script (the file
-# $__toolexec_script: environment, cgroup, directory), the tool's options and traps, then the bootstrap's binding and
+# $__toolexec_script: environment, cgroup, directory; read and run by eval, not sourced: sourcing runs a RETURN trap
+# a spare kept), the tool's options and traps, then the bootstrap's binding and
 # main, put in the text of the spare's block and of the server's loop below, each parsed whole by one eval here. So
 # the call runs them as top-level code, as a cold call's bash runs its bootstrap: no function of toolexec's is on
 # the tool's call stack (FUNCNAME, BASH_SOURCE and BASH_LINENO hold main and the script it is called from alone).
-__toolexec_code='. "$__toolexec_script" || exit 70
+__toolexec_code='{ IFS= read -r -d "" __toolexec_line || [[ -n $__toolexec_line ]]; } <"$__toolexec_script" || exit 70
+eval "$__toolexec_line" || exit 70
 [[ -z ${__toolexec_memfd-} ]] || exec {__toolexec_memfd}<&-
 unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go __toolexec_held __toolexec_memfd
 eval "$__toolexec_restore" 2>/dev/null
