@@ -218,6 +218,50 @@ def test_served_runs_of_a_warm_tool_under_a_policy_run_cold_in_their_own_sandbox
     assert servers == []  # none was asked for (one started by the server's process would not be in the sandbox)
 
 
+PARENT_SH = """#!/usr/bin/env bash
+# @describe Say what started the call's process (its parent's command line).
+main() {
+    read -r -a stat </proc/$BASHPID/stat
+    tr '\\0' ' ' </proc/"${stat[3]}"/cmdline >>"$LLM_OUTPUT"
+}
+"""
+
+
+def test_served_runs_of_a_warm_bash_tool_with_the_sandbox_off_each_fork_from_its_server(project: Project) -> None:
+    """With ``sandbox: off`` a warm Bash tool's server is one bash forking each call (``BashServer``), through a slot
+    (FIFOs in its private folder). Every served run's child is forked from the same ``toolexec serve``, with that
+    process's (empty) list of slots: each made slot 1, and every run after the second ran cold (its slot was there
+    already). Each run now has a slot of its own, from the server's third run on forks from the warm bash, and
+    removes its slot once it has answered."""
+    project.tool("parent_sh.sh", PARENT_SH)
+    config = project.configure(warm_tools=["all"], sandbox="off")
+    served = Served(config)
+    try:
+        parents = [toolexec("--config", str(config), "run", "parent_sh", "{}").stdout.decode() for _ in range(6)]
+        servers = [pid for pid in _descendants(served.process.pid) if "bash_warm.sh" in _command(pid)]
+        slots = {
+            entry.partition(b"=")[2].decode()
+            for pid in servers
+            for entry in _environ(pid)
+            if entry.startswith(b"TOOLEXEC_WARM_SLOTS=")
+        }
+        assert len(slots) == 1, (servers, slots)
+        assert ["bash_warm.sh" in parent for parent in parents] == [False, "bash_warm.sh" in parents[1], *[True] * 4], parents
+        wait_until(lambda: not any(os.listdir(folder) for folder in slots), "the runs' slots removed", timeout=20)
+    finally:
+        status, count, said = served.stop()
+    assert (status, count) == (0, 6)
+    assert started(said) == (0, sum("bash_warm.sh" in parent for parent in parents))
+    assert not any(Path(folder).exists() for folder in slots)
+
+
+def _environ(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
 def _command(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_text()
@@ -464,7 +508,11 @@ def _running(server: int) -> list[tuple[int, int]]:
 def _children(pid: int) -> list[int]:
     """The live children of every thread of ``pid`` (warm servers are started by a thread of their own)."""
     words = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # (gone meanwhile: a call's child ends as its client returns)
+        return []
+    for task in tasks:
         try:
             words += (task / "children").read_text().split()
         except OSError:
