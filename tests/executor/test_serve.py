@@ -278,6 +278,26 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def test_a_config_and_a_catalog_changed_after_the_waiting_child_read_them_are_the_next_run_s(
+    tools: Project, served: Served, tmp_path: Path
+) -> None:
+    """The child waiting for the next run has read the config and the catalog's index ahead; an edit of the config
+    (the same size: another output cap) and a new tool built meanwhile are what that run sees, as a local run."""
+    call = ["--config", str(tools.config), "run", "py", '{"mode": "flood", "n": 3000}']
+    assert toolexec(*call).returncode == 0  # a child waits now, having read both
+    tools.configure(max_output_bytes=1000)  # (2000 before: the same length)
+    assert shown(toolexec(*call)) == shown(toolexec(*call, local=True))
+    assert b"1000" in toolexec(*call).stderr
+    tools.tool("echo2.sh", ECHO_SH)
+    tools.configure(max_output_bytes=1000)
+    assert toolexec("--config", str(tools.config), "build").returncode == 0
+    again = ["--config", str(tools.config), "run", "echo2", '{"text": "new"}']
+    done = toolexec(*again, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"new|{tmp_path}|unset".encode()), done.stderr
+    assert shown(done) == shown(toolexec(*again, cwd=tmp_path, local=True))
+    assert served.stop()[:2] == (0, 4)
+
+
 def test_the_caller_s_directory_environment_and_umask_are_the_call_s(tools: Project, served: Served, tmp_path: Path) -> None:
     env = {**os.environ, "FOO": "bar"}
     done = toolexec("--config", str(tools.config), "run", "echo", '{"text": "t"}', cwd=tmp_path, env=env)
