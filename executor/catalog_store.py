@@ -112,9 +112,14 @@ def load_catalog(config: Config) -> Catalog | None:
     and parsed when its entry is wanted, and a declaration read from the pack when it is first used.
     """
     state = config.state
+    path = str(state.catalog_file)
     try:
-        head_text, read, identity = _read_head(str(state.catalog_file))
-        head = json.loads(head_text)
+        primed = _primed.pop(path, None)
+        if primed is not None and primed[0] == _file_key(path):
+            _, head, read, identity = primed
+        else:
+            head_text, read, identity = _read_head(path)
+            head = json.loads(head_text)
         if head.get("format") != FORMAT:
             return None
         pack, tally, functions = head.get("pack"), head.get("tally"), head.get("functions")
@@ -132,6 +137,26 @@ def load_catalog(config: Config) -> Catalog | None:
         return Catalog(fingerprint=head["fingerprint"], state=state, pack=pack, rows=rows, stored=stored)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
+
+
+# What a ``toolexec serve`` child waiting for its call read ahead (:func:`prime`): the index's first line, parsed,
+# and its reader, taken by the call's :func:`load_catalog` once (and only while catalog.json is the file read).
+_primed: dict[str, tuple[tuple[int, ...], Any, Callable[[int, int], bytes], tuple[int, int, int]]] = {}
+
+
+def prime(config: Config) -> None:
+    """Read ``config``'s index (its first line: ~0.4 ms of JSON with 10,000 tools) ahead of a call that will likely
+    read it; the next :func:`load_catalog` of that unchanged file takes it, once. For a process that makes one call
+    (``toolexec serve``'s child, while it waits): a long-lived one reads anew each time."""
+    path = str(config.state.catalog_file)
+    key = _file_key(path)  # (before the read: a file replaced meanwhile is another key than the call finds)
+    head_text, read, identity = _read_head(path)
+    _primed[path] = (key, json.loads(head_text), read, identity)
+
+
+def _file_key(path: str) -> tuple[int, ...]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 HEAD_CHUNK = 1 << 16  # bytes read at a time until the first line ends: the whole index of a few dozen tools

@@ -22,7 +22,7 @@ from toolexec.policy import DEFAULT_HIDE, SANDBOX_MODES, words
 from toolexec.policy import from_mapping as read_policy
 from toolexec.records import LANGUAGES, Sandbox, limit_problem
 from toolexec.recordtype import field, record, replace
-from toolexec.state import State, config_snapshot, sha256_hex, write_json_atomic
+from toolexec.state import State, config_snapshot, prime_digest, sha256_hex, write_json_atomic
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
@@ -253,9 +253,13 @@ class Config:
     def fingerprint(self) -> dict[str, Any]:
         """What the catalog depends on: a change here means rebuild."""
         # the visible files by their digest: an index's first line stays small (and quick to read) with 10,000 tools
-        visible = sha256_hex("\0".join(self.visible_tools).encode("utf-8", "surrogateescape"))
+        visible = sha256_hex(_visible_bytes(self.visible_tools))
         found = {"functions_dir": str(self.functions_dir), "visible_tools": visible}
         return {**found, **self.agent.fingerprint()} if self.agent is not None else found
+
+
+def _visible_bytes(visible: tuple[str, ...]) -> bytes:
+    return "\0".join(visible).encode("utf-8", "surrogateescape")
 
 
 def locate(explicit: str | os.PathLike[str] | None = None) -> Located:
@@ -307,25 +311,49 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     return replace(config, lookup=(*located.trail, *notes))
 
 
+# What a ``toolexec serve`` child waiting for its call read ahead (:func:`prime`): the config file's key and parsed
+# mapping, taken by the call's :func:`_read` once (and only while the file is the one that was read).
+_primed: dict[str, tuple[list[Any], dict[str, Any]]] = {}
+
+
+def prime(path: str | os.PathLike[str]) -> Config:
+    """Read the config at ``path`` (resolved) ahead of a call that will likely read it: the next :func:`_read` of
+    that unchanged file takes the mapping read here, once, instead of reading and parsing the file again, and the
+    fingerprint of its visible tools is computed ahead (:func:`toolexec.state.prime_digest`). For a process that makes
+    one call (``toolexec serve``'s child, while it waits): a long-lived one reads anew each time. The config, as read."""
+    found = Path(path)
+    config = load_config(found)  # (a mapping of its own: the one kept is the call's alone)
+    _primed[str(found)] = _read_keyed(found)
+    prime_digest(_visible_bytes(config.visible_tools))
+    return config
+
+
 def _read(path: Path) -> dict[str, Any]:
     """The parsed YAML mapping, from a snapshot keyed by the file's identity, size, mtime and ctime when there is one
     (ctime: a file put back with an old mtime, ``cp -p``, ``rsync -t``, ``tar x``, still changes it)."""
+    return _read_keyed(path)[1]
+
+
+def _read_keyed(path: Path) -> tuple[list[Any], dict[str, Any]]:
     try:
         stat = path.stat()
     except OSError as exc:
         raise ConfigError(str(path), f"cannot read the config file: {exc.strerror}") from None
+    key: list[Any] = [str(path), stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size]
+    primed = _primed.pop(str(path), None)
+    if primed is not None and primed[0] == key:
+        return primed
     snapshot = config_snapshot(path)
-    key = [str(path), stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size]
     try:
         cached = json.loads(snapshot.read_text(encoding="utf-8"))
         if cached.get("key") == key:
-            return cached["data"]
+            return key, cached["data"]
     except (OSError, ValueError, AttributeError):
         pass
     data = _parse_yaml(path)
     with contextlib.suppress(OSError, TypeError, ValueError):  # an optimisation: a read-only cache is fine
         write_json_atomic(snapshot, {"key": key, "data": data})
-    return data
+    return key, data
 
 
 MAX_ALIASES = 100  # a config has no use for more; an alias bomb expands to gigabytes

@@ -17,6 +17,10 @@ stdin, so a server that forked each call itself would need a waiter forked per c
 the tool's code: each call still starts from a fork of the sourced tool. Closing ``go`` (the slot removed, or the
 server closing) ends the waiter; a waiter that is gone (``go`` has no reader) is replaced by the server's next fork.
 
+A process forked from the one that started the server (a ``toolexec serve`` call's child, whose server's process never
+runs a call) uses none of that process's slots, which the other forked processes would use at once: it makes slots of
+its own, named after its pid, and removes them as it exits (after its call's answer).
+
 A slot is used again only when no process can write into its FIFOs: a read end just opened (no data, no writer)
 reads end of file; a FIFO that has a writer left (a process of an earlier call that outlived it) or unread data
 fails that check, and the slot is removed and a new one made. Nothing of the file system is made or removed on a
@@ -26,6 +30,7 @@ on the ext4 ``/tmp`` measured, more under load).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
@@ -79,6 +84,9 @@ class BashServer(ServerProcess):
         self._free: list[_Slot] = []  # slots whose last call is over
         self._made = 0  # slots made (each named by its number)
         self._slots: set[_Slot] = set()  # slots made and not removed (each with a waiter once it has had a call)
+        # The process whose slots these are, and the one that started the server (see the module: a forked one makes
+        # its own, named after it).
+        self._owner = self._starter = os.getpid()
 
     def start(self) -> bool:
         """Start bash, source the tool, and wait until it says it is ready."""
@@ -150,6 +158,7 @@ class BashServer(ServerProcess):
     def _slot(self, progress: bool) -> tuple[_Slot, list[int]]:
         """A free slot (or a new one) and the read ends of its FIFOs (stdout, stderr, status and, for ``progress``,
         progress), none of which any process can write into."""
+        self._own_slots()
         while True:
             with self._lock:
                 slot = self._free.pop() if self._free else None
@@ -160,7 +169,7 @@ class BashServer(ServerProcess):
                     self._made += 1
                 number = self._made
             if slot is None:
-                slot = _Slot(root, str(number))
+                slot = _Slot(root, str(number) if self._owner == self._starter else f"{self._owner}-{number}")
                 with self._lock:
                     self._slots.add(slot)
             try:
@@ -170,6 +179,24 @@ class BashServer(ServerProcess):
             if fds is not None:
                 return slot, fds
             self._forget(slot)  # a writer (or data) left in it by an earlier call: never used again
+
+    def _own_slots(self) -> None:
+        """In a process forked from the last one that used the slots: forget theirs (that process's, and its other
+        children's, to use) and remove the ones made here once this process exits."""
+        me = os.getpid()
+        if me == self._owner:
+            return
+        with self._lock:
+            self._owner, self._free, self._slots = me, [], set()
+        atexit.register(self._remove_own)
+
+    def _remove_own(self) -> None:
+        if os.getpid() != self._owner:
+            return  # (a process forked from this one inherits the handler)
+        with self._lock:
+            slots, self._slots, self._free = list(self._slots), set(), []
+        for slot in slots:
+            slot.remove()
 
     def _give_back(self, slot: _Slot) -> None:
         """The call in ``slot`` is over and its read ends closed: the next call may take it."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -247,3 +249,46 @@ def test_a_long_lived_source_reads_a_replaced_index_anew_without_rebuilding(
     real = build_module.build
     monkeypatch.setattr(build_module, "build", lambda *a, **k: builds.append(k) or real(*a, **k))
     assert (executor.call("t2").output, executor.call("t1").output, builds) == ("changed", "v1", [])
+
+
+def test_an_index_read_ahead_is_taken_once_and_only_while_the_index_is_unchanged(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``toolexec serve``'s waiting child reads the catalog's index ahead (``prime``): the call's load takes it while
+    catalog.json is the file read, once; an index written meanwhile (a build) is the one the call loads."""
+    import toolexec.catalog_store as store
+
+    project.tool("a.sh", "#!/usr/bin/env bash\n# @describe A.\nmain() { :; }\n")
+    config = load_config(project.configure())
+    build(config)
+    store.prime(config)
+    assert set(store._primed) == {str(config.state.catalog_file)}
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "_read_head", None)  # (the index is not read again)
+        first = load_catalog(config)
+    assert first is not None and list(first.tools) == ["a"]
+    assert store._primed == {}
+    assert load_catalog(config) is not None  # (read: nothing primed)
+    store.prime(config)
+    project.tool("b.sh", "#!/usr/bin/env bash\n# @describe B.\nmain() { :; }\n")
+    config = load_config(project.configure())
+    built = subprocess.run([sys.executable, "-m", "toolexec", "--config", str(project.config), "build"], capture_output=True)
+    assert built.returncode == 0, built.stderr  # a new catalog.json, written by another process
+    again = load_catalog(config)
+    assert again is not None and list(again.tools) == ["a", "b"]
+    assert store._primed == {}
+
+
+def test_a_digest_computed_ahead_is_the_digest_and_is_taken_once() -> None:
+    import hashlib
+
+    from toolexec import state
+
+    data = b"a\0b" * 1000
+    state.prime_digest(data)
+    assert state._primed_digest is not None
+    assert state.sha256_hex(data) == hashlib.sha256(data).hexdigest()
+    assert state._primed_digest is None
+    state.prime_digest(data)
+    assert state.sha256_hex(data + b"x") == hashlib.sha256(data + b"x").hexdigest()  # another: computed
+    assert state.sha256_hex(data) == hashlib.sha256(data).hexdigest()

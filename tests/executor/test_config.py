@@ -369,3 +369,21 @@ def test_a_runtime_command_is_split_as_shlex_splits_it(command: str) -> None:
     except ConfigError:
         found = None
     assert found == expected
+
+
+def test_a_config_read_ahead_is_taken_once_and_only_while_the_file_is_unchanged(tmp_path: Path) -> None:
+    """``toolexec serve``'s waiting child reads its config ahead (``prime``): the call's read takes that mapping
+    while the file is the one read, once; an edit made meanwhile (same size, same second) is the call's to see."""
+    from toolexec import config as module
+
+    path = tmp_path / "config.yaml"
+    path.write_text("timeout: 11\n", encoding="utf-8")
+    module.prime(path.resolve())
+    primed = module._primed[str(path.resolve())][1]
+    assert module._read(path.resolve()) is primed  # taken: no read, no parse
+    assert module._read(path.resolve()) is not primed  # once: the next read reads
+    assert module._primed == {}
+    module.prime(path.resolve())
+    path.write_text("timeout: 12\n", encoding="utf-8")
+    assert load_config(path).timeout == 12
+    assert module._primed == {}

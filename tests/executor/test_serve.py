@@ -218,6 +218,50 @@ def test_served_runs_of_a_warm_tool_under_a_policy_run_cold_in_their_own_sandbox
     assert servers == []  # none was asked for (one started by the server's process would not be in the sandbox)
 
 
+PARENT_SH = """#!/usr/bin/env bash
+# @describe Say what started the call's process (its parent's command line).
+main() {
+    read -r -a stat </proc/$BASHPID/stat
+    tr '\\0' ' ' </proc/"${stat[3]}"/cmdline >>"$LLM_OUTPUT"
+}
+"""
+
+
+def test_served_runs_of_a_warm_bash_tool_with_the_sandbox_off_each_fork_from_its_server(project: Project) -> None:
+    """With ``sandbox: off`` a warm Bash tool's server is one bash forking each call (``BashServer``), through a slot
+    (FIFOs in its private folder). Every served run's child is forked from the same ``toolexec serve``, with that
+    process's (empty) list of slots: each made slot 1, and every run after the second ran cold (its slot was there
+    already). Each run now has a slot of its own, from the server's third run on forks from the warm bash, and
+    removes its slot once it has answered."""
+    project.tool("parent_sh.sh", PARENT_SH)
+    config = project.configure(warm_tools=["all"], sandbox="off")
+    served = Served(config)
+    try:
+        parents = [toolexec("--config", str(config), "run", "parent_sh", "{}").stdout.decode() for _ in range(6)]
+        servers = [pid for pid in _descendants(served.process.pid) if "bash_warm.sh" in _command(pid)]
+        slots = {
+            entry.partition(b"=")[2].decode()
+            for pid in servers
+            for entry in _environ(pid)
+            if entry.startswith(b"TOOLEXEC_WARM_SLOTS=")
+        }
+        assert len(slots) == 1, (servers, slots)
+        assert ["bash_warm.sh" in parent for parent in parents] == [False, "bash_warm.sh" in parents[1], *[True] * 4], parents
+        wait_until(lambda: not any(os.listdir(folder) for folder in slots), "the runs' slots removed", timeout=20)
+    finally:
+        status, count, said = served.stop()
+    assert (status, count) == (0, 6)
+    assert started(said) == (0, sum("bash_warm.sh" in parent for parent in parents))
+    assert not any(Path(folder).exists() for folder in slots)
+
+
+def _environ(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
 def _command(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_text()
@@ -232,6 +276,26 @@ def _descendants(pid: int) -> list[int]:
         found += children
         stack += children
     return found
+
+
+def test_a_config_and_a_catalog_changed_after_the_waiting_child_read_them_are_the_next_run_s(
+    tools: Project, served: Served, tmp_path: Path
+) -> None:
+    """The child waiting for the next run has read the config and the catalog's index ahead; an edit of the config
+    (the same size: another output cap) and a new tool built meanwhile are what that run sees, as a local run."""
+    call = ["--config", str(tools.config), "run", "py", '{"mode": "flood", "n": 3000}']
+    assert toolexec(*call).returncode == 0  # a child waits now, having read both
+    tools.configure(max_output_bytes=1000)  # (2000 before: the same length)
+    assert shown(toolexec(*call)) == shown(toolexec(*call, local=True))
+    assert b"1000" in toolexec(*call).stderr
+    tools.tool("echo2.sh", ECHO_SH)
+    tools.configure(max_output_bytes=1000)
+    assert toolexec("--config", str(tools.config), "build").returncode == 0
+    again = ["--config", str(tools.config), "run", "echo2", '{"text": "new"}']
+    done = toolexec(*again, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"new|{tmp_path}|unset".encode()), done.stderr
+    assert shown(done) == shown(toolexec(*again, cwd=tmp_path, local=True))
+    assert served.stop()[:2] == (0, 4)
 
 
 def test_the_caller_s_directory_environment_and_umask_are_the_call_s(tools: Project, served: Served, tmp_path: Path) -> None:
@@ -464,7 +528,11 @@ def _running(server: int) -> list[tuple[int, int]]:
 def _children(pid: int) -> list[int]:
     """The live children of every thread of ``pid`` (warm servers are started by a thread of their own)."""
     words = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # (gone meanwhile: a call's child ends as its client returns)
+        return []
+    for task in tasks:
         try:
             words += (task / "children").read_text().split()
         except OSError:
