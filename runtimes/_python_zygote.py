@@ -15,8 +15,9 @@ has reaped it; then the socket closes. The zygote itself runs no thread: it wait
 SIGCHLD.
 
 Isolated (``TOOLEXEC_ZYGOTE_ISOLATE=1``: the zygote runs inside the sandbox baseline's namespaces, made once by bwrap,
-holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote unshares a new PID namespace
-for its next child (and returns to its own at once), so that child is the init of a namespace of its own; that init
+holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote forks its next child alone in
+a new PID namespace (clone(2) with CLONE_NEWPID; where that is refused, it unshares one for that child and returns to
+its own at once), so that child is the init of a namespace of its own; that init
 takes a mount namespace of its own with a fresh /proc (the call sees its own processes only, no other call's and
 never toolexec's) and forks the call's process, which drops every capability (as bwrap leaves an ordinary user's
 tool), takes the call's limits (``limits``: CPU seconds, address space, processes, and its pids cgroup) and says
@@ -41,6 +42,7 @@ import.
 
 import array
 import contextlib
+import errno
 import gc
 import marshal
 import os
@@ -58,6 +60,9 @@ _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 8  # stdin, stdout, stderr, the reply socket, progress, and a confined call's cgroups (two at most)
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWPID = 0x20000000
+# clone(2)'s number where its first argument is the flags (a null stack: the child runs on a copy of the caller's, as
+# after fork); elsewhere a call's init is made by unshare and fork (and, in a confined server, a helper)
+_CLONE_NUMBERS = {"x86_64": 56, "aarch64": 220}
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_SLAVE = 2, 4, 8, 0x4000, 0x80000
 
 
@@ -73,8 +78,8 @@ class _Namespaces:
 
     def _check(self, result, what):
         if result != 0:
-            errno = self.ctypes.get_errno()
-            raise OSError(errno, f"{what}: {os.strerror(errno)}")
+            code = self.ctypes.get_errno()
+            raise OSError(code, f"{what}: {os.strerror(code)}")
 
     def next_child_alone(self):
         """The next process this one forks is the init of a new PID namespace."""
@@ -83,6 +88,39 @@ class _Namespaces:
     def back(self):
         """Later children are born in this process's own PID namespace again (so that the next unshare may work)."""
         self._check(self.libc.setns(self.own, _CLONE_NEWPID), "setns")
+
+    cloning = True  # clone(2) makes a call's init here (False once the kernel refused it: the other way then)
+    _syscall = None
+
+    def clone_alone(self):
+        """``os.fork()`` whose child is alone in a new PID namespace, in one system call (clone with CLONE_NEWPID):
+        no unshare and setns around the fork, and in a confined server no helper process, itself a fork of the whole
+        loaded zygote, made and reaped per call (:meth:`_python_confined.Confined.fork_alone`). Python's own fork
+        bookkeeping runs around it, as os.fork runs it (PyOS_BeforeFork, PyOS_AfterFork_Child or _Parent). The
+        child's pid here, 0 in the child, -1 when no process can be made now; None where clone is not known here or
+        the kernel refused it (the caller makes the init the other way)."""
+        number = _CLONE_NUMBERS.get(os.uname().machine) if self.cloning else None
+        if number is None:
+            return None
+        ctypes = self.ctypes
+        api = ctypes.pythonapi
+        if self._syscall is None:  # (a PyDLL's: the GIL held throughout, the child goes on in Python at once)
+            self._syscall = ctypes.PyDLL(None, use_errno=True).syscall
+            self._syscall.restype = ctypes.c_long
+        call = self._syscall
+        api.PyOS_BeforeFork()
+        pid = call(ctypes.c_long(number), ctypes.c_long(_CLONE_NEWPID | signal.SIGCHLD), *([ctypes.c_long(0)] * 4))
+        if pid == 0:
+            api.PyOS_AfterFork_Child()
+            return 0
+        failed = ctypes.get_errno()
+        api.PyOS_AfterFork_Parent()
+        if pid > 0:
+            return pid
+        if failed in (errno.EAGAIN, errno.ENOMEM):  # no process now (the next spare tries again)
+            return -1
+        self.cloning = False  # EPERM (a seccomp filter), EINVAL, ENOSYS: never again in this server
+        return None
 
     def die_with_parent(self):
         """SIGKILL when the zygote ends (a namespace's init takes it from its parent's namespace)."""
@@ -651,6 +689,9 @@ class _Spares:
         """os.fork(); isolated, the child is alone in a new PID namespace. -1: fork failed, -2: no namespace."""
         if self.namespaces is None:
             return _fork()
+        pid = self.namespaces.clone_alone()
+        if pid is not None:
+            return pid
         if hasattr(self.namespaces, "fork_alone"):
             return self.namespaces.fork_alone()
         try:
