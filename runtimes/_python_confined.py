@@ -14,8 +14,9 @@ user namespaces of its own (as any process there may: a cold call's tool can too
 * then a user and mount namespace below that one: everything mounted so far is locked (no unmount, no bind of what
   it covers, no read-only place made writable), so the tool's top level, which runs there, cannot undo the view.
 
-Each call's init (:meth:`Confined.fork_alone`: a helper forks it in a new PID namespace and exits, so the server, the
-init of its own namespace, adopts it) takes a mount and an IPC namespace (and, under ``network: none``, a network
+Each call's init (the server's own child, made alone in a new PID namespace by one clone(2): :meth:`Confined.clone_alone`;
+where clone is refused, :meth:`Confined.fork_alone`: a helper forks it in a new PID namespace and exits, so the server,
+the init of its own namespace, adopts it) takes a mount and an IPC namespace (and, under ``network: none``, a network
 namespace with its loopback up) of its own, as a cold call's bwrap makes them, a ``/proc`` of its own (the same
 covers), bwrap's ``/dev`` read-only with a ``/dev/shm`` of its own (what a call leaves in what the server made once
 would be there for the next call), and a new empty private ``/tmp`` with the places the view binds under ``/tmp`` bound again (where the view's ``/tmp`` is private:
@@ -126,6 +127,10 @@ class Confined:
     def die_with_parent(self):
         """Nothing: a call's init outlives the helper that forked it; the server's end ends its namespace, and with it
         every call's."""
+
+    def clone_alone(self):
+        """A call's init made by the server itself (the zygote's one system call); None: :meth:`fork_alone` makes it."""
+        return self.base.clone_alone()
 
     def fork_alone(self):
         """Fork a call's init alone in a new PID namespace: its pid (in the server's numbering) here, 0 in it, -1 when

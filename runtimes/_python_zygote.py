@@ -15,8 +15,9 @@ has reaped it; then the socket closes. The zygote itself runs no thread: it wait
 SIGCHLD.
 
 Isolated (``TOOLEXEC_ZYGOTE_ISOLATE=1``: the zygote runs inside the sandbox baseline's namespaces, made once by bwrap,
-holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote unshares a new PID namespace
-for its next child (and returns to its own at once), so that child is the init of a namespace of its own; that init
+holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote forks its next child alone in
+a new PID namespace (clone(2) with CLONE_NEWPID; where that is refused, it unshares one for that child and returns to
+its own at once), so that child is the init of a namespace of its own; that init
 takes a mount namespace of its own with a fresh /proc (the call sees its own processes only, no other call's and
 never toolexec's) and forks the call's process, which drops every capability (as bwrap leaves an ordinary user's
 tool), takes the call's limits (``limits``: CPU seconds, address space, processes, and its pids cgroup) and says
@@ -26,8 +27,10 @@ toolexec's SIGTERM as a cold call's tool would. Once the tool's process has ende
 else the call left in its namespace and says the tool's status (128 + the signal, as bwrap's own init reports it) on a
 pipe to the zygote, which writes it to toolexec at once (:func:`_end_call`): the whole call is gone by then, and the
 init's own exit (its copy of the zygote's memory, its namespaces) is off the call's path. Where the call's process
-keeps capabilities (root's, under the baseline) it could reach that pipe through /proc: there the init has none, and
-the zygote writes the status once it has reaped the init (the kernel has ended the namespace by then).
+keeps capabilities (root's, under the baseline) it could take that socket from its init (``pidfd_getfd``), or the
+init itself (``ptrace``), and say a status in its place: there the zygote takes the word only as an exit code, and
+only once it has killed the init and found it had no child left (:func:`_ended_alone`: the namespace held the init
+alone, and nothing of it runs again); else the init's kill ends the namespace, and its reap says the status (killed).
 
 Nothing of that is on a call's path: the call's process (and its init) is made ahead, a spare (:func:`_spare`) that
 waits for its call, and the zygote hands it the next call as toolexec handed it over. The next spare is made once
@@ -41,6 +44,7 @@ import.
 
 import array
 import contextlib
+import errno
 import gc
 import marshal
 import os
@@ -59,6 +63,9 @@ _MAX_FDS = 8  # stdin, stdout, stderr, the reply socket, progress, and a confine
 _CLONE_NEWNS = 0x00020000
 _PR_SET_DUMPABLE = 4
 _CLONE_NEWPID = 0x20000000
+# clone(2)'s number where its first argument is the flags (a null stack: the child runs on a copy of the caller's, as
+# after fork); elsewhere a call's init is made by unshare and fork (and, in a confined server, a helper)
+_CLONE_NUMBERS = {"x86_64": 56, "aarch64": 220}
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_SLAVE = 2, 4, 8, 0x4000, 0x80000
 
 
@@ -74,8 +81,8 @@ class _Namespaces:
 
     def _check(self, result, what):
         if result != 0:
-            errno = self.ctypes.get_errno()
-            raise OSError(errno, f"{what}: {os.strerror(errno)}")
+            code = self.ctypes.get_errno()
+            raise OSError(code, f"{what}: {os.strerror(code)}")
 
     def next_child_alone(self):
         """The next process this one forks is the init of a new PID namespace."""
@@ -84,6 +91,39 @@ class _Namespaces:
     def back(self):
         """Later children are born in this process's own PID namespace again (so that the next unshare may work)."""
         self._check(self.libc.setns(self.own, _CLONE_NEWPID), "setns")
+
+    cloning = True  # clone(2) makes a call's init here (False once the kernel refused it: the other way then)
+    _syscall = None
+
+    def clone_alone(self):
+        """``os.fork()`` whose child is alone in a new PID namespace, in one system call (clone with CLONE_NEWPID):
+        no unshare and setns around the fork, and in a confined server no helper process, itself a fork of the whole
+        loaded zygote, made and reaped per call (:meth:`_python_confined.Confined.fork_alone`). Python's own fork
+        bookkeeping runs around it, as os.fork runs it (PyOS_BeforeFork, PyOS_AfterFork_Child or _Parent). The
+        child's pid here, 0 in the child, -1 when no process can be made now; None where clone is not known here or
+        the kernel refused it (the caller makes the init the other way)."""
+        number = _CLONE_NUMBERS.get(os.uname().machine) if self.cloning else None
+        if number is None:
+            return None
+        ctypes = self.ctypes
+        api = ctypes.pythonapi
+        if self._syscall is None:  # (a PyDLL's: the GIL held throughout, the child goes on in Python at once)
+            self._syscall = ctypes.PyDLL(None, use_errno=True).syscall
+            self._syscall.restype = ctypes.c_long
+        call = self._syscall
+        api.PyOS_BeforeFork()
+        pid = call(ctypes.c_long(number), ctypes.c_long(_CLONE_NEWPID | signal.SIGCHLD), *([ctypes.c_long(0)] * 4))
+        if pid == 0:
+            api.PyOS_AfterFork_Child()
+            return 0
+        failed = ctypes.get_errno()
+        api.PyOS_AfterFork_Parent()
+        if pid > 0:
+            return pid
+        if failed in (errno.EAGAIN, errno.ENOMEM):  # no process now (the next spare tries again)
+            return -1
+        self.cloning = False  # EPERM (a seccomp filter), EINVAL, ENOSYS: never again in this server
+        return None
 
     def die_with_parent(self):
         """SIGKILL when the zygote ends (a namespace's init takes it from its parent's namespace)."""
@@ -612,9 +652,12 @@ class _Spares:
         self.made = set()  # spares alive without a call, and inits whose call's status they said: reaped quietly
         self.own_mounts = os.stat("/proc/self/ns/mnt").st_ino if namespaces is not None else 0
         self.said_at = -1.0  # when a call's status was last said (time.monotonic)
-        # An init says its call's status (:func:`_end_call`) where the call's process holds no capability that could
-        # reach the init's descriptors (through /proc) and say it early: root keeps root's under the baseline
+        # An init says its call's status to toolexec itself (:func:`_end_call`) where the call's process holds no
+        # capability that could reach the init's descriptors and say it early: root keeps root's under the baseline
         self.early = namespaces is not None and (getattr(namespaces, "late_drop", False) or os.getuid() != 0)
+        # Every isolated init says its tool's status to the zygote; where it is not early, the zygote says it once it
+        # has ended the init and found nothing of the call left (:func:`_ended_alone`): the word may be the tool's
+        self.word = namespaces is not None
 
     def ended(self):
         """A call's status is said: the next call's spare is made now (unless one waits)."""
@@ -633,7 +676,7 @@ class _Spares:
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # the socket the init says the call's status on, and gets the call's reply socket on (see _end_call)
-        said = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if self.early else None
+        said = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if self.word else None
         pid = self.fork()
         if pid == -2:
             for sock in (ours, theirs, *(said or ())):
@@ -663,6 +706,9 @@ class _Spares:
         """os.fork(); isolated, the child is alone in a new PID namespace. -1: fork failed, -2: no namespace."""
         if self.namespaces is None:
             return _fork()
+        pid = self.namespaces.clone_alone()
+        if pid is not None:
+            return pid
         if hasattr(self.namespaces, "fork_alone"):
             return self.namespaces.fork_alone()
         try:
@@ -697,8 +743,9 @@ class _Spares:
             self.made.discard(pid)
             if said is None:
                 return pid, -1, held
-            with contextlib.suppress(OSError):  # (an init gone meanwhile: the zygote says the status once it reaps it)
-                _send_fds(said, b"R", fds[3:4])
+            if self.early:  # (an init gone meanwhile: the zygote says the status once it reaps it)
+                with contextlib.suppress(OSError):
+                    _send_fds(said, b"R", fds[3:4])
             return pid, said.detach(), held
         return -1, -1, -1
 
@@ -876,7 +923,8 @@ def _woken_by_children():
 def _heard(children, spares, pid):
     """Read what call ``pid``'s init said on its socket (:func:`_end_call`): ``S`` (it said the status to toolexec
     itself) or the status, said to toolexec now (the init is then reaped quietly either way), or nothing (it ended
-    without a word: its reap says the status). True when said."""
+    without a word: its reap says the status). True when said. An init that is not early (root's, under the
+    baseline) says only the status, taken once it is ended with nothing of the call left (:func:`_ended_alone`)."""
     reply = children[pid]
     try:
         word = os.read(reply.said, 32)
@@ -884,7 +932,9 @@ def _heard(children, spares, pid):
         word = b""
     _close(reply.said)
     reply.said = -1
-    if not (word.isdigit() or word == b"S"):
+    if not (word == b"S" or (word.isdigit() and int(word) < 256)):  # (an exit code: the tool's, or 128 + a signal)
+        return False
+    if not spares.early and (word == b"S" or not _ended_alone(pid)):  # (then its reap says the status)
         return False
     del children[pid]
     spares.made.add(pid)
@@ -892,6 +942,25 @@ def _heard(children, spares, pid):
         with contextlib.suppress(OSError):
             reply.sendall(b"X%d\n" % (int(word) << 8))  # a wait status, as the init's reap would give
     reply.close()
+    return True
+
+
+def _ended_alone(pid):
+    """Whether the call whose init is ``pid`` has nothing left but that init, which is ended first (SIGKILL: no code
+    of it runs from here on, nor can it start a process). Asked when an init that is not early (root's, under the
+    baseline) says its tool's status: its tool kept root's capabilities, and could have taken the socket the word
+    comes on (``pidfd_getfd``), or the init itself (``ptrace``). Every process of a PID namespace descends from its
+    init (an orphan goes to it; none can be made with its parent outside), so an init with no child (on any of its
+    threads) is alone in its namespace; a live process of the call, or one that is a zombie still, says no. No: the
+    init's kill ends the namespace, and the zygote says the status once it has reaped the init (killed)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
+                if handle.read().strip():
+                    return False
+    except OSError:
+        return False
     return True
 
 

@@ -1,88 +1,120 @@
-"""A warm Python call's init under the sandbox's baseline is out of its tool's reach (runtimes/_python_zygote.py).
-
-The init is process 1 of the call's PID namespace (``_spare``), the tool's process its child. It holds the socket it
-says the call's status on (an ordinary user's call), so nothing of it may be the tool's to reach: an ordinary user's
-tool is refused each reach of it (tests/runtimes/test_warm_bash_init.py's, listing ``/proc/1/fd`` included, which an
-init left dumpable showed); root's reaches it, as a cold call's tool reaches bwrap's init, and finds no socket (root's
-calls get their status from the server). Each test runs toolexec in a process of its own, as ``nobody`` when this
-runs as root, and as root too.
-"""
+"""A warm Python call's init, as the zygote (runtimes/_python_zygote.py) makes it and hears it, run in an interpreter
+of its own: made by one clone(2) alone in a new PID namespace (or, where that is refused, by unshare and fork), a
+child that goes on in Python as after os.fork; and the word of an init whose tool kept root's capabilities (which
+could have said it in the init's place) taken only once the init is ended with no child left, and only an exit
+code."""
 
 from __future__ import annotations
 
 import json
 import os
-import textwrap
-from collections.abc import Iterator
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.runtimes.test_warm_bash_init import CALLS, DENIED, NO_SIGNAL, REACH, REACHED, placed
-from tests.runtimes.test_warm_bash_init import Place as BashPlace
-from toolexec.runtimes import baseline, process_linux
+import toolexec.runtimes
+
+RUNTIMES = str(Path(toolexec.runtimes.__file__).parent)
 
 pytestmark = pytest.mark.skipif(
-    not (baseline.usable() and process_linux.available()), reason="needs bwrap, PID namespaces, pidfd and /proc"
+    sys.platform != "linux" or (os.getuid() != 0 and shutil.which("unshare") is None),
+    reason="needs Linux, and root or util-linux's unshare (a PID namespace is made)",
 )
 
-TOOL = '''
-import contextlib, io, json, os, subprocess
+MADE_ALONE = """
+import json, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import _python_zygote
 
-REACH = {reach!r}
-
-
-def run(token: str) -> str:
-    """Reach for my namespace's init.
-
-    Warm: true
-
-    Args:
-        token: what my escapee sleeps for (no other process has it)
-    """
-    with open("/proc/1/cmdline", "rb") as cmdline:
-        warm = b"_python_zygote" in cmdline.read() or b"python_zygote" in open("/proc/self/cmdline", "rb").read()
-    subprocess.Popen(["setsid", "sleep", token], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)  # an escapee, which outlives the call
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(REACH, "reach", "exec"), {{"__name__": "reach"}})
-    return json.dumps({{"warm": warm, "reach": json.loads(out.getvalue())}})
-'''
+namespaces = _python_zygote._Namespaces()
+namespaces.cloning = sys.argv[2] == "clone"
+spares = _python_zygote._Spares(namespaces, None, None)
+outer = os.readlink("/proc/self/ns/pid")
+pid = spares.fork()
+if pid == 0:  # the init of a namespace of its own, in Python as after os.fork: a thread starts and ends
+    ran = []
+    thread = threading.Thread(target=ran.append, args=(1,))
+    thread.start()
+    thread.join()
+    alone = os.getpid() == 1 and os.readlink("/proc/self/ns/pid") != outer
+    os._exit(0 if alone and ran == [1] and threading.active_count() == 1 else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps([pid > 0, os.waitstatus_to_exitcode(status), namespaces.cloning]))
+"""
 
 
-class Place(BashPlace):
-    """A project in a fresh folder under /tmp with the reaching Python tool, run as ``nobody`` when ``ordinary``."""
-
-    def __init__(self, root: Path, ordinary: bool) -> None:
-        import yaml
-
-        super().__init__(root, ordinary)
-        (root / "functions" / "tools" / "reach.py").write_text(TOOL.format(reach=textwrap.dedent(REACH).strip()))
-        self.config.write_text(yaml.safe_dump({"visible_tools": ["reach.py"], "sandbox": "declared"}))
-        self.own()
-
-    def calls(self, tool: str = "reach") -> list[list]:
-        done = self.run("python", "-c", CALLS, str(self.config), self.token, tool)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
+def _run(script: str, *args: str) -> list[object]:
+    argv = [sys.executable, "-c", script, RUNTIMES, *args]
+    if os.getuid() != 0:  # (an ordinary user makes a PID namespace inside a user namespace of its own)
+        argv = ["unshare", "--user", "--map-root-user", *argv]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (0, ""), done
+    return json.loads(done.stdout)
 
 
-@pytest.fixture
-def place(request: pytest.FixtureRequest) -> Iterator[Place]:
-    yield from placed(Place, request.param)
+@pytest.mark.parametrize("way", ["clone", "unshare"])
+def test_a_calls_init_is_alone_in_a_pid_namespace_and_goes_on_in_python(way: str) -> None:
+    """Either way the child is process 1 of a PID namespace of its own, and its Python works as after os.fork
+    (PyOS_AfterFork_Child ran: a thread starts, and only it and the main one are counted)."""
+    assert _run(MADE_ALONE, way) == [True, 0, way == "clone"]
 
 
-@pytest.mark.parametrize("place", [True], ids=["ordinary"], indirect=True)
-def test_an_ordinary_users_warm_python_tool_is_refused_everything_of_its_init(place: Place) -> None:
-    (cold, *warm) = place.calls()
-    assert cold == ["ok", {"warm": False, "reach": REACHED}, "", []], cold
-    assert warm == [["ok", {"warm": True, "reach": {**DENIED, "hijacked": 0, "caught": NO_SIGNAL}}, "", []]] * 2
+HEARD = """
+import json, os, signal, socket, sys
+sys.path.insert(0, sys.argv[1])
+import _python_zygote
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="root's own calls")
-@pytest.mark.parametrize("place", [False], ids=["root"], indirect=True)
-def test_roots_warm_python_tool_reaches_its_init_as_a_cold_one_does_and_finds_no_socket(place: Place) -> None:
-    (cold, *warm) = place.calls()
-    assert cold == ["ok", {"warm": False, "reach": REACHED}, "", []], cold
-    assert warm == [["ok", {"warm": True, "reach": REACHED}, "", []]] * 2
+class Spares:
+    early = False  # root's init under the baseline: its tool could have said the word
+    made = set()
+
+
+def heard(word, with_child):
+    read, write = os.pipe()
+    pid = _python_zygote._Namespaces().clone_alone()
+    if pid == 0:  # the init of a namespace: waits (with a child of its own that waits too, or none) until killed
+        if with_child and os.fork() == 0:
+            os.close(write)
+            os.read(read, 1)
+            os._exit(0)
+        os.close(write)
+        os.read(read, 1)
+        os._exit(0)
+    os.close(read)
+    if with_child:  # (its child made before the word comes)
+        while not open(f"/proc/{pid}/task/{pid}/children").read().strip():
+            os.sched_yield()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    said, saying = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    saying.send(word)
+    children = {pid: _python_zygote._Reply(theirs.detach(), -1, said.detach())}
+    taken = _python_zygote._heard(children, Spares, pid)
+    ours.setblocking(False)
+    try:
+        told = ours.recv(64).decode()
+    except BlockingIOError:
+        told = ""
+    os.close(write)  # (one not killed ends now)
+    _, status = os.waitpid(pid, 0)
+    return [taken, told, pid in children, os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL]
+
+
+print(json.dumps([heard(b"0", False), heard(b"0", True), heard(b"3", False), heard(b"256", False), heard(b"S", False)]))
+"""
+
+
+def test_a_root_inits_word_is_taken_once_it_is_ended_alone_and_only_an_exit_code() -> None:
+    """The zygote ends the init first (SIGKILL), then takes its word only when it had no child left; a status past an
+    exit code (a wait status the host could not read) or ``S`` (the status said elsewhere) is never taken: the
+    init's reap says the status then. [taken, what toolexec was told, still waited for, killed]"""
+    assert _run(HEARD) == [
+        [True, "X0\n", False, True],
+        [False, "", True, True],
+        [True, "X768\n", False, True],
+        [False, "", True, False],
+        [False, "", True, False],
+    ]

@@ -87,6 +87,37 @@ def run() -> dict:
 '''
 
 
+TAKER = '''
+import ctypes, os, socket, subprocess
+
+
+def run(mark: str) -> dict:
+    """Take every socket the init (pid 1) holds (root keeps the capability pidfd_getfd needs) and say a status on
+    it, as an init says its tool's, while this process and a child of it run on (their output given up, so that
+    nothing but the status ends the call).
+
+    Warm: true
+
+    Args:
+        mark: the sleep argument of the child
+    """
+    sleeper = subprocess.Popen(["sleep", mark], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    libc = ctypes.CDLL(None, use_errno=True)
+    init = os.pidfd_open(1)
+    for fd in os.listdir("/proc/1/fd"):
+        if os.readlink(f"/proc/1/fd/{fd}").startswith("socket:"):
+            taken = libc.syscall(438, init, int(fd), 0)  # pidfd_getfd (its number on every architecture)
+            if taken >= 0:
+                with socket.socket(fileno=taken) as sock:
+                    sock.send(b"0")
+    sleeper.wait()
+    return {"ended": "by itself"}
+'''
+
+
 def _left(namespace: str, started_before: float) -> list[int]:
     """The processes of the call's PID namespace but its init (which may still be exiting once it said the status:
     it holds nothing of the call's) started by ``started_before``."""
@@ -122,9 +153,9 @@ def test_nothing_a_warm_call_left_outlives_its_status(project: Project, mode: st
 @pytest.mark.parametrize("mode", ["strict", "declared"])
 def test_a_warm_tool_cannot_say_a_status_in_its_inits_place(project: Project, mode: str) -> None:
     """A tool that holds no capability (strict; the baseline's ordinary user) cannot open its init's descriptors,
-    among them the init's pipe to the server; one that keeps root's (root under the baseline, as a cold call's tool)
-    could, so its init holds no such pipe: the server says the status once it has reaped the init, as the kernel
-    has ended the namespace by then."""
+    among them the init's socket to the server; one that keeps root's (root under the baseline, as a cold call's tool)
+    cannot open that socket through /proc either (a socket is not opened by its name there), but could take it
+    otherwise: see the next test."""
     project.tool("forger.py", FORGER)
     keeps_root = mode == "declared" and os.getuid() == 0
     with project.executor(sandbox=mode) as executor:
@@ -132,11 +163,29 @@ def test_a_warm_tool_cannot_say_a_status_in_its_inits_place(project: Project, mo
             result = executor.call("forger")
             assert (result.status, result.exit_code, result.stderr) == ("ok", 0, ""), result
             seen = json.loads(result.output)
-            if keeps_root:  # its standard descriptors only (the server's null device, its stderr)
-                assert seen["listed"] == ["0", "1", "2"]
+            if keeps_root:  # the server's null device, its stderr, and the socket it says the tool's status on
+                assert len(seen["listed"]) == 4
+                assert seen["opened"][seen["listed"][-1]] == "No such device or address"
             else:  # and the pipe the status is said on: out of reach
                 assert len(seen["listed"]) == 4
                 assert seen["opened"] == {fd: "Permission denied" for fd in seen["listed"]}
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a root toolexec's baseline call (its tool keeps root's capabilities)")
+def test_a_root_warm_tool_that_says_its_inits_word_ends_its_call_killed(project: Project) -> None:
+    """Root under the baseline: the tool keeps root's capabilities, takes its init's socket (pidfd_getfd) and says a
+    status on it while it runs on, its output given up. The server takes an init's word only once it has ended the
+    init and found nothing of the call left: here the tool and its child still ran, so the init's end ended them,
+    and the call is reported killed, with nothing of it left. Had the word been taken as it came, the call would
+    have returned a success while both ran on."""
+    project.tool("taker.py", TAKER)
+    with project.executor(sandbox="declared") as executor:
+        for index in range(2):  # the first starts the server; the second is forked from a spare made ahead
+            mark = f"{3000 + int.from_bytes(os.urandom(2), 'big')}.{os.getpid()}{index}"
+            result = executor.call("taker", {"mark": mark}, timeout=120)
+            left = sleeping(mark)
+            seen = (result.status, result.exit_code, result.output, result.error, left)
+            assert seen == ("error", 137, "", "Tool call 'taker' was killed by signal 9", []), result
 
 
 # Run by the ordinary user, whose baseline call is sealed (toolexec looks for nothing of it once its status came):
