@@ -348,7 +348,7 @@ def _idle(server: int) -> bool:
     if len(spares) != 1:
         return False
     guards = _children(spares[0])
-    return len(guards) == 1 and not _children(guards[0]) and _comm(guards[0]) == "sh"
+    return len(guards) == 1 and not _children(guards[0]) and _comm(guards[0]).endswith("awk")  # (the guard reads with awk)
 
 
 # --- falling back ---------------------------------------------------------------------------------------------
