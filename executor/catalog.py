@@ -24,7 +24,7 @@ from toolexec.version import __version__
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-shot run pays for every import
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
     from toolexec.catalog_store import StoredRows
@@ -544,7 +544,7 @@ class Catalog:
 
             # a running server's word for these very files (no stat), else one stat per file
             digest = vouched(config, fingerprint.get("visible_tools"))
-            return (digest or files_digest(str(config.tools_dir), config.visible_tools)) == self.stored.files
+            return (digest or checked_digest(str(config.tools_dir), config.visible_tools)) == self.stored.files
         tools_dir = str(config.tools_dir)
         return all(file_stat(os.path.join(tools_dir, e.file)) == e.stat for e in entries or self.entries)
 
@@ -622,35 +622,25 @@ def files_digest(tools_dir: str, files: Iterable[str], *, links: bool = True) ->
 
     This is a stat per file, not per directory: a file edited in place (an editor that writes over it, ``cp``,
     ``>>``) changes its own mtime and ctime but not its directory's, so no directory-level check can see it
-    without a watcher. The loop is the cheapest form of it (names relative to one open directory, no path
-    joined, no tuple kept): the system call is most of its cost.
+    without a watcher (:func:`toolexec.filestats.stat_bytes`; a ``list`` or ``build`` takes them in a child forked at
+    its start, :mod:`toolexec.early_stats`).
     """
-    from array import array
-    from stat import S_ISLNK
+    from toolexec.filestats import stat_bytes
 
-    times, sizes = array("q"), array("Q")  # mtime and ctime may be negative; size and inode may use 64 bits
-    add_times, add_sizes = times.extend, sizes.extend
-    stat = os.stat
-    try:
-        folder = os.open(tools_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        folder = None
-    try:
-        for file in files:
-            try:
-                st = stat(file, dir_fd=folder, follow_symlinks=links)
-            except (OSError, ValueError):  # missing, or a name no stat takes: as file_stat says, no stat
-                add_times((-1, -1))
-                add_sizes((0, 0))
-                continue
-            if not links and S_ISLNK(st.st_mode):
-                return None
-            add_times((st.st_mtime_ns, st.st_ctime_ns))
-            add_sizes((st.st_size, st.st_ino))
-    finally:
-        if folder is not None:
-            os.close(folder)
-    return sha256_hex(times.tobytes() + b"\0" + sizes.tobytes())
+    packed = stat_bytes(tools_dir, files, links=links)
+    return None if packed is None else sha256_hex(packed)
+
+
+def checked_digest(tools_dir: str, files: Sequence[str]) -> str | None:
+    """:func:`files_digest` of ``files``, from the stats a ``list`` or ``build`` took at its start when they are of
+    these very files (:mod:`toolexec.early_stats`), else taken now (and what was checked written down for the next)."""
+    from toolexec import early_stats
+
+    packed = early_stats.stats_for(tools_dir, files)
+    if packed is not None:
+        return sha256_hex(packed)
+    early_stats.remember(tools_dir, files)
+    return files_digest(tools_dir, files)
 
 
 def stats_digest(stats: Iterable[Stat | None]) -> str:

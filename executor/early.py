@@ -246,21 +246,27 @@ def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: 
         wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
     if wanted == early.known:
         return
+    write_own(early.memo, wanted)
+    early.known = wanted
+
+
+def write_own(memo: str, data: bytes) -> None:
+    """Replace the memo at ``memo`` with ``data`` (0600, whole or not at all; removed when ``data`` is empty), its
+    folder made 0700 when missing; an error leaves it as it was."""
     try:
-        if not wanted:
-            os.unlink(early.memo)
+        if not data:
+            os.unlink(memo)
             return
-        os.makedirs(os.path.dirname(early.memo), mode=0o700, exist_ok=True)
-        staging = f"{early.memo}.{os.getpid()}"
+        os.makedirs(os.path.dirname(memo), mode=0o700, exist_ok=True)
+        staging = f"{memo}.{os.getpid()}"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staging)  # (a crashed run's; never written through: a link there is not followed)
         fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with open(fd, "wb") as out:
-            out.write(wanted)
-        os.replace(staging, early.memo)
+            out.write(data)
+        os.replace(staging, memo)
     except OSError:
         pass
-    early.known = wanted
 
 
 def environ_digest() -> str:
@@ -300,9 +306,15 @@ def start_digest(argv: Sequence[str]) -> str:
 
 
 def _read(memo: str) -> bytes:
-    """The memo's bytes, when it is what only this user could have written: a regular file of their own that no one
-    else may write, in a folder of theirs that only they may open, neither reached through a link (each checked on
-    what was opened, not on a path a swap could change meanwhile); else nothing. What it names starts unchecked."""
+    """The memo's bytes (:func:`read_own`). What it names starts unchecked."""
+    return read_own(memo, MAX_MEMO)
+
+
+def read_own(memo: str, limit: int) -> bytes:
+    """The first ``limit`` bytes of the file at ``memo``, when it is what only this user could have written: a
+    regular file of their own that no one else may write, in a folder of theirs that only they may open, neither
+    reached through a link (each checked on what was opened, not on a path a swap could change meanwhile); else
+    nothing."""
     folder, name = os.path.split(memo)
     try:
         at = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -318,7 +330,7 @@ def _read(memo: str) -> bytes:
             info = os.fstat(fd)
             if info.st_mode & 0o170000 != 0o100000 or info.st_uid != os.getuid() or info.st_mode & 0o022:
                 return b""  # not a regular file, another user's, or one others may write
-            return handle.read(MAX_MEMO)
+            return handle.read(limit)
     except OSError:
         return b""
     finally:
@@ -352,18 +364,27 @@ def memo_path(argv: Sequence[str]) -> str | None:
             break
     if name is None:
         return None
+    folder = cache_folder("one-shot")
+    if folder is None:
+        return None
+    key = "\0".join((os.getcwd(), config, name))
+    return os.path.join(folder, f"{fnv1a64(os.fsencode(key)):016x}")
+
+
+def cache_folder(name: str) -> str | None:
+    """The folder ``name`` of memos in toolexec's cache, when it is a folder of the user's own that only they can
+    open, or is not there yet (made by the first :func:`write_own`); else None."""
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(cache, "toolexec", "one-shot")
+    folder = os.path.join(cache, "toolexec", name)
     try:
         info = os.lstat(folder)
         if info.st_uid != os.getuid() or info.st_mode & 0o077 or not os.path.isdir(folder) or os.path.islink(folder):
             return None
     except FileNotFoundError:
-        pass  # made by the first remember()
+        pass
     except OSError:
         return None
-    key = "\0".join((os.getcwd(), config, name))
-    return os.path.join(folder, f"{fnv1a64(os.fsencode(key)):016x}")
+    return folder
 
 
 def _compatible(start: Mapping[str, str], call: Mapping[str, str], additions: Mapping[str, str]) -> bool:

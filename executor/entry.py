@@ -41,6 +41,10 @@ def program() -> int:
             from toolexec.runtimes import process_linux
 
             early.guarded(process_linux.announce, process_linux.withdraw)
+    else:
+        from toolexec import early_stats
+
+        early_stats.begin(sys.argv[1:])  # a list's or build's no-change stats start now, beside toolexec's imports
     from toolexec.cli import program as full
 
     return full()

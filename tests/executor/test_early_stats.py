@@ -1,0 +1,184 @@
+"""A ``list`` or ``build`` takes its no-change stats in a child forked at its start (toolexec.early_stats): what it
+compares is always the stats of the files its own config names, whatever the memo says.
+
+The real command as a user runs it (``python -m toolexec``, the installed entry point), then the module's parts in
+this process, where the child's pid can be watched.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Project, toolexec
+from toolexec import early_stats
+from toolexec.filestats import stat_bytes
+
+TOOL = """#!/usr/bin/env bash
+# @describe Say {word}.
+# @option --text The text.
+main() {{ echo {word} >> "$LLM_OUTPUT"; }}
+"""
+
+
+def memo_folder() -> Path:
+    return Path(os.environ["XDG_CACHE_HOME"]) / "toolexec" / "fresh"
+
+
+def memo_of(project: Project) -> tuple[Path, bytes]:
+    """The one memo the commands run so far wrote, and what it should say of ``project``."""
+    (memo,) = memo_folder().iterdir()
+    names = b"\0".join(sorted(p.name.encode() for p in project.tools.iterdir()))
+    return memo, str(project.tools).encode() + b"\0\0" + names
+
+
+def edit_in_place(path: Path, old: str, new: str) -> None:
+    """Write over ``path`` where it is, the same size: only the file's own stat changes (no directory's)."""
+    assert len(old) == len(new)
+    with open(path, "r+") as handle:
+        text = handle.read()
+        handle.seek(0)
+        handle.write(text.replace(old, new))
+
+
+def listed(project: Project) -> list[str]:
+    done = toolexec("--config", str(project.config), "list", "--all")
+    assert done.returncode == 0, done.stderr
+    return [" ".join(line.split()) for line in done.stdout.splitlines()]
+
+
+@pytest.fixture
+def three(project: Project) -> Project:
+    for word in ("one", "two", "six"):
+        project.tool(f"{word}.sh", TOOL.format(word=word))
+    project.configure()
+    assert toolexec("--config", str(project.config), "build").returncode == 0
+    return project
+
+
+def test_a_list_remembers_its_files_and_still_sees_a_file_edited_in_place(three: Project) -> None:
+    first = listed(three)
+    memo, expected = memo_of(three)
+    assert memo.read_bytes() == expected
+    assert memo.stat().st_mode & 0o777 == 0o600 and memo_folder().stat().st_mode & 0o777 == 0o700
+    edit_in_place(three.tools / "two.sh", "Say two.", "Say TWO.")
+    assert listed(three) == [line.replace("Say two.", "Say TWO.") for line in first]
+    done = toolexec("--config", str(three.config), "build")
+    assert (done.returncode, done.stdout) == (
+        0,
+        f"built 3 tool(s), 0 failed (0 compiled); wrote {three.root}/functions/functions.json\n",
+    )
+    edit_in_place(three.tools / "six.sh", "Say six.", "Say SIX.")
+    done = toolexec("--config", str(three.config), "build")
+    assert (done.returncode, done.stdout) == (
+        0,
+        f"built 3 tool(s), 0 failed (1 compiled); wrote {three.root}/functions/functions.json\n",
+    )
+
+
+@pytest.mark.parametrize("forged", ["fewer names", "another folder", "garbage"])
+def test_a_forged_memo_changes_nothing_but_is_written_over(three: Project, tmp_path: Path, forged: str) -> None:
+    listed(three)
+    memo, expected = memo_of(three)
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    for name in ("one.sh", "two.sh", "six.sh"):  # the same names, never edited: their stats would say "no change"
+        (decoy / name).write_bytes((three.tools / name).read_bytes())
+    memo.write_bytes(
+        {
+            "fewer names": str(three.tools).encode() + b"\0\0one.sh",
+            "another folder": expected.replace(str(three.tools).encode(), str(decoy).encode(), 1),
+            "garbage": b"\0\0\0\xff" * 100,
+        }[forged]
+    )
+    edit_in_place(three.tools / "two.sh", "Say two.", "Say TWO.")
+    assert "two bash Say TWO. (unconfined: declares no sandbox policy)" in listed(three)
+    assert memo.read_bytes() == expected
+
+
+def test_a_memo_others_could_write_is_never_read(three: Project) -> None:
+    listed(three)
+    memo, _ = memo_of(three)
+    memo.chmod(0o622)
+    assert early_stats.read_own(str(memo), early_stats.MAX_MEMO) == b""
+    memo.chmod(0o600)
+    memo_folder().chmod(0o755)
+    assert early_stats.memo_path(["--config", str(three.config), "list"]) is None
+    assert "two bash Say two. (unconfined: declares no sandbox policy)" in listed(three)  # and nothing forked
+
+
+@pytest.mark.parametrize(
+    ("argv", "forks"),
+    [
+        (["list"], True),
+        (["--config", "list", "build", "--force"], True),
+        (["--agent", "build", "-v", "list", "--json"], True),
+        (["--var", "A=list", "describe", "list"], False),
+        (["run", "list", "{}"], False),
+        (["mcp"], False),
+        (["-v"], False),
+    ],
+)
+def test_only_a_list_or_build_forks(argv: list[str], forks: bool) -> None:
+    assert (early_stats.memo_path(argv) is not None) == forks
+
+
+@pytest.fixture
+def fresh_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(early_stats, "_child", None)
+
+
+def child_of(three: Project) -> early_stats._Child:
+    early_stats._child = None
+    early_stats.begin(["--config", str(three.config), "list"])
+    child = early_stats._child
+    assert child is not None
+    return child
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.usefixtures("fresh_module")
+def test_the_childs_stats_are_the_checks_own_and_the_child_is_reaped(three: Project) -> None:
+    files = sorted(p.name for p in three.tools.iterdir())
+    folder = str(three.tools)
+    assert child_of(three).pid == -1  # no memo yet: nothing forked
+    early_stats.remember(folder, files)
+    child = child_of(three)
+    pid = child.pid
+    assert pid > 0
+    assert early_stats.stats_for(folder, files) == stat_bytes(folder, files)
+    assert gone(pid) and child.pid == -1 and child.fd == -1
+    assert early_stats.stats_for(folder, files) is None  # once
+
+
+@pytest.mark.usefixtures("fresh_module")
+@pytest.mark.parametrize("asked", ["other names", "another order", "another folder"])
+def test_a_child_that_took_other_stats_is_ended_unused(three: Project, tmp_path: Path, asked: str) -> None:
+    files = sorted(p.name for p in three.tools.iterdir())
+    assert child_of(three).pid == -1
+    early_stats.remember(str(three.tools), files)
+    child = child_of(three)
+    assert child.pid > 0
+    pid = child.pid
+    folder, names = {
+        "other names": (str(three.tools), files[:2]),
+        "another order": (str(three.tools), files[::-1]),
+        "another folder": (str(tmp_path), files),
+    }[asked]
+    assert early_stats.stats_for(folder, names) is None
+    assert gone(pid) and child.fd == -1
+
+
+def test_stats_of_a_missing_folder_are_every_file_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "one.sh").write_text("x")  # a name in the working directory is never what a missing folder holds
+    assert stat_bytes(str(tmp_path / "gone"), ["one.sh"]) == stat_bytes(str(tmp_path), ["missing.sh"])
