@@ -731,7 +731,7 @@ def _supervise(
     kill_tree = (lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid, leader=leader)) if search else (lambda: 0)
     try:
         exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
-        leader = _leader(exited)
+        leader = _leader(exited, proc)
         supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree, sealed=not search)
         finished = supervisor.run()
     finally:
@@ -784,7 +784,7 @@ class _Supervisor:
         self.escaped = 0  # processes outside the group killed with the tree
         self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
-        self.leader = _leader(waiter)
+        self.leader = _leader(waiter, proc)
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
         self.captures = {
             self.out_fd: Capture(launch.capture_limit, spill=spill("stdout"), keep_limit=launch.keep_limit),
@@ -1003,10 +1003,14 @@ def _ended_sealed(proc: subprocess.Popen[bytes] | WarmProcess, *, sealed: bool) 
     return sealed and proc.returncode is not None and bool(getattr(proc, "reported", False))
 
 
-def _leader(waiter: _ExitWaiter) -> int:
+def _leader(waiter: _ExitWaiter, proc: subprocess.Popen[bytes] | WarmProcess) -> int:
     """The pidfd of a cold call's tool (this process's child, its group's leader: the Linux backend's exit waiter), or
-    -1 (a warm call's waiter, whose process is its server's child; the portable backend, which has none)."""
-    return waiter.fileno() if isinstance(waiter, process_linux.ExitWaiter) else -1
+    of a warm call's process, which its server sent (``leader``: Python's under ``sandbox: off``), or -1 (other warm
+    calls, whose process is their server's child; the portable backend, which has none)."""
+    if isinstance(waiter, process_linux.ExitWaiter):
+        return waiter.fileno()
+    leader = getattr(proc, "leader", -1)
+    return leader if isinstance(leader, int) else -1
 
 
 def _kill_group(pgid: int, sig: signal.Signals, leader: int = -1) -> None:
