@@ -64,10 +64,16 @@ def _in_own_pid_namespace(script: Path) -> list[str]:
     return argv
 
 
-def test_a_session_that_took_the_tools_number_is_not_signalled(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["linux", "portable"])
+def test_a_session_that_took_the_tools_number_is_not_signalled(tmp_path: Path, backend: str) -> None:
+    """The portable backend has no pidfd: once the tool is reaped, its number is the call's group's only while no
+    process has it (a group that still has a process keeps its number from any new process)."""
+    from toolexec.runtimes.process import BACKEND_VARIABLE
+
     script = tmp_path / "takes_the_number.py"
     script.write_text(TAKES_THE_NUMBER)
-    run = subprocess.run(_in_own_pid_namespace(script), capture_output=True, text=True, timeout=60)
+    env = {**os.environ, BACKEND_VARIABLE: backend}
+    run = subprocess.run(_in_own_pid_namespace(script), capture_output=True, text=True, timeout=60, env=env)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == {"status": 0, "output": "done\n", "same number": True, "other's end": None}
 
@@ -107,33 +113,39 @@ with Executor(sys.argv[1]) as executor:
     other.kill()
 """
 
-QUICK = '''
-import sys
-
-
+# A tool that answers at once; only a warm call's wait takes the number (a cold one would leave ``taken`` empty)
+QUICK = {
+    "quick.py": '''
 def run() -> str:
-    """Say how it ran.
+    """Answer at once.
 
     Warm: true
     """
-    return "warm" if "_python_zygote" in sys.modules else "cold"
-'''
+    return "done"
+''',
+    "quick.sh": """#!/usr/bin/env bash
+# @describe Answer at once.
+# @meta warm
+main() {
+    printf done >>"$LLM_OUTPUT"
+}
+""",
+}
 
 
-def test_a_session_that_took_a_warm_calls_number_is_not_signalled(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tool", sorted(QUICK))
+def test_a_session_that_took_a_warm_calls_number_is_not_signalled(tmp_path: Path, tool: str) -> None:
+    """Python's server sends a pidfd of the call's process, through which its group is signalled; Bash's cannot, and
+    its call's number is signalled only while no process has it once the server said the status."""
     import yaml
 
     (tmp_path / "functions" / "tools").mkdir(parents=True)
-    (tmp_path / "functions" / "tools" / "quick.py").write_text(QUICK)
+    (tmp_path / "functions" / "tools" / tool).write_text(QUICK[tool])
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"visible_tools": ["quick.py"], "sandbox": "off"}))
+    config.write_text(yaml.safe_dump({"visible_tools": [tool], "sandbox": "off"}))
     script = tmp_path / "warm_takes_the_number.py"
     script.write_text(WARM_TAKES_THE_NUMBER)
     argv = _in_own_pid_namespace(script)
     run = subprocess.run([*argv, str(config)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == {
-        "results": [["ok", "warm"]] * 2,
-        "same number": True,
-        "other's end": None,
-    }
+    assert json.loads(run.stdout) == {"results": [["ok", "done"]] * 2, "same number": True, "other's end": None}
