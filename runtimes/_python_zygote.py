@@ -821,9 +821,32 @@ def _hand_over(spares, data, fds, children):
         reply.close()
         return
     if spares.namespaces is None:  # (an isolated call's process says it, with its credentials)
-        with contextlib.suppress(OSError):
-            reply.sendall(b"P%d\n" % pid)
+        _say_started(reply, pid)
     children[pid] = reply
+
+
+def _say_started(reply, pid):
+    """``P<pid>`` on the call's reply socket, with a pidfd of the call's process where this Python opens one (3.9+):
+    the zygote has not reaped it yet, so the pidfd names it, and toolexec signals the call's group through it
+    (PIDFD_SIGNAL_PROCESS_GROUP) whatever becomes of its number once the zygote has reaped it (a process started
+    since in a session of its own may have that number: another call's tool, a program of the host's)."""
+    pidfd = -1
+    if hasattr(os, "pidfd_open"):
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(pid)
+    try:
+        if pidfd < 0:
+            reply.sendall(b"P%d\n" % pid)
+        else:
+            sock = socket.socket(fileno=reply.fd)
+            try:
+                _send_fds(sock, b"P%d\n" % pid, [pidfd])
+            finally:
+                sock.detach()
+    except OSError:
+        pass
+    finally:
+        _close(pidfd)
 
 
 def _send_fds(sock, data, fds):

@@ -728,17 +728,19 @@ def _supervise(
     # SIGKILL goes to the whole tree at once, found while it is whole: a process that left the group is the call's
     # by its descent, which a parent killed first would cut.
     leader = -1  # a pidfd of the tool's first process, this process's child: its group is signalled through it
-    kill_tree = (lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid, leader=leader)) if search else (lambda: 0)
+    kill_tree = (
+        (lambda: system.kill_marked(f"{MARKER}={mark}", proc.pid, leader=leader, reaped=_reaped(proc))) if search else (lambda: 0)
+    )
     try:
         exited = getattr(proc, "waiter", None) or system.ExitWaiter(proc)
-        leader = _leader(exited)
+        leader = _leader(exited, proc)
         supervisor = _Supervisor(proc, exited, launch, control, start, progress_read, kill_tree, sealed=not search)
         finished = supervisor.run()
     finally:
         _close(progress_read)
         escaped = kill_tree() + (supervisor.escaped if supervisor is not None else 0)
         if not _ended_sealed(proc, sealed=not search):
-            _kill_group(proc.pid, signal.SIGKILL, leader)
+            _kill_group(proc.pid, signal.SIGKILL, leader, reaped=_reaped(proc))
         if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
             escaped = 0
         for pipe in (proc.stdout, proc.stderr):
@@ -784,7 +786,7 @@ class _Supervisor:
         self.escaped = 0  # processes outside the group killed with the tree
         self.progress = _ProgressLines(progress_fd, control) if progress_fd >= 0 else None
         self.out_fd, self.err_fd, self.exit_fd = proc.stdout.fileno(), proc.stderr.fileno(), waiter.fileno()
-        self.leader = _leader(waiter)
+        self.leader = _leader(waiter, proc)
         spill = (lambda s: os.path.join(launch.spill_dir, f"{os.urandom(8).hex()}.{s}")) if launch.spill_dir else (lambda _: None)
         self.captures = {
             self.out_fd: Capture(launch.capture_limit, spill=spill("stdout"), keep_limit=launch.keep_limit),
@@ -841,7 +843,7 @@ class _Supervisor:
         call's server stopped by its tool goes on first, to say the call's status as it ends."""
         if late and not self.exited and (wake := getattr(self.proc, "wake_server", None)) is not None:
             wake()
-        _kill_group(self.proc.pid, signal.SIGTERM, self.leader)
+        _kill_group(self.proc.pid, signal.SIGTERM, self.leader, reaped=_reaped(self.proc))
         self.kill_at = time.monotonic() + self.launch.grace
 
     def _tick(self, sel: _Poller) -> None:
@@ -850,7 +852,7 @@ class _Supervisor:
         if self.kill_at is not None and now >= self.kill_at:
             if self.kill_tree is not None:
                 self.escaped += self.kill_tree()
-            _kill_group(self.proc.pid, signal.SIGKILL, self.leader)
+            _kill_group(self.proc.pid, signal.SIGKILL, self.leader, reaped=_reaped(self.proc))
             self.kill_at, self.give_up_at = None, now + 1.0
         if not ending and self.deadline is not None and now >= self.deadline:
             self.timed_out = not self.exited
@@ -877,7 +879,7 @@ class _Supervisor:
             wakes.append(now + 0.02)  # leftovers without pipes send no event: look again soon
         for fd in sel.select(max(0.0, min(wakes) - now) if wakes else None):
             self._handle(fd, sel)
-        if self.exited and self.kill_at is not None and not _group_alive(self.proc.pid, self.leader):
+        if self.exited and self.kill_at is not None and not _group_alive(self.proc.pid, self.leader, reaped=_reaped(self.proc)):
             self.kill_at, self.give_up_at = None, time.monotonic() + 0.2
 
     def _measure(self) -> None:
@@ -1003,26 +1005,54 @@ def _ended_sealed(proc: subprocess.Popen[bytes] | WarmProcess, *, sealed: bool) 
     return sealed and proc.returncode is not None and bool(getattr(proc, "reported", False))
 
 
-def _leader(waiter: _ExitWaiter) -> int:
+def _leader(waiter: _ExitWaiter, proc: subprocess.Popen[bytes] | WarmProcess) -> int:
     """The pidfd of a cold call's tool (this process's child, its group's leader: the Linux backend's exit waiter), or
-    -1 (a warm call's waiter, whose process is its server's child; the portable backend, which has none)."""
-    return waiter.fileno() if isinstance(waiter, process_linux.ExitWaiter) else -1
+    of a warm call's process, which its server sent (``leader``: Python's under ``sandbox: off``), or -1 (other warm
+    calls, whose process is their server's child; the portable backend, which has none)."""
+    if isinstance(waiter, process_linux.ExitWaiter):
+        return waiter.fileno()
+    leader = getattr(proc, "leader", -1)
+    return leader if isinstance(leader, int) else -1
 
 
-def _kill_group(pgid: int, sig: signal.Signals, leader: int = -1) -> None:
+def _kill_group(pgid: int, sig: signal.Signals, leader: int = -1, *, reaped: bool = False) -> None:
     """Send ``sig`` to the tool's group: through ``leader``, its leader's pidfd, where there is one (see
     :func:`toolexec.runtimes.process_linux.signal_group`: once the leader is reaped and its group empty, the number
-    may be a new session's), else by the number."""
+    may be a new session's), else by the number; once the leader is ``reaped``, only while no process has it
+    (:func:`_number_taken`)."""
     if leader >= 0:
         process_linux.signal_group(leader, pgid, sig)
+        return
+    if reaped and _number_taken(pgid):
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
 
-def _group_alive(pgid: int, leader: int = -1) -> bool:
+def _number_taken(pid: int) -> bool:
+    """Whether a process has the number ``pid`` (asked once the process that had it is reaped, where no pidfd names
+    it: the portable backend, a warm Bash call). The kernel gives a number to no new process while any process has it
+    as its group or session, so a process that has it is a new one, and no process of the call is left in that group
+    or session: the number is not the call's any more, and a signal to it would reach another session."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (EPERM: another user's process has it)
+        return True
+    return True
+
+
+def _reaped(proc: subprocess.Popen[bytes] | WarmProcess) -> bool:
+    """Whether the call's first process is reaped: its status read by this process, or said by its warm server."""
+    return proc.returncode is not None
+
+
+def _group_alive(pgid: int, leader: int = -1, *, reaped: bool = False) -> bool:
     if leader >= 0:
         return process_linux.signal_group(leader, pgid, 0)
+    if reaped and _number_taken(pgid):
+        return False
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):

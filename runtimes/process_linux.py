@@ -778,7 +778,7 @@ def signal_group(leader: int, pgid: int, sig: int) -> bool:
     return True
 
 
-def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
+def kill_marked(marker: str, pgid: int, *, leader: int = -1, reaped: bool = False) -> int:
     """SIGKILL every live process of the call rooted at ``pgid`` until a pass finds none; wait until they are gone.
 
     A process belongs to the call when it is in the tool's group or session, carries
@@ -790,7 +790,8 @@ def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
     the call's while its group lives (see :func:`signal_group`), or while no process has it (the call's session may
     outlive its group: a process that moved to a group of its own); once another process has it, a process in group
     or session ``pgid`` or below process ``pgid`` is not taken for the call's (it is a new session that took the
-    number, or one of its).
+    number, or one of its). Without ``leader`` (a warm call's process, its server's child), the same once the tool is
+    ``reaped`` (its status said).
     """
     needle = marker.encode()
     me = os.getpid()
@@ -801,7 +802,8 @@ def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
         # registered in _in_flight or not yet forked, never mistaken for an orphan of this call.
         with _lock:
             _lock.wait_for(lambda: _spawning == 0, timeout=5.0)
-            ours = leader < 0 or signal_group(leader, pgid, 0) or not _taken(pgid)  # the number is still the call's
+            # the number is still the call's
+            ours = (leader < 0 and not reaped) or (leader >= 0 and signal_group(leader, pgid, 0)) or not _taken(pgid)
             call_start = _in_flight.get(pgid)
             search = _walk if _subreaper_on and _lists_children() else _scan
             victims, reaped = search(needle, pgid if ours else -1, me, call_start)

@@ -78,9 +78,12 @@ def leave(pid: int | None, mark: str = "") -> None:
     """Nothing to release."""
 
 
-def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
+def kill_marked(marker: str, pgid: int, *, leader: int = -1, reaped: bool = False) -> int:
     """Kill the call's processes (:func:`_kill_pass`) until a pass over the process table finds none (``leader``: the
-    Linux backend's; this one has no pidfd, and takes the group by its number)."""
+    Linux backend's; this one has no pidfd, and takes the group by its number: once the tool is ``reaped``, only while
+    no process has that number, which the system gives no new process while a process of the group is left)."""
+    if reaped and psutil.pid_exists(pgid):
+        pgid = -1  # a new process has it: by the marker alone
     escaped: set[int] = set()
     deadline = time.monotonic() + 10.0
     for _ in range(200):  # a process forking faster than it is killed loses within a few passes
@@ -92,7 +95,8 @@ def kill_marked(marker: str, pgid: int, *, leader: int = -1) -> int:
 
 
 def _kill_pass(marker: str, pgid: int) -> list[tuple[int, bool]]:
-    """SIGKILL every live process of the group or carrying ``marker`` (``NAME=value``); wait until they are gone.
+    """SIGKILL every live process of the group ``pgid`` (-1: none) or carrying ``marker`` (``NAME=value``); wait until
+    they are gone.
 
     A process's environment is readable only where the system permits (on macOS:
     processes of the same user); those of other users cannot have inherited the
@@ -108,12 +112,12 @@ def _kill_pass(marker: str, pgid: int) -> list[tuple[int, bool]]:
         try:
             if process.status() in _GONE:
                 continue
-            group = _group(process.pid)
+            in_group = pgid > 0 and _group(process.pid) == pgid  # (-1: no group is the call's)
             # a dying group member's environment may read empty, so match it by group first
-            if group != pgid and process.environ().get(name) != value:
+            if not in_group and process.environ().get(name) != value:
                 continue
             process.kill()  # psutil checks the pid was not reused since the process was listed
-            victims.append((process, group != pgid))
+            victims.append((process, not in_group))
         except (psutil.Error, OSError):
             continue
     pending = [process for process, _ in victims]

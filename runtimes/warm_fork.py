@@ -358,7 +358,7 @@ class ForkServer(ServerProcess):
             theirs.close()
             for fd in joins:
                 os.close(fd)
-        forked = ForkedCall(self, mine, out_read, err_read, refused=refused)
+        forked = ForkedCall(self, mine, out_read, err_read, refused=refused, isolated=call.isolated is not None)
         if not forked.started():
             forked.abandon()
             return None
@@ -391,14 +391,20 @@ class ForkServer(ServerProcess):
 
 
 class _Waiter:
+    """A forked call's reply socket, and the pidfd of its process that the server sent with ``P`` (-1: none)."""
+
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self.leader = -1
 
     def fileno(self) -> int:
         return self._sock.fileno()
 
     def close(self) -> None:
         self._sock.close()
+        if self.leader >= 0:
+            os.close(self.leader)
+            self.leader = -1
 
 
 class _Ready:
@@ -526,11 +532,22 @@ class ForkedCall(CallProcess):
         stderr: int,
         *,
         refused: tuple[int, int, bool] | None = None,
+        isolated: bool = False,
     ) -> None:
-        super().__init__(server, _Waiter(reply), stdout, stderr)
+        self._channel = _Waiter(reply)
+        super().__init__(server, self._channel, stdout, stderr)
         self._reply = reply
         self._fork_server = server
         self._refused = refused
+        self._isolated = isolated  # its server runs in the sandbox's namespaces (the baseline, or a policy)
+
+    @property
+    def leader(self) -> int:
+        """A pidfd of the call's process (-1: none), which its server (under ``sandbox: off``) sent with ``P`` before
+        it could reap that process: the process helper signals the call's group through it, never by a number another
+        session may have taken once the server has reaped the call (:func:`toolexec.runtimes.process_linux.signal_group`).
+        Closed with the call's channel, once the process helper is done with the call."""
+        return self._channel.leader
 
     def refusals(self) -> tuple[str, ...]:
         """What its server's network allow-list proxy refused this call (see :meth:`ForkServer.refusals`)."""
@@ -538,11 +555,20 @@ class ForkedCall(CallProcess):
 
     def _read(self) -> bytes:
         """What came on the reply socket, noting its sender's pid (an isolated call's init says ``P`` alone)."""
-        data, ancillary, _, _ = self._reply.recvmsg(64, _CREDENTIALS_SPACE)
+        data, ancillary, _, _ = self._reply.recvmsg(64, _REPLY_SPACE)
         for level, kind, value in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(value) >= 12:
                 self._sender = int.from_bytes(value[:4], sys.byteorder, signed=True)
+            elif level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = [int.from_bytes(value[at : at + 4], sys.byteorder) for at in range(0, len(value) - 3, 4)]
+                # Only the pidfd an unconfined server sends with P is kept: an isolated server (the tool's own top
+                # level, inside its sandbox) is never trusted to name the process toolexec signals
+                if fds and not self._isolated and self.pid == 0 and self._channel.leader < 0 and not self._buffer:
+                    self._channel.leader = fds.pop(0)
+                for fd in fds:
+                    os.close(fd)
         return data
 
 
 _CREDENTIALS_SPACE = socket.CMSG_SPACE(12)  # struct ucred: pid, uid, gid
+_REPLY_SPACE = _CREDENTIALS_SPACE + socket.CMSG_SPACE(4)  # and one descriptor: the pidfd said with P

@@ -236,6 +236,21 @@ def in_pid_namespace(namespace: str, started_before: float | None = None) -> lis
     return found
 
 
+def left_in_pid_namespace(namespace: str, started_before: float) -> list[int]:
+    """The live processes of a call's PID namespace ``namespace`` but its init, started by ``started_before`` (see
+    :func:`in_pid_namespace`): what the call left. A warm Python call's status is said before its init is reaped (the
+    init's exit, its copy of the server, is kept off the call's path): the init may still be exiting then (root's, under
+    the baseline, killed by the server once it had no child; an ordinary user's after it killed and reaped the rest),
+    with no child and nothing of the call's, as the kernel tears down its namespaces."""
+    left = []
+    for pid in in_pid_namespace(namespace, started_before=started_before):
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+            if [line.split()[-1] for line in status if line.startswith("NSpid:")] != ["1"]:
+                left.append(pid)
+    return left
+
+
 def sleeping(argument: str) -> list[int]:
     """The processes running ``sleep ARGUMENT`` (a tool's escapee, marked by an argument no other process has)."""
     found = []

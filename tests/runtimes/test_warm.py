@@ -432,13 +432,13 @@ def test_describe_says_whether_a_tool_runs_warm_and_why_not(project: Project, sa
 
 
 @contextlib.contextmanager
-def _forked_call(server: object) -> Iterator[tuple[ForkedCall, socket.socket]]:
+def _forked_call(server: object, *, isolated: bool = False) -> Iterator[tuple[ForkedCall, socket.socket]]:
     """A call's host side (its reply socket, its output pipes) with ``server`` standing for its fork server, and the
     server's end of the reply socket; everything closed after."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    call = ForkedCall(server, ours, out_read, err_read)  # type: ignore[arg-type]
+    call = ForkedCall(server, ours, out_read, err_read, isolated=isolated)  # type: ignore[arg-type]
     try:
         yield call, theirs
     finally:
@@ -468,6 +468,75 @@ def test_a_status_read_with_the_pid_still_wakes_the_supervisor() -> None:
         assert call.started()
         assert select.select([call.waiter.fileno()], [], [], 5)[0] == [call.waiter.fileno()]
         assert (call.pid, call.wait(), server.done) == (4242, 3, 1)
+
+
+def _send_with(sock: socket.socket, data: bytes, fds: list[int]) -> None:
+    import array
+
+    sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+
+
+def _same_file(a: int, b: int) -> bool:
+    return os.path.samestat(os.fstat(a), os.fstat(b))
+
+
+class _Counting:
+    done = 0
+
+    def _done(self) -> None:
+        self.done += 1
+
+
+def test_an_unconfined_servers_pidfd_said_with_p_is_the_calls_leader_until_its_channel_closes() -> None:
+    """Under ``sandbox: off`` the server sends a pidfd of the call's process with ``P``: the supervisor signals the
+    call's group through it (tests/runtimes/test_group_number.py). It is held until the call's channel closes."""
+    pidfd = os.pidfd_open(os.getpid())
+    before = _open_descriptors()
+    with _forked_call(_Counting()) as (call, theirs):
+        _send_with(theirs, b"P4242\n", [pidfd])
+        assert call.started()
+        assert (call.pid, call.leader >= 0, _same_file(call.leader, pidfd)) == (4242, True, True)
+        theirs.sendall(b"X0\n")
+        assert call.wait() == 0
+        assert call.leader >= 0  # (the supervisor signals what the tool left after its status)
+    assert (call.leader, _open_descriptors()) == (-1, before)
+    os.close(pidfd)
+
+
+def test_no_descriptor_a_server_sends_but_an_unconfined_ones_with_p_is_kept() -> None:
+    """Hostile servers: an isolated one (the tool's own top level, in its sandbox) sends descriptors with ``P``, an
+    unconfined one two with ``P`` and one more with its status: none of them names the call's leader but the first
+    that came with an unconfined server's ``P``, and every other is closed at once."""
+    fds = [os.pidfd_open(os.getpid()), os.open(os.devnull, os.O_RDONLY)]
+    with _forked_call(_Counting(), isolated=True) as (call, theirs):
+        before = _open_descriptors()
+        _send_with(theirs, b"P4242\n", fds)
+        assert call.started()
+        assert call.leader == -1
+        assert _open_descriptors() == before
+        _send_with(theirs, b"X0\n", fds)
+        assert call.wait() == 0
+        assert _open_descriptors() == before
+    with _forked_call(_Counting()) as (call, theirs):
+        before = _open_descriptors()
+        _send_with(theirs, b"P4242\n", fds)
+        assert call.started()
+        assert (_same_file(call.leader, fds[0]), _open_descriptors() - before) == (True, {call.leader})
+        _send_with(theirs, b"X0\n", fds[1:])
+        assert call.wait() == 0
+        assert (_same_file(call.leader, fds[0]), _open_descriptors() - before) == (True, {call.leader})
+    for fd in fds:
+        os.close(fd)
+
+
+def _open_descriptors() -> set[int]:
+    """This process's open descriptors (but the one its listing opened, closed by now)."""
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            os.fstat(int(name))
+            found.add(int(name))
+    return found
 
 
 # Each notes its server's process (sandbox off: its parent, or the Bash server's bash above the call's waiter) in

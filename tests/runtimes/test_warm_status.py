@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import Ordinary, boot_clock, in_pid_namespace, sleeping, zombies_of
+from tests.helpers import Ordinary, boot_clock, left_in_pid_namespace, sleeping, zombies_of
 from toolexec.runtimes import baseline, process_linux, sandbox
 
 pytestmark = pytest.mark.skipif(
@@ -118,20 +118,6 @@ def run(mark: str) -> dict:
 '''
 
 
-def _left(namespace: str, started_before: float) -> list[int]:
-    """The processes of the call's PID namespace but its init (which may still be exiting once it said the status:
-    it holds nothing of the call's) started by ``started_before``."""
-    left = []
-    for pid in in_pid_namespace(namespace, started_before=started_before):
-        with contextlib.suppress(OSError):
-            nspid = [
-                line.split()[-1] for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("NSpid:")
-            ]
-            if nspid != ["1"]:
-                left.append(pid)
-    return left
-
-
 @pytest.mark.parametrize("mode", ["strict", "declared"])
 def test_nothing_a_warm_call_left_outlives_its_status(project: Project, mode: str) -> None:
     """Every process the call left (a setsid'd program, a double-forked copy of the tool) is gone by the time the
@@ -146,7 +132,7 @@ def test_nothing_a_warm_call_left_outlives_its_status(project: Project, mode: st
             assert (result.status, result.stderr) == ("ok", ""), result
             seen = json.loads(result.output)
             assert seen["alive"] is True  # it ran while the call did
-            assert (sleeping(mark), _left(seen["namespace"], returned)) == ([], [])
+            assert (sleeping(mark), left_in_pid_namespace(seen["namespace"], returned)) == ([], [])
     assert zombies_of() - before == set()
 
 
