@@ -17,7 +17,10 @@ That the early runs did start early is counted, not assumed: each no-op tool say
 the run's spare (its start environment holds ``TOOLEXEC_EARLY`` or ``TOOLEXEC_NODE_SPARE``: a read of
 ``/proc/self/environ``, the same work under both modes), and the rows say how many of each mode's early runs (and
 cold ones: none) were. Each mode has a cache of its own: a cold run removes its own mode's memo only (one shared
-cache once made every "early" run cold, the other mode's cold run having removed its memo just before).
+cache once made every "early" run cold, the other mode's cold run having removed its memo just before). After each
+run, untimed, this process (the subreaper of what runs leave) waits for what the run left to end: a root run leaves
+its cgroups' removal to its parent-death guard, which goes on a few milliseconds after the run, and would otherwise
+take a core from the next run, another mode's.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
         adopted = dict.fromkeys(actions, 0)
         for action, _ in actions.values():  # warm the catalogs, the page cache, the memos
             action(), action()
+        subreaper = _become_subreaper()
         for _ in range(runs):
             for key, (action, prepare) in actions.items():
                 if prepare is not None:
@@ -111,9 +115,32 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
                 said = action()
                 samples[key].append((time.perf_counter() - start) * 1000)
                 adopted[key] += said == "true"
+                if subreaper:
+                    _reap_orphans()
         found[language] = {key: statistics.median(values) for key, values in samples.items()}
         found[language].update({f"{key} adopted": float(count) for key, count in adopted.items()})
     return found
+
+
+def _become_subreaper() -> bool:
+    """Make this process the subreaper of what its runs leave (their parent-death guard, which outlives a run by a
+    few milliseconds while it removes a root run's cgroups); whether it is one (Linux, prctl found)."""
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap_orphans() -> None:
+    """Wait, untimed, until what the last run left (its guard) has ended: a run's guard still at work when the next
+    run starts would take a core from that run (on a 2-core machine, from the other mode's run)."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
 
 
 def _runner(argv: list[str], env: dict[str, str]) -> Callable[[], str]:

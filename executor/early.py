@@ -39,17 +39,19 @@ the same way by both).
 
 from __future__ import annotations
 
+import _signal  # not signal (enum): the C module every interpreter has loaded already
 import _socket  # not socket: its import (enum, selectors, …) costs a one-shot run ~3 ms (serve_client loaded it)
 import atexit
-import contextlib
 import os
-import signal
-import subprocess
+import sys
 
+# Not imported before the spare is started (:func:`_spawn`): subprocess (with threading, selectors, locale and re),
+# contextlib and signal cost a one-shot run ~5 ms before its spare could start; toolexec imports them right after.
 from toolexec.serve_client import config_candidates, config_option, fnv1a64  # (imported already: the run tried a server first)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Callable, Mapping, Sequence
 
 INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
@@ -107,7 +109,7 @@ class Early:
             self.progress_in_spare = progress_write
             passed = [ready_write, progress_write]
             env = {**self.env, SPARE_VARIABLE: f"{ready_write}:{progress_write}:lazy"}
-            stdin: int = subprocess.PIPE
+            stdin = -1  # a pipe of its own
         elif self.kind == "bash":  # its stdin a file this process writes the call into; a byte down GO lets it go on
             ready_read, ready_write = os.pipe()
             go_read, self.go = os.pipe()
@@ -121,17 +123,7 @@ class Early:
             env = {**self.env, EARLY_VARIABLE: "1"}
             stdin = theirs.fileno()
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,  # read by descriptor, as a cold call's
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(*passed, *([info_write] if info_write >= 0 else [])),
-            )
+            self.proc = _spawn(argv, env, stdin, (*passed, *([info_write] if info_write >= 0 else [])))
         except OSError:
             for fd in (ready_read, self.progress, info_read):
                 _close(fd)
@@ -173,8 +165,10 @@ class Early:
             self.control.close()
             self.control = None
         if proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            try:  # noqa: SIM105 - contextlib is not imported before the spare starts (see the imports)
+                os.killpg(proc.pid, _signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             proc.wait()
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
@@ -259,8 +253,10 @@ def write_own(memo: str, data: bytes) -> None:
             return
         os.makedirs(os.path.dirname(memo), mode=0o700, exist_ok=True)
         staging = f"{memo}.{os.getpid()}"
-        with contextlib.suppress(FileNotFoundError):
+        try:  # noqa: SIM105 - (contextlib: see the imports)
             os.unlink(staging)  # (a crashed run's; never written through: a link there is not followed)
+        except FileNotFoundError:
+            pass
         fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with open(fd, "wb") as out:
             out.write(data)
@@ -404,7 +400,155 @@ def _end() -> None:
         _early.discard()
 
 
+def _spawn(argv: Sequence[str], env: Mapping[str, str], stdin: int, passed: Sequence[int]) -> subprocess.Popen[bytes]:
+    """Start the spare as ``subprocess.Popen(argv, stdin=stdin (-1: a pipe), stdout=PIPE, stderr=PIPE, bufsize=0,
+    env=env, start_new_session=True, close_fds=True, pass_fds=passed)`` would, before ``subprocess`` is imported
+    (~5 ms of a one-shot run: the spare starts that much earlier); then the process as a ``subprocess.Popen`` of its
+    own (:func:`_adopted`). OSError when it cannot be started (its program not found, say), as Popen's.
+
+    A fork and an exec, as Popen's: in the child, a session of its own, the pipes on 0, 1 and 2, every descriptor
+    this process inherited open and inheritable (its parent's: a shell's, a CI runner's) closed (every one this
+    process opened is close-on-exec already), ``passed`` kept, and the signals Python ignores (``SIGPIPE``,
+    ``SIGXFSZ``) back to their default (``restore_signals``). Not ``os.posix_spawn``: glibc's leaves its two internal
+    signals ignored in the program it starts, which a cold start's does not. Where this process has threads, or
+    descriptors in stdio's places (0, 1 or 2 closed), Popen itself starts it."""
+    threads = sys.modules.get("threading")
+    if (threads is not None and threads.active_count() > 1) or min(stdin if stdin >= 0 else 3, *passed, 3) <= 2:
+        return _popen(argv, env, stdin, passed)
+    if not _stdio_open():
+        return _popen(argv, env, stdin, passed)
+    program = argv[0]
+    if "/" not in program:  # (Popen searches the PATH of the environment it is given, as this does)
+        found = (os.path.join(place, program) for place in os.get_exec_path(dict(env)))
+        program = next((path for path in found if os.access(path, os.X_OK) and not os.path.isdir(path)), program)
+    ours: list[int] = []  # this process's ends: its stdin's (a pipe of its own), stdout's, stderr's
+    theirs: list[int] = []
+    try:
+        if stdin < 0:
+            stdin, write = os.pipe()
+            ours.append(write)
+            theirs.append(stdin)
+        for _ in range(2):
+            read, write = os.pipe()
+            ours.append(read)
+            theirs.append(write)
+        errors, said = os.pipe()  # (close-on-exec: it reads the end of file once the program runs)
+        theirs.append(said)
+        closed = [fd for fd in _inherited() if fd not in passed]
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - (the child: it becomes the program, or ends)
+            _become(program, argv, env, (stdin, theirs[-3], theirs[-2]), closed, passed, said)
+        for fd in theirs:
+            os.close(fd)
+        theirs = []
+        try:
+            failed = os.read(errors, 32)
+        finally:
+            os.close(errors)
+        if failed:
+            os.waitpid(pid, 0)
+            number = int(failed) if failed.isdigit() else 0
+            raise OSError(number, os.strerror(number) if number else "the program could not be started", program)
+    except BaseException:
+        for fd in (*ours, *theirs):
+            _close(fd)
+        raise
+    stdin_ours = ours[0] if len(ours) == 3 else -1
+    return _adopted(pid, argv, stdin_ours, ours[-2], ours[-1])
+
+
+def _become(
+    program: str,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    stdio: tuple[int, int, int],
+    closed: Sequence[int],
+    passed: Sequence[int],
+    said: int,
+) -> None:  # pragma: no cover - (runs in the forked child)
+    """In the forked child: set up as :func:`_spawn` says, then exec ``program``; its errno down ``said`` if not."""
+    try:
+        os.setsid()
+        for target, fd in enumerate(stdio):
+            os.dup2(fd, target)  # (the copy is inheritable)
+        for fd in closed:
+            os.close(fd)
+        for fd in passed:
+            os.set_inheritable(fd, True)
+        for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+            if hasattr(_signal, name):
+                _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
+        os.execve(program, list(argv), dict(env))
+    except BaseException as exc:
+        try:
+            os.write(said, str(getattr(exc, "errno", None) or 0).encode())
+        finally:
+            os._exit(255)
+
+
+def _stdio_open() -> bool:
+    """Whether this process's descriptors 0, 1 and 2 are all open (so no pipe made here takes one of their places)."""
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _popen(argv: Sequence[str], env: Mapping[str, str], stdin: int, passed: Sequence[int]) -> subprocess.Popen[bytes]:
+    """:func:`_spawn` through ``subprocess.Popen`` itself."""
+    import subprocess
+
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE if stdin < 0 else stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,  # read by descriptor, as a cold call's
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+        pass_fds=tuple(passed),
+    )
+
+
+def _inherited() -> list[int]:
+    """This process's descriptors above 2 that a program it starts would inherit (open, not close-on-exec)."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):  # (its own descriptor, closed by now, is skipped as not open)
+        fd = int(name)
+        if fd > 2:
+            try:
+                if os.get_inheritable(fd):
+                    found.append(fd)
+            except OSError:
+                pass
+    return found
+
+
+def _adopted(pid: int, argv: Sequence[str], stdin: int, stdout: int, stderr: int) -> subprocess.Popen[bytes]:
+    """The started process ``pid`` as a ``subprocess.Popen`` (so the process helper supervises, waits for and reaps
+    it as any other), holding this process's ends of its pipes (``stdin`` -1: none)."""
+    import subprocess
+
+    class Adopted(subprocess.Popen[bytes]):
+        # Popen's own start with the two steps that would start another process made to take this one.
+        def _get_handles(self, *_: object) -> tuple[int, int, int, int, int, int]:
+            return -1, stdin, stdout, -1, stderr, -1
+
+        def _execute_child(self, *_: object) -> None:
+            self.pid = pid
+            self._child_created = True
+
+    return Adopted(
+        list(argv), stdin=subprocess.PIPE if stdin >= 0 else None, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
+    )
+
+
 def _close(fd: int) -> None:
     if fd >= 0:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - (contextlib: see the imports)
             os.close(fd)
+        except OSError:
+            pass

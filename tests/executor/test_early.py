@@ -9,6 +9,7 @@ kernel shows of it whatever the process changed since) holds ``TOOLEXEC_EARLY``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -421,3 +422,28 @@ def test_a_run_killed_before_its_call_leaves_no_spare(
     wait_until(lambda: not alive(spare), "the spare to end", timeout=30)
     wait_until(lambda: not _spare_processes(str(project.tools)), "the spare's processes to end", timeout=30)
     _no_leftovers(project, private_tmpdir)
+
+
+def _open_descriptors() -> set[int]:
+    return {int(name) for name in os.listdir("/proc/self/fd")}
+
+
+def test_the_spares_start_before_subprocess_is_imported_is_popens_and_reports_a_program_not_found(tmp_path: Path) -> None:
+    """The spare is started by a fork and an exec of its own (toolexec.early._spawn) and given back as a Popen: its
+    stdin, stdout and stderr pipes, its status and its session as Popen's; a program that is not there is Popen's
+    OSError, leaving no descriptor and no child behind."""
+    from toolexec import early
+
+    before = _open_descriptors()
+    script = 'read line; printf "%s|%s" "$line" "$(ps -o sid= -p $$ | tr -d " ")"; echo err >&2; exit 7'
+    proc = early._spawn(["sh", "-c", script], {"PATH": os.environ["PATH"]}, -1, ())
+    assert type(proc).__name__ == "Adopted"  # (no thread in this process: the fork of its own, not Popen's)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out, err = proc.communicate(b"hello\n", timeout=30)
+    assert (proc.returncode, out.decode(), err) == (7, f"hello|{proc.pid}", b"err\n")  # a session of its own
+    assert _open_descriptors() == before
+    with pytest.raises(FileNotFoundError):
+        early._spawn([str(tmp_path / "no-such-program")], {}, -1, ())
+    assert _open_descriptors() == before
+    with contextlib.suppress(ChildProcessError):  # (no child at all)
+        assert os.waitpid(-1, os.WNOHANG) == (0, 0)  # no child that ended unreaped (the one that could not exec)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -260,4 +262,66 @@ def test_the_early_spare_never_starts_unconfined_once_the_config_confines_the_to
     later = [block.strip() for block in proof.read_text().split("---\n") if block][known:]
     assert later, "the second run started its tool's program"
     assert [block for block in later if block == os.readlink("/proc/self/ns/pid")] == []
+    _no_leftovers(project, private_tmpdir)
+
+
+LOOK_PY = '''import os
+
+
+def run(text: str) -> str:
+    """Say how this process started, which descriptors it holds and which signals it ignores."""
+    started = open("/proc/self/environ", "rb").read().split(b"\\0")
+    ignored = [line.split()[1] for line in open("/proc/self/status") if line.startswith("SigIgn:")]
+    return " ".join([
+        "early" if any(e.startswith(b"TOOLEXEC_EARLY=") for e in started) else "cold",
+        ignored[0],
+        os.environ["HELD"] if os.path.exists("/proc/self/fd/" + os.environ["HELD"]) else "-",
+    ])
+'''
+LOOK_SH = r"""#!/usr/bin/env bash
+# @describe Say how this process started, which descriptors it holds and which signals it ignores.
+# @option --text The text.
+main() {
+    local early=cold held=-
+    if tr '\0' '\n' </proc/$$/environ | grep -q '^TOOLEXEC_EARLY='; then early=early; fi
+    if [[ -e /proc/$$/fd/$HELD ]]; then held=$HELD; fi
+    printf '%s %s %s' "$early" "$(grep '^SigIgn:' /proc/$$/status | cut -f2)" "$held" >>"$LLM_OUTPUT"
+}
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["off", "declared"])
+@pytest.mark.parametrize("language", ["python", "bash"])
+def test_the_early_spare_gets_no_descriptor_the_command_inherited_and_ignores_no_signal_the_cold_start_does_not(
+    project: Project, private_tmpdir: Path, tmp_path: Path, language: str, sandbox: str
+) -> None:
+    """The command inherits an open descriptor from whatever started it (a shell's, a CI runner's: here a file of
+    secrets, inheritable, at number 47): the spare, started before toolexec imports ``subprocess``, is started without
+    it, as a cold start is (``close_fds``), and with the signals Python ignores (SIGPIPE, SIGXFSZ) back to their
+    default, as a cold start's are. The early call and the cold one see the same."""
+    _needs(sandbox)
+    project.tool("look.py", LOOK_PY) if language == "python" else project.tool("look.sh", LOOK_SH)
+    config = str(project.configure(sandbox=sandbox))
+    secrets = tmp_path / "secrets"
+    secrets.write_text("the command's own\n")
+    held = 47
+    fd = os.open(secrets, os.O_RDONLY)
+    try:
+        os.dup2(fd, held)  # (inheritable: dup2's copy is)
+        command = [sys.executable, "-m", "toolexec", "--config", config, "run", "look", '{"text": "a"}']
+        env = {**os.environ, "HELD": str(held)}
+        seen = []
+        for _ in range(2):  # the first run writes the memo the second starts early from
+            done = subprocess.run(command, capture_output=True, text=True, env=env, pass_fds=(held,), timeout=120)
+            assert (done.returncode, done.stderr) == (0, ""), done.stderr
+            seen.append(done.stdout.split())
+    finally:
+        os.close(fd)
+        os.close(held)
+    (cold, cold_ignored, cold_held), (early, early_ignored, early_held) = seen
+    assert (cold, early) == ("cold", "early")
+    assert (cold_held, early_held) == ("-", "-")
+    assert early_ignored == cold_ignored
+    if language == "bash":  # (a Python tool's interpreter ignores them itself, early or cold)
+        assert not int(early_ignored, 16) & (1 << (signal.SIGPIPE - 1) | 1 << (signal.SIGXFSZ - 1))
     _no_leftovers(project, private_tmpdir)

@@ -6,6 +6,7 @@ cgroups: root and a writable pids hierarchy (a root toolexec caps a call's proce
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -180,3 +181,62 @@ def test_sigkill_of_a_root_toolexec_mid_call_leaves_no_cgroup_no_process_and_no_
         )
     finally:
         end_call(proc)
+
+
+ESCAPER = r"""#!/usr/bin/env bash
+# @describe Leave a process behind, out of the call's cgroup and session; say how this process started.
+# @option --pids! A file to write how this process started and its cgroup to.
+# @option --name! The escapee's name.
+main() {
+    if tr '\0' '\n' </proc/$$/environ | grep -q '^TOOLEXEC_EARLY='; then early=early; else early=cold; fi
+    local cgroup
+    cgroup=$(grep ':pids:' /proc/$$/cgroup)
+    setsid bash -c 'exec -a "$0" sleep 1000' "$argc_name" </dev/null >/dev/null 2>&1 &
+    echo "$!" >/sys/fs/cgroup/pids/cgroup.procs
+    printf '%s %s %s\n' "$early" "${cgroup##*:}" "$(grep ':pids:' /proc/$!/cgroup)" >>"$argc_pids"
+    printf ok >>"$LLM_OUTPUT"
+}
+"""
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+def test_a_root_early_run_that_does_not_wait_for_its_guard_leaves_no_escapee_and_no_cgroup(
+    project: Project, tmp_path: Path
+) -> None:
+    """A root one-shot run whose tool's process was started early (the run before wrote its memo) joins its pids
+    cgroup, and at its exit leaves the cgroup's removal to its guard without waiting for it (nothing else is left for
+    the guard to do). The tool leaves a process behind in a session of its own, moved out of the call's cgroup: it
+    is gone by the time the run has returned (its PID namespace ended with the call), the run leaves no orphan but
+    its guard, and the guard removes the cgroup."""
+    project.tool("escaper.sh", ESCAPER)
+    config = project.configure(sandbox="declared")
+    pids = tmp_path / "pids"
+    name = f"escapee-{os.urandom(8).hex()}"
+    arguments = json.dumps({"pids": str(pids), "name": name})
+    command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", "escaper", arguments]
+    env = {**os.environ, "TOOLEXEC_NO_SERVER": "1"}
+    for _ in range(2):  # the first run writes the memo the second starts early from
+        status, out, err, pid, orphans = run_as_subreaper(command, env)
+        assert (status, out, err) == (0, "ok", "")
+        assert orphans <= 1  # its guard, still removing the cgroup as the run ended (waited for until it ended)
+        assert _named(name) == []  # gone by the time the run returned
+        wait_until(lambda pid=pid: _ours(pid) == [], "the guard to remove the call's cgroup", timeout=30)
+    lines = [line.split() for line in pids.read_text().splitlines()]
+    assert [line[0] for line in lines] == ["cold", "early"]
+    for _, joined, moved in lines:
+        assert joined.startswith("/toolexec-")  # the tool ran in its call's cgroup
+        assert moved.rsplit(":", 1)[1] == "/"  # (what it did get out of it: root keeps its powers in the baseline)
+
+
+def _named(name: str) -> list[int]:
+    """Live processes whose command line names ``name``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                line = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if name.encode() in line and alive(int(entry)):
+                found.append(int(entry))
+    return found
