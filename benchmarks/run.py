@@ -716,39 +716,61 @@ def write_results(sections: list[tuple[str, list[Row]]], started: float, *, orde
     return text
 
 
+SECTIONS = [
+    ("Per-call overhead", per_call_rows),
+    ("One-shot runs: the tool's process started early (no server), the baseline against off", early_rows),
+    ("Issue 20: the call path against its figures before (5d4dd1b), `sandbox: off`", callpath_rows),
+    ("One-shot runs through a running server", serve_bench.serve_rows),
+    ("Against what users would pick instead", alternative_rows),
+    ("Build", build_rows),
+    ("Throughput and concurrency", throughput_rows),
+    ("Memory", memory_rows),
+    ("MCP", mcp_rows),
+    ("Warm tools", warm_rows),
+    ("Sandbox: unconfined, the baseline, confined", sandbox_rows),
+    ("Sandbox: where a confined launch's time goes (bwrap, option by option)", sandbox_pieces_bench.pieces_rows),
+    ("MCP under load, against FastMCP", mcp_load_rows),
+    ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
+    ("10,000 tools, and the one-shot rows with the sandbox off", scale_rows),
+    ("Where the time goes", breakdown_rows),
+]
+
+
+def section_name(measure: Callable[[Bench], object]) -> str:
+    """The name that picks a section on the command line (its function's, without ``_rows``)."""
+    return measure.__name__.removesuffix("_rows")
+
+
+def chosen_sections(argv: list[str]) -> set[str]:
+    """The sections named in ``argv`` (none: all). ``-h``/``--help`` prints the usage and exits 0; a name that is no
+    section's exits 2: neither measures anything nor rewrites RESULTS.md (its header would say a run took place)."""
+    names = [section_name(measure) for _, measure in SECTIONS]
+    usage = f"usage: python benchmarks/run.py [SECTION...]\nsections: {' '.join(names)}"
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(usage)
+        raise SystemExit(0)
+    unknown = [arg for arg in argv if arg not in names]
+    if unknown:
+        print(f"benchmarks/run.py: no section {', '.join(unknown)}\n{usage}", file=sys.stderr)
+        raise SystemExit(2)
+    return set(argv)
+
+
 def main() -> None:
+    only = chosen_sections(sys.argv[1:])
     if os.environ.get("TOOLEXEC_BENCH_INSTALLED") != "1":
         python = harness.installed_python()
         os.execve(str(python), [str(python), __file__, *sys.argv[1:]], {**os.environ, "TOOLEXEC_BENCH_INSTALLED": "1"})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         bench = Bench(Path(tmp))
-        only = set(sys.argv[1:])
-        sections = [
-            ("Per-call overhead", per_call_rows),
-            ("One-shot runs: the tool's process started early (no server), the baseline against off", early_rows),
-            ("Issue 20: the call path against its figures before (5d4dd1b), `sandbox: off`", callpath_rows),
-            ("One-shot runs through a running server", serve_bench.serve_rows),
-            ("Against what users would pick instead", alternative_rows),
-            ("Build", build_rows),
-            ("Throughput and concurrency", throughput_rows),
-            ("Memory", memory_rows),
-            ("MCP", mcp_rows),
-            ("Warm tools", warm_rows),
-            ("Sandbox: unconfined, the baseline, confined", sandbox_rows),
-            ("Sandbox: where a confined launch's time goes (bwrap, option by option)", sandbox_pieces_bench.pieces_rows),
-            ("MCP under load, against FastMCP", mcp_load_rows),
-            ("JavaScript and TypeScript: one-shot against the same Node, and warm designs", node_rows),
-            ("10,000 tools, and the one-shot rows with the sandbox off", scale_rows),
-            ("Where the time goes", breakdown_rows),
-        ]
         results = []
-        for title, measure in sections:
-            if only and measure.__name__.removesuffix("_rows") not in only:
+        for title, measure in SECTIONS:
+            if only and section_name(measure) not in only:
                 continue
             print(f"measuring: {title}", file=sys.stderr, flush=True)
             results.append((title, measure(bench)))
-    print(write_results(results, started, order=[title for title, _ in sections] if only else None))
+    print(write_results(results, started, order=[title for title, _ in SECTIONS] if only else None))
 
 
 if __name__ == "__main__":

@@ -26,8 +26,10 @@ Each pair runs alternately; the medians and the median ratio of adjacent pairs a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,6 +41,7 @@ from pathlib import Path
 import yaml
 
 from toolexec import Executor
+from toolexec.runtimes import warm_fork
 from toolexec.runtimes.interpreter import which
 
 NOOP = 'def run() -> str:\n    """Do nothing."""\n    return "ok"\n'
@@ -128,6 +131,54 @@ def cpu_per_call(action: Callable[[], object], runs: int) -> float:
     return statistics.median(spent)
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _session_cpu(session: int) -> float:
+    """The CPU time (ms) of every live process of ``session`` and of the children each has reaped (a warm server's
+    session: its bwrap where it has one, the server, and through their reaps each call's init and process)."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # (utime, stime, cutime, cstime: fields 14-17)
+            total += sum(int(value) for value in fields[11:15])
+    return total * 1000 / _TICKS
+
+
+def _server_of(tool: str) -> int:
+    """The session of the warm server this process runs for ``tool`` (its pid: each server leads its own)."""
+    for pid in warm_fork.running_servers():
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if f"/{tool}.py".encode() in handle.read():
+                return pid
+    raise LookupError(f"no warm server runs {tool}")
+
+
+def server_cpu_per_call(action: Callable[[], object], tool: str, runs: int) -> float:
+    """The CPU time (ms) a warm call of ``tool`` costs its server's side (the server's hand-over, the spare it forks
+    ahead, that spare's init and the call's own process: what the kernel accounts to them), over ``runs`` calls."""
+    session = _server_of(tool)
+    before = _session_cpu(session)
+    for _ in range(runs):
+        action()
+    return (_session_cpu(session) - before) / runs
+
+
+def bare_cpu(argv: list[str], runs: int) -> float:
+    """The CPU time (ms) one run of ``argv`` costs (what this process's reaped children used)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(runs):
+        subprocess.run(argv, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)) * 1000 / runs
+
+
 def _call(executor: Executor, name: str) -> Callable[[], object]:
     def action() -> None:
         result = executor.call(name, {})
@@ -143,7 +194,9 @@ PYTHON_MODES = ("declared", "strict", "off")  # and every call confined (the bas
 def measure(runs: int, modes: tuple[str, ...] = PYTHON_MODES) -> dict[str, tuple[float, float, float, str]]:
     """The figures: name → (ours ms, reference ms, ratio, label), for each sandbox mode of :data:`MODES`
     (``noop:declared``, ``heavy:off`` …): a warm no-op against ``python -c pass``, a heavy tool warm against cold;
-    and ``cpu:MODE``: (the executor's CPU ms per warm no-op call, the same per cold call, their ratio, ""); under
+    ``cpu:MODE``: (the executor's CPU ms per warm no-op call, the same per cold call, their ratio, ""); ``allcpu:MODE``:
+    (the CPU ms of a warm no-op call on both sides, the executor's and its server's, that of ``python -c pass``, their
+    ratio, the server's share as text): what the load of a shared machine changes least; under
     strict, ``noop-cold:strict``: a warm no-op against the same call cold."""
     python = sys.executable
     modules, label = heavy_modules(python)
@@ -163,6 +216,8 @@ def measure(runs: int, modes: tuple[str, ...] = PYTHON_MODES) -> dict[str, tuple
                     figures[f"noop-cold:{mode}"] = (*paired(_call(warm, "noop"), _call(cold, "noop"), runs), "")
                 warm_cpu, cold_cpu = cpu_per_call(_call(warm, "noop"), runs), cpu_per_call(_call(cold, "noop"), runs)
                 figures[f"cpu:{mode}"] = (warm_cpu, cold_cpu, warm_cpu / cold_cpu, "")
+                served, bare_ms = server_cpu_per_call(_call(warm, "noop"), "noop", runs), bare_cpu(bare, runs)
+                figures[f"allcpu:{mode}"] = (warm_cpu + served, bare_ms, (warm_cpu + served) / bare_ms, f"{served:.2f}")
     return figures
 
 
@@ -277,6 +332,11 @@ def python_rows(runs: int, modes: tuple[str, ...]) -> None:
             )
         warm_cpu, cold_cpu, _, _ = figures[f"cpu:{mode}"]
         print(f"| toolexec's own CPU per no-op call, sandbox {mode} | warm: {warm_cpu:.2f} ms | cold: {cold_cpu:.2f} ms | | | |")
+        both, bare_ms, ratio, served = figures[f"allcpu:{mode}"]
+        print(
+            f"| CPU per warm no-op call, toolexec and its server, sandbox {mode} | {both:.2f} ms (server {served} ms) "
+            f"| `python -c pass`: {bare_ms:.2f} ms | {ratio:.3f}x | | CPU, not wall: the server forks the next spare |"
+        )
         ours, cold, ratio, label = figures[f"heavy:{mode}"]
         print(
             f"| heavy-import tool ({label}), warm vs cold, sandbox {mode} | {ours:.2f} ms | cold: {cold:.1f} ms "
