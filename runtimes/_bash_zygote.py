@@ -141,7 +141,7 @@ def _init(namespaces, argv, calls, announce):
         os.close(fd)
     said = _word(ready_read, bash)
     os.close(ready_read)
-    if said[:1] != b"R":
+    if said[:1] not in (b"R", b"F") or said == b"F":  # (F: why the tool is not served, in the bash's words)
         said = b"F" + b"the tool ended (or failed) while it was sourced"
     elif len(said) > _READY_BYTES:  # too many files to say: toolexec trusts the server with no later call
         said = b"R\0+"

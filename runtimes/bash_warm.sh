@@ -32,37 +32,71 @@ shift $#
 argc() { :; }
 __toolexec_warm=1
 # The files the sourcing reads (what the tool sources, and where the functions it defines come from), for
-# toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (the DEBUG trap, in
-# functions too under extdebug) and each file that defines a function (declare -F under extdebug). A spare that says
-# nothing but R (TOOLEXEC_WARM_QUIET: every spare but a server's first, whose word is the server's) sources the tool
-# as a cold call's bash does, and forks no subshell to list them (five fewer per call under the baseline).
+# toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (a DEBUG trap of
+# toolexec's) and each file that defines a function (declare -F under extdebug, once the sourcing is over). A spare
+# that says nothing but R (TOOLEXEC_WARM_QUIET: every spare but a server's first, whose word is the server's) sources
+# the tool as a cold call's bash does, and forks no subshell to list them (five fewer per call under the baseline).
+#
+# The listing bash sources the tool with its shell as a cold call's: no extdebug (under which a DEBUG trap of the
+# tool's that fails skips the next command, toolexec's after the sourcing too, and which turns -T and -E on, and off
+# again with it), no -E. The trap is inherited by a sourced file or a function only under -T (functrace), so it turns
+# -T on before a command that sources a file or calls a function, and off before any other; the tool's own -T (a
+# `set -T`, `shopt -s extdebug`, in any file) is told apart by the trap as a change it did not make, and followed
+# from then on (the tool's -T traces everything itself). A tool whose top level sets a DEBUG or RETURN trap (which
+# toolexec's -T would have carried into files and functions a cold call's does not) is not served: its calls run cold.
 declare -A __toolexec_loaded=()
 if [[ -n $__toolexec_quiet ]]; then
   . "$0" </dev/null >/dev/null 2>&1
 else
   __toolexec_self=${BASH_SOURCE[0]}
-  shopt -s extdebug
-  trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1' DEBUG
+  __toolexec_tool_t=  # the tool's own -T (1: on), as a cold call's sourcing would have left it
+  __toolexec_our_t=   # -T is on by toolexec's trap, for the command it runs before
+  trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1
+if [[ -n $__toolexec_tool_t ]]; then
+  [[ $- == *T* ]] || __toolexec_tool_t=
+elif [[ $- == *T* && -z $__toolexec_our_t ]]; then
+  __toolexec_tool_t=1
+else
+  __toolexec_at=${BASH_COMMAND%%[[:space:]]*}
+  if [[ $__toolexec_at == . || $__toolexec_at == source ]] || declare -F -- "$__toolexec_at" >/dev/null 2>&1; then
+    set -T; __toolexec_our_t=1
+  else
+    set +T; __toolexec_our_t=
+  fi
+fi
+:' DEBUG
   __toolexec_trap=$(trap -p DEBUG)
   . "$0" </dev/null >/dev/null 2>&1
-  # A DEBUG trap of the tool's own replaced this one: the list may miss files ("+": toolexec trusts no later call);
-  # the tool's is set again once the list is made (its calls have it, as its cold calls do)
-  __toolexec_debug=$(trap -p DEBUG)
-  if [[ $__toolexec_debug == "$__toolexec_trap" ]]; then __toolexec_debug=; else __toolexec_loaded[+]=1; fi
+  __toolexec_debug=$(trap -p DEBUG && echo / && trap -p RETURN)
   trap - DEBUG
+  if [[ -n $__toolexec_tool_t ]]; then set -T; else set +T; fi
+  # (in POSIX mode `trap -p RETURN` says `trap -- - RETURN` of no trap)
+  if [[ $__toolexec_debug != "$__toolexec_trap"$'\n/' && $__toolexec_debug != "$__toolexec_trap"$'\n/\ntrap -- - RETURN' ]]; then
+    printf 'F%s\0\0' "the tool's top level sets a DEBUG or RETURN trap (a warm server would run it unlike a cold call): its calls run cold" >&"$__toolexec_ready"
+    exit 0
+  fi
   # (command substitutions, not process substitutions: those set $!, which a call's process would inherit, where a cold
   # call's holds what the tool's own sourcing left there)
+  if shopt -q extdebug; then
+    __toolexec_debug=
+  else
+    [[ $- == *E* ]] && __toolexec_debug=E || __toolexec_debug=-
+    shopt -s extdebug
+  fi
   while read -r _ _ __toolexec_at; do
     read -r _ _ __toolexec_at <<<"$(declare -F "$__toolexec_at")"
     [[ -z $__toolexec_at || $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at
     [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
   done <<<"$(declare -F)"
-  shopt -u extdebug
+  if [[ -n $__toolexec_debug ]]; then
+    shopt -u extdebug  # (which turns -T and -E off: the tool's are set again)
+    [[ $__toolexec_debug != E ]] || set -E
+    [[ -z $__toolexec_tool_t ]] || set -T
+  fi
   # (the tool's own file is not one: its text is what its server is keyed by)
   [[ $0 == /* ]] && __toolexec_at=$0 || __toolexec_at=$PWD/$0
   unset "__toolexec_loaded[$__toolexec_self]" "__toolexec_loaded[$__toolexec_at]" __toolexec_self __toolexec_at __toolexec_trap
-  eval "$__toolexec_debug"
-  unset __toolexec_debug
+  unset __toolexec_debug __toolexec_tool_t __toolexec_our_t
 fi
 if [[ -n $__toolexec_quiet ]]; then
   # A spare that lists nothing runs its one call in this bash: the tool's traps stay as its top level left them, no
@@ -94,8 +128,7 @@ done
 unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __toolexec_shopts
 {
   printf R
-  for __toolexec_at in "${!__toolexec_loaded[@]}"; do [[ $__toolexec_at == + ]] || printf '\0%s' "$__toolexec_at"; done
-  [[ -z ${__toolexec_loaded[+]+x} ]] || printf '\0+'
+  for __toolexec_at in "${!__toolexec_loaded[@]}"; do printf '\0%s' "$__toolexec_at"; done
   printf '\0\0'  # the word's end: a process the top level left holds this pipe open (toolexec.runtimes.loaded.WORD_END)
 } >&"$__toolexec_ready"
 unset __toolexec_loaded __toolexec_at
