@@ -132,13 +132,15 @@ def _init(namespaces, argv, calls, announce):
         os._exit(70)
     go_read, go_write = os.pipe()
     ready_read, ready_write = os.pipe()
-    held_read, held_write = os.pipe()
+    # (no round trip where the bash will hold CAP_SYS_PTRACE: being undumpable keeps nothing from it, see _reaches)
+    held_read, held_write = (-1, -1) if _reaches(namespaces) else os.pipe()
     try:
         bash = _spawn_bash(argv, go_read, ready_write, held_write, announce)
     except OSError:
         os._exit(70)
     for fd in (go_read, ready_write, held_write):
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
     said = _word(ready_read, bash)
     os.close(ready_read)
     if said[:1] not in (b"R", b"F") or said == b"F":  # (F: why the tool is not served, in the bash's words)
@@ -185,6 +187,27 @@ def _word(ready, bash):
             os.close(fd)
 
 
+def _reaches(namespaces):
+    """Whether the bash this init starts will hold CAP_SYS_PTRACE over it: root's (this init kept root's capabilities,
+    :meth:`_Namespaces.drop_capabilities`), exec'd with CAP_SYS_PTRACE in the bounding set and no SECBIT_NOROOT, in
+    this init's own user namespace. Such a process may trace this init, open its /proc files and take its descriptors
+    whether it is dumpable or not (the kernel's ptrace check asks for the capability only of a process that is not),
+    as a cold call's tool reaches bwrap's init: an undumpable init keeps nothing from it, so the round trip that makes
+    it so before the call's code runs (:func:`_hidden`) is skipped. A root without CAP_SYS_PTRACE (a container's
+    default) keeps it: there the init's uid is the tool's, and being undumpable is what refuses it."""
+    if os.getuid() != 0 or os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/status", "rb") as status:
+            lines = dict(line.split(b":", 1) for line in status.read().splitlines() if b":" in line)
+        bounding, effective = (int(lines[name].strip(), 16) for name in (b"CapBnd", b"CapEff"))
+    except (OSError, KeyError, ValueError):
+        return False
+    ptrace = 1 << 19  # CAP_SYS_PTRACE
+    noroot = namespaces.libc.prctl(27, 0, 0, 0, 0)  # PR_GET_SECUREBITS: SECBIT_NOROOT (bit 0) keeps root's exec bare
+    return bool(bounding & ptrace and effective & ptrace) and noroot >= 0 and not noroot & 1
+
+
 def _spawn_bash(argv, go, ready, held, announce):
     """The spare's bash, started by the init (posix_spawn: no fork of this Python): its stdin the init's word to go,
     ``ready`` the pipe it says R on, ``held`` the one it says it holds its channels on, nothing else of the init's,
@@ -192,11 +215,12 @@ def _spawn_bash(argv, go, ready, held, announce):
     alone: the files it loaded are the first one's (the server is keyed by the tool's text, and restarted when one
     of those files changes), so it lists none (``TOOLEXEC_WARM_QUIET``: no subshell forked for the list)."""
     for fd in (ready, held):
-        os.set_inheritable(fd, True)  # (every other descriptor of the init's is close-on-exec)
+        if fd >= 0:
+            os.set_inheritable(fd, True)  # (every other descriptor of the init's is close-on-exec)
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     env = dict(os.environ)
     env["TOOLEXEC_ZYGOTE_FD"] = str(ready)
-    env["TOOLEXEC_WARM_HELD"] = str(held)
+    env["TOOLEXEC_WARM_HELD"] = str(held) if held >= 0 else ""  # (empty: no round trip, see _reaches)
     env["TOOLEXEC_WARM_SPARE"] = "1"
     if not announce:
         env["TOOLEXEC_WARM_QUIET"] = "1"
@@ -244,6 +268,10 @@ def _hidden(pipes, namespaces):
     call's). The init holds nothing that could end or speak for the call (the server says ``P`` and the status), so
     this is depth, not the seal: the tool's top level, sourced ahead of the call, ran while the init could be reached."""
     go, held = pipes
+    if held < 0:  # the bash reaches this init whatever it does (_reaches): it goes on once it has its channels
+        os.write(go, b"g\n")
+        os.close(go)
+        return
     os.write(go, b"g\n")
     os.read(held, 1)  # (or its end, at the bash's exit: a process its top level left with the pipe would hold R's too)
     # PR_SET_DUMPABLE 0: no process without CAP_SYS_PTRACE may trace this one any more, nor open what /proc shows of

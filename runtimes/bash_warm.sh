@@ -17,6 +17,7 @@
 # call's channels, as /proc/1/fd/10 (the request), 11 (stdout), 12 (stderr), 13 (the call's script) and 14 (progress,
 # when the call listens for it: the call's LLM_PROGRESS names descriptor 3). Once it has opened them it says so on
 # TOOLEXEC_WARM_HELD (a byte) and waits for the init's `s`: the init is out of the tool's reach by then (undumpable).
+# TOOLEXEC_WARM_HELD empty: the bash holds CAP_SYS_PTRACE (root's), which no undumpable init keeps out: no round trip.
 __toolexec_ready=$TOOLEXEC_ZYGOTE_FD
 __toolexec_spare=${TOOLEXEC_WARM_SPARE-}
 __toolexec_slots=${TOOLEXEC_WARM_SLOTS-}
@@ -158,8 +159,10 @@ if [[ -n $__toolexec_spare ]]; then
   exec {__toolexec_go}<&0 </proc/1/fd/10 >/proc/1/fd/11 2>/proc/1/fd/12 || exit 70
   if [[ -e /proc/1/fd/14 ]]; then exec 3>/proc/1/fd/14 || exit 70; fi
   exec {__toolexec_memfd}</proc/1/fd/13 || exit 70
-  printf h >&"$__toolexec_held" && exec {__toolexec_held}>&- || exit 70
-  IFS= read -r -u "$__toolexec_go" __toolexec_line && [[ $__toolexec_line == s ]] || exit 70
+  if [[ -n $__toolexec_held ]]; then
+    printf h >&"$__toolexec_held" && exec {__toolexec_held}>&- || exit 70
+    IFS= read -r -u "$__toolexec_go" __toolexec_line && [[ $__toolexec_line == s ]] || exit 70
+  fi
   exec {__toolexec_go}<&-
   __toolexec_script=/dev/fd/$__toolexec_memfd
   '"$__toolexec_code"'
