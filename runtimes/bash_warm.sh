@@ -26,8 +26,9 @@ __toolexec_quiet=${TOOLEXEC_WARM_QUIET-}
 unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS TOOLEXEC_WARM_HELD TOOLEXEC_WARM_QUIET
 BASH_ARGV0=$1
 __toolexec_function=${2-}
-# (read, not $(<…): no fork)
-IFS= read -r -d '' __toolexec_boot <"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh"
+# (mapfile, not $(<…): no fork; nor read -d '', which takes the text a character at a time: five times longer)
+mapfile -d '' -t __toolexec_boot <"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh"
+__toolexec_boot=${__toolexec_boot[0]-}
 [[ -n $__toolexec_boot ]] || exit 70
 shift $#
 argc() { :; }
@@ -115,18 +116,12 @@ __toolexec_shopts=$BASHOPTS
 set +euo pipefail +E +T
 shopt -u failglob nullglob 2>/dev/null
 exec 2>/dev/null
-# The tool's options, as the commands that turn them on again in each call (made once: no loop per call).
+# The tool's options, as the commands that turn them on again in each call, one a line (made once, each list by one
+# substitution: no loop, here or per call).
 __toolexec_restore=
-for __toolexec_rest in "set -o:$__toolexec_options:" "shopt -s:$__toolexec_shopts:"; do
-  __toolexec_command=${__toolexec_rest%%:*}
-  __toolexec_rest=${__toolexec_rest#*:}
-  while [[ -n $__toolexec_rest ]]; do
-    __toolexec_pair=${__toolexec_rest%%:*}
-    __toolexec_rest=${__toolexec_rest#*:}
-    [[ -z $__toolexec_pair ]] || __toolexec_restore+="$__toolexec_command $__toolexec_pair || :"$'\n'
-  done
-done
-unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __toolexec_shopts
+[[ -z $__toolexec_options ]] || __toolexec_restore="set -o ${__toolexec_options//:/$' || :\nset -o '} || :"$'\n'
+[[ -z $__toolexec_shopts ]] || __toolexec_restore+="shopt -s ${__toolexec_shopts//:/$' || :\nshopt -s '} || :"$'\n'
+unset __toolexec_options __toolexec_shopts
 {
   printf R
   for __toolexec_at in "${!__toolexec_loaded[@]}"; do printf '\0%s' "$__toolexec_at"; done
@@ -140,8 +135,8 @@ exec {__toolexec_ready}>&-
 # main, put in the text of the spare's block and of the server's loop below, each parsed whole by one eval here. So
 # the call runs them as top-level code, as a cold call's bash runs its bootstrap: no function of toolexec's is on
 # the tool's call stack (FUNCNAME, BASH_SOURCE and BASH_LINENO hold main and the script it is called from alone).
-__toolexec_code='{ IFS= read -r -d "" __toolexec_line || [[ -n $__toolexec_line ]]; } <"$__toolexec_script" || exit 70
-eval "$__toolexec_line" || exit 70
+__toolexec_code='mapfile -d "" -t __toolexec_line <"$__toolexec_script" && [[ -n ${__toolexec_line[0]-} ]] || exit 70
+eval "${__toolexec_line[0]}" || exit 70
 [[ -z ${__toolexec_memfd-} ]] || exec {__toolexec_memfd}<&-
 unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go __toolexec_held __toolexec_memfd
 eval "$__toolexec_restore" 2>/dev/null
