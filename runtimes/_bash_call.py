@@ -22,10 +22,12 @@ def call_script(env: Mapping[str, str], cwd: str, join: str = "") -> bytes:
 
     ``command export`` keeps a name bash refuses (not an identifier, or read-only as ``UID``) from ending the call
     in POSIX mode; it is left out of the call's environment, as it is of a cold call's shell variables."""
-    lines = []
     # SHLVL as a cold call's bash sets it at its start (one more than the environment's), not the server's own
     env = {**env, "SHLVL": shell_level(env.get("SHLVL"))}
-    lines.append(" ".join(["command export --", *(_quote(f"{name}={value}") for name, value in env.items())]) + " 2>/dev/null")
+    # Every pair quoted at once: joined by NUL, which no name or value holds (an environment's strings end at one),
+    # each ' made '\'' and each NUL the end of one word and the start of the next (half the time of a word each).
+    words = "\0".join([f"{name}={value}" for name, value in env.items()]).replace("'", "'\\''").replace("\0", "' '")
+    lines = [f"command export -- '{words}' 2>/dev/null"]
     if join:
         lines.append(f"{{ echo 0 >{_quote(join)}; }} 2>/dev/null")
     lines.append(f"cd -- {_quote(cwd)} || exit 70")

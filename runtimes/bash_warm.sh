@@ -17,6 +17,7 @@
 # call's channels, as /proc/1/fd/10 (the request), 11 (stdout), 12 (stderr), 13 (the call's script) and 14 (progress,
 # when the call listens for it: the call's LLM_PROGRESS names descriptor 3). Once it has opened them it says so on
 # TOOLEXEC_WARM_HELD (a byte) and waits for the init's `s`: the init is out of the tool's reach by then (undumpable).
+# TOOLEXEC_WARM_HELD empty: the bash holds CAP_SYS_PTRACE (root's), which no undumpable init keeps out: no round trip.
 __toolexec_ready=$TOOLEXEC_ZYGOTE_FD
 __toolexec_spare=${TOOLEXEC_WARM_SPARE-}
 __toolexec_slots=${TOOLEXEC_WARM_SLOTS-}
@@ -25,44 +26,79 @@ __toolexec_quiet=${TOOLEXEC_WARM_QUIET-}
 unset TOOLEXEC_ZYGOTE_FD TOOLEXEC_WARM_SPARE TOOLEXEC_WARM_SERVER TOOLEXEC_WARM_SLOTS TOOLEXEC_WARM_HELD TOOLEXEC_WARM_QUIET
 BASH_ARGV0=$1
 __toolexec_function=${2-}
-# (read, not $(<…): no fork)
-IFS= read -r -d '' __toolexec_boot <"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh"
+# (mapfile, not $(<…): no fork; nor read -d '', which takes the text a character at a time: five times longer)
+mapfile -d '' -t __toolexec_boot <"${BASH_SOURCE[0]%/*}/bash_bootstrap.sh"
+__toolexec_boot=${__toolexec_boot[0]-}
 [[ -n $__toolexec_boot ]] || exit 70
 shift $#
 argc() { :; }
 __toolexec_warm=1
 # The files the sourcing reads (what the tool sources, and where the functions it defines come from), for
-# toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (the DEBUG trap, in
-# functions too under extdebug) and each file that defines a function (declare -F under extdebug). A spare that says
-# nothing but R (TOOLEXEC_WARM_QUIET: every spare but a server's first, whose word is the server's) sources the tool
-# as a cold call's bash does, and forks no subshell to list them (five fewer per call under the baseline).
+# toolexec to look at before each call (runtimes/loaded.py): each file that runs a command (a DEBUG trap of
+# toolexec's) and each file that defines a function (declare -F under extdebug, once the sourcing is over). A spare
+# that says nothing but R (TOOLEXEC_WARM_QUIET: every spare but a server's first, whose word is the server's) sources
+# the tool as a cold call's bash does, and forks no subshell to list them (five fewer per call under the baseline).
+#
+# The listing bash sources the tool with its shell as a cold call's: no extdebug (under which a DEBUG trap of the
+# tool's that fails skips the next command, toolexec's after the sourcing too, and which turns -T and -E on, and off
+# again with it), no -E. The trap is inherited by a sourced file or a function only under -T (functrace), so it turns
+# -T on before a command that sources a file or calls a function, and off before any other; the tool's own -T (a
+# `set -T`, `shopt -s extdebug`, in any file) is told apart by the trap as a change it did not make, and followed
+# from then on (the tool's -T traces everything itself). A tool whose top level sets a DEBUG or RETURN trap (which
+# toolexec's -T would have carried into files and functions a cold call's does not) is not served: its calls run cold.
 declare -A __toolexec_loaded=()
 if [[ -n $__toolexec_quiet ]]; then
   . "$0" </dev/null >/dev/null 2>&1
 else
   __toolexec_self=${BASH_SOURCE[0]}
-  shopt -s extdebug
-  trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1' DEBUG
+  __toolexec_tool_t=  # the tool's own -T (1: on), as a cold call's sourcing would have left it
+  __toolexec_our_t=   # -T is on by toolexec's trap, for the command it runs before
+  trap '__toolexec_at=${BASH_SOURCE[0]-}; [[ $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at; __toolexec_loaded[$__toolexec_at]=1
+if [[ -n $__toolexec_tool_t ]]; then
+  [[ $- == *T* ]] || __toolexec_tool_t=
+elif [[ $- == *T* && -z $__toolexec_our_t ]]; then
+  __toolexec_tool_t=1
+else
+  __toolexec_at=${BASH_COMMAND%%[[:space:]]*}
+  if [[ $__toolexec_at == . || $__toolexec_at == source ]] || declare -F -- "$__toolexec_at" >/dev/null 2>&1; then
+    set -T; __toolexec_our_t=1
+  else
+    set +T; __toolexec_our_t=
+  fi
+fi
+:' DEBUG
   __toolexec_trap=$(trap -p DEBUG)
   . "$0" </dev/null >/dev/null 2>&1
-  # A DEBUG trap of the tool's own replaced this one: the list may miss files ("+": toolexec trusts no later call);
-  # the tool's is set again once the list is made (its calls have it, as its cold calls do)
-  __toolexec_debug=$(trap -p DEBUG)
-  if [[ $__toolexec_debug == "$__toolexec_trap" ]]; then __toolexec_debug=; else __toolexec_loaded[+]=1; fi
+  __toolexec_debug=$(trap -p DEBUG && echo / && trap -p RETURN)
   trap - DEBUG
+  if [[ -n $__toolexec_tool_t ]]; then set -T; else set +T; fi
+  # (in POSIX mode `trap -p RETURN` says `trap -- - RETURN` of no trap)
+  if [[ $__toolexec_debug != "$__toolexec_trap"$'\n/' && $__toolexec_debug != "$__toolexec_trap"$'\n/\ntrap -- - RETURN' ]]; then
+    printf 'F%s\0\0' "the tool's top level sets a DEBUG or RETURN trap (a warm server would run it unlike a cold call): its calls run cold" >&"$__toolexec_ready"
+    exit 0
+  fi
   # (command substitutions, not process substitutions: those set $!, which a call's process would inherit, where a cold
   # call's holds what the tool's own sourcing left there)
+  if shopt -q extdebug; then
+    __toolexec_debug=
+  else
+    [[ $- == *E* ]] && __toolexec_debug=E || __toolexec_debug=-
+    shopt -s extdebug
+  fi
   while read -r _ _ __toolexec_at; do
     read -r _ _ __toolexec_at <<<"$(declare -F "$__toolexec_at")"
     [[ -z $__toolexec_at || $__toolexec_at == /* ]] || __toolexec_at=$PWD/$__toolexec_at
     [[ -z $__toolexec_at ]] || __toolexec_loaded[$__toolexec_at]=1
   done <<<"$(declare -F)"
-  shopt -u extdebug
+  if [[ -n $__toolexec_debug ]]; then
+    shopt -u extdebug  # (which turns -T and -E off: the tool's are set again)
+    [[ $__toolexec_debug != E ]] || set -E
+    [[ -z $__toolexec_tool_t ]] || set -T
+  fi
   # (the tool's own file is not one: its text is what its server is keyed by)
   [[ $0 == /* ]] && __toolexec_at=$0 || __toolexec_at=$PWD/$0
   unset "__toolexec_loaded[$__toolexec_self]" "__toolexec_loaded[$__toolexec_at]" __toolexec_self __toolexec_at __toolexec_trap
-  eval "$__toolexec_debug"
-  unset __toolexec_debug
+  unset __toolexec_debug __toolexec_tool_t __toolexec_our_t
 fi
 if [[ -n $__toolexec_quiet ]]; then
   # A spare that lists nothing runs its one call in this bash: the tool's traps stay as its top level left them, no
@@ -80,22 +116,15 @@ __toolexec_shopts=$BASHOPTS
 set +euo pipefail +E +T
 shopt -u failglob nullglob 2>/dev/null
 exec 2>/dev/null
-# The tool's options, as the commands that turn them on again in each call (made once: no loop per call).
+# The tool's options, as the commands that turn them on again in each call, one a line (made once, each list by one
+# substitution: no loop, here or per call).
 __toolexec_restore=
-for __toolexec_rest in "set -o:$__toolexec_options:" "shopt -s:$__toolexec_shopts:"; do
-  __toolexec_command=${__toolexec_rest%%:*}
-  __toolexec_rest=${__toolexec_rest#*:}
-  while [[ -n $__toolexec_rest ]]; do
-    __toolexec_pair=${__toolexec_rest%%:*}
-    __toolexec_rest=${__toolexec_rest#*:}
-    [[ -z $__toolexec_pair ]] || __toolexec_restore+="$__toolexec_command $__toolexec_pair || :"$'\n'
-  done
-done
-unset __toolexec_rest __toolexec_pair __toolexec_command __toolexec_options __toolexec_shopts
+[[ -z $__toolexec_options ]] || __toolexec_restore="set -o ${__toolexec_options//:/$' || :\nset -o '} || :"$'\n'
+[[ -z $__toolexec_shopts ]] || __toolexec_restore+="shopt -s ${__toolexec_shopts//:/$' || :\nshopt -s '} || :"$'\n'
+unset __toolexec_options __toolexec_shopts
 {
   printf R
-  for __toolexec_at in "${!__toolexec_loaded[@]}"; do [[ $__toolexec_at == + ]] || printf '\0%s' "$__toolexec_at"; done
-  [[ -z ${__toolexec_loaded[+]+x} ]] || printf '\0+'
+  for __toolexec_at in "${!__toolexec_loaded[@]}"; do printf '\0%s' "$__toolexec_at"; done
   printf '\0\0'  # the word's end: a process the top level left holds this pipe open (toolexec.runtimes.loaded.WORD_END)
 } >&"$__toolexec_ready"
 unset __toolexec_loaded __toolexec_at
@@ -106,8 +135,8 @@ exec {__toolexec_ready}>&-
 # main, put in the text of the spare's block and of the server's loop below, each parsed whole by one eval here. So
 # the call runs them as top-level code, as a cold call's bash runs its bootstrap: no function of toolexec's is on
 # the tool's call stack (FUNCNAME, BASH_SOURCE and BASH_LINENO hold main and the script it is called from alone).
-__toolexec_code='{ IFS= read -r -d "" __toolexec_line || [[ -n $__toolexec_line ]]; } <"$__toolexec_script" || exit 70
-eval "$__toolexec_line" || exit 70
+__toolexec_code='mapfile -d "" -t __toolexec_line <"$__toolexec_script" && [[ -n ${__toolexec_line[0]-} ]] || exit 70
+eval "${__toolexec_line[0]}" || exit 70
 [[ -z ${__toolexec_memfd-} ]] || exec {__toolexec_memfd}<&-
 unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go __toolexec_held __toolexec_memfd
 eval "$__toolexec_restore" 2>/dev/null
@@ -125,8 +154,10 @@ if [[ -n $__toolexec_spare ]]; then
   exec {__toolexec_go}<&0 </proc/1/fd/10 >/proc/1/fd/11 2>/proc/1/fd/12 || exit 70
   if [[ -e /proc/1/fd/14 ]]; then exec 3>/proc/1/fd/14 || exit 70; fi
   exec {__toolexec_memfd}</proc/1/fd/13 || exit 70
-  printf h >&"$__toolexec_held" && exec {__toolexec_held}>&- || exit 70
-  IFS= read -r -u "$__toolexec_go" __toolexec_line && [[ $__toolexec_line == s ]] || exit 70
+  if [[ -n $__toolexec_held ]]; then
+    printf h >&"$__toolexec_held" && exec {__toolexec_held}>&- || exit 70
+    IFS= read -r -u "$__toolexec_go" __toolexec_line && [[ $__toolexec_line == s ]] || exit 70
+  fi
   exec {__toolexec_go}<&-
   __toolexec_script=/dev/fd/$__toolexec_memfd
   '"$__toolexec_code"'

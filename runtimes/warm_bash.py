@@ -118,7 +118,8 @@ class BashServer(ServerProcess):
             os.close(ready_read)
         if answer[:1] != b"R":
             os.close(requests_write)
-            self.problem = "the tool ended (or took too long) while it was sourced"
+            said = answer[1:].decode("utf-8", "replace") if answer[:1] == b"F" else ""  # (why, in the bash's words)
+            self.problem = said or "the tool ended (or took too long) while it was sourced"
             self._end()
             return False
         self.loaded = loaded.taken(loaded.parse(answer), started, started_wall)

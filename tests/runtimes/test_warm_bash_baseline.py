@@ -8,9 +8,12 @@ seen, read or signalled, and nothing outlives the call.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -211,3 +214,76 @@ def test_the_guard_is_told_nothing_of_a_sealed_warm_bash_call_and_no_signal_goes
         monkeypatch.setattr(os, "killpg", real)
         monkeypatch.setattr(process_linux, "_tell_guard", tell)
     assert ([s["pid"] for s in seen], sent, told) == ([2, 2, 2], [], [])
+
+
+SPARES = 2  # the spares a server keeps waiting (runtimes/_bash_zygote.py, which imports as no package module)
+
+
+def _namespace_links(pid: int, kind: str) -> set[str]:
+    """The ``kind`` namespaces (``mnt:[…]``) that process ``pid`` holds open as descriptors."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith(f"{kind}:["):
+                found.add(link)
+    return found
+
+
+def test_the_server_holds_no_mount_namespace_of_a_call_that_is_over(project: Project) -> None:
+    """The server holds each call's mount namespace until it has said the call's status (so that its teardown is off
+    the call's way: ``_bash_zygote._Reply``): while a call runs, what it holds is that call's and its waiting spares',
+    each of a live process of its own; none of the calls before, whose status came."""
+    project.tool("probe.sh", PROBE)
+    token = f"{1000 + int.from_bytes(os.urandom(2), 'big')}.{os.getpid()}"  # a sleep argument no other process has
+    with project.executor(sandbox="declared", warm_tools=["probe"]) as executor:
+        for _ in range(4):  # calls whose status came: nothing of theirs is held
+            _call(executor, "look")
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(executor.call, "probe", {"action": "wait", "arg": token})
+            while not _sleepers(token) and not running.done():
+                os.sched_yield()
+            (zygote,) = [pid for pid in _descendants(os.getpid()) if _is_zygote(pid)]
+            held = _namespace_links(zygote, "mnt")
+            live = {}
+            for child in _task_children(zygote):
+                with contextlib.suppress(OSError):
+                    live[os.readlink(f"/proc/{child}/ns/mnt")] = os.readlink(f"/proc/{child}/ns/pid")
+            for pid in _sleepers(token):
+                os.kill(pid, signal.SIGKILL)
+            result = running.result()
+    assert (result.status, json.loads(result.output)["warm"]) == ("ok", True)  # (its sleep killed here: it ran until then)
+    # each a live init's (the running call's, or a waiting spare's): at most one for each (namespaces' numbers are
+    # used again once freed, so a call's before cannot be named by its number)
+    assert held and held <= set(live) and len(held) <= SPARES + 1, (held, live)
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        for child in _task_children(stack.pop()):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _task_children(pid: int) -> set[int]:
+    children: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                children |= {int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()}
+    return children
+
+
+def _is_zygote(pid: int) -> bool:
+    """The warm Bash server of the baseline (``_bash_zygote.py``), not one of its spares' inits (forks of it)."""
+    try:
+        mine = Path(f"/proc/{pid}/cmdline").read_bytes()
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        theirs = Path(f"/proc/{parent}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        return False
+    argv = mine.split(b"\0")
+    # (bwrap, which started it, names it too; a spare's init is a fork of it: the same command line)
+    return any(arg.endswith(b"/_bash_zygote.py") for arg in argv) and not argv[0].endswith(b"bwrap") and theirs != mine

@@ -276,3 +276,17 @@ def test_what_a_warm_bash_tools_top_level_left_cannot_end_its_call_early(place: 
         pytest.skip("root's own calls")
     calls = place.calls("ahead")
     assert calls == [["ok", {"warm": warm, "reach": "ahead"}, "", []] for warm in (False, True, True)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("capsh") is None, reason="root's own calls, capsh")
+@pytest.mark.parametrize("place", [False], ids=["root"], indirect=True)
+def test_roots_warm_bash_tool_without_cap_sys_ptrace_is_refused_everything_of_its_init(place: Place) -> None:
+    """A root whose bounding set lacks CAP_SYS_PTRACE (a container's default) keeps the round trip that makes the init
+    undumpable before the call's code runs (root's tool is of the init's uid: that is what refuses it); only a tool
+    that holds CAP_SYS_PTRACE, which reaches the init whatever it does, goes without (``_bash_zygote._reaches``)."""
+    place.prefix = ["capsh", "--drop=cap_sys_ptrace", "--", "-c", 'exec "$0" "$@"']
+    (cold, *warm) = place.calls()
+    assert cold == ["ok", {"warm": False, "reach": REACHED}, "", []], cold
+    # (its list of descriptors and its environ stay open to root's other capabilities: nothing of the call's is there)
+    refused = {**DENIED, "environ": "done", "fd": "done", "hijacked": 0, "caught": NO_SIGNAL}
+    assert warm == [["ok", {"warm": True, "reach": refused}, "", []]] * 2

@@ -1,8 +1,8 @@
 """A warm Bash call has what its tool's top level left, as a cold call has it, whichever of its server's bashes runs
 it: the server's first (whose sourcing also lists the files it loaded, under a DEBUG trap of toolexec's) or a later
 spare of the sandbox's baseline (which sources the tool as a cold call's bash does, listing nothing: see
-``bash_warm.sh``'s ``TOOLEXEC_WARM_QUIET``). A tool's own DEBUG trap, which replaced toolexec's while the first
-listed what it loaded, is the tool's again in its calls.
+``bash_warm.sh``'s ``TOOLEXEC_WARM_QUIET``). A tool whose top level sets a DEBUG trap of its own is not served (its
+calls run cold: ``test_warm_bash_traps.py``), so its calls have it as a cold call has it.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ def test_every_warm_call_has_the_traps_and_options_the_top_level_left_as_a_cold_
 
 @pytest.mark.parametrize("sandbox", ["off", "declared"])
 def test_a_tools_own_debug_trap_is_its_warm_calls_too(project: Project, sandbox: str) -> None:
-    """It replaced the one the server's first bash lists the loaded files with (so no later call trusts that list: each
-    runs in a new server's first bash), and is set again once the list is made."""
+    """It replaced the one the server's first bash lists the loaded files with, and toolexec's -T (which that one
+    follows into files and functions) would have carried it where a cold call's does not: the tool is not served."""
     cold, warm = _cold_and_warm(project, sandbox, "noted", DEBUG_TOOL)
     assert cold == 'debug: main "${argc__positionals[@]}"\nmain\n'
     assert warm == [("ok", None, cold)] * 4
