@@ -34,9 +34,9 @@ TARGET = 1.5
 
 
 @contextmanager
-def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> Iterator[list[str]]:
-    """A ``toolexec serve`` of ``config`` while the block runs (its socket ready when the block starts); the list
-    given to the block gets, once it stopped, how the server says its calls started."""
+def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> Iterator[tuple[list[str], int]]:
+    """A ``toolexec serve`` of ``config`` while the block runs (its socket ready when the block starts); the block is
+    given a list that gets, once it stopped, how the server says its calls started, and the server's pid."""
     said: list[str] = []
     server = subprocess.Popen(
         [toolexec, "--config", str(config), "serve", "-v", *options],
@@ -49,7 +49,7 @@ def serving(toolexec: str, config: Path, env: dict[str, str], *options: str) -> 
         assert server.stderr is not None
         banner = server.stderr.readline()
         assert banner.startswith("toolexec: serving "), banner
-        yield said
+        yield said, server.pid
     finally:
         server.terminate()
         _, rest = server.communicate(timeout=60)
@@ -64,6 +64,13 @@ class Served(NamedTuple):
     cold: float  # ms: the cold run's median (no server tried)
     client_cpu: float  # ms of CPU (user + system) of the served run's own process, the command
     bare_cpu: float  # ms of CPU of `python -c pass`
+    server_cpu: float  # ms of CPU per run of the server and what it reaped: its children, their tools and spares
+
+
+def process_cpu_ms(pid: int) -> float:
+    """The CPU (user + system, ms) of process ``pid`` and of the children it reaped (theirs included, as reaped)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return sum(int(value) for value in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_ms(action: Callable[[], object], runs: int) -> float:
@@ -94,15 +101,25 @@ def measure(
 
     found = []
     for options, how in (((), ""), (("--warm",), ", warm (`serve --warm`)")):
-        with serving(toolexec, config, env, *options) as said, serving(toolexec, unconfined, env, *options) as said_off:
+        with (
+            serving(toolexec, config, env, *options) as (said, pid),
+            serving(toolexec, unconfined, env, *options) as (
+                said_off,
+                pid_off,
+            ),
+        ):
             for label, tool in (("Bash", "noop_sh"), ("Python", "noop_py")):
                 for chosen, sandbox in ((config, ""), (unconfined, ", `sandbox: off`")):
                     for _ in range(3):  # the first run has the server start the tool's warm server
                         one_shot(chosen, tool, env)()
                     paired = paired_ms(one_shot(chosen, tool, env), bare, runs)
                     cold = median_ms(one_shot(chosen, tool, cold_env), max(5, runs // 4))
-                    client, bare_cpu = (cpu_ms(action, max(5, runs // 2)) for action in (one_shot(chosen, tool, env), bare))
-                    found.append(Served(f"{label} tool{how}{sandbox}", paired, cold, client, bare_cpu))
+                    server = pid if chosen == config else pid_off
+                    before = process_cpu_ms(server)
+                    client = cpu_ms(one_shot(chosen, tool, env), max(5, runs // 2))
+                    server_cpu = (process_cpu_ms(server) - before) / max(5, runs // 2)
+                    bare_cpu = cpu_ms(bare, max(5, runs // 2))
+                    found.append(Served(f"{label} tool{how}{sandbox}", paired, cold, client, bare_cpu, server_cpu))
         if counts is not None:
             counts += [f"`serve{' --warm' if options else ''}`: {line}" for line in said]
             counts += [f"`serve{' --warm' if options else ''}`, `sandbox: off`: {line}" for line in said_off]
@@ -123,7 +140,7 @@ def serve_rows(b: object) -> list[object]:
                 "`python -c pass`",
                 TARGET,
                 f"cold (no server): {row.cold:.1f} ms; the command's CPU {row.client_cpu:.1f} ms, "
-                f"`python -c pass`'s {row.bare_cpu:.1f} ms",
+                f"`python -c pass`'s {row.bare_cpu:.1f} ms; the server's CPU per run {row.server_cpu:.1f} ms",
             )
         )
     return rows
@@ -142,16 +159,16 @@ def main() -> None:
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(
             "| tool | served run | `python -c pass` | ratio (median of pairs) | cold run (no server) "
-            "| CPU: the command / `python -c pass` | target ≤ 1.5x |"
+            "| CPU: the command / `python -c pass` | CPU: the server per run | target ≤ 1.5x |"
         )
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         counts: list[str] = []
         for row in measure(toolexec, sys.executable, config, env, runs, counts):
             paired = row.paired
             met = "met" if paired.ratio <= TARGET else "**not met**"
             print(
                 f"| no-op {row.label} | {paired.ours:.1f} ms | {paired.bare:.1f} ms | {paired.ratio:.2f}x | {row.cold:.1f} ms "
-                f"| {row.client_cpu:.1f} / {row.bare_cpu:.1f} ms | {met} |"
+                f"| {row.client_cpu:.1f} / {row.bare_cpu:.1f} ms | {row.server_cpu:.1f} ms | {met} |"
             )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for line in counts:  # (each server served both tools: Bash's runs, then Python's)

@@ -82,6 +82,8 @@ class Early:
         self.go = self.file = -1  # a bash spare's: the write end of its GO pipe, and its stdin
         # Tells the parent-death guard the spare's group is no longer to be killed (:func:`guarded`).
         self.withdraw: Callable[[int], None] | None = None
+        self.adopted = False  # its spare took the call (:mod:`toolexec.runtimes.early_start`)
+        self.written = False  # this run's start was written down (:func:`remember`): the next run may start it early
 
     def start(self) -> None:
         """Start the remembered spare (nothing when the memo is not one)."""
@@ -194,6 +196,45 @@ def begin(argv: Sequence[str]) -> None:
         atexit.register(_end)
 
 
+def arrive(argv: Sequence[str]) -> None:
+    """A served call of ``argv`` (the command's words) arrived, its process standing where the caller stands (its
+    directory and environment; :mod:`toolexec.serve`): from now on this process is that one-shot run. A spare started
+    ahead of it (:mod:`toolexec.serve_early`, from the last served call) is kept only when this call's start digest
+    (the whole environment and the config files, :func:`start_digest`) and memo are the ones it was started from, else
+    ended; what this call's start is gets written down for the next run, as a one-shot run's."""
+    global _early
+    memo = memo_path(argv)
+    found = _early
+    if memo is None:
+        if found is not None:
+            found.discard()
+        _early = None
+        return
+    digest = start_digest(argv)
+    if found is None:
+        _early = Early(memo, _read(memo), digest)
+        return
+    if found.memo != memo or found.digest != digest or found.cwd != os.getcwd():
+        found.discard()
+        found.cwd = os.getcwd()
+    found.memo, found.known, found.digest = memo, _read(memo), digest
+
+
+def remembered() -> bool:
+    """Whether this run's start was written down, as one a spare can be started from (for the next run)."""
+    return _early is not None and _early.written and bool(_early.known)
+
+
+def adopted() -> bool:
+    """Whether this run's call started in its spare."""
+    return _early is not None and _early.adopted
+
+
+def end_spare() -> None:
+    """End the spare this process started, unused (a served child that waited too long for its call)."""
+    _end()
+
+
 def spare_pid() -> int | None:
     """The process (group) of the spare this run started, if it runs."""
     return _early.proc.pid if _early is not None and _early.proc is not None else None
@@ -234,6 +275,7 @@ def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: 
     early = _early
     if early is None:
         return
+    early.written = True
     wanted = b""
     if argv and kind in KINDS and _compatible({**os.environ, **additions}, env, additions):
         fields = [kind, early.digest, *argv, "", *(f"{name}={value}" for name, value in additions.items())]

@@ -58,6 +58,7 @@ import toolexec.schemarefs
 import toolexec.state
 import toolexec.tracing
 import toolexec.validation
+from toolexec import early
 from toolexec.cli import dispatch, quick_run
 from toolexec.config import Config, load_config, locate
 from toolexec.errors import BadRequest
@@ -74,6 +75,7 @@ from toolexec.serve_client import (
     socket_folder,
     socket_name,
 )
+from toolexec.serve_early import MAX_TOLD, ServedEarly, start_ahead
 from toolexec.serve_pages import HotPages
 from toolexec.serve_spares import MAX_RECIPE, ServedSpares
 from toolexec.version import __version__
@@ -86,7 +88,7 @@ SPARES = 1  # children forked ahead, each waiting for a connection: a call never
 STOP_SECONDS = 10.0  # calls cancelled at the server's end have this long to print their result, then are killed
 _STOPPING = ("SIGTERM", "SIGINT", "SIGHUP")
 # What a child tells the server down its pipe: a call runs, then how it started (none of these: cold).
-RAN, IN_SPARE, IN_WARM = b"+", b"s", b"w"
+RAN, IN_SPARE, IN_WARM, IN_EARLY = b"+", b"s", b"w", b"e"
 # What a call may import besides the runtimes, imported by the server so that no child pays for it (a test checks
 # that a served call imports nothing more): explaining a refused argument, suggesting a name, reading a result's
 # media type, a tool's caps, building a changed tool (the compilers and their grammars), a confined call's agents.
@@ -119,7 +121,10 @@ def serve(
     finally:
         server.close()
     if verbose:
-        started = f"{server.in_spares} in a sandbox set up ahead, {server.in_warm} forked from a warm server"
+        started = (
+            f"{server.in_spares} in a sandbox set up ahead, {server.in_warm} forked from a warm server, "
+            f"{server.in_early} in their tool's process started ahead"
+        )
         _say(f"toolexec: served {server.served} call(s) ({started}, the others cold); removed {server.path}")
     return 0
 
@@ -166,6 +171,8 @@ class Server:
         self.sandboxes: ServedSpares | None = None  # the sandboxes the waiting children set up ahead of their calls
         self.pages: HotPages | None = None  # the pages of this process's memory a call writes (toolexec.serve_pages)
         self._recipes: dict[int, int] = {}  # a waiting child's pid: the pipe its recipe goes down (toolexec.serve_spares)
+        self.early: ServedEarly | None = None  # the last call, whose tool's process the waiting child starts ahead
+        self._lasts: dict[int, int] = {}  # a waiting child's pid: the pipe the last call goes down (toolexec.serve_early)
         self.config_path = os.path.realpath(locate(config).path)
         self.folder = socket_folder()
         self.path = os.path.join(self.folder, socket_name(self.config_path))
@@ -175,6 +182,7 @@ class Server:
         self.served = 0  # calls run (a child that refused its request is not counted)
         self.in_spares = 0  # of them, calls that started in a sandbox their child set up ahead (serve_spares)
         self.in_warm = 0  # of them, calls forked from a warm server of the server's (`serve --warm`, `Warm: true`)
+        self.in_early = 0  # of them, calls whose tool's process was started ahead (toolexec.serve_early)
         self._ran_read, self._ran_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a byte per call a child ran
         self._took_read, self._took_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)  # a spare's pid, once it accepted
         self.spares: set[int] = set()
@@ -218,6 +226,7 @@ class Server:
         if process_linux.available():  # (warm calls need pidfd and /proc: elsewhere every call runs cold)
             self.pool = ServedPool(max_servers=self.config.warm_max, idle=self.config.warm_idle)
             self.pages = HotPages()
+            self.early = ServedEarly(idle=self.config.warm_idle)
             toolexec.calls.served_pool = self.pool  # what every child forked from here uses
             if self.config.sandbox != "off":
                 self.sandboxes = ServedSpares(idle=self.config.warm_idle)
@@ -311,10 +320,14 @@ class Server:
         if self.pages is not None:
             self.pages.close()
             self.pages = None
-        for fd in self._recipes.values():
+        if self.early is not None:
+            self.early.close()
+            self.early = None
+        for fd in (*self._recipes.values(), *self._lasts.values()):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._recipes.clear()
+        self._lasts.clear()
         self._count_runs()
         for fd in (self._ran_read, self._ran_write, self._took_read, self._took_write):
             with contextlib.suppress(OSError):
@@ -352,6 +365,8 @@ class Server:
                     selector.register(self.sandboxes.orders, selectors.EVENT_READ, "orders")
                 if self.pages is not None:
                     selector.register(self.pages.told, selectors.EVENT_READ, "pages")
+                if self.early is not None:
+                    selector.register(self.early.told, selectors.EVENT_READ, "early")
                 if self._vouch is not None:
                     selector.register(self._vouch.fileno(), selectors.EVENT_READ, "vouch")
                 listening = False
@@ -362,6 +377,7 @@ class Server:
                 while not self._stop:
                     self._reap()
                     self._spare()
+                    self._hand_last()
                     self._hand_recipe()
                     if listening != (not self.spares):  # no spare waits (all busy): the server answers, busy
                         listening = not self.spares
@@ -381,6 +397,8 @@ class Server:
                             self._count_runs()
                         elif key.data == "pages":
                             self.pages.receive()  # type: ignore[union-attr]  # (registered only when there is one)
+                        elif key.data == "early":
+                            self.early.receive()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif key.data == "orders":
                             self.sandboxes.receive()  # type: ignore[union-attr]  # (registered only when there is one)
                         elif key.data == "warm":
@@ -426,20 +444,41 @@ class Server:
             signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # until the child has its own handlers
             server = os.getpid()
             recipe_read, recipe_write = os.pipe2(os.O_CLOEXEC) if self.sandboxes is not None else (-1, -1)
+            last_read, last_write = os.pipe2(os.O_CLOEXEC) if self.early is not None else (-1, -1)
             if self.pages is not None:
                 self.pages.forking()
             try:
                 pid = os.fork()
                 if pid == 0:
-                    self._child(server, recipe_read, recipe_write)  # never returns
+                    self._child(server, recipe_read, recipe_write, last_read, last_write)  # never returns
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
-                if recipe_read >= 0:
-                    os.close(recipe_read)
+                for fd in (recipe_read, last_read):
+                    if fd >= 0:
+                        os.close(fd)
             self.children.add(pid)
             self.spares.add(pid)
             if recipe_write >= 0:
                 self._recipes[pid] = recipe_write
+            if last_write >= 0:
+                self._lasts[pid] = last_write
+
+    def _hand_last(self) -> None:
+        """Hand the last call told (:mod:`toolexec.serve_early`) to the children waiting, once no call runs (the
+        start of its tool's process is never beside a call): each gets it whole or not at all, once."""
+        told = self.early
+        if told is None or told.next is None or self.children != self.spares:
+            return
+        message, told.next = told.next, None
+        for pid in list(self._lasts):
+            fd = self._lasts.pop(pid)
+            try:
+                os.set_blocking(fd, False)  # a child that does not read never holds the server up
+                os.write(fd, message)  # (a part only, when the pipe is full: the child finds no call in it)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
 
     def _hand_recipe(self) -> None:
         """Hand the recipe of the spare the next call likely needs (:mod:`toolexec.serve_spares`) to the children
@@ -468,9 +507,10 @@ class Server:
                 self._forget_recipe(pid)
 
     def _forget_recipe(self, pid: int) -> None:
-        fd = self._recipes.pop(pid, -1)
-        if fd >= 0:
-            os.close(fd)
+        for held in (self._recipes, self._lasts):
+            fd = held.pop(pid, -1)
+            if fd >= 0:
+                os.close(fd)
 
     def _count_runs(self) -> None:
         with contextlib.suppress(OSError):
@@ -478,6 +518,7 @@ class Server:
             self.served += told.count(RAN)
             self.in_spares += told.count(IN_SPARE)
             self.in_warm += told.count(IN_WARM)
+            self.in_early += told.count(IN_EARLY)
 
     def _reap(self) -> None:
         for pid in list(self.children):
@@ -509,7 +550,7 @@ class Server:
 
     # --- a call, in the forked child ------------------------------------------------------------------------
 
-    def _child(self, server: int, recipe: int = -1, recipe_write: int = -1) -> None:
+    def _child(self, server: int, recipe: int = -1, recipe_write: int = -1, last: int = -1, last_write: int = -1) -> None:
         """A spare: wait for a connection (setting up the sandbox of the recipe the server hands down ``recipe``, if
         one comes first), serve that one client and exit. Whatever happens, this process ends here (never back in
         the server's loop)."""
@@ -527,13 +568,15 @@ class Server:
                 return  # the server ended before the signal was asked for
             if self.pool is not None:
                 self.pool.forked()
-            for fd in (recipe_write, *self._recipes.values()):  # (the other waiting children's are not this one's)
+            for fd in (recipe_write, last_write, *self._recipes.values(), *self._lasts.values()):  # (the others' too)
                 with contextlib.suppress(OSError):
                     os.close(fd)
             if self.sandboxes is not None:
                 self.sandboxes.forked()
             if self.pages is not None:
                 self.pages.forked()
+            if self.early is not None:
+                self.early.forked()
             gc.disable()  # a call's process is a one-shot run, whose cyclic garbage waits for its end (toolexec.entry)
             for fd in (self._lock_fd, self._ran_read, self._took_read):
                 with contextlib.suppress(OSError):
@@ -550,12 +593,13 @@ class Server:
             if self.sandboxes is not None:  # the server's end, while waiting: the sandbox set up ahead goes too
                 for number in (signal.SIGTERM, signal.SIGHUP):
                     signal.signal(number, _end_waiting)
-            conn = _accept_one(listener, recipe, self.sandboxes)
+            conn = _accept_one(listener, recipe, self.sandboxes, last, self.early)
             for number in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(number, signal.SIG_DFL)
             listener.close()
-            if recipe >= 0:
-                os.close(recipe)
+            for fd in (recipe, last):
+                if fd >= 0:
+                    os.close(fd)
             process_linux.die_with_parent(None)  # a call taken runs to its end, server or no server
             os.write(self._took_write, os.getpid().to_bytes(4, sys.byteorder))
             os.close(self._took_write)
@@ -563,7 +607,7 @@ class Server:
                 conn.sendall(b"no uid: this server serves its own user only\n")
                 code = 0
             else:
-                code = Child(conn, self.config_path, self._ran_write, self.warm).serve()
+                code = Child(conn, self.config_path, self._ran_write, self.warm, self.early).serve()
                 if self.pages is not None:
                     self.pages.tell()  # (a learning child's: its client has its answer)
         except BaseException:  # the child must end here, and says nothing on the server's terminal
@@ -580,8 +624,12 @@ class Server:
 class Child:
     """One client's call, in its own forked process."""
 
-    def __init__(self, conn: socket.socket, config_path: str, ran: int = -1, warm: bool | None = None) -> None:
+    def __init__(
+        self, conn: socket.socket, config_path: str, ran: int = -1, warm: bool | None = None, told: ServedEarly | None = None
+    ) -> None:
         self.conn = conn
+        self.told = told  # where the call is told once done, for the next child's early start (toolexec.serve_early)
+        self.call: tuple[list[str], bytes, dict[bytes, bytes]] = ([], b"", {})  # its words, directory, environment
         self.config_path = config_path
         self.warm = warm  # which tools run warm (the server's own servers): True every one, None those that ask
         self.ran = ran  # told a byte when the call runs, and one more of how it started (RAN, IN_SPARE, IN_WARM)
@@ -607,6 +655,8 @@ class Child:
             with contextlib.suppress(OSError):
                 os.write(self.ran, RAN)
             self._watch()
+            if self.told is not None:
+                early.arrive(self.call[0])  # this process is that one-shot run now (its spare, its memo)
             code = dispatch(args)
             _release_streams()
             self._unwatch()
@@ -614,6 +664,8 @@ class Child:
                 os.write(self.ran, _started_in())
                 os.close(self.ran)
             self._send(f"exit {code}\n".encode())
+            if self.told is not None:
+                self.told.tell(*self.call)
             return code
         finally:
             for fd in fds:
@@ -734,6 +786,7 @@ class Child:
             if fd > 2:
                 os.close(fd)
         sys.stdin, sys.stdout, sys.stderr = (_text_stream(fd, *encodings[fd]) for fd in (0, 1, 2))
+        self.call = (argv, cwd, environ)
         args.config = self.config_path
         args.handle_signals = True
         args.served_warm = self.warm
@@ -780,6 +833,8 @@ def _started_in() -> bytes:
         return IN_SPARE
     if isinstance(pool, ServedPool) and pool.lent:
         return IN_WARM
+    if early.adopted():
+        return IN_EARLY
     return b""
 
 
@@ -939,23 +994,57 @@ def _end_waiting(*_: object) -> None:
     raise SystemExit(0)
 
 
-def _accept_one(listener: socket.socket, recipe: int = -1, sandboxes: ServedSpares | None = None) -> socket.socket:
+def _accept_one(
+    listener: socket.socket,
+    recipe: int = -1,
+    sandboxes: ServedSpares | None = None,
+    last: int = -1,
+    told: ServedEarly | None = None,
+) -> socket.socket:
     """The next connection (the listener is shared with the server, which keeps it non-blocking); meanwhile, the
-    sandbox of the recipe that comes down ``recipe`` is set up (and ended after ``sandboxes.idle`` seconds unused)."""
+    sandbox of the recipe that comes down ``recipe`` is set up (and ended after ``sandboxes.idle`` seconds unused),
+    and the tool's process of the last call, which comes down ``last``, is started (:mod:`toolexec.serve_early`: it
+    stands for the call's own start, so no sandbox is set up beside it)."""
     message = b""
     waiting: list[int] = [listener.fileno(), *([recipe] if recipe >= 0 and sandboxes is not None else [])]
+    if last >= 0 and told is not None:
+        waiting.append(last)
+    said = b""
     while True:
         idle = sandboxes.idle if sandboxes is not None and sandboxes.spare is not None else None
+        if told is not None and early.spare_pid() is not None:
+            idle = told.idle
         ready, _, _ = select.select(waiting, [], [], idle)
-        if not ready and sandboxes is not None:
-            sandboxes.discard()  # waited too long: the next call (if any) starts cold
+        if not ready:  # waited too long: the next call (if any) starts cold
+            if sandboxes is not None:
+                sandboxes.discard()
+            early.end_spare()
+            continue
+        if last in ready and listener.fileno() not in ready:
+            chunk = os.read(last, 65536)
+            said += chunk
+            if not chunk:
+                waiting.remove(last)
+                if told is not None and len(said) <= MAX_TOLD:
+                    server = os.getppid()
+                    _Ending.making = True
+                    process_linux.die_with_parent(None)  # (the server killed outright: noticed once it is started)
+                    try:
+                        told.started = start_ahead(said)
+                    finally:
+                        _Ending.making = False
+                        process_linux.die_with_parent(signal.SIGKILL)
+                    if _Ending.asked or os.getppid() != server:
+                        raise SystemExit(0)
+                    if told.started and sandboxes is not None:
+                        sandboxes.discard()  # (the tool's own start stands for it)
             continue
         if recipe in ready and listener.fileno() not in ready:  # (a client waiting goes first)
             chunk = os.read(recipe, 65536)
             message += chunk
             if not chunk:
                 waiting.remove(recipe)
-                if sandboxes is not None and len(message) <= MAX_RECIPE:
+                if sandboxes is not None and len(message) <= MAX_RECIPE and not (told is not None and told.started):
                     server = os.getppid()
                     _Ending.making = True
                     process_linux.die_with_parent(None)  # (the server killed outright: noticed once it is started)

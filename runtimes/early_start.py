@@ -229,6 +229,7 @@ def _handed(found: early.Early, held: Held | None, init: tuple[int, int | None] 
     """The spare's process, the call's now (the process helper supervises and reaps it); what this process held of
     the spare is released."""
     proc, found.proc = found.proc, None
+    found.adopted = True
     if found.control is not None:
         found.control.close()
         found.control = None

@@ -35,6 +35,7 @@ LAYERS = [
         "toolexec.serve",
         "toolexec.serve_spares",
         "toolexec.serve_pages",
+        "toolexec.serve_early",
         "toolexec.api",
         "toolexec.toolkit",
         "toolexec.mcp",

@@ -78,11 +78,15 @@ class Served:
         return self.process.returncode, int(served[1]) if served else -1, err
 
 
-def started(said: str) -> tuple[int, int]:
-    """How the calls a server stopped with ``-v`` served started, as it counted them: in a sandbox set up ahead, and
-    forked from a warm server ((-1, -1): it did not say)."""
-    found = re.search(r"\((\d+) in a sandbox set up ahead, (\d+) forked from a warm server, the others cold\)", said)
-    return (int(found[1]), int(found[2])) if found else (-1, -1)
+def started(said: str) -> tuple[int, int, int]:
+    """How the calls a server stopped with ``-v`` served started, as it counted them: in a sandbox set up ahead,
+    forked from a warm server, and in their tool's process started ahead ((-1, -1, -1): it did not say)."""
+    found = re.search(
+        r"\((\d+) in a sandbox set up ahead, (\d+) forked from a warm server, (\d+) in their tool's process started "
+        r"ahead, the others cold\)",
+        said,
+    )
+    return (int(found[1]), int(found[2]), int(found[3])) if found else (-1, -1, -1)
 
 
 @pytest.fixture
@@ -198,7 +202,7 @@ def test_served_runs_of_a_warm_tool_fork_from_the_servers_own_warm_server(projec
     assert (status, count) == (0, 5)
     assert ["bwrap" in init for init in inits[:1]] == [True]
     assert [server in init for init in inits[2:]] == [True] * 3
-    assert started(said) == (0, sum(server in init for init in inits))  # the server's count: what the calls saw
+    assert started(said) == (0, sum(server in init for init in inits), 0)  # the server's count: what the calls saw
     assert servers and not any(alive(pid) for pid in servers)
 
 
@@ -251,7 +255,7 @@ def test_served_runs_of_a_warm_bash_tool_with_the_sandbox_off_each_fork_from_its
     finally:
         status, count, said = served.stop()
     assert (status, count) == (0, 6)
-    assert started(said) == (0, sum("bash_warm.sh" in parent for parent in parents))
+    assert started(said) == (0, sum("bash_warm.sh" in parent for parent in parents), 0)
     assert not any(Path(folder).exists() for folder in slots)
 
 

@@ -23,8 +23,10 @@ from toolexec.runtimes.sandbox import Confinement
 from toolexec.runtimes.sandbox_spare import LAUNCHER, Recipe
 from toolexec.serve_spares import read_recipe, write_recipe
 
+# A declared policy (its network: none): a baseline call's tool starts ahead instead (toolexec.serve_early).
 PROBE_SH = """#!/usr/bin/env bash
 # @describe Say what started the namespace the call runs in (its init's command line).
+# @meta network none
 main() {
     tr '\\0' ' ' </proc/1/cmdline >>"$LLM_OUTPUT"
 }
@@ -79,7 +81,7 @@ def test_a_kind_of_served_call_seen_twice_starts_in_a_sandbox_set_up_ahead(proje
         left = _waiting_sandbox(served.process.pid)
     finally:
         status, count, said = served.stop()
-    assert (status, count, started(said)) == (0, 3, (1, 0))  # the server counted the call that started in the spare
+    assert (status, count, started(said)) == (0, 3, (1, 0, 0))  # the server counted the call that started in the spare
     assert [(done.returncode, done.stderr) for done in runs] == [(0, b"")] * 3
     assert ["_spare_launcher.py" in done.stdout.decode() for done in runs] == [False, False, True]
     assert spare is not None and not alive(spare)
@@ -101,7 +103,7 @@ def test_a_served_call_of_another_kind_runs_cold_and_its_child_ends_the_unused_s
         wait_until(lambda: _idle(served.process.pid), "the server to be idle again")
     finally:
         status, count, said = served.stop()
-    assert (status, count, started(said)) == (0, 3, (0, 0))  # (the third, of another kind, started cold)
+    assert (status, count, started(said)) == (0, 3, (0, 0, 0))  # (the third, of another kind, started cold)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"other", b"")
 
 
@@ -190,7 +192,10 @@ def test_a_waiting_child_told_to_end_while_it_starts_a_sandbox_ends_once_it_is_s
 FDS_PY = '''import os
 
 def run() -> str:
-    """Name the descriptors this call holds open, and what started its namespace."""
+    """Name the descriptors this call holds open, and what started its namespace.
+
+    Network: none
+    """
     held = sorted(int(name) for name in os.listdir("/proc/self/fd"))
     return f"{held} {'spare' if b'_spare_launcher.py' in open('/proc/1/cmdline', 'rb').read() else 'cold'}"
 '''
