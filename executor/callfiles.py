@@ -28,6 +28,7 @@ import contextlib
 import os
 import stat
 import threading
+import weakref
 
 from toolexec.runtimes.chores import Chores
 from toolexec.runtimes.private import guarded, private_path
@@ -104,6 +105,7 @@ class FilePool:
         self._closed = False
         self._owner = os.getpid()  # a process forked from it makes its own sets: the kept ones are its parent's
         self._chores = Chores("toolexec-call-files")  # what give_back leaves for after the call
+        self._finalizer: weakref.finalize[[str, int], FilePool] | None = None
 
     def take(self, tool: str, asking: bool, within: str | None = None) -> CallFiles:
         """A kept set of ``tool``'s, else a new one made in the pool's directory, or in ``within`` (a confined warm
@@ -124,6 +126,8 @@ class FilePool:
                     except BaseException:
                         self._out -= 1
                         raise
+                    # a pool collected unclosed (its executor never closed) takes its directory with it
+                    self._finalizer = weakref.finalize(self, _remove_tree, self._directory, self._owner)
                 if within is None:
                     directory = self._directory
         try:
@@ -215,6 +219,8 @@ class FilePool:
             if directory is not None:
                 self._directory = None
         if directory is not None:
+            if self._finalizer is not None:
+                self._finalizer.detach()
             _remove(directory, directory=True)
             guarded(directory, False)
 
@@ -274,6 +280,16 @@ def _made_directory() -> str:
     directory = private_path("toolexec-calls-", "", directory=True)
     guarded(directory, True)
     return directory
+
+
+def _remove_tree(directory: str, owner: int) -> None:
+    """Remove a collected pool's directory and the sets kept in it (no call uses one: a call holds its pool)."""
+    if os.getpid() != owner:  # a forked copy's: its parent's to remove
+        return
+    import shutil
+
+    shutil.rmtree(directory, ignore_errors=True)
+    guarded(directory, False)
 
 
 def _identities(paths: tuple[str, ...]) -> tuple[tuple[int, int], ...]:

@@ -379,7 +379,7 @@ class Calls:
             engine = Engine(
                 pending.snapshot.config,
                 pool=pool,
-                files=self._files if pool is not None else None,
+                files=self._file_pool(snapshot.config, pool),
                 spares=self._sandboxes(snapshot.config),
             )
             return engine.execute(
@@ -503,6 +503,22 @@ class Calls:
                 self._pool = WarmPool(max_servers=config.warm_max, idle=config.warm_idle)
                 self._files = FilePool()
             return self._pool
+
+    def _file_pool(self, config: Config, pool: WarmPool | None) -> FilePool | None:
+        """Where a call's private files come from and go back to: the pool of warm calls' (made with the warm pool),
+        and on a long-lived surface under the baseline (every mode but ``off``) the same pool for cold calls too, whose
+        PID namespace is seen gone before their status (:attr:`toolexec.runtimes.process.Finished.sealed`); None:
+        made for the call and removed after it."""
+        if pool is not None:
+            return self._files
+        if config.sandbox == "off" or not self.ahead or served_spares is not None:
+            return None
+        with self._registry:
+            if self._files is None and not self._closed and self.ahead:
+                from toolexec.callfiles import FilePool
+
+                self._files = FilePool()
+            return self._files
 
     def _sandboxes(self, config: Config) -> Spares | None:
         """The sandboxes set up ahead of this surface's calls (made with the first call that can use one; in a call

@@ -238,7 +238,9 @@ class Engine:
                     made_with = launch.confinement
                     assert made_with is not None
                     spare_files = (lambda: new_call_files(tool.name, can_ask)) if not made_with.baseline else None
-                    recipe = Recipe(confinement=made_with, places=places(launch.argv), cwd=os.getcwd(), files=spare_files)
+                    recipe = Recipe(
+                        confinement=made_with, places=places(launch.argv, made_with), cwd=os.getcwd(), files=spare_files
+                    )
                     self.spares.order(ahead[0], recipe)
             files.sealed = finished.sealed
             if observation is not None:

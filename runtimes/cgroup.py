@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import threading
 import time
 
 from toolexec.runtimes import process_linux
@@ -85,6 +86,71 @@ def _token() -> str:
         _tokens.clear()
         _tokens[pid] = os.urandom(8).hex()
     return _tokens[pid]
+
+
+KEPT_PIDS = 16  # empty pids cgroups kept per place for the next calls (as many as calls that usually overlap)
+_kept: dict[str, list[str]] = {}  # place -> this process's empty pids cgroups there, each made by make()
+_kept_lock = threading.Lock()
+
+
+def take_pids(parent: str, processes: int) -> str:
+    """A pids cgroup under ``parent`` whose ``pids.max`` is ``processes``: one a call of this process gave back
+    (:func:`give_back`), when nothing is in it or counted by it now, else a new one (:func:`make`). OSError when none
+    can be made. A long-lived process so spares each call a cgroup made and removed (and the thread that removes it
+    woken); what a kept one held before is checked at the take, not trusted from the give back."""
+    while True:
+        with _kept_lock:
+            kept = _kept.get(parent)
+            path = kept.pop() if kept else None
+        if path is None:
+            break
+        try:
+            if _empty(path):
+                _write(path, "pids.max", processes)
+                if _empty(path):  # (nothing moved in meanwhile: what joins it now is the call's)
+                    return path
+        except OSError:
+            pass
+        remove_soon(path)
+    path = make(parent)
+    try:
+        _write(path, "pids.max", processes)
+    except BaseException:
+        remove(path)
+        raise
+    return path
+
+
+def give_back(path: str) -> None:
+    """A call's pids cgroup (from :func:`take_pids`) once its call is over: kept for a later call of this process when
+    nothing is in it or counted by it, else removed off the call's path (:func:`remove_soon`), as is every one of a
+    process that leaves its cgroups to its guard, or past :data:`KEPT_PIDS`."""
+    parent = os.path.dirname(path)
+    ours = _tokens.get(os.getpid()) is not None and f"-{os.getpid()}-" in os.path.basename(path)
+    if not _left_to_guard and ours and _empty(path):
+        with _kept_lock:
+            kept = _kept.setdefault(parent, [])
+            if len(kept) < KEPT_PIDS:
+                kept.append(path)
+                _drained_at_exit()
+                return
+    remove_soon(path)
+
+
+def _empty(path: str) -> bool:
+    """Whether no process is in the pids cgroup at ``path`` and none is counted by it (a zombie not yet reaped is,
+    until it is): its ``pids.current`` reads 0 and its ``cgroup.procs`` lists nothing."""
+    return _read(os.path.join(path, "pids.current")).strip() == "0" and not _read(os.path.join(path, "cgroup.procs")).strip()
+
+
+def _forget_kept_after_fork() -> None:
+    """In a forked child: the parent's kept cgroups are the parent's (its guard removes them; so may its next call)."""
+    global _kept_lock
+    _kept.clear()
+    _kept_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_kept_after_fork)
 
 
 def join_file(path: str) -> str:
@@ -188,16 +254,26 @@ def remove_soon(path: str) -> None:
     end of this process. After :func:`leave_to_guard`, the guard removes it once this process has ended."""
     if _left_to_guard and process_linux.removes_cgroups_at_end(os.path.dirname(path)):
         return
+    _drained_at_exit()
+    _removals.add(lambda: remove(path))
+
+
+def _drained_at_exit() -> None:
     if not _drain_at_exit:
         import atexit
 
         atexit.register(drain)
         _drain_at_exit.append(True)
-    _removals.add(lambda: remove(path))
 
 
 def drain(timeout: float = 10.0) -> None:
-    """Wait until the cgroups of calls that are over are removed (an executor's close, this process's exit)."""
+    """Wait until the cgroups of calls that are over are removed, those kept for later calls too (an executor's close,
+    this process's exit)."""
+    with _kept_lock:
+        kept = [path for paths in _kept.values() for path in paths]
+        _kept.clear()
+    for path in kept:
+        remove_soon(path)
     _removals.drain(timeout)
 
 

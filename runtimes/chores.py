@@ -77,6 +77,7 @@ class Chores:
                 chore = self._queue.pop(0)
                 self._busy = True
             _quietly(chore)
+            del chore  # (not held while the thread lingers: it may be all that keeps its owner, a pool, alive)
 
     def _forget(self) -> None:
         """In a forked child: the parent's chores and thread are not this process's."""

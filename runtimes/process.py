@@ -301,7 +301,8 @@ class Finished:
     refused: tuple[str, ...] = ()
     oom_killed: bool = False  # the kernel's OOM killer ended a process of the call's memory cgroup
     # Every process of the call had ended before its status came (a warm call's PID namespace, whose init its server
-    # reaped first): none can still hold a descriptor of the call's (its private files may be used again).
+    # reaped first; a cold call's, whose init was seen ended): none can still hold a descriptor of the call's (its
+    # private files may be used again).
     sealed: bool = False
 
 
@@ -435,11 +436,17 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
         if set_here and bound is not None:
             limit_file_size(proc.pid, bound)
         namespaced = alone or (held is not None and held.pid_namespace)  # the kernel ended what the tool left
-        finished = _supervise(proc, system, launch, control, start, mark, progress_read, namespaced, search=not alone)
-        if alone and getattr(proc, "reported", False):  # the server said the status: it had reaped the namespace's init
-            finished = replace(finished, sealed=True)
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             orphan = (gate.child, gate.child_start)
+        # A cold call in a PID namespace of its own: once its init has ended, nothing of the call is left (the kernel
+        # ended and reaped the rest first), so there is nothing to search for, and its files are held by no process.
+        init, init_start = orphan if namespaced and not alone and system is process_linux and orphan else (0, None)
+        ended = (lambda: process_linux.namespace_ended(init, init_start)) if init_start is not None else None
+        finished = _supervise(
+            proc, system, launch, control, start, mark, progress_read, namespaced, search=not alone, ended=ended
+        )
+        if alone and getattr(proc, "reported", False):  # the server said the status: it had reaped the namespace's init
+            finished = replace(finished, sealed=True)
         if orphan is not None:
             system.reap_orphan(*orphan)
     finally:
@@ -719,9 +726,12 @@ def _supervise(
     namespaced: bool = False,
     *,
     search: bool = True,
+    ended: Callable[[], bool] | None = None,
 ) -> Finished:
     """Supervise the started tool, then kill whatever of the call is left and release every descriptor (``search``:
-    look for processes that left its group; not for a call whose whole PID namespace is gone once it has ended)."""
+    look for processes that left its group; not for a call whose whole PID namespace is gone once it has ended).
+    ``ended``: whether a cold call's PID namespace is gone once its tool has ended (waited for briefly); then nothing
+    is searched for either, and the result is ``sealed``."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     supervisor: _Supervisor | None = None
@@ -738,7 +748,8 @@ def _supervise(
         finished = supervisor.run()
     finally:
         _close(progress_read)
-        escaped = kill_tree() + (supervisor.escaped if supervisor is not None else 0)
+        gone = ended is not None and supervisor is not None and supervisor.exited and ended()
+        escaped = (0 if gone else kill_tree()) + (supervisor.escaped if supervisor is not None else 0)
         if not _ended_sealed(proc, sealed=not search):
             _kill_group(proc.pid, signal.SIGKILL, leader, reaped=_reaped(proc))
         if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
@@ -756,7 +767,7 @@ def _supervise(
         finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
             if exited is not None:
                 exited.close()
-    return replace(finished, escaped=escaped)
+    return replace(finished, escaped=escaped, sealed=gone or finished.sealed)
 
 
 class _Supervisor:

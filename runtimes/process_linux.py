@@ -1043,6 +1043,33 @@ def start_of(pid: int) -> int | None:
     return info.start if info.state else None
 
 
+NAMESPACE_WAIT = 1.0  # seconds a call waits for its namespace's init to end after its tool (it ends at once)
+
+
+def namespace_ended(pid: int, start: int, timeout: float = NAMESPACE_WAIT) -> bool:
+    """Whether the PID namespace whose init is ``pid`` (started at ``start``, clock ticks) is gone, waiting up to
+    ``timeout`` seconds for it: the init has ended (no process has its number, another process has it, or a pidfd of
+    it says it ended). The kernel ends every other process of a namespace, and waits until they are reaped, before
+    its init is marked as ended (``zap_pid_ns_processes``, in the init's exit, before its pidfd is woken): once this
+    is True nothing of the namespace is left to hold a file or to search for. False when it cannot tell (then the
+    caller searches, as for a call without a namespace). Every True is sound: a number taken again, or never
+    looked at, means the init was gone first."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    try:
+        if start_of(pid) != start:
+            return True  # another process has its number now (or it is gone): the init had ended
+        return bool(select.select([fd], [], [], timeout)[0])
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def reap_orphan(pid: int, start: int | None) -> None:
     """Wait for a confined call's namespace init (bwrap does not wait for it) and reap it when it was re-parented
     here: it ends at once, its tool gone. ``start`` tells it from a later process that took its pid."""

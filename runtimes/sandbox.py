@@ -445,7 +445,10 @@ def release(held: Held | None) -> bool:
 
     killed = held.memory is not None and cgroup.oom_killed(held.memory)
     for path in held.cgroups:
-        cgroup.remove_soon(path)
+        if path == held.memory:
+            cgroup.remove_soon(path)
+        else:  # a pids cgroup: kept for a later call when empty
+            cgroup.give_back(path)
     if held.tmpdir is not None:
         import shutil  # only a call confined by the fallback has a private TMPDIR on disk
 
@@ -546,14 +549,7 @@ def _cgroup(processes: int) -> str | None:
         return None
     from toolexec.runtimes import cgroup
 
-    path = cgroup.make(root)
-    try:
-        with open(os.path.join(path, "pids.max"), "w") as handle:
-            handle.write(str(processes))
-    except BaseException:
-        cgroup.remove(path)
-        raise
-    return path
+    return cgroup.take_pids(root, processes)
 
 
 def _read(path: str) -> str:

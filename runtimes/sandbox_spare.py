@@ -88,8 +88,11 @@ def eligible(confinement: Confinement | None) -> bool:
     return sandbox.mechanism()[0] == "bwrap"
 
 
-def places(argv: Sequence[str]) -> tuple[str, ...]:
-    """What a call's program needs seen under ``/tmp`` (the private one hides it): what its view depends on."""
+def places(argv: Sequence[str], confinement: Confinement | None = None) -> tuple[str, ...]:
+    """What a call's program needs seen under ``/tmp`` (the private one hides it): what its view depends on; none
+    under the baseline (``confinement``), whose view is the host's whole filesystem (no stat per call)."""
+    if confinement is not None and confinement.baseline:
+        return ()
     return tuple(sandbox._installed_under_tmp(argv))
 
 
@@ -182,7 +185,9 @@ class Spare:
         make: the same confinement (its files are this spare's), working directory and view, as they are now."""
         if confinement != self.confinement or cwd != self.recipe.cwd:
             return False
-        if not confinement.baseline and sandbox.places_state(confinement) != self.state:
+        if confinement.baseline:
+            return True  # the baseline's view is the host's whole filesystem, whatever the program
+        if sandbox.places_state(confinement) != self.state:
             return False  # a hidden path made again, or a link to it pointed elsewhere: uncovered in this sandbox
         return _view(confinement, places(argv), self.python) == self.view
 

@@ -170,14 +170,17 @@ def test_sigkill_of_a_root_toolexec_mid_call_leaves_no_cgroup_no_process_and_no_
         with open(os.path.join(root, name, "cgroup.procs")) as handle:
             members = [int(line) for line in handle]
         assert members  # the tool's processes (and bwrap's) are there
-        assert [p.name for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-sleeper-")]
+        # (a long-lived server keeps a cold baseline call's files in its pool's directory, toolexec-calls-…)
+        assert [p.name for p in private_tmpdir.rglob("toolexec-sleeper-*")]
         proc.kill()
         proc.wait()
         wait_until(lambda: not [pid for pid in members if alive(pid)], "the guard to kill the call's processes")
         wait_until(lambda: _ours(proc.pid) == [], "the guard to remove the call's cgroup")
         wait_until(
-            lambda: not [p for p in private_tmpdir.iterdir() if p.name.startswith("toolexec-sleeper-")],
-            "the guard to remove the call's files",
+            lambda: (
+                not [p for p in private_tmpdir.rglob("toolexec-*") if p.name.startswith(("toolexec-sleeper-", "toolexec-calls-"))]
+            ),
+            "the guard to remove the call's files (and the pool's directory holding them)",
         )
     finally:
         end_call(proc)
