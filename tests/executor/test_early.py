@@ -477,3 +477,23 @@ def test_the_spare_starts_before_subprocess_contextlib_and_signal_are_imported(p
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     assert done.stdout.split() == ["-", "True", "Adopted"]
+
+
+@pytest.mark.parametrize(("language", "sandbox"), STARTS)
+def test_a_run_whose_stdin_is_closed_still_starts_early_and_gives_the_cold_runs_result(
+    project: Project, private_tmpdir: Path, language: str, sandbox: str
+) -> None:
+    """The command started with its descriptor 0 closed: a pipe the run makes may take its place, so the spare is
+    started by Popen itself (toolexec.early._spawn), which takes care of that; the call is the cold one's still."""
+    _needs(sandbox)
+    file, source, _, _ = TOOLS[language]
+    project.tool(file, source)
+    config = str(project.configure(sandbox=sandbox))
+    closed = ["/bin/sh", "-c", 'exec 0<&- "$@"', "sh", sys.executable, "-m", "toolexec", "--config", config, "run", "who"]
+    runs = [
+        subprocess.run([*closed, json.dumps({"text": text})], capture_output=True, text=True, timeout=120, env={**os.environ})
+        for text in ("a", "b")
+    ]
+    seen = [_who(run, language) for run in runs]
+    assert [(s["text"], s["early"]) for s in seen] == [("a", False), ("b", True)]
+    _no_leftovers(project, private_tmpdir)
