@@ -20,7 +20,8 @@ cold ones: none) were. Each mode has a cache of its own: a cold run removes its 
 cache once made every "early" run cold, the other mode's cold run having removed its memo just before). After each
 run, untimed, this process (the subreaper of what runs leave) waits for what the run left to end: a root run leaves
 its cgroups' removal to its parent-death guard, which goes on a few milliseconds after the run, and would otherwise
-take a core from the next run, another mode's.
+take a core from the next run, another mode's. Each row's note gives the CPU of an early run (its processes', its
+guard's included: the steadier figure on a busy machine) in both modes.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
             actions[f"{mode} early"] = (run, None)
             actions[f"{mode} cold"] = (run, lambda memos=memos: shutil.rmtree(memos, ignore_errors=True))
         samples: dict[str, list[float]] = {key: [] for key in actions}
+        cpu: dict[str, list[float]] = {key: [] for key in actions}
         adopted = dict.fromkeys(actions, 0)
         for action, _ in actions.values():  # warm the catalogs, the page cache, the memos
             action(), action()
@@ -111,15 +113,26 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
             for key, (action, prepare) in actions.items():
                 if prepare is not None:
                     prepare()
+                used = _children_cpu()
                 start = time.perf_counter()
                 said = action()
                 samples[key].append((time.perf_counter() - start) * 1000)
                 adopted[key] += said == "true"
                 if subreaper:
                     _reap_orphans()
+                cpu[key].append(_children_cpu() - used)  # (what it left, reaped, counted with it)
         found[language] = {key: statistics.median(values) for key, values in samples.items()}
+        found[language].update({f"{key} cpu": statistics.median(values) for key, values in cpu.items()})
         found[language].update({f"{key} adopted": float(count) for key, count in adopted.items()})
     return found
+
+
+def _children_cpu() -> float:
+    """The CPU (user and system, ms) of every process this one has reaped so far, and of what they reaped."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000
 
 
 def _become_subreaper() -> bool:
@@ -166,7 +179,8 @@ def early_rows(b: Bench) -> list[Row]:
             note = (
                 f"cold (nothing started early): baseline {ms(figures['baseline cold'])}, off {ms(figures['off cold'])}; "
                 f"started by their spare: {_adopted(figures, 'early')} early runs, {_adopted(figures, 'cold')} cold ones; "
-                f"{runs} runs each"
+                f"CPU per early run (its processes', its guard's included): baseline {ms(figures['baseline early cpu'])}, "
+                f"off {ms(figures['off early cpu'])}; {runs} runs each"
             )
             rows.append(
                 Row(

@@ -465,6 +465,7 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], stdin: int, passed: Sequ
         program = next((path for path in found if os.access(path, os.X_OK) and not os.path.isdir(path)), program)
     ours: list[int] = []  # this process's ends: its stdin's (a pipe of its own), stdout's, stderr's
     theirs: list[int] = []
+    errors = -1
     try:
         if stdin < 0:
             stdin, write = os.pipe()
@@ -487,12 +488,13 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], stdin: int, passed: Sequ
             failed = os.read(errors, 32)
         finally:
             os.close(errors)
+            errors = -1
         if failed:
             os.waitpid(pid, 0)
             number = int(failed) if failed.isdigit() else 0
             raise OSError(number, os.strerror(number) if number else "the program could not be started", program)
     except BaseException:
-        for fd in (*ours, *theirs):
+        for fd in (*ours, *theirs, errors):
             _close(fd)
         raise
     stdin_ours = ours[0] if len(ours) == 3 else -1

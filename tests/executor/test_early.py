@@ -447,3 +447,53 @@ def test_the_spares_start_before_subprocess_is_imported_is_popens_and_reports_a_
     assert _open_descriptors() == before
     with contextlib.suppress(ChildProcessError):  # (no child at all)
         assert os.waitpid(-1, os.WNOHANG) == (0, 0)  # no child that ended unreaped (the one that could not exec)
+
+
+START_ORDER = """
+import sys
+had = set(sys.modules)  # (the interpreter's start: an editable install's finder imports contextlib, say)
+from toolexec import early
+
+heavy = ("subprocess", "contextlib", "signal", "threading", "selectors")
+before = sorted(name for name in heavy if name in sys.modules and name not in had)
+adopted = early._adopted
+heavy_at_start = []  # what was imported once the spare was started (its adoption as a Popen imports subprocess)
+early._adopted = lambda *args: (heavy_at_start.extend(n for n in heavy if n in sys.modules and n not in had), adopted(*args))[1]
+early.begin(sys.argv[1:])
+proc = early._early.proc if early._early is not None else None
+print(" ".join(before + heavy_at_start) or "-", proc is not None, type(proc).__name__ if proc else "-")
+"""
+
+
+def test_the_spare_starts_before_subprocess_contextlib_and_signal_are_imported(project: Project) -> None:
+    """A structural hold on ~5 ms of a one-shot run: the installed command's path to its spare (toolexec.entry, then
+    toolexec.early) imports none of them before the spare has started (by its own fork and exec, not Popen's)."""
+    project.tool("who.py", WHO_PY)
+    config = str(project.configure(sandbox="off"))
+    assert toolexec("--config", config, "run", "who", '{"text": "a"}').returncode == 0  # (its memo)
+    done = subprocess.run(
+        [sys.executable, "-c", START_ORDER, "--config", config, "run", "who"],
+        capture_output=True, text=True, timeout=60, env={**os.environ},
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout.split() == ["-", "True", "Adopted"]
+
+
+@pytest.mark.parametrize(("language", "sandbox"), STARTS)
+def test_a_run_whose_stdin_is_closed_still_starts_early_and_gives_the_cold_runs_result(
+    project: Project, private_tmpdir: Path, language: str, sandbox: str
+) -> None:
+    """The command started with its descriptor 0 closed: a pipe the run makes may take its place, so the spare is
+    started by Popen itself (toolexec.early._spawn), which takes care of that; the call is the cold one's still."""
+    _needs(sandbox)
+    file, source, _, _ = TOOLS[language]
+    project.tool(file, source)
+    config = str(project.configure(sandbox=sandbox))
+    closed = ["/bin/sh", "-c", 'exec 0<&- "$@"', "sh", sys.executable, "-m", "toolexec", "--config", config, "run", "who"]
+    runs = [
+        subprocess.run([*closed, json.dumps({"text": text})], capture_output=True, text=True, timeout=120, env={**os.environ})
+        for text in ("a", "b")
+    ]
+    seen = [_who(run, language) for run in runs]
+    assert [(s["text"], s["early"]) for s in seen] == [("a", False), ("b", True)]
+    _no_leftovers(project, private_tmpdir)
