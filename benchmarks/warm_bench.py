@@ -271,8 +271,31 @@ def measure_bash(runs: int) -> dict[str, tuple[float, float, float]]:
     return figures
 
 
-def measure_mcp(runs: int, sandbox: str = "declared") -> tuple[float, float, float]:
-    """Medians (ms) of a warm Bash tool's tools/call over stdio and of ``bash -c :``, and the median difference."""
+def tree_cpu_ms(pid: int) -> tuple[float, float]:
+    """CPU time (ms) of process ``pid`` alone, and of it with every descendant alive now and every one they reaped
+    (``/proc``'s utime, stime, cutime and cstime): what a server and the processes it runs have used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own, whole, stack = 0.0, 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            for task in os.listdir(f"/proc/{current}/task"):
+                stack += [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+        used = [int(x) * 1000 / tick for x in fields[11:15]]
+        whole += sum(used)
+        if current == pid:
+            own = used[0] + used[1]
+    return own, whole
+
+
+def measure_mcp(runs: int, sandbox: str = "declared", cpu: dict[str, float] | None = None) -> tuple[float, float, float]:
+    """Medians (ms) of a warm Bash tool's tools/call over stdio and of ``bash -c :``, and the median difference.
+    ``cpu``: filled with the CPU per call (ms) of the ``toolexec mcp`` process (``server``) and of it with every
+    process it ran (``tree``: its warm server, the server's spares and calls), steadier than wall times on a busy
+    machine."""
     bash = which("bash") or "bash"
     with tempfile.TemporaryDirectory() as directory:
         config = _project(Path(directory), {"noop.sh": NOOP_SH}, sandbox)
@@ -280,6 +303,7 @@ def measure_mcp(runs: int, sandbox: str = "declared") -> tuple[float, float, flo
         try:
             for _ in range(3):  # the build, the server's start
                 client.call("noop")
+            before = tree_cpu_ms(client.proc.pid)
             times: tuple[list[float], list[float]] = ([], [])
             for _ in range(runs):
                 for index, action in enumerate(
@@ -288,6 +312,9 @@ def measure_mcp(runs: int, sandbox: str = "declared") -> tuple[float, float, flo
                     start = time.perf_counter()
                     action()
                     times[index].append((time.perf_counter() - start) * 1000)
+            after = tree_cpu_ms(client.proc.pid)
+            if cpu is not None:
+                cpu.update(server=(after[0] - before[0]) / runs, tree=(after[1] - before[1]) / runs)
         finally:
             client.close()
     added = [a - b for a, b in zip(*times, strict=True)]
@@ -350,9 +377,12 @@ def bash_rows(runs: int) -> None:
             f"| Bash no-op call in-process, warm vs cold, sandbox {mode.split(':')[1]} | {warm:.2f} ms | cold: {cold:.1f} ms | {ratio:.3f}x | |"
         )
     for mode in MODES:
-        served, bash, added = measure_mcp(runs, mode)
+        cpu: dict[str, float] = {}
+        served, bash, added = measure_mcp(runs, mode, cpu)
         print(
-            f"| MCP stdio `tools/call`, warm Bash tool, sandbox {mode} | {served:.2f} ms | `bash -c :`: {bash:.2f} ms | {added:+.2f} ms | ≤ +1 ms |"
+            f"| MCP stdio `tools/call`, warm Bash tool, sandbox {mode} | {served:.2f} ms | `bash -c :`: {bash:.2f} ms "
+            f"| {added:+.2f} ms | ≤ +1 ms | CPU per call: toolexec mcp {cpu['server']:.2f} ms, with every process it "
+            f"ran {cpu['tree']:.2f} ms |"
         )
 
 

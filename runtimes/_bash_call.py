@@ -16,18 +16,30 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 
-def call_script(env: Mapping[str, str], cwd: str, join: str = "") -> bytes:
+def call_script(env: Mapping[str, str], cwd: str, join: str = "", base: Mapping[str, str] | None = None) -> bytes:
     """The call's script (bytes, as bash reads them): ``env`` a mapping of names to values, ``cwd`` the directory,
     ``join`` the ``cgroup.procs`` (or v1 ``tasks``) file to move into ("": none).
+
+    ``base``: the environment the bash that runs the call started with, before it sourced the tool. Only what the
+    call's environment changes of it is set (and what it lacks unset): a variable both share keeps what the tool's
+    top level made of it (``PATH="$PATH:..."``, ``unset X``), as a cold call's top level, run on that same value,
+    leaves it for ``main``. Without ``base``, every variable is set.
 
     ``command export`` keeps a name bash refuses (not an identifier, or read-only as ``UID``) from ending the call
     in POSIX mode; it is left out of the call's environment, as it is of a cold call's shell variables."""
     # SHLVL as a cold call's bash sets it at its start (one more than the environment's), not the server's own
-    env = {**env, "SHLVL": shell_level(env.get("SHLVL"))}
+    level = shell_level(env.get("SHLVL")) if base is None or env.get("SHLVL") != base.get("SHLVL") else None
+    gone = [] if base is None else [name for name in base if name not in env and name != "SHLVL"]
+    if base is not None:
+        env = {name: value for name, value in env.items() if base.get(name) != value}
+    if level is not None:
+        env = {**env, "SHLVL": level}
     # Every pair quoted at once: joined by NUL, which no name or value holds (an environment's strings end at one),
     # each ' made '\'' and each NUL the end of one word and the start of the next (half the time of a word each).
     words = "\0".join([f"{name}={value}" for name, value in env.items()]).replace("'", "'\\''").replace("\0", "' '")
-    lines = [f"command export -- '{words}' 2>/dev/null"]
+    lines = [f"command export -- '{words}' 2>/dev/null"] if env else []
+    if gone:
+        lines.append(" ".join(["command unset -v --", *(_quote(name) for name in gone)]) + " 2>/dev/null")
     if join:
         lines.append(f"{{ echo 0 >{_quote(join)}; }} 2>/dev/null")
     lines.append(f"cd -- {_quote(cwd)} || exit 70")

@@ -60,6 +60,17 @@ from _python_zygote import (
 
 SPARES = 2  # spares kept ready ahead of the calls (each: an init and a bash): a call that follows one finds one
 CHANNELS = (10, 11, 12, 13, 14)  # where an init keeps a call's stdin, stdout, stderr, script and progress pipe
+# What bash_warm.sh unsets as it starts (its first lines): not in the environment its calls start from.
+_UNSET_BY_BASH = frozenset(
+    {
+        "TOOLEXEC_ZYGOTE_FD",
+        "TOOLEXEC_WARM_SPARE",
+        "TOOLEXEC_WARM_SERVER",
+        "TOOLEXEC_WARM_SLOTS",
+        "TOOLEXEC_WARM_HELD",
+        "TOOLEXEC_WARM_QUIET",
+    }
+)
 _RESTORED = ("SIGINT", "SIGPIPE", "SIGXFSZ", "SIGXFZ")  # ignored by this server (or by Python): as a cold call has them
 
 
@@ -296,7 +307,9 @@ def _run(bash, request, fds, pipes, namespaces):
         os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
         os._exit(70)
     env = os.memfd_create("toolexec-call", 0)
-    os.write(env, call_script(request["env"], request.get("cwd") or "/", join))
+    # (what the call changes of the environment the bash started in: this init's, less what bash_warm.sh unsets)
+    base = {name: value for name, value in os.environ.items() if name not in _UNSET_BY_BASH}
+    os.write(env, call_script(request["env"], request.get("cwd") or "/", join, base))
     channels = [fds[0], fds[1], fds[2], env, *fds[3:4]]
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in channels]  # (a received one may have a target's number)
     for fd in channels:

@@ -386,7 +386,9 @@ class BashCall(CallProcess):
                 env["TOOLEXEC_FILE_LIMIT"] = str(call.file_limit)
             if call.progress >= 0:
                 env["LLM_PROGRESS"] = os.path.join(slot.path, "progress")
-            slot.write(_read_all(call.stdin), call_script(env, call.cwd or os.getcwd()))  # no cgroup
+            # (what the call changes of the server's environment: the bash that sourced the tool started in it)
+            script = call_script(env, call.cwd or os.getcwd(), base=server.spec.env)  # no cgroup
+            slot.write(_read_all(call.stdin), script)
         except BaseException:
             for fd in fds:
                 os.close(fd)

@@ -191,3 +191,34 @@ def test_a_file_sourced_in_a_function_is_looked_at_before_each_call(
     assert (first, second) == ("hello|hB\n", "howdy|hB\n")
     assert warm_calls == [True, True]
     assert Path(words).read_text() == "WORD=howdy\n"
+
+
+# The top level changes the environment it was started in: a variable it adds to, one it exports anew from another,
+# one it unsets. A warm call's script set every variable of the call again after the sourcing (the top level's PATH
+# was the call's again in main, the unset variable back); it now sets only what the call changes of the server's
+# environment (its own variables: LLM_*, the call's marker), so main sees what a cold call's main sees.
+ENVIRONMENT_TOOL = r"""#!/usr/bin/env bash
+# @describe Change the environment.
+# @meta warm
+PATH="$PATH:/top-level"
+export S15_DERIVED="${S15_KEPT-unset}-top"
+unset S15_GONE
+main() {
+    printf '%s|%s|%s|%s|%s\n' "${PATH##*:}" "$S15_DERIVED" "${S15_GONE-gone}" "$(printenv S15_DERIVED)" \
+        "$([[ -w $LLM_OUTPUT ]] && echo output)" >>"$LLM_OUTPUT"
+}
+eval "$(argc --argc-eval "$0" "$@")"
+"""
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_warm_call_has_the_environment_its_top_level_left_as_its_cold_call_has_it(
+    project: Project, sandbox: str, warm_calls: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("S15_KEPT", "kept")
+    monkeypatch.setenv("S15_GONE", "here")
+    project.tool("environment.sh", ENVIRONMENT_TOOL)
+    cold, warm = _outcomes(project, sandbox, "environment")
+    assert cold == (True, "ok", 0, "/top-level|kept-top|gone|kept-top|output\n", None, "")
+    assert warm == [cold] * 3
+    assert warm_calls == [True] * 3
