@@ -239,6 +239,7 @@ class ForkServer(ServerProcess):
         # Spares the server offered (``S<pid>`` with the socket the spare waits on): the next call goes to one
         # directly, with no hop through the server (_spawn)
         self._offers: list[tuple[int, socket.socket]] = []
+        self._due = False  # a call went to an offered spare since the last offer came: the server offers another
 
     def start(self) -> bool:
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
@@ -359,8 +360,16 @@ class ForkServer(ServerProcess):
             self._taken += 1
             refused = (len(self.proxy.refusals), self._taken, self._busy == 1) if self.proxy is not None else None
             offer = self._offer(control)
+            due, alone = self._due, self._busy == 1
+        if offer is None and due and alone:
+            offer = self._awaited(control)
         try:
+            if offer is not None:
+                with self._lock:
+                    self._due = True
             if not (offer is not None and _send_to_spare(control, offer, message, fds)):
+                with self._lock:
+                    self._due = self._due and offer is None
                 socket.send_fds(control, [message], fds)  # (the server hands it to a spare: one made now if none waits)
         except OSError:
             self._done()
@@ -388,6 +397,18 @@ class ForkServer(ServerProcess):
                     self._offers += [offer] if (offer := self._offer(control)) is not None else []
         return bool(self._offers)
 
+    def _awaited(self, control: socket.socket) -> tuple[int, socket.socket] | None:
+        """The spare the server offers once the last call sent to an offered one is over (it forks it then), waited for
+        up to :data:`WAKE_SECONDS`: sent before it, this call would have the server fork another spare on its path (a
+        call that follows another at once, as over MCP at concurrency 1). None when none came (and none is awaited
+        again until a call goes to an offered spare)."""
+        with contextlib.suppress(OSError):
+            select.select([control], [], [], WAKE_SECONDS)
+        with self._lock:
+            offer = self._offer(control)
+            self._due = False
+        return offer
+
     def _offer(self, control: socket.socket) -> tuple[int, socket.socket] | None:
         """A spare the server offered, to send the call to (None: none is offered now); with the lock held. The end
         of the control socket (the server is gone) lets go of every offer: a spare whose server is gone says no status
@@ -401,6 +422,7 @@ class ForkServer(ServerProcess):
             fds = _descriptors(ancillary)
             if data[:1] == b"S" and data[1:].isdigit() and fds:
                 self._offers.append((int(data[1:]), socket.socket(fileno=fds.pop(0))))
+                self._due = False
             for fd in fds:
                 os.close(fd)
             if not data:  # (the server sends no empty message)

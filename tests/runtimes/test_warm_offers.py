@@ -95,6 +95,22 @@ def test_a_call_sent_to_its_offered_spare_never_passes_through_the_server(projec
     )
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_calls_that_follow_one_another_at_once_each_go_to_an_offered_spare(project: Project, mode: str) -> None:
+    """A call sent as soon as the last one's result came (as over MCP at concurrency 1) waits for the spare the
+    server offers once that call is over (it forks it then): sent before the offer, it went through the server,
+    which forked another spare for it on its path (and which then held its message)."""
+    project.tool("seeing.py", SEEING)
+    with Executor(project.configure(**_settings(mode)), warm=True) as executor:
+        assert executor.call("seeing", {"secret": "warm-up"}).status == "ok"  # (the server's start)
+        _offered()
+        results = [executor.call("seeing", {"secret": f"SECRET-{n}"}) for n in range(4)]
+    said = [json.loads(result.output) for result in results if result.status == "ok"]
+    assert [(one["warm"], one["secret"], one["calls_seen"]) for one in said] == [(True, f"SECRET-{n}", []) for n in range(4)], (
+        results
+    )
+
+
 def _offered_process(server: warm_fork.ForkServer) -> int:
     """The pid (in this process's numbering) of the spare the server offered: a child of the server's process whose
     pid in its parent's PID namespace is the one offered (``NSpid``: one number per namespace, outermost first); the
