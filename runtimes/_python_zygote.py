@@ -873,7 +873,8 @@ def _hand_over(spares, data, fds, children):
     call's reply socket alone) is no call: toolexec sent its call to the spare it was offered (:meth:`_Spares.offer`)
     itself, and tells the zygote, which says the status (:func:`_taken_directly`)."""
     if data[:1] == b"T":
-        _taken_directly(spares, int(bytes(data[1:]) or b"0"), fds, children)
+        pid = bytes(data[1:])
+        _taken_directly(spares, int(pid) if pid.isdigit() else 0, fds, children)  # (0: no spare's)
         return
     pid, said, held = spares.hand(data, fds)
     reply = _Reply(fds[3], held, said)
