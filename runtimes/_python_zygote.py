@@ -672,9 +672,10 @@ class _Spares:
         self.word = namespaces is not None
 
     def ended(self):
-        """A call's status is said: the next call's spare is made now (unless one waits)."""
-        self.said_at = time.monotonic()
+        """A call's status is said: the next call's spare is made now (unless one waits). Back to back counts from
+        then (:meth:`taken`): a call that came at once waited for this spare, whose making is no gap of the client's."""
         self.offer()
+        self.said_at = time.monotonic()
 
     def taken(self):
         """A call was handed over (and its message let go, :func:`_take`): when calls come back to back (this one came
