@@ -10,9 +10,16 @@ A call is one message: marshal's ``{"env", "cwd", "fsize", "limits"}`` with the 
 stdin (its request), stdout, stderr, a reply socket and, when the call listens for progress, the progress pipe. The
 call's process, in a session of its own, takes those as its descriptors 0, 1, 2 (and 3), the call's environment,
 working directory and file size bound, and runs the call as the cold bootstrap does (:func:`_python_runner.start`).
-Toolexec hears ``P<pid>\\n`` on the reply socket once the call's process has it and ``X<wait status>\\n`` once the zygote
-has reaped it; then the socket closes. The zygote itself runs no thread: it waits in ``select`` for calls and for
-SIGCHLD.
+Toolexec hears ``P\\n`` on the reply socket from the call's process once it has the call (its pid in the message's
+credentials) and ``X<wait status>\\n`` once the call is over; then the socket closes. The zygote itself runs no thread:
+it waits in ``select`` for calls and for SIGCHLD.
+
+The message mostly goes past the zygote: each spare made ahead is offered to toolexec (``S<pid>`` on the control
+socket, with the socket the spare waits on: :meth:`_Spares.offer`), which sends its next call to that spare itself
+and then tells the zygote (``T<pid>`` with the call's reply socket: :func:`_taken_directly`), which says the status
+as for a call it handed over. One process less to wake before the call runs, and a call's message never enters the
+memory that later spares are forked from. A call that finds no offer (calls at once, a spare that ended) is sent to
+the zygote, which hands it to a spare made then.
 
 Isolated (``TOOLEXEC_ZYGOTE_ISOLATE=1``: the zygote runs inside the sandbox baseline's namespaces, made once by bwrap,
 holding CAP_SYS_ADMIN there), each call gets the baseline's own guarantees: the zygote forks its next child alone in
@@ -33,8 +40,8 @@ only once it has killed the init and found it had no child left (:func:`_ended_a
 alone, and nothing of it runs again); else the init's kill ends the namespace, and its reap says the status (killed).
 
 Nothing of that is on a call's path: the call's process (and its init) is made ahead, a spare (:func:`_spare`) that
-waits for its call, and the zygote hands it the next call as toolexec handed it over. The next spare is made once
-the call has ended (see :class:`_Spares`). What a spare's process writes first (reference counts) it copies from the
+waits for its call, which toolexec sends it (or the zygote hands it on). The next spare is made once the call has
+ended (see :class:`_Spares`). What a spare's process writes first (reference counts) it copies from the
 zygote page by page: the zygote freezes what it loaded (``gc.freeze``), so that a collection in a call never walks
 (and copies) all of it.
 
@@ -393,8 +400,8 @@ def _exit_with(pid, ended_hook=None):
 
 def _tool(module, calls, namespaces):
     """The call's process, made ahead: a session of its own (and, in a namespace, no capability left), then it waits
-    on ``calls`` for its call; it says ``P`` (an isolated one: its pid reaches toolexec as the credentials of the
-    message, in toolexec's own numbering), takes the call's limits and runs it."""
+    on ``calls`` for its call (from toolexec itself, or handed on by the zygote); it says ``P`` (its pid reaches
+    toolexec as the credentials of the message, in toolexec's own numbering), takes the call's limits and runs it."""
     os.setsid()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a cold call's interpreter has it
     # A confined call's process binds its own files before it drops its capabilities: until then no code of the
@@ -438,8 +445,10 @@ def _tool(module, calls, namespaces):
             os.write(fds[2], f"toolexec: cannot start the call in its own namespace ({exc})\n".encode())
             os._exit(70)
         reply.close()
-    else:
-        os.close(fds[3])  # the zygote's: it says P and the status
+    else:  # P, its pid in the credentials (the zygote says only the status: the call may have come past it)
+        reply = _Reply(fds[3])
+        _say_started(reply)
+        reply.close()
     _child(module, request, fds[:3] + fds[4:])
 
 
@@ -599,7 +608,7 @@ def _take(control, children, spares, hand_over=None):
             for fd in fds:
                 os.close(fd)
             return False
-        if len(fds) < 4:
+        if len(fds) < (1 if data[:1] == b"T" else 4):  # (T: a call toolexec sent to its spare itself)
             for fd in fds:
                 os.close(fd)
             return True
@@ -649,6 +658,8 @@ class _Spares:
         self.control = control
         self.module = module
         self.waiting = None  # (pid, the socket it waits on, the pipe its init says the call's status on or -1)
+        self.offered = None  # (pid, the socket its init says the status on or None): a spare toolexec holds (offer)
+        self.ended_early = {}  # pid -> wait status: offered spares reaped before toolexec said it took them
         self.made = set()  # spares alive without a call, and inits whose call's status they said: reaped quietly
         self.own_mounts = os.stat("/proc/self/ns/mnt").st_ino if namespaces is not None else 0
         self.said_at = -1.0  # when a call's status was last said (time.monotonic)
@@ -660,15 +671,51 @@ class _Spares:
         self.word = namespaces is not None
 
     def ended(self):
-        """A call's status is said: the next call's spare is made now (unless one waits)."""
+        """A call's status is said: the next call's spare is made now (unless one waits). Back to back counts from
+        then (:meth:`taken`): a call that came at once waited for this spare, whose making is no gap of the client's."""
+        self.offer()
         self.said_at = time.monotonic()
-        self.make()
 
     def taken(self):
         """A call was handed over (and its message let go, :func:`_take`): when calls come back to back (this one came
         soon after the last status was said) the next call's spare is made now, while this one runs."""
         if self.said_at >= 0 and time.monotonic() - self.said_at < _FOLLOWING_SECONDS:
-            self.make()
+            self.offer()
+
+    def offer(self):
+        """A new spare, offered to toolexec (``S<pid>`` on the control socket, with the socket the spare waits on):
+        toolexec sends the next call to it itself, with no hop through the zygote, and tells the zygote it did
+        (``T<pid>``, :func:`_taken_directly`). The call's message never enters the zygote's memory then, which every
+        later spare is forked from. One offer at a time: none while toolexec holds one, or a spare waits here."""
+        if self.offered is not None or self.waiting is not None:
+            return
+        self.make()
+        if self.waiting is None:
+            return
+        pid, sock, said = self.waiting
+        self.waiting = None
+        try:
+            socket.send_fds(self.control, [b"S%d" % pid], [sock.fileno()]) if hasattr(socket, "send_fds") else _send_fds(
+                self.control, b"S%d" % pid, [sock.fileno()]
+            )
+        except OSError:  # (toolexec is closing: the spare sees the end of its socket and exits)
+            if said is not None:
+                said.close()
+            return
+        finally:
+            sock.close()
+        self.offered = (pid, said)
+
+    def lost(self, pid, status):
+        """Offered spare ``pid`` was reaped (wait ``status``): its call, should toolexec have sent it one, is over
+        (it says ``T`` still; :func:`_taken_directly` says this status then). The next call gets a new spare."""
+        said = self.offered[1]
+        self.offered = None
+        if said is not None:
+            said.close()
+        self.ended_early[pid] = status
+        while len(self.ended_early) > 16:  # (spares that died with no call: toolexec never says T for them)
+            del self.ended_early[next(iter(self.ended_early))]
 
     def make(self):
         """A new spare, unless one waits (none when it cannot be made: the next call tries again)."""
@@ -775,12 +822,22 @@ class _Spares:
         os.close(held)  # the zygote's own: the spare has not made its own yet (the call pays the teardown)
         return -1
 
-    def close(self):
+    def forget_waiting(self):
+        """Let go of the spare that waits here (it ended, or is to end: it sees the end of its socket and exits)."""
         if self.waiting is not None:
-            self.waiting[1].close()  # it sees the end of file and exits
+            self.waiting[1].close()
             if self.waiting[2] is not None:
                 self.waiting[2].close()
             self.waiting = None
+
+    def close(self):
+        """No call comes any more: let go of every spare (an offered one sees the end of its socket once toolexec
+        has closed its own end, the control socket's, on which it was offered)."""
+        self.forget_waiting()
+        if self.offered is not None:  # (its socket's other end is toolexec's, closed with the control socket)
+            if self.offered[1] is not None:
+                self.offered[1].close()
+            self.offered = None
 
 
 def _close(fd):
@@ -812,7 +869,13 @@ class _Reply:
 
 
 def _hand_over(spares, data, fds, children):
-    """Give the call to a spare; toolexec hears ``P`` once it has it (from the call's process itself, isolated)."""
+    """Give the call to a spare; toolexec hears ``P`` from the call's process once it has it. ``T<pid>`` (with the
+    call's reply socket alone) is no call: toolexec sent its call to the spare it was offered (:meth:`_Spares.offer`)
+    itself, and tells the zygote, which says the status (:func:`_taken_directly`)."""
+    if data[:1] == b"T":
+        pid = bytes(data[1:])
+        _taken_directly(spares, int(pid) if pid.isdigit() else 0, fds, children)  # (0: no spare's)
+        return
     pid, said, held = spares.hand(data, fds)
     reply = _Reply(fds[3], held, said)
     for fd in fds[:3] + fds[4:]:
@@ -820,27 +883,57 @@ def _hand_over(spares, data, fds, children):
     if pid < 0:  # the call is not started (toolexec runs it cold)
         reply.close()
         return
-    if spares.namespaces is None:  # (an isolated call's process says it, with its credentials)
-        _say_started(reply, pid)
     children[pid] = reply
 
 
-def _say_started(reply, pid):
-    """``P<pid>`` on the call's reply socket, with a pidfd of the call's process where this Python opens one (3.9+):
-    the zygote has not reaped it yet, so the pidfd names it, and toolexec signals the call's group through it
-    (PIDFD_SIGNAL_PROCESS_GROUP) whatever becomes of its number once the zygote has reaped it (a process started
-    since in a session of its own may have that number: another call's tool, a program of the host's)."""
+def _taken_directly(spares, pid, fds, children):
+    """Toolexec sent a call straight to spare ``pid`` (the one offered to it), and the call's reply socket here: the
+    zygote says the call's status on it, as for a call it handed over. A spare that ended before this word came (its
+    call may be over already) has its status said now, from its reap (:meth:`_Spares.lost`); a pid that is no spare
+    offered gets its socket closed (the call then counts as killed)."""
+    for fd in fds[1:]:
+        os.close(fd)
+    if not fds:
+        return
+    reply = _Reply(fds[0])
+    status = spares.ended_early.pop(pid, None)
+    offered = spares.offered
+    if status is not None or offered is None or offered[0] != pid:
+        if status is not None:
+            with contextlib.suppress(OSError):
+                reply.sendall(b"X%d\n" % status)
+        reply.close()
+        if status is not None:  # a call's status is said: the next spare is made (as once a reap or a word says one)
+            spares.ended()
+        return
+    spares.offered = None
+    spares.made.discard(pid)
+    said = offered[1]
+    reply.held = spares.hold(pid) if spares.namespaces is not None else -1
+    if said is not None:
+        if spares.early:  # (as hand() sends it: the init says the status itself, once the call's process is gone)
+            with contextlib.suppress(OSError):
+                _send_fds(said, b"R", fds[:1])
+        reply.said = said.detach()
+    children[pid] = reply
+
+
+def _say_started(reply):
+    """``P`` on the call's reply socket (this process's pid in the credentials), with a pidfd of this process where
+    this Python opens one (3.9+): toolexec signals the call's group through it (PIDFD_SIGNAL_PROCESS_GROUP) whatever
+    becomes of its number once the zygote has reaped it (a process started since in a session of its own may have
+    that number: another call's tool, a program of the host's). Said before any code of the call runs."""
     pidfd = -1
     if hasattr(os, "pidfd_open"):
         with contextlib.suppress(OSError):
-            pidfd = os.pidfd_open(pid)
+            pidfd = os.pidfd_open(os.getpid())
     try:
         if pidfd < 0:
-            reply.sendall(b"P%d\n" % pid)
+            reply.sendall(b"P\n")
         else:
             sock = socket.socket(fileno=reply.fd)
             try:
-                _send_fds(sock, b"P%d\n" % pid, [pidfd])
+                _send_fds(sock, b"P\n", [pidfd])
             finally:
                 sock.detach()
     except OSError:
@@ -880,7 +973,9 @@ def _reap(children, spares):
             return ended
         spares.made.discard(pid)
         if spares.waiting and spares.waiting[0] == pid:  # the spare died waiting: the next call makes one
-            spares.close()
+            spares.forget_waiting()
+        if getattr(spares, "offered", None) and spares.offered[0] == pid:  # (its call may have come: see lost)
+            spares.lost(pid, status)
         reply = children.pop(pid, None)
         if reply is not None:
             ended = True
@@ -919,7 +1014,7 @@ def serve():
     spares = _Spares(namespaces, control, module)
     wake_read = _woken_by_children()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # toolexec ends it by closing the socket (or killing it)
-    spares.make()
+    spares.offer()
     # once a call is over and its status said: the next call's spare, while nothing else runs
     _serve_calls(control, spares, wake_read, _hand_over, reaped=spares.ended, taken=spares.taken)
 

@@ -2,9 +2,11 @@
 
 The server program is the runtime's (``python_zygote.py`` for Python); the protocol is
 ``_python_zygote.py``'s: one ``SOCK_SEQPACKET`` socket for calls (a marshal'ed message with the call's descriptors
-passed by SCM_RIGHTS), and per call a reply socket on which the server writes ``P<pid>`` once the call's process
-exists and ``X<wait status>`` once it has reaped it. The reply socket is the call's exit waiter: it becomes readable
-when the status comes, or at end of file should the server die (then the call counts as killed).
+passed by SCM_RIGHTS), on which the server also offers each spare it makes ahead (``S<pid>`` with the socket the spare
+waits on: the call is sent there, and ``T<pid>`` with its reply socket to the server), and per call a reply socket on
+which the call's process writes ``P`` once it has the call (its pid in the credentials) and the server
+``X<wait status>`` once the call is over. The reply socket is the call's exit waiter: it becomes readable when the
+status comes, or at end of file should the server die (then the call counts as killed).
 """
 
 from __future__ import annotations
@@ -234,6 +236,10 @@ class ForkServer(ServerProcess):
         self.proxy: Proxy | None = None
         self._taken = 0
         self._held: sandbox.Held | None = None  # the server's own cgroups (warm_limits), given back at its end
+        # Spares the server offered (``S<pid>`` with the socket the spare waits on): the next call goes to one
+        # directly, with no hop through the server (_spawn)
+        self._offers: list[tuple[int, socket.socket]] = []
+        self._due = False  # a call went to an offered spare since the last offer came: the server offers another
 
     def start(self) -> bool:
         """Start the server and wait until the tool has loaded; False (and :attr:`problem`) when it cannot serve."""
@@ -297,6 +303,11 @@ class ForkServer(ServerProcess):
             self._end()
             return False
         self.loaded = loaded.taken(loaded.parse(answer), started, started_wall)
+        # The server offers its first spare at once (a fork): the first call is sent to it, as every later one
+        with contextlib.suppress(OSError):
+            if select.select([ours], [], [], WAKE_SECONDS)[0]:
+                with self._lock:
+                    self._offers += [offer] if (offer := self._offer(ours)) is not None else []
         self._control = ours
         return True
 
@@ -316,8 +327,8 @@ class ForkServer(ServerProcess):
 
     def _spawn(self, call: WarmCall, stdout: int, stderr: int, out_read: int, err_read: int) -> ForkedCall | None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        if call.isolated is not None:  # its init's pid comes as the credentials of its message, in this namespace's numbers
-            mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        # the call's pid comes as the credentials of the P its process says, in this namespace's numbers
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         fds = [call.stdin, stdout, stderr, theirs.fileno(), *([call.progress] if call.progress >= 0 else [])]
         request: dict[str, object] = {"env": dict(call.env), "cwd": call.cwd, "fsize": call.file_limit}
         if call.isolated is not None:
@@ -348,8 +359,18 @@ class ForkServer(ServerProcess):
         with self._lock:
             self._taken += 1
             refused = (len(self.proxy.refusals), self._taken, self._busy == 1) if self.proxy is not None else None
+            offer = self._offer(control)
+            due, alone = self._due, self._busy == 1
+        if offer is None and due and alone:
+            offer = self._awaited(control)
         try:
-            socket.send_fds(control, [message], fds)
+            if offer is not None:
+                with self._lock:
+                    self._due = True
+            if not (offer is not None and _send_to_spare(control, offer, message, fds)):
+                with self._lock:
+                    self._due = self._due and offer is None
+                socket.send_fds(control, [message], fds)  # (the server hands it to a spare: one made now if none waits)
         except OSError:
             self._done()
             mine.close()
@@ -364,8 +385,59 @@ class ForkServer(ServerProcess):
             return None
         return forked
 
+    def offered(self, timeout: float = 0.0) -> bool:
+        """Whether the server has offered a spare that no call took yet (waiting up to ``timeout`` seconds for one):
+        the next call is sent to it directly."""
+        control = self._control
+        if control is None:
+            return False
+        with contextlib.suppress(OSError):
+            if self._offers or select.select([control], [], [], timeout)[0]:
+                with self._lock:
+                    self._offers += [offer] if (offer := self._offer(control)) is not None else []
+        return bool(self._offers)
+
+    def _awaited(self, control: socket.socket) -> tuple[int, socket.socket] | None:
+        """The spare the server offers once the last call sent to an offered one is over (it forks it then), waited for
+        up to :data:`WAKE_SECONDS`: sent before it, this call would have the server fork another spare on its path (a
+        call that follows another at once, as over MCP at concurrency 1). None when none came (and none is awaited
+        again until a call goes to an offered spare)."""
+        with contextlib.suppress(OSError):
+            select.select([control], [], [], WAKE_SECONDS)
+        with self._lock:
+            offer = self._offer(control)
+            self._due = False
+        return offer
+
+    def _offer(self, control: socket.socket) -> tuple[int, socket.socket] | None:
+        """A spare the server offered, to send the call to (None: none is offered now); with the lock held. The end
+        of the control socket (the server is gone) lets go of every offer: a spare whose server is gone says no status
+        (and, outside a namespace, outlives it until its socket closes), so no call is sent to one: the call then
+        finds the server gone, as its message to the server would."""
+        while True:
+            try:  # (not socket.recv_fds, which drops its flags before Python 3.13)
+                data, ancillary, _, _ = control.recvmsg(32, _OFFER_SPACE, socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+            except OSError:  # (nothing more now: BlockingIOError)
+                break
+            fds = _descriptors(ancillary)
+            if data[:1] == b"S" and data[1:].isdigit() and fds:
+                self._offers.append((int(data[1:]), socket.socket(fileno=fds.pop(0))))
+                self._due = False
+            for fd in fds:
+                os.close(fd)
+            if not data:  # (the server sends no empty message)
+                for _, spare in self._offers:
+                    spare.close()
+                self._offers = []
+                break
+        return self._offers.pop() if self._offers else None
+
     def _stop_taking(self) -> None:
         control, self._control = self._control, None
+        with self._lock:
+            offers, self._offers = self._offers, []
+        for _, spare in offers:
+            spare.close()  # (with the control socket's end: the spares offered see the end of theirs, and exit)
         if control is not None:
             control.close()  # the server sees the end of file: it exits once its children are reaped
 
@@ -388,6 +460,22 @@ class ForkServer(ServerProcess):
         with self._lock:
             alone = since[2] and self._taken == since[1]
         return tuple(proxy.refusals[since[0] :]) if proxy is not None and alone else ()
+
+
+def _send_to_spare(control: socket.socket, offer: tuple[int, socket.socket], message: bytes, fds: list[int]) -> bool:
+    """Send a call straight to the spare its server offered (``offer``: its pid and the socket it waits on), then say
+    ``T<pid>`` to the server with the call's reply socket (``fds[3]``), on which it says the status; False when the
+    spare took nothing (it ended meanwhile: the server hands the call on instead)."""
+    pid, spare = offer
+    try:
+        socket.send_fds(spare, [message], fds)
+    except OSError:
+        return False
+    finally:
+        spare.close()
+    with contextlib.suppress(OSError):  # (a server gone: the call's end of file counts as killed, as ever)
+        socket.send_fds(control, [b"T%d" % pid], fds[3:4])
+    return True
 
 
 class _Waiter:
@@ -427,9 +515,10 @@ class _Ready:
 
 
 class CallProcess:
-    """A warm call's process: as much of ``subprocess.Popen`` as the process helper uses. Its server writes
-    ``P<pid>`` on the ``waiter`` channel once the process exists and ``X<status>`` once it has ended (end of file
-    without a status: the server died with the call, which counts as killed)."""
+    """A warm call's process: as much of ``subprocess.Popen`` as the process helper uses. ``P<pid>`` comes on the
+    ``waiter`` channel once the process exists (``P`` alone: the pid is the sender's, in the message's credentials)
+    and ``X<status>`` once it has ended (end of file without a status: the server died with the call, which counts
+    as killed)."""
 
     def __init__(self, server: ServerProcess, waiter: WaiterLike, stdout: int, stderr: int, progress: int = -1) -> None:
         self._server = server
@@ -572,3 +661,14 @@ class ForkedCall(CallProcess):
 
 _CREDENTIALS_SPACE = socket.CMSG_SPACE(12)  # struct ucred: pid, uid, gid
 _REPLY_SPACE = _CREDENTIALS_SPACE + socket.CMSG_SPACE(4)  # and one descriptor: the pidfd said with P
+_OFFER_SPACE = socket.CMSG_SPACE(2 * 4)  # an offer's descriptor (and room to see one more, which is closed)
+
+
+def _descriptors(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (SCM_RIGHTS)."""
+    fds: list[int] = []
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(value) - len(value) % 4
+            fds += [int.from_bytes(value[at : at + 4], sys.byteorder, signed=True) for at in range(0, usable, 4)]
+    return fds

@@ -30,7 +30,8 @@ pytestmark = [
 
 
 # The top level switches the per-call cover of the calls' directory off and keeps every call's message in the
-# server (so that each spare forked after a call carries it); each call says what it got of the others'.
+# server (so that each spare forked after a call carries it): it offers toolexec no spare, which would take each
+# call's message past the server; each call says what it got of the others'.
 HOSTILE = '''
 import json, marshal, os, sys
 
@@ -44,6 +45,7 @@ if ZYGOTE is not None:
         return handed(spares, data, fds, children)
 
     ZYGOTE._hand_over = _keep
+    ZYGOTE._Spares.offer = ZYGOTE._Spares.make  # no spare offered to toolexec: every call's message comes through here
     sys.modules["_python_confined"].Confined.own_files = lambda self, files: None
 
 
