@@ -101,7 +101,15 @@ class ServerProcess:
         """The server's process, started by the one thread that lives as long as this process
         (:func:`toolexec.runtimes.starter.lasting`): an isolated server's bwrap dies with the thread that started it
         (``--die-with-parent``), and the calling thread may end while the server serves on. It has no death signal of
-        its own: it ends at the end of its socket or stdin, or with this process."""
+        its own: it ends at the end of its socket or stdin, or with this process. Its group is announced to the
+        parent-death guard (withdrawn once it is reaped, :meth:`_end`): a server still starting (its tool's top level
+        running, reading neither) is killed with its group should this process die."""
+        proc = self._start(argv, stdin, env, pass_fds)
+        if process_linux.available():
+            process_linux.announce(proc.pid)
+        return proc
+
+    def _start(self, argv: list[str], stdin: int, env: dict[str, str], pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes]:
         return lasting(
             lambda: subprocess.Popen(
                 argv,
@@ -200,6 +208,7 @@ class ServerProcess:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
         process_linux.reap_group_orphans(proc.pid)
+        process_linux.withdraw(proc.pid)  # (before the reap: until then the number is its group's, no other's)
         proc.wait()
         unregister(proc.pid)
         inits, self._inits = self._inits, []
