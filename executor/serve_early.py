@@ -128,9 +128,9 @@ def start_ahead(message: bytes) -> bool:
         return False
     argv, cwd, environ = found
     try:
-        here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:  # (the server's own directory gone: nothing is started, the call starts cold)
-        return False
+        here = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:  # (the server's directory, not this user's to open: the child stays where the call was; its call
+        here = -1  # stands it where the caller stands anyway)
     saved = dict(os.environb)
     try:
         try:
@@ -145,8 +145,9 @@ def start_ahead(message: bytes) -> bool:
         return early.spare_pid() is not None
     finally:
         _set_environment(saved)
-        os.fchdir(here)
-        os.close(here)
+        if here >= 0:
+            os.fchdir(here)
+            os.close(here)
 
 
 def _set_environment(environ: dict[bytes, bytes]) -> None:
