@@ -225,9 +225,9 @@ def test_a_call_told_that_does_not_read_back_whole_and_well_typed_starts_nothing
 def test_an_ordinary_users_served_calls_start_in_their_own_process_started_ahead_and_leave_nothing(
     ordinary: Ordinary,
 ) -> None:
-    """``toolexec serve`` run by an ordinary user: the process started ahead of its calls is that user's, the served
-    runs after the first start in it with the cold run's result, root's runs of the same config never reach that
-    server (its uid is not theirs: they run locally), and nothing of it is left once it stops."""
+    """``toolexec serve`` run by an ordinary user (started from a directory that user may not open): the process
+    started ahead of its calls is that user's, the served runs after the first start in it with the first run's
+    result, and nothing of it is left once it stops."""
     import subprocess
 
     import yaml
