@@ -220,9 +220,13 @@ def arrive(argv: Sequence[str]) -> None:
     found.memo, found.known, found.digest = memo, _read(memo), digest
 
 
-def remembered() -> bool:
-    """Whether this run's start was written down, as one a spare can be started from (for the next run)."""
-    return _early is not None and _early.written and bool(_early.known)
+def remembered() -> tuple[str, bool] | None:
+    """The kind of spare this run's start was written down as, for the next run, and whether it starts in bwrap (the
+    baseline's); None when none was."""
+    if _early is None or not _early.written or not _early.known:
+        return None
+    fields = _early.known.split(b"\0")
+    return fields[0].decode("ascii", "replace"), INFO.encode() in fields
 
 
 def adopted() -> bool:

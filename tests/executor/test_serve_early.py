@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import Project
 from tests.executor.test_serve import Served, _cmdline, _descendants, started, toolexec
-from tests.helpers import alive, wait_until
+from tests.executor.test_serve_spares import _processes_under
+from tests.helpers import Ordinary, alive, wait_until
 from toolexec.runtimes import baseline
 from toolexec.serve_early import read_call, start_ahead, write_call
 
@@ -41,6 +42,12 @@ SANDBOXES = [
         marks=pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace"),
     ),
 ]
+# (a Bash tool under the baseline keeps the sandbox set up ahead instead: tests/executor/test_serve_spares.py)
+CASES = [
+    pytest.param("echo_py", "off", id="echo_py-off"),
+    pytest.param("echo_py", "declared", id="echo_py-baseline", marks=SANDBOXES[1].marks),
+    pytest.param("echo_sh", "off", id="echo_sh-off"),
+]
 BOOTSTRAPS = ("python_bootstrap.py", "bash_bootstrap.sh")
 
 
@@ -64,8 +71,7 @@ def _started_ahead(served: Served) -> int:
     return found
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-@pytest.mark.parametrize("tool", sorted(TOOLS))
+@pytest.mark.parametrize(("tool", "sandbox"), CASES)
 def test_a_served_run_starts_in_the_tool_s_process_started_ahead_with_the_cold_run_s_result(
     project: Project, tmp_path: Path, tool: str, sandbox: str
 ) -> None:
@@ -94,8 +100,7 @@ def test_a_served_run_starts_in_the_tool_s_process_started_ahead_with_the_cold_r
     assert [alive(pid) for pid in (*spares, last)] == [False] * 3
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-@pytest.mark.parametrize("tool", sorted(TOOLS))
+@pytest.mark.parametrize(("tool", "sandbox"), CASES)
 def test_a_tool_edited_after_its_process_started_ahead_runs_its_new_code(
     project: Project, tmp_path: Path, tool: str, sandbox: str
 ) -> None:
@@ -215,3 +220,44 @@ def test_a_call_told_that_does_not_read_back_whole_and_well_typed_starts_nothing
     before = dict(os.environ), os.getcwd()
     assert (read_call(message), start_ahead(message)) == (None, False)
     assert (dict(os.environ), os.getcwd()) == before
+
+
+def test_an_ordinary_users_served_calls_start_in_their_own_process_started_ahead_and_leave_nothing(
+    ordinary: Ordinary,
+) -> None:
+    """``toolexec serve`` run by an ordinary user (started from a directory that user may not open): the process
+    started ahead of its calls is that user's, the served runs after the first start in it with the first run's
+    result, and nothing of it is left once it stops."""
+    import subprocess
+
+    import yaml
+
+    root = ordinary.root
+    (root / "functions" / "tools" / "echo_py.py").write_text(ECHO_PY)
+    ordinary.config.write_text(
+        yaml.safe_dump({"visible_tools": ["echo_py.py"], "sandbox": "off", "runtimes": {"python": ordinary.python}})
+    )
+    ordinary.own()
+    command = [*ordinary.prefix, ordinary.python, "-m", "toolexec", "serve", "--config", str(ordinary.config), "-v"]
+    pipe, nothing = subprocess.PIPE, subprocess.DEVNULL
+    server = subprocess.Popen(command, stdin=nothing, stdout=nothing, stderr=pipe, text=True, env=ordinary.env)
+    run = ("python", "-m", "toolexec", "--config", str(ordinary.config), "run", "echo_py", '{"text": "a"}')
+    owners = []
+    try:
+        assert server.stderr is not None
+        banner = server.stderr.readline()
+        assert banner.startswith("toolexec: serving "), banner
+        runs = [ordinary.run(*run)]
+        for _ in range(2):
+            wait_until(lambda: _ahead(server.pid) is not None, "the tool's process started ahead")
+            spare = _ahead(server.pid)
+            owners.append(os.stat(f"/proc/{spare}").st_uid if spare is not None else None)
+            runs.append(ordinary.run(*run))
+    finally:
+        server.terminate()
+        _, said = server.communicate(timeout=60)
+    assert server.returncode == 0 and "(0 in a sandbox set up ahead, 0 forked from a warm server, 2 in their" in said, said
+    assert len({done.stdout for done in runs}) == 1 and runs[0].stdout.startswith("a|")
+    assert [(done.returncode, done.stderr) for done in runs] == [(0, "")] * 3
+    assert owners == [ordinary.uid] * 2
+    assert _processes_under(root) == []

@@ -23,10 +23,8 @@ from toolexec.runtimes.sandbox import Confinement
 from toolexec.runtimes.sandbox_spare import LAUNCHER, Recipe
 from toolexec.serve_spares import read_recipe, write_recipe
 
-# A declared policy (its network: none): a baseline call's tool starts ahead instead (toolexec.serve_early).
 PROBE_SH = """#!/usr/bin/env bash
 # @describe Say what started the namespace the call runs in (its init's command line).
-# @meta network none
 main() {
     tr '\\0' ' ' </proc/1/cmdline >>"$LLM_OUTPUT"
 }
@@ -189,6 +187,7 @@ def test_a_waiting_child_told_to_end_while_it_starts_a_sandbox_ends_once_it_is_s
     assert steps == [("death signal", None), b"the recipe", ("death signal", signal.SIGKILL)]
 
 
+# A declared policy (its network: none): a baseline Python call's tool starts ahead instead (toolexec.serve_early).
 FDS_PY = '''import os
 
 def run() -> str:
