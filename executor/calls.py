@@ -385,6 +385,7 @@ class Calls:
                 pool=pool,
                 files=self._file_pool(snapshot.config, pool),
                 spares=self._sandboxes(snapshot.config),
+                keep_cold=self.keep_files,
             )
             return engine.execute(
                 pending.snapshot,

@@ -52,12 +52,20 @@ class Engine:
     """Runs calls of one config, each against its own :class:`~toolexec.sources.Snapshot`."""
 
     def __init__(
-        self, config: Config, *, pool: WarmPool | None = None, files: FilePool | None = None, spares: Spares | None = None
+        self,
+        config: Config,
+        *,
+        pool: WarmPool | None = None,
+        files: FilePool | None = None,
+        spares: Spares | None = None,
+        keep_cold: bool = False,
     ) -> None:
         """``pool``: the warm servers this call may fork from (None: it is spawned cold); ``files``: where its private
         files come from and go back to (None: made for it, removed after it); ``spares``: the sandboxes set up ahead
         of calls (:mod:`toolexec.runtimes.sandbox_spare`) a confined or baseline call may start in, and where the next
-        one is ordered (None: each starts its own)."""
+        one is ordered (None: each starts its own); ``keep_cold``: a cold call whose PID namespace was seen gone leaves
+        its files to ``files`` for the next call, as a sealed warm call does."""
+        self.keep_cold = keep_cold
         self.config = config
         self.pool = pool
         self.files = files
@@ -242,7 +250,7 @@ class Engine:
                         confinement=made_with, places=places(launch.argv, made_with), cwd=os.getcwd(), files=spare_files
                     )
                     self.spares.order(ahead[0], recipe)
-            files.sealed = finished.sealed
+            files.sealed = finished.sealed or (finished.namespace_gone and self.keep_cold)
             if observation is not None:
                 observation.launched(prepared.argv, finished)
             declared = confined is not None and confined.file_size is not None  # its bound replaces max_kept_bytes's
