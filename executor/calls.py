@@ -165,14 +165,18 @@ class Calls:
         caller: Caller | None = None,
         warm: bool | None = None,
         ahead: bool = True,
+        keep_files: bool = False,
     ) -> None:
         """``warm``: True runs every tool warm (docs/performance.md), None those the config or their script name,
         False none (a one-shot run, which would only pay for the server's start). ``ahead``: set up each confined (or
         baseline) call's sandbox before the next call of its kind comes (:mod:`toolexec.runtimes.sandbox_spare`); not
-        for a one-shot run, which makes no second call."""
+        for a one-shot run, which makes no second call. ``keep_files``: a cold call that ran sealed (its PID namespace
+        seen gone) leaves its private files to its tool's next call, as a sealed warm call does (a server:
+        ``toolexec mcp``); they live in a directory of the surface's until it closes."""
         self.source = source
         self.warm = warm
         self.ahead = ahead
+        self.keep_files = keep_files
         self._pool: WarmPool | None = None
         self._files: FilePool | None = None  # the private files of warm calls, kept between sealed ones
         self._spares: Spares | None = None
@@ -381,6 +385,7 @@ class Calls:
                 pool=pool,
                 files=self._file_pool(snapshot.config, pool),
                 spares=self._sandboxes(snapshot.config),
+                keep_cold=self.keep_files,
             )
             return engine.execute(
                 pending.snapshot,
@@ -506,12 +511,12 @@ class Calls:
 
     def _file_pool(self, config: Config, pool: WarmPool | None) -> FilePool | None:
         """Where a call's private files come from and go back to: the pool of warm calls' (made with the warm pool),
-        and on a long-lived surface under the baseline (every mode but ``off``) the same pool for cold calls too, whose
-        PID namespace is seen gone before their status (:attr:`toolexec.runtimes.process.Finished.sealed`); None:
-        made for the call and removed after it."""
+        and on a surface that keeps them (``keep_files``) in every mode but ``off`` the same pool for cold calls too,
+        whose PID namespace is seen gone before their status (:attr:`toolexec.runtimes.process.Finished.sealed`);
+        None: made for the call and removed after it."""
         if pool is not None:
             return self._files
-        if config.sandbox == "off" or not self.ahead or served_spares is not None:
+        if config.sandbox == "off" or not self.ahead or not self.keep_files or served_spares is not None:
             return None
         with self._registry:
             if self._files is None and not self._closed and self.ahead:

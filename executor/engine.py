@@ -52,12 +52,20 @@ class Engine:
     """Runs calls of one config, each against its own :class:`~toolexec.sources.Snapshot`."""
 
     def __init__(
-        self, config: Config, *, pool: WarmPool | None = None, files: FilePool | None = None, spares: Spares | None = None
+        self,
+        config: Config,
+        *,
+        pool: WarmPool | None = None,
+        files: FilePool | None = None,
+        spares: Spares | None = None,
+        keep_cold: bool = False,
     ) -> None:
         """``pool``: the warm servers this call may fork from (None: it is spawned cold); ``files``: where its private
         files come from and go back to (None: made for it, removed after it); ``spares``: the sandboxes set up ahead
         of calls (:mod:`toolexec.runtimes.sandbox_spare`) a confined or baseline call may start in, and where the next
-        one is ordered (None: each starts its own)."""
+        one is ordered (None: each starts its own); ``keep_cold``: a cold call whose PID namespace was seen gone leaves
+        its files to ``files`` for the next call, as a sealed warm call does."""
+        self.keep_cold = keep_cold
         self.config = config
         self.pool = pool
         self.files = files
@@ -242,7 +250,7 @@ class Engine:
                         confinement=made_with, places=places(launch.argv, made_with), cwd=os.getcwd(), files=spare_files
                     )
                     self.spares.order(ahead[0], recipe)
-            files.sealed = finished.sealed
+            files.sealed = finished.sealed or (finished.namespace_gone and self.keep_cold)
             if observation is not None:
                 observation.launched(prepared.argv, finished)
             declared = confined is not None and confined.file_size is not None  # its bound replaces max_kept_bytes's
@@ -476,8 +484,13 @@ def _reported_failure(path: str) -> str | None:
     import json
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(1 << 16)
+        # by descriptor (a buffered text file costs four system calls more); a FIFO put in its place does not block
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            data = _read_at(fd, 0, 1 << 16)
+        finally:
+            os.close(fd)
+        text = data.decode("utf-8", errors="replace")
         report = json.loads(text) if text.strip() else None
     except (OSError, ValueError):
         return None
@@ -524,16 +537,30 @@ def read_capped(path: str, limit: int) -> Capture:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise OutputUnreadable(f"the tool replaced $LLM_OUTPUT with {_kind_of(st.st_mode)}, not a regular file")
-    with open(fd, "rb") as handle:
+    try:  # by descriptor: a buffered file costs three system calls more
         size = st.st_size  # what is read: a file that grows meanwhile adds nothing
         if size <= limit:
-            capture.add(handle.read(size))
+            capture.add(_read_at(fd, 0, size))
             return capture
-        capture.head += handle.read(limit // 2)
-        handle.seek(size - (limit - limit // 2))
-        capture.tail += handle.read(limit - limit // 2)
+        capture.head += _read_at(fd, 0, limit // 2)
+        capture.tail += _read_at(fd, size - (limit - limit // 2), limit - limit // 2)
         capture.total = size
+    finally:
+        os.close(fd)
     return capture
+
+
+def _read_at(fd: int, offset: int, size: int) -> bytes:
+    """Up to ``size`` bytes of ``fd`` from ``offset`` (fewer at its end)."""
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.pread(fd, min(size, 1 << 20), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
 
 
 def _kind_of(mode: int) -> str:

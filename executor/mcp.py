@@ -316,9 +316,8 @@ class ToolServer:
         report = build(config)
         self._report_problems(report.problems)
         self.source = WatchedSource(config, report.catalog)
-        self.calls = Calls(
-            self.source, caller=Caller(surface="mcp"), warm=options.warm
-        )  # the one call path: its limiter and in-flight registry
+        # the one call path: its limiter and in-flight registry; a sealed cold call's files serve its tool's next call
+        self.calls = Calls(self.source, caller=Caller(surface="mcp"), warm=options.warm, keep_files=True)
         self.listing = Listing(config, report.catalog, summaries=options.catalog == "summaries")
         self.bus = InMemorySubscriptionBus()
         self.legacy_sessions: list[ServerSession] = []  # stdio: the one handshake-era connection, for list_changed

@@ -301,9 +301,11 @@ class Finished:
     refused: tuple[str, ...] = ()
     oom_killed: bool = False  # the kernel's OOM killer ended a process of the call's memory cgroup
     # Every process of the call had ended before its status came (a warm call's PID namespace, whose init its server
-    # reaped first; a cold call's, whose init was seen ended): none can still hold a descriptor of the call's (its
-    # private files may be used again).
+    # reaped first): none can still hold a descriptor of the call's (its private files may be used again).
     sealed: bool = False
+    # The same of a cold call: its PID namespace's init was seen ended before its status (a surface that keeps such a
+    # call's files for the next, toolexec mcp, uses them again).
+    namespace_gone: bool = False
 
 
 def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
@@ -731,7 +733,7 @@ def _supervise(
     """Supervise the started tool, then kill whatever of the call is left and release every descriptor (``search``:
     look for processes that left its group; not for a call whose whole PID namespace is gone once it has ended).
     ``ended``: whether a cold call's PID namespace is gone once its tool has ended (waited for briefly); then nothing
-    is searched for either, and the result is ``sealed``."""
+    is searched for either, and the result says ``namespace_gone``."""
     control.emit("started", pid=proc.pid)
     exited: _ExitWaiter | None = None
     supervisor: _Supervisor | None = None
@@ -767,7 +769,7 @@ def _supervise(
         finally:  # after the wait: the portable waiter joins its thread, which returns once the child is reaped
             if exited is not None:
                 exited.close()
-    return replace(finished, escaped=escaped, sealed=gone or finished.sealed)
+    return replace(finished, escaped=escaped, namespace_gone=gone)
 
 
 class _Supervisor:

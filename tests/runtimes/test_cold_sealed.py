@@ -1,6 +1,6 @@
 """A cold call under the baseline is sealed once its PID namespace is seen gone (its init ended: the kernel ended and
-reaped everything else of the namespace first), so a long-lived executor uses its private files again for the tool's
-next call (executor/callfiles.py), as it does a sealed warm call's. Hostile tools leave writers behind that try to
+reaped everything else of the namespace first), so a surface that keeps them (``toolexec mcp``: ``Calls(keep_files=True)``)
+uses its private files again for the tool's next call (executor/callfiles.py), as it does a sealed warm call's. Hostile tools leave writers behind that try to
 reach the next call's files; real bwrap, real bash.
 """
 
@@ -10,6 +10,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,13 +43,19 @@ def leaver(project: Project) -> Project:
     return project
 
 
+def _keeping(executor: Any) -> Any:
+    """``executor`` as ``toolexec mcp`` keeps its calls: a sealed cold call's files serve its tool's next call."""
+    executor.calls.keep_files = True
+    return executor
+
+
 def _output_path(result: object) -> str:
     output = getattr(result, "output", "")
     return output.split("\n", 1)[0]
 
 
 def test_a_cold_calls_files_serve_the_next_call_only_once_nothing_of_it_is_left(leaver: Project) -> None:
-    with leaver.executor(["leaver.sh"], sandbox="declared") as executor:
+    with _keeping(leaver.executor(["leaver.sh"], sandbox="declared")) as executor:
         first = executor.call("leaver", {"mode": "plain"})
         executor.calls.settle()
         left = executor.call("leaver", {"mode": "leave"})
@@ -67,7 +74,7 @@ def test_a_cold_calls_files_serve_the_next_call_only_once_nothing_of_it_is_left(
 
 
 def test_a_set_left_otherwise_than_made_is_not_used_again(leaver: Project) -> None:
-    with leaver.executor(["leaver.sh"], sandbox="declared") as executor:
+    with _keeping(leaver.executor(["leaver.sh"], sandbox="declared")) as executor:
         first = executor.call("leaver", {"mode": "artifact"})
         executor.calls.settle()
         second = executor.call("leaver", {"mode": "plain"})
@@ -87,7 +94,7 @@ def test_an_init_not_seen_ended_leaves_the_set_unused_and_the_call_searched(
         return False
 
     monkeypatch.setattr(process_linux, "namespace_ended", unsure)
-    with leaver.executor(["leaver.sh"], sandbox="declared") as executor:
+    with _keeping(leaver.executor(["leaver.sh"], sandbox="declared")) as executor:
         paths = []
         for _ in range(2):
             result = executor.call("leaver", {"mode": "plain"})
@@ -97,13 +104,18 @@ def test_an_init_not_seen_ended_leaves_the_set_unused_and_the_call_searched(
     assert len(asked) == 2 and paths[0] != paths[1]
 
 
-def test_sandbox_off_makes_each_cold_call_a_set_of_its_own(leaver: Project) -> None:
-    with leaver.executor(["leaver.sh"], sandbox="off") as executor:
+@pytest.mark.parametrize(("sandbox", "keep"), [("off", True), ("declared", False)])
+def test_sandbox_off_and_the_python_api_make_each_cold_call_a_set_of_its_own(
+    leaver: Project, private_tmpdir: Path, sandbox: str, keep: bool
+) -> None:
+    with leaver.executor(["leaver.sh"], sandbox=sandbox) as executor:
+        executor.calls.keep_files = keep
         paths = []
         for _ in range(2):
             result = executor.call("leaver", {"mode": "plain"})
             executor.calls.settle()
             paths.append(_output_path(result))
+            assert list(private_tmpdir.iterdir()) == []  # nothing of it left, and nothing kept
     assert paths[0] != paths[1]
 
 
