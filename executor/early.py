@@ -72,6 +72,7 @@ class Early:
         self.digest = digest  # this run's start_digest, taken before it read its config
         self.kind = ""
         self.cwd = os.getcwd()  # where it started (the memo is this directory's)
+        self.where = _here()  # that directory itself: a path names another once it is moved away and made again
         self.argv: list[str] = []  # as remembered (with INFO)
         self.additions: dict[str, str] = {}
         self.env: dict[str, str] = {}  # what it started with (but for the variable that makes it a spare)
@@ -154,6 +155,8 @@ class Early:
             and kind == self.kind
             and list(argv) == self.argv
             and cwd == self.cwd == os.getcwd()
+            and self.where is not None
+            and self.where == _here()
             and dict(additions) == self.additions
             and _compatible(self.env, env, self.additions)
         )
@@ -214,9 +217,9 @@ def arrive(argv: Sequence[str]) -> None:
     if found is None:
         _early = Early(memo, _read(memo), digest)
         return
-    if found.memo != memo or found.digest != digest or found.cwd != os.getcwd():
+    if found.memo != memo or found.digest != digest or found.cwd != os.getcwd() or found.where != _here():
         found.discard()
-        found.cwd = os.getcwd()
+        found.cwd, found.where = os.getcwd(), _here()
     found.memo, found.known, found.digest = memo, _read(memo), digest
 
 
@@ -405,7 +408,11 @@ def memo_path(argv: Sequence[str]) -> str | None:
     folder = cache_folder("one-shot")
     if folder is None:
         return None
-    key = "\0".join((os.getcwd(), config, name))
+    try:
+        here = os.getcwd()
+    except OSError:  # a working directory removed: nothing is remembered for it (the run goes on as it would)
+        return None
+    key = "\0".join((here, config, name))
     return os.path.join(folder, f"{fnv1a64(os.fsencode(key)):016x}")
 
 
@@ -435,6 +442,16 @@ def _compatible(start: Mapping[str, str], call: Mapping[str, str], additions: Ma
     if any(name not in additions and call.get(name) != value for name, value in start.items()):
         return False
     return all(name in start or name in _PER_CALL or name.startswith(_PER_CALL_PREFIXES) for name in call)
+
+
+def _here() -> tuple[int, int] | None:
+    """The working directory's device and inode (None when it cannot be looked at): what a spare started in stands
+    in, whatever path names it now."""
+    try:
+        info = os.stat(".")
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _end() -> None:

@@ -215,3 +215,30 @@ def test_a_call_told_that_does_not_read_back_whole_and_well_typed_starts_nothing
     before = dict(os.environ), os.getcwd()
     assert (read_call(message), start_ahead(message)) == (None, False)
     assert (dict(os.environ), os.getcwd()) == before
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_a_directory_replaced_at_the_same_path_never_gets_a_process_started_in_the_old_one(
+    project: Project, tmp_path: Path, tool: str, sandbox: str
+) -> None:
+    """The process started ahead stands in the directory the last call's path named then: once that directory is
+    moved away and another made at its path, a caller there runs in its own directory (the path is the same, the
+    directory is not), never in the old one; the stale process is ended."""
+    project.tool(*TOOLS[tool])
+    config = project.configure(sandbox=sandbox)
+    here, old = tmp_path / "here", tmp_path / "old"
+    here.mkdir()
+    served = Served(config)
+    try:
+        first = _run(config, tool, "a", here)
+        spare = _started_ahead(served)
+        here.rename(old)
+        here.mkdir()
+        second = _run(config, tool, "b", here)
+        wait_until(lambda: not alive(spare), "the stale process to end")
+    finally:
+        status, count, said = served.stop()
+    where = "ns" if sandbox != "off" else "host"
+    assert (first, second) == ((0, f"a|{here}|bar|{where}", b""), (0, f"b|{here}|bar|{where}", b""))
+    assert (status, count, started(said)) == (0, 2, (0, 0, 0))
