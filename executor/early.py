@@ -73,6 +73,7 @@ class Early:
         self.kind = ""
         self.cwd = os.getcwd()  # where it started (the memo is this directory's)
         self.where = _here()  # that directory itself: a path names another once it is moved away and made again
+        self.mask = _umask()  # the umask it starts with (a served call's: the server's child stands in the caller's)
         self.argv: list[str] = []  # as remembered (with INFO)
         self.additions: dict[str, str] = {}
         self.env: dict[str, str] = {}  # what it started with (but for the variable that makes it a spare)
@@ -157,6 +158,7 @@ class Early:
             and cwd == self.cwd == os.getcwd()
             and self.where is not None
             and self.where == _here()
+            and self.mask == _umask()
             and dict(additions) == self.additions
             and _compatible(self.env, env, self.additions)
         )
@@ -217,9 +219,10 @@ def arrive(argv: Sequence[str]) -> None:
     if found is None:
         _early = Early(memo, _read(memo), digest)
         return
-    if found.memo != memo or found.digest != digest or found.cwd != os.getcwd() or found.where != _here():
+    here = (os.getcwd(), _here(), _umask())
+    if found.memo != memo or found.digest != digest or (found.cwd, found.where, found.mask) != here:
         found.discard()
-        found.cwd, found.where = os.getcwd(), _here()
+        found.cwd, found.where, found.mask = here
     found.memo, found.known, found.digest = memo, _read(memo), digest
 
 
@@ -452,6 +455,13 @@ def _here() -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
+
+
+def _umask() -> int:
+    """This process's umask (set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def _end() -> None:

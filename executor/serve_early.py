@@ -6,13 +6,14 @@ bwrap, from what the last run of that tool, from that place, wrote down (a *memo
 ahead by the server; its call's own start would be on its path. So the start is made ahead by the child that waits
 for the call, from what the last served call was::
 
-    child N (its call)  ── told(argv, cwd, environment): a datagram ──→  server: keeps the last; once no call runs,
+    child N (its call)  ── told(argv, cwd, env., umask): a datagram ──→  server: keeps the last; once no call runs,
                                                                          hands it to the child that waits
     child N+1 (waiting)  ←─ the last call (a pipe of its own) ─┘  stands where that call stood (its directory and
-      environment) and starts the spare its memo names, exactly as a one-shot run in that place would
+      environment, its umask) and starts the spare its memo names, exactly as a one-shot run in that place would
       (:func:`toolexec.early.begin`), then stands back; at its own call (:func:`toolexec.early.arrive`) the spare is
       kept only when this call's environment and config files are what it started with, and adopted only when it
-      is what this call's cold start would be (:func:`toolexec.early.take`: kind, argv, directory, environment)
+      is what this call's cold start would be (:func:`toolexec.early.take`: kind, argv, directory (the very one, not
+      only its path), umask, environment)
 
 So nothing is started that a one-shot run of the same command, in the same place, would not start itself: the memo
 is toolexec's own (read only when only this user could have written it), its start digest (the environment and
@@ -55,13 +56,13 @@ class ServedEarly:
         self.told.close()
         self.next = None
 
-    def tell(self, argv: list[str], cwd: bytes, environ: dict[bytes, bytes]) -> None:
+    def tell(self, argv: list[str], cwd: bytes, environ: dict[bytes, bytes], umask: int) -> None:
         """In a child, once its call is done: what it was, when its start was written down for the next run (a memo
         a spare can be started from); else that there is nothing to start ahead."""
         if os.getpid() == self.owner:
             return
         remembered = early.remembered()
-        message = write_call(argv, cwd, environ) if remembered else b""
+        message = write_call(argv, cwd, environ, umask) if remembered else b""
         if len(message) > MAX_TOLD:
             message = b""
         with contextlib.suppress(OSError):  # (a full queue: the next call tells it again)
@@ -81,18 +82,18 @@ class ServedEarly:
             end.close()
 
 
-def write_call(argv: list[str], cwd: bytes, environ: dict[bytes, bytes]) -> bytes:
-    """A call's words, directory and environment as plain data."""
+def write_call(argv: list[str], cwd: bytes, environ: dict[bytes, bytes], umask: int) -> bytes:
+    """A call's words, directory, environment and umask as plain data."""
     try:
-        return marshal.dumps((list(argv), cwd, sorted(environ.items())))
+        return marshal.dumps((list(argv), cwd, sorted(environ.items()), umask))
     except ValueError:
         return b""
 
 
-def read_call(message: bytes) -> tuple[list[str], bytes, dict[bytes, bytes]] | None:
+def read_call(message: bytes) -> tuple[list[str], bytes, dict[bytes, bytes], int] | None:
     """:func:`write_call`'s fields, or None when ``message`` is not one, whole and well typed."""
     try:
-        argv, cwd, items = marshal.loads(message)
+        argv, cwd, items, umask = marshal.loads(message)
     except (EOFError, ValueError, TypeError):
         return None
     if not isinstance(argv, list) or not all(isinstance(word, str) for word in argv) or not isinstance(cwd, bytes):
@@ -109,19 +110,22 @@ def read_call(message: bytes) -> tuple[list[str], bytes, dict[bytes, bytes]] | N
         environ[name] = value
     if b"\0" in cwd or not cwd.startswith(b"/"):
         return None
-    return argv, cwd, environ
+    if type(umask) is not int or not 0 <= umask <= 0o777:
+        return None
+    return argv, cwd, environ, umask
 
 
 def start_ahead(message: bytes) -> bool:
     """In a waiting child: start the spare of the call ``message`` tells, standing where that call stood (its
-    directory and environment) as a one-shot run there would (:func:`toolexec.early.begin`), then stand back. True
-    when a spare runs."""
+    directory, environment and umask: the spare inherits them) as a one-shot run there would
+    (:func:`toolexec.early.begin`), then stand back. True when a spare runs."""
     found = read_call(message)
     if found is None:
         return False
-    argv, cwd, environ = found
+    argv, cwd, environ, umask = found
     here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     saved = dict(os.environb)
+    mask = os.umask(umask)
     try:
         try:
             os.chdir(cwd)
@@ -134,6 +138,7 @@ def start_ahead(message: bytes) -> bool:
         early.guarded(process_linux.announce, process_linux.withdraw)
         return early.spare_pid() is not None
     finally:
+        os.umask(mask)
         _set_environment(saved)
         os.fchdir(here)
         os.close(here)
