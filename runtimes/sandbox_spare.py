@@ -107,6 +107,13 @@ class Recipe:
     files: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False)
 
 
+def _umask() -> int:
+    """This process's umask (set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def _view(confinement: Confinement, seen: Sequence[str], python: str | None = None) -> tuple[str, ...]:
     """The view's binds (as :func:`toolexec.runtimes.sandbox._view` makes them now) of a sandbox that sees ``seen``
     and runs its launcher on ``python``."""
@@ -145,6 +152,7 @@ class Spare:
         self.launcher, self.launcher_start = launcher  # the launcher (outside pid), which becomes the tool
         self.born = born  # clock ticks since boot before it was started: no process of its call is older
         self.made = time.monotonic()
+        self.mask = _umask()  # the umask its launcher started with, which the tool keeps (a served child's: the server's)
         self.python = python
         self.view = _view(confinement, recipe.places, python)
         self.state = state  # what each place of its view named before its bwrap started (sandbox.places_state)
@@ -182,9 +190,9 @@ class Spare:
 
     def fits(self, confinement: Confinement, argv: Sequence[str], cwd: str) -> bool:
         """Whether this spare is what the cold start of a call under ``confinement`` running ``argv`` in ``cwd`` would
-        make: the same confinement (its files are this spare's), working directory and view, as they are now."""
-        if confinement != self.confinement or cwd != self.recipe.cwd:
-            return False
+        make: the same confinement (its files are this spare's), working directory, umask and view, as they are now."""
+        if confinement != self.confinement or cwd != self.recipe.cwd or _umask() != self.mask:
+            return False  # (another umask: a served caller's 077 would run its tool under the server's 022)
         if confinement.baseline:
             return True  # the baseline's view is the host's whole filesystem, whatever the program
         if sandbox.places_state(confinement) != self.state:

@@ -418,3 +418,43 @@ def test_a_waiting_child_stops_copying_its_pages_once_a_client_waits(tmp_path: P
             conn.close()
             after = _pending(listener)
     assert (before, waiting, after) == (False, True, False)
+
+
+CONFINED_UMASK = {
+    "mask_py": (
+        "mask_py.py",
+        'import os\n\ndef run(text: str) -> str:\n    """Say the umask.\n\n    Network: none\n    """\n'
+        '    mask = os.umask(0)\n    os.umask(mask)\n    return f"{text}|{mask:04o}"\n',
+    ),
+    "mask_sh": (
+        "mask_sh.sh",
+        "#!/usr/bin/env bash\n# @describe Say the umask.\n# @option --text! The text.\n# @meta network none\n"
+        'main() {\n    printf "%s|%s" "$argc_text" "$(umask)" >>"$LLM_OUTPUT"\n}\n',
+    ),
+}
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+@pytest.mark.parametrize("tool", sorted(CONFINED_UMASK))
+def test_a_sandbox_set_up_ahead_never_runs_a_call_with_another_umask_than_its_caller_s(project: Project, tool: str) -> None:
+    """The waiting child sets the sandbox up with the server's umask (022), which its tool would keep: a caller whose
+    umask is 077 (its files private) runs its confined tool with 077, as it does cold, never with the server's."""
+    project.tool(*CONFINED_UMASK[tool])
+    config = project.configure(sandbox="declared")
+    mask = os.umask(0o022)
+    try:
+        served = Served(config)
+    finally:
+        os.umask(mask)
+
+    def run(text: str) -> tuple[int, str, bytes]:
+        command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", tool, f'{{"text": "{text}"}}']
+        done = subprocess.run(["sh", "-c", 'umask 077 && exec "$@"', "sh", *command], capture_output=True, timeout=120)
+        return done.returncode, done.stdout.decode(), done.stderr
+
+    try:
+        runs = [run(text) for text in "abc"]
+    finally:
+        status, count, _ = served.stop()
+    assert runs == [(0, "a|0077", b""), (0, "b|0077", b""), (0, "c|0077", b"")]
+    assert (status, count) == (0, 3)
