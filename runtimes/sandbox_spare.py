@@ -103,11 +103,14 @@ class Recipe:
     confinement: Confinement  # the call's (a new spare's files replace its files)
     places: tuple[str, ...]  # what its program needs seen (:func:`places`)
     cwd: str
+    # The umask its launcher starts with, which the tool keeps (None: this process's; a served call's recipe carries
+    # its caller's, so that the server's waiting child sets the next sandbox up with it, not with the server's).
+    umask: int | None = None
     # Makes a call's private files (LLM_OUTPUT, …: 0600, new names), for a declared policy, which binds them.
     files: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False)
 
 
-def _umask() -> int:
+def current_umask() -> int:
     """This process's umask (set back at once)."""
     mask = os.umask(0o077)
     os.umask(mask)
@@ -152,7 +155,7 @@ class Spare:
         self.launcher, self.launcher_start = launcher  # the launcher (outside pid), which becomes the tool
         self.born = born  # clock ticks since boot before it was started: no process of its call is older
         self.made = time.monotonic()
-        self.mask = _umask()  # the umask its launcher started with, which the tool keeps (a served child's: the server's)
+        self.mask = current_umask() if recipe.umask is None else recipe.umask  # its launcher's, which the tool keeps
         self.python = python
         self.view = _view(confinement, recipe.places, python)
         self.state = state  # what each place of its view named before its bwrap started (sandbox.places_state)
@@ -191,7 +194,7 @@ class Spare:
     def fits(self, confinement: Confinement, argv: Sequence[str], cwd: str) -> bool:
         """Whether this spare is what the cold start of a call under ``confinement`` running ``argv`` in ``cwd`` would
         make: the same confinement (its files are this spare's), working directory, umask and view, as they are now."""
-        if confinement != self.confinement or cwd != self.recipe.cwd or _umask() != self.mask:
+        if confinement != self.confinement or cwd != self.recipe.cwd or current_umask() != self.mask:
             return False  # (another umask: a served caller's 077 would run its tool under the server's 022)
         if confinement.baseline:
             return True  # the baseline's view is the host's whole filesystem, whatever the program
@@ -307,6 +310,7 @@ def _start(recipe: Recipe, confinement: Confinement, python: str) -> Spare | Non
             bufsize=0,
             env={},  # nothing of any call's: the call's whole environment comes with its go
             cwd=recipe.cwd,
+            umask=-1 if recipe.umask is None else recipe.umask,
             start_new_session=True,
             close_fds=True,
             pass_fds=gate.child_fds() + tuple(held.descriptors),

@@ -333,16 +333,21 @@ FIELDS |= {"hidden": (), "revealed": (), "memory": None, "cpu": 31, "processes":
         b"\xff\x00 not marshal",
         marshal.dumps("a string"),
         marshal.dumps((("baseline", "t", "/c"), FIELDS, ())),  # a field missing
-        marshal.dumps((["baseline", "t", "/c"], FIELDS, (), "/")),  # a key that is no tuple
-        marshal.dumps((("baseline", 3, "/c"), FIELDS, (), "/")),  # a key's part of another type
-        marshal.dumps((("other", "t", "/c"), FIELDS, (), "/")),  # a kind nobody makes
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "baseline": False}, (), "/")),  # a baseline key, confined
-        marshal.dumps((("confined", "t", "/c", "no"), {**FIELDS, "baseline": False}, (), "/")),  # asking must be a bool
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "surprise": 1}, (), "/")),  # a field Confinement lacks
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "hidden": ("/a", 1)}, (), "/")),  # a path that is no text
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "cpu": [1]}, (), "/")),  # a list
-        marshal.dumps((("baseline", "t", "/c"), FIELDS, ("/a", b"/b"), "/")),  # bytes among the places
-        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), None)),  # no working directory
+        marshal.dumps((["baseline", "t", "/c"], FIELDS, (), "/", 0o022)),  # a key that is no tuple
+        marshal.dumps((("baseline", 3, "/c"), FIELDS, (), "/", 0o022)),  # a key's part of another type
+        marshal.dumps((("other", "t", "/c"), FIELDS, (), "/", 0o022)),  # a kind nobody makes
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "baseline": False}, (), "/", 0o022)),  # a baseline key, confined
+        marshal.dumps((("confined", "t", "/c", "no"), {**FIELDS, "baseline": False}, (), "/", 0o022)),  # asking must be a bool
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "surprise": 1}, (), "/", 0o022)),  # a field Confinement lacks
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "hidden": ("/a", 1)}, (), "/", 0o022)),  # a path that is no text
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "cpu": [1]}, (), "/", 0o022)),  # a list
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, ("/a", b"/b"), "/", 0o022)),  # bytes among the places
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), None, 0o022)),  # no working directory
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/")),  # no umask
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", "022")),  # a umask that is no number
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", True)),
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", -1)),
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", 0o1000)),
     ],
 )
 def test_a_recipe_that_does_not_read_back_whole_and_well_typed_makes_no_spare(message: bytes) -> None:
@@ -351,7 +356,7 @@ def test_a_recipe_that_does_not_read_back_whole_and_well_typed_makes_no_spare(me
 
 def test_the_fields_above_are_confinement_s_own() -> None:
     """(So that each bad message above differs from a good one by the one thing it names.)"""
-    assert read_recipe(marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/"))) is not None
+    assert read_recipe(marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", 0o022))) is not None
 
 
 @needs_baseline
