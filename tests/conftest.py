@@ -99,6 +99,9 @@ def _launch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     and must leave nothing. ``ahead``: see :func:`_ahead`."""
     callspec = getattr(request.node, "callspec", None)
     mode = callspec.params.get("launch_mode", "cold") if callspec is not None else "cold"
+    if mode == "cold":
+        yield mode
+        return
     from tests import helpers
     from toolexec import calls as calls_module
 
@@ -108,13 +111,9 @@ def _launch_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         made(self, *args, **options)
         helpers.surfaces.append(self)
 
-    # (cold too: a long-lived executor keeps its cold baseline calls' file sets until it closes, which close_warm does)
     monkeypatch.setattr(calls_module.Calls, "__init__", made_and_kept)
     try:
-        if mode == "cold":
-            yield mode
-        else:
-            yield from _warm_or_ahead(mode, request, monkeypatch)
+        yield from _warm_or_ahead(mode, request, monkeypatch)
     finally:
         helpers.close_warm()
         helpers.surfaces.clear()
