@@ -8,9 +8,12 @@ A :class:`FilePool` (a :class:`~toolexec.calls.Calls` with warm tools keeps one)
 sets live in a private directory of the pool's, and a set is used again by the next call of the same tool only when
 no process can still hold it and it is exactly as made:
 
-* the call was **sealed**: it ran in a PID namespace of its own whose init its server reaped before saying the status
-  (:attr:`toolexec.runtimes.process.Finished.sealed`), so every process of the call had ended, its descriptors closed
-  (none was passed to a process outside: a sealed call has no process outside its namespace to pass one to);
+* the call was **sealed**: it ran in a PID namespace of its own whose init had ended before its status (reaped by its
+  server, or seen ended for a cold call: :attr:`toolexec.runtimes.process.Finished.sealed`), so every process of the
+  call had ended, its descriptors closed. A process outside the namespace may still hold one: a confined call cannot
+  make a Unix socket to pass it through (its seccomp filter), but a tool under the baseline alone, which keeps the
+  user's authority, can pass its ``LLM_OUTPUT`` and artifacts directory to a process outside that keeps them and
+  writes into the next call's (as it could open them by name: see docs/sandbox.md);
 * each file is still the inode made (no link followed), a regular file with one link, 0600, and the directory the
   one made, 0700 and empty. Then the files are truncated; anything else (a file replaced, moved away to keep a long
   output, linked elsewhere, a chmod, an artifact left) and the set is removed as a fresh one is. (A file the sealed

@@ -72,6 +72,8 @@ class Early:
         self.digest = digest  # this run's start_digest, taken before it read its config
         self.kind = ""
         self.cwd = os.getcwd()  # where it started (the memo is this directory's)
+        self.where = _here()  # that directory itself: a path names another once it is moved away and made again
+        self.mask = _umask()  # the umask it starts with (a served call's: the server's child stands in the caller's)
         self.argv: list[str] = []  # as remembered (with INFO)
         self.additions: dict[str, str] = {}
         self.env: dict[str, str] = {}  # what it started with (but for the variable that makes it a spare)
@@ -154,6 +156,9 @@ class Early:
             and kind == self.kind
             and list(argv) == self.argv
             and cwd == self.cwd == os.getcwd()
+            and self.where is not None
+            and self.where == _here()
+            and self.mask == _umask()
             and dict(additions) == self.additions
             and _compatible(self.env, env, self.additions)
         )
@@ -214,9 +219,10 @@ def arrive(argv: Sequence[str]) -> None:
     if found is None:
         _early = Early(memo, _read(memo), digest)
         return
-    if found.memo != memo or found.digest != digest or found.cwd != os.getcwd():
+    here = (os.getcwd(), _here(), _umask())
+    if found.memo != memo or found.digest != digest or (found.cwd, found.where, found.mask) != here:
         found.discard()
-        found.cwd = os.getcwd()
+        found.cwd, found.where, found.mask = here
     found.memo, found.known, found.digest = memo, _read(memo), digest
 
 
@@ -409,7 +415,11 @@ def memo_path(argv: Sequence[str]) -> str | None:
     folder = cache_folder("one-shot")
     if folder is None:
         return None
-    key = "\0".join((os.getcwd(), config, name))
+    try:
+        here = os.getcwd()
+    except OSError:  # a working directory removed: nothing is remembered for it (the run goes on as it would)
+        return None
+    key = "\0".join((here, config, name))
     return os.path.join(folder, f"{fnv1a64(os.fsencode(key)):016x}")
 
 
@@ -439,6 +449,23 @@ def _compatible(start: Mapping[str, str], call: Mapping[str, str], additions: Ma
     if any(name not in additions and call.get(name) != value for name, value in start.items()):
         return False
     return all(name in start or name in _PER_CALL or name.startswith(_PER_CALL_PREFIXES) for name in call)
+
+
+def _here() -> tuple[int, int] | None:
+    """The working directory's device and inode (None when it cannot be looked at): what a spare started in stands
+    in, whatever path names it now."""
+    try:
+        info = os.stat(".")
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _umask() -> int:
+    """This process's umask (set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def _end() -> None:

@@ -162,7 +162,11 @@ def memo_path(argv: Sequence[str]) -> str | None:
         return None
     given = config_option(argv)
     config = os.environ.get("TOOLEXEC_CONFIG", "") if given is None else given
-    key = "\0".join((os.getcwd(), config))
+    try:
+        here = os.getcwd()
+    except OSError:  # a working directory removed: nothing is remembered for it (the command goes on as it would)
+        return None
+    key = "\0".join((here, config))
     return os.path.join(folder, f"{fnv1a64(os.fsencode(key)):016x}")
 
 

@@ -629,7 +629,8 @@ class Child:
     ) -> None:
         self.conn = conn
         self.told = told  # where the call is told once done, for the next child's early start (toolexec.serve_early)
-        self.call: tuple[list[str], bytes, dict[bytes, bytes]] = ([], b"", {})  # its words, directory, environment
+        # its words, directory, environment and umask
+        self.call: tuple[list[str], bytes, dict[bytes, bytes], int] = ([], b"", {}, 0o022)
         self.config_path = config_path
         self.warm = warm  # which tools run warm (the server's own servers): True every one, None those that ask
         self.ran = ran  # told a byte when the call runs, and one more of how it started (RAN, IN_SPARE, IN_WARM)
@@ -786,7 +787,7 @@ class Child:
             if fd > 2:
                 os.close(fd)
         sys.stdin, sys.stdout, sys.stderr = (_text_stream(fd, *encodings[fd]) for fd in (0, 1, 2))
-        self.call = (argv, cwd, environ)
+        self.call = (argv, cwd, environ, mask)
         args.config = self.config_path
         args.handle_signals = True
         args.served_warm = self.warm

@@ -6,13 +6,14 @@ bwrap, from what the last run of that tool, from that place, wrote down (a *memo
 ahead by the server; its call's own start would be on its path. So the start is made ahead by the child that waits
 for the call, from what the last served call was::
 
-    child N (its call)  ── told(argv, cwd, environment): a datagram ──→  server: keeps the last; once no call runs,
+    child N (its call)  ── told(argv, cwd, env., umask): a datagram ──→  server: keeps the last; once no call runs,
                                                                          hands it to the child that waits
     child N+1 (waiting)  ←─ the last call (a pipe of its own) ─┘  stands where that call stood (its directory and
-      environment) and starts the spare its memo names, exactly as a one-shot run in that place would
+      environment, its umask) and starts the spare its memo names, exactly as a one-shot run in that place would
       (:func:`toolexec.early.begin`), then stands back; at its own call (:func:`toolexec.early.arrive`) the spare is
       kept only when this call's environment and config files are what it started with, and adopted only when it
-      is what this call's cold start would be (:func:`toolexec.early.take`: kind, argv, directory, environment)
+      is what this call's cold start would be (:func:`toolexec.early.take`: kind, argv, directory (the very one, not
+      only its path), umask, environment)
 
 A Bash tool under the baseline is not told: it keeps the sandbox set up ahead (:mod:`toolexec.serve_spares`), whose
 launcher starts its bash (faster on the call's path, measured as root, than its bash started ahead).
@@ -58,7 +59,7 @@ class ServedEarly:
         self.told.close()
         self.next = None
 
-    def tell(self, argv: list[str], cwd: bytes, environ: dict[bytes, bytes]) -> None:
+    def tell(self, argv: list[str], cwd: bytes, environ: dict[bytes, bytes], umask: int) -> None:
         """In a child, once its call is done: what it was, when its start was written down for the next run (a memo
         a spare can be started from); else that there is nothing to start ahead."""
         if os.getpid() == self.owner:
@@ -68,7 +69,7 @@ class ServedEarly:
         # its bash: measured faster on a served call's path than its bash started ahead (which, for root, makes and
         # joins the call's pids cgroup on that path), at the cost of the launcher's Python start, off the path.
         wanted = remembered is not None and remembered != ("bash", True)
-        message = write_call(argv, cwd, environ) if wanted else b""
+        message = write_call(argv, cwd, environ, umask) if wanted else b""
         if len(message) > MAX_TOLD:
             message = b""
         with contextlib.suppress(OSError):  # (a full queue: the next call tells it again)
@@ -88,18 +89,18 @@ class ServedEarly:
             end.close()
 
 
-def write_call(argv: list[str], cwd: bytes, environ: dict[bytes, bytes]) -> bytes:
-    """A call's words, directory and environment as plain data."""
+def write_call(argv: list[str], cwd: bytes, environ: dict[bytes, bytes], umask: int) -> bytes:
+    """A call's words, directory, environment and umask as plain data."""
     try:
-        return marshal.dumps((list(argv), cwd, sorted(environ.items())))
+        return marshal.dumps((list(argv), cwd, sorted(environ.items()), umask))
     except ValueError:
         return b""
 
 
-def read_call(message: bytes) -> tuple[list[str], bytes, dict[bytes, bytes]] | None:
+def read_call(message: bytes) -> tuple[list[str], bytes, dict[bytes, bytes], int] | None:
     """:func:`write_call`'s fields, or None when ``message`` is not one, whole and well typed."""
     try:
-        argv, cwd, items = marshal.loads(message)
+        argv, cwd, items, umask = marshal.loads(message)
     except (EOFError, ValueError, TypeError):
         return None
     if not isinstance(argv, list) or not all(isinstance(word, str) for word in argv) or not isinstance(cwd, bytes):
@@ -116,22 +117,25 @@ def read_call(message: bytes) -> tuple[list[str], bytes, dict[bytes, bytes]] | N
         environ[name] = value
     if b"\0" in cwd or not cwd.startswith(b"/"):
         return None
-    return argv, cwd, environ
+    if type(umask) is not int or not 0 <= umask <= 0o777:
+        return None
+    return argv, cwd, environ, umask
 
 
 def start_ahead(message: bytes) -> bool:
     """In a waiting child: start the spare of the call ``message`` tells, standing where that call stood (its
-    directory and environment) as a one-shot run there would (:func:`toolexec.early.begin`), then stand back. True
-    when a spare runs."""
+    directory, environment and umask: the spare inherits them) as a one-shot run there would
+    (:func:`toolexec.early.begin`), then stand back. True when a spare runs."""
     found = read_call(message)
     if found is None:
         return False
-    argv, cwd, environ = found
+    argv, cwd, environ, umask = found
     try:
         here = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:  # (the server's directory, not this user's to open: the child stays where the call was; its call
         here = -1  # stands it where the caller stands anyway)
     saved = dict(os.environb)
+    mask = os.umask(umask)
     try:
         try:
             os.chdir(cwd)
@@ -144,6 +148,7 @@ def start_ahead(message: bytes) -> bool:
         early.guarded(process_linux.announce, process_linux.withdraw)
         return early.spare_pid() is not None
     finally:
+        os.umask(mask)
         _set_environment(saved)
         if here >= 0:
             os.fchdir(here)

@@ -156,7 +156,8 @@ def write_recipe(key: Hashable, recipe: Recipe) -> bytes | None:
     confinement = {name: getattr(recipe.confinement, name) for name in _FIELDS}
     confinement["files"] = ()  # a new spare's files are its own (made from the key)
     try:
-        return marshal.dumps((key, confinement, tuple(recipe.places), recipe.cwd))
+        umask = sandbox_spare.current_umask() if recipe.umask is None else recipe.umask  # (the caller's, in a served call)
+        return marshal.dumps((key, confinement, tuple(recipe.places), recipe.cwd, umask))
     except ValueError:
         return None
 
@@ -164,12 +165,14 @@ def write_recipe(key: Hashable, recipe: Recipe) -> bytes | None:
 def read_recipe(message: bytes) -> tuple[tuple[str | bool, ...], Recipe] | None:
     """The key and recipe of ``message`` (:func:`write_recipe`'s), or None when it is not one, whole and well typed."""
     try:
-        key, fields, places, cwd = marshal.loads(message)
+        key, fields, places, cwd, umask = marshal.loads(message)
     except (EOFError, ValueError, TypeError):
         return None
     if not isinstance(key, tuple) or len(key) < 3 or not all(isinstance(part, (str, bool)) for part in key):
         return None
     if not isinstance(fields, dict) or set(fields) != _FIELDS or not isinstance(cwd, str) or not _strings(places):
+        return None
+    if type(umask) is not int or not 0 <= umask <= 0o777:
         return None
     if not all(isinstance(value, (str, bool, int, type(None))) or _strings(value) for value in fields.values()):
         return None
@@ -180,9 +183,9 @@ def read_recipe(message: bytes) -> tuple[tuple[str | bool, ...], Recipe] | None:
     if key[0] == "confined" and len(key) == 4 and isinstance(key[1], str) and isinstance(key[3], bool):
         tool, asking = key[1], key[3]
         files = lambda: new_call_files(tool, asking)  # noqa: E731 - the recipe's own maker of files
-        return key, Recipe(confinement=confinement, places=places, cwd=cwd, files=files)
+        return key, Recipe(confinement=confinement, places=places, cwd=cwd, umask=umask, files=files)
     if key[0] == "baseline" and len(key) == 3 and confinement.baseline:
-        return key, Recipe(confinement=confinement, places=places, cwd=cwd)
+        return key, Recipe(confinement=confinement, places=places, cwd=cwd, umask=umask)
     return None
 
 

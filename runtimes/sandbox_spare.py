@@ -103,8 +103,18 @@ class Recipe:
     confinement: Confinement  # the call's (a new spare's files replace its files)
     places: tuple[str, ...]  # what its program needs seen (:func:`places`)
     cwd: str
+    # The umask its launcher starts with, which the tool keeps (None: this process's; a served call's recipe carries
+    # its caller's, so that the server's waiting child sets the next sandbox up with it, not with the server's).
+    umask: int | None = None
     # Makes a call's private files (LLM_OUTPUT, …: 0600, new names), for a declared policy, which binds them.
     files: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False)
+
+
+def current_umask() -> int:
+    """This process's umask (set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def _view(confinement: Confinement, seen: Sequence[str], python: str | None = None) -> tuple[str, ...]:
@@ -145,6 +155,7 @@ class Spare:
         self.launcher, self.launcher_start = launcher  # the launcher (outside pid), which becomes the tool
         self.born = born  # clock ticks since boot before it was started: no process of its call is older
         self.made = time.monotonic()
+        self.mask = current_umask() if recipe.umask is None else recipe.umask  # its launcher's, which the tool keeps
         self.python = python
         self.view = _view(confinement, recipe.places, python)
         self.state = state  # what each place of its view named before its bwrap started (sandbox.places_state)
@@ -182,9 +193,9 @@ class Spare:
 
     def fits(self, confinement: Confinement, argv: Sequence[str], cwd: str) -> bool:
         """Whether this spare is what the cold start of a call under ``confinement`` running ``argv`` in ``cwd`` would
-        make: the same confinement (its files are this spare's), working directory and view, as they are now."""
-        if confinement != self.confinement or cwd != self.recipe.cwd:
-            return False
+        make: the same confinement (its files are this spare's), working directory, umask and view, as they are now."""
+        if confinement != self.confinement or cwd != self.recipe.cwd or current_umask() != self.mask:
+            return False  # (another umask: a served caller's 077 would run its tool under the server's 022)
         if confinement.baseline:
             return True  # the baseline's view is the host's whole filesystem, whatever the program
         if sandbox.places_state(confinement) != self.state:
@@ -299,6 +310,7 @@ def _start(recipe: Recipe, confinement: Confinement, python: str) -> Spare | Non
             bufsize=0,
             env={},  # nothing of any call's: the call's whole environment comes with its go
             cwd=recipe.cwd,
+            umask=-1 if recipe.umask is None else recipe.umask,
             start_new_session=True,
             close_fds=True,
             pass_fds=gate.child_fds() + tuple(held.descriptors),

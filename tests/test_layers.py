@@ -102,6 +102,8 @@ LAYERS = [
         "toolexec.capspec",
         "toolexec.strictjson",
         "toolexec.early",
+        "toolexec.early_stats",
+        "toolexec.filestats",
         "toolexec.serve_client",
     },
 ]
@@ -122,6 +124,9 @@ LEAVES = {
     # Imported by the installed command before anything else (toolexec.entry): the standard library's os and sys.
     "toolexec.serve_client": set(),
     "toolexec.early": {"toolexec.serve_client"},  # the config named on the command line, the names' digest
+    # A list's or build's no-change stats, forked beside its imports: the memos' folder, the stats loop, the config's name.
+    "toolexec.filestats": set(),
+    "toolexec.early_stats": {"toolexec.early", "toolexec.filestats", "toolexec.serve_client"},
 }
 # (importer, imported) -> why an upward import is right there.
 JUSTIFIED: dict[tuple[str, str], str] = {}

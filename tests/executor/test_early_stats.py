@@ -182,3 +182,22 @@ def test_stats_of_a_missing_folder_are_every_file_missing(tmp_path: Path, monkey
     monkeypatch.chdir(tmp_path)
     (tmp_path / "one.sh").write_text("x")  # a name in the working directory is never what a missing folder holds
     assert stat_bytes(str(tmp_path / "gone"), ["one.sh"]) == stat_bytes(str(tmp_path), ["missing.sh"])
+
+
+@pytest.mark.parametrize("argv", [["list", "--all"], ["build"]])
+def test_a_list_or_build_whose_working_directory_was_removed_runs_as_elsewhere(
+    three: Project, tmp_path: Path, argv: list[str]
+) -> None:
+    """A memo is keyed by the working directory: where it was removed (a shell left in a deleted folder), the command
+    remembers nothing and says what it says elsewhere (it failed with a traceback from ``os.getcwd``)."""
+    import subprocess
+    import sys
+
+    elsewhere = toolexec("--config", str(three.config), *argv)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
+    command = [sys.executable, "-m", "toolexec", "--config", str(three.config), *argv]
+    done = subprocess.run(["sh", "-c", script, "sh", str(gone), *command], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, elsewhere.stdout, "")
+    assert elsewhere.returncode == 0 and elsewhere.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project
-from tests.helpers import marked_processes
+from tests.helpers import close_warm, marked_processes
 
 KEPT = 100_000  # max_kept_bytes of these tests: not whole KiB, so a Bash bootstrap cannot say it (prlimit(1) starts it)
 KEPT_KIB = 100 * 1024  # whole KiB: every bootstrap bounds itself
@@ -99,6 +99,7 @@ def test_a_runaway_llm_output_is_stopped_at_max_kept_bytes(bounded, kept: int, t
     assert result.tool_call_error == f"Tool call '{tool}' was stopped: it wrote a file past max_kept_bytes ({kept} bytes)"
     assert result.output_file is not None and os.path.getsize(result.output_file) == kept  # the whole of what was kept
     assert result.output.startswith("x" * 2048) and "bytes of output dropped" in result.output  # head and tail, marked
+    close_warm(bounded)  # (a long-lived executor keeps its cold calls' file sets, in a directory of its own, until then)
     assert marked_processes(private_tmpdir) == [] and list(private_tmpdir.iterdir()) == []
 
 

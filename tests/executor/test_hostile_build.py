@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Project, cli
-from tests.helpers import marked_processes
+from tests.helpers import close_warm, marked_processes
 
 SIBLING = 'def run() -> str:\n    """Fine."""\n    return "fine"\n'
 
@@ -120,6 +120,7 @@ def test_hostile_build(case: BuildCase, project: Project, private_tmpdir: Path) 
             assert (result.status, result.exit_code, result.output) == ("ok", 0, case.output), result.error
     sibling = executor.call("sibling", "{}")
     assert (sibling.status, sibling.output) == ("ok", "fine")
+    close_warm(executor)  # (a long-lived executor keeps its cold calls' file sets, in a directory of its own, until then)
     assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Project, cli, toolexec
-from tests.helpers import marked_processes
+from tests.helpers import close_warm, marked_processes
 from toolexec.state import State
 
 SIBLING = 'def run() -> str:\n    """Fine."""\n    return "fine"\n'
@@ -43,6 +43,7 @@ def test_visible_file_named_as_what_it_is(
     result = executor.call("odd", "{}")
     assert (result.status, result.exit_code, result.error) == ("refused", 2, f"tool 'odd' failed to build:\n{problem}")
     assert executor.call("sibling", "{}").output == "fine"
+    close_warm(executor)  # (a long-lived executor keeps its cold calls' file sets, in a directory of its own, until then)
     assert marked_processes(private_tmpdir) == []
     assert sorted(os.listdir("/proc/self/fd")) == descriptors
     assert os.listdir(private_tmpdir) == []

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import marshal
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,7 +194,7 @@ def test_a_process_started_ahead_is_ended_after_warm_idle_seconds_without_a_call
 
 
 def test_a_call_told_reads_back_as_it_was_written() -> None:
-    call = (["--config", "/c.yaml", "run", "echo", "{}"], b"/somewhere", {b"FOO": b"bar", b"EMPTY": b""})
+    call = (["--config", "/c.yaml", "run", "echo", "{}"], b"/somewhere", {b"FOO": b"bar", b"EMPTY": b""}, 0o077)
     assert read_call(write_call(*call)) == call
 
 
@@ -202,24 +204,31 @@ def test_a_call_told_reads_back_as_it_was_written() -> None:
         b"",
         b"not marshal",
         marshal.dumps(None),
-        marshal.dumps((["run"], b"/x")),  # a field short
-        marshal.dumps((("run",), b"/x", [])),  # words not a list
-        marshal.dumps(([b"run"], b"/x", [])),  # words not strings
-        marshal.dumps((["run"], "/x", [])),  # directory not bytes
-        marshal.dumps((["run"], b"relative", [])),  # not an absolute directory
-        marshal.dumps((["run"], b"/x\0y", [])),
-        marshal.dumps((["run"], b"/x", [(b"A=B", b"c")])),  # a name with =
-        marshal.dumps((["run"], b"/x", [(b"", b"c")])),
-        marshal.dumps((["run"], b"/x", [(b"A", b"c\0d")])),
-        marshal.dumps((["run"], b"/x", [(b"A", "c")])),  # a value not bytes
-        marshal.dumps((["run"], b"/x", [(b"A", b"c", b"d")])),
-        marshal.dumps((["run"], b"/x", {b"A": b"c"})),
+        marshal.dumps((["run"], b"/x", [])),  # a field short
+        marshal.dumps((["run"], b"/x", [], 0o022, 0)),  # a field more
+        marshal.dumps((("run",), b"/x", [], 0o022)),  # words not a list
+        marshal.dumps(([b"run"], b"/x", [], 0o022)),  # words not strings
+        marshal.dumps((["run"], "/x", [], 0o022)),  # directory not bytes
+        marshal.dumps((["run"], b"relative", [], 0o022)),  # not an absolute directory
+        marshal.dumps((["run"], b"/x\0y", [], 0o022)),
+        marshal.dumps((["run"], b"/x", [(b"A=B", b"c")], 0o022)),  # a name with =
+        marshal.dumps((["run"], b"/x", [(b"", b"c")], 0o022)),
+        marshal.dumps((["run"], b"/x", [(b"A", b"c\0d")], 0o022)),
+        marshal.dumps((["run"], b"/x", [(b"A", "c")], 0o022)),  # a value not bytes
+        marshal.dumps((["run"], b"/x", [(b"A", b"c", b"d")], 0o022)),
+        marshal.dumps((["run"], b"/x", {b"A": b"c"}, 0o022)),
+        marshal.dumps((["run"], b"/x", [], "022")),  # a umask not a number
+        marshal.dumps((["run"], b"/x", [], True)),
+        marshal.dumps((["run"], b"/x", [], -1)),
+        marshal.dumps((["run"], b"/x", [], 0o1000)),
     ],
 )
 def test_a_call_told_that_does_not_read_back_whole_and_well_typed_starts_nothing(message: bytes) -> None:
-    before = dict(os.environ), os.getcwd()
+    mask = os.umask(0o022)
+    os.umask(mask)
+    before = dict(os.environ), os.getcwd(), mask
     assert (read_call(message), start_ahead(message)) == (None, False)
-    assert (dict(os.environ), os.getcwd()) == before
+    assert (dict(os.environ), os.getcwd(), os.umask(mask)) == before
 
 
 def test_an_ordinary_users_served_calls_start_in_their_own_process_started_ahead_and_leave_nothing(
@@ -261,3 +270,81 @@ def test_an_ordinary_users_served_calls_start_in_their_own_process_started_ahead
     assert [(done.returncode, done.stderr) for done in runs] == [(0, "")] * 3
     assert owners == [ordinary.uid] * 2
     assert _processes_under(root) == []
+
+
+@pytest.mark.parametrize(("tool", "sandbox"), CASES)
+def test_a_directory_replaced_at_the_same_path_never_gets_a_process_started_in_the_old_one(
+    project: Project, tmp_path: Path, tool: str, sandbox: str
+) -> None:
+    """The process started ahead stands in the directory the last call's path named then: once that directory is
+    moved away and another made at its path, a caller there runs in its own directory (the path is the same, the
+    directory is not), never in the old one; the stale process is ended."""
+    project.tool(*TOOLS[tool])
+    config = project.configure(sandbox=sandbox)
+    here, old = tmp_path / "here", tmp_path / "old"
+    here.mkdir()
+    served = Served(config)
+    try:
+        first = _run(config, tool, "a", here)
+        spare = _started_ahead(served)
+        here.rename(old)
+        here.mkdir()
+        second = _run(config, tool, "b", here)
+        wait_until(lambda: not alive(spare), "the stale process to end")
+    finally:
+        status, count, said = served.stop()
+    where = "ns" if sandbox != "off" else "host"
+    assert (first, second) == ((0, f"a|{here}|bar|{where}", b""), (0, f"b|{here}|bar|{where}", b""))
+    assert (status, count, started(said)) == (0, 2, (0, 0, 0))
+
+
+UMASK_TOOLS = {
+    "mask_py": (
+        "mask_py.py",
+        'import os\n\ndef run(text: str) -> str:\n    """Say the umask."""\n    mask = os.umask(0)\n    os.umask(mask)\n'
+        '    return f"{text}|{mask:04o}"\n',
+    ),
+    "mask_sh": (
+        "mask_sh.sh",
+        "#!/usr/bin/env bash\n# @describe Say the umask.\n# @option --text! The text.\n"
+        'main() {\n    printf "%s|%s" "$argc_text" "$(umask)" >>"$LLM_OUTPUT"\n}\n',
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("tool", "sandbox"),
+    [
+        pytest.param(tool.replace("echo", "mask"), *case.values[1:], id=case.id.replace("echo", "mask"), marks=case.marks)
+        for case in CASES
+        for tool in case.values[:1]
+    ],
+)
+def test_a_process_started_ahead_never_runs_a_call_with_another_umask_than_its_caller_s(
+    project: Project, tmp_path: Path, tool: str, sandbox: str
+) -> None:
+    """The process started ahead was started with the server's umask: a caller whose umask is another (077, its files
+    private) runs with its own, as a cold start would, never with the server's (022: its files readable by all)."""
+    project.tool(*UMASK_TOOLS[tool])
+    config = project.configure(sandbox=sandbox)
+    mask = os.umask(0o022)
+    try:
+        served = Served(config)
+    finally:
+        os.umask(mask)
+
+    def run(text: str, umask: str) -> tuple[int, str, bytes]:
+        command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", tool, f'{{"text": "{text}"}}']
+        done = subprocess.run(["sh", "-c", f'umask {umask} && exec "$@"', "sh", *command], capture_output=True, timeout=120)
+        return done.returncode, done.stdout.decode(), done.stderr
+
+    try:
+        runs = [run("a", "077")]
+        _started_ahead(served)
+        runs.append(run("b", "077"))
+        _started_ahead(served)
+        runs.append(run("c", "022"))
+    finally:
+        status, count, said = served.stop()
+    assert runs == [(0, "a|0077", b""), (0, "b|0077", b""), (0, "c|0022", b"")]
+    assert (status, count, started(said)) == (0, 3, (0, 0, 1))  # (b's umask is a's: it took the process started ahead)

@@ -332,16 +332,21 @@ FIELDS |= {"hidden": (), "revealed": (), "memory": None, "cpu": 31, "processes":
         b"\xff\x00 not marshal",
         marshal.dumps("a string"),
         marshal.dumps((("baseline", "t", "/c"), FIELDS, ())),  # a field missing
-        marshal.dumps((["baseline", "t", "/c"], FIELDS, (), "/")),  # a key that is no tuple
-        marshal.dumps((("baseline", 3, "/c"), FIELDS, (), "/")),  # a key's part of another type
-        marshal.dumps((("other", "t", "/c"), FIELDS, (), "/")),  # a kind nobody makes
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "baseline": False}, (), "/")),  # a baseline key, confined
-        marshal.dumps((("confined", "t", "/c", "no"), {**FIELDS, "baseline": False}, (), "/")),  # asking must be a bool
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "surprise": 1}, (), "/")),  # a field Confinement lacks
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "hidden": ("/a", 1)}, (), "/")),  # a path that is no text
-        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "cpu": [1]}, (), "/")),  # a list
-        marshal.dumps((("baseline", "t", "/c"), FIELDS, ("/a", b"/b"), "/")),  # bytes among the places
-        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), None)),  # no working directory
+        marshal.dumps((["baseline", "t", "/c"], FIELDS, (), "/", 0o022)),  # a key that is no tuple
+        marshal.dumps((("baseline", 3, "/c"), FIELDS, (), "/", 0o022)),  # a key's part of another type
+        marshal.dumps((("other", "t", "/c"), FIELDS, (), "/", 0o022)),  # a kind nobody makes
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "baseline": False}, (), "/", 0o022)),  # a baseline key, confined
+        marshal.dumps((("confined", "t", "/c", "no"), {**FIELDS, "baseline": False}, (), "/", 0o022)),  # asking must be a bool
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "surprise": 1}, (), "/", 0o022)),  # a field Confinement lacks
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "hidden": ("/a", 1)}, (), "/", 0o022)),  # a path that is no text
+        marshal.dumps((("baseline", "t", "/c"), {**FIELDS, "cpu": [1]}, (), "/", 0o022)),  # a list
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, ("/a", b"/b"), "/", 0o022)),  # bytes among the places
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), None, 0o022)),  # no working directory
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/")),  # no umask
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", "022")),  # a umask that is no number
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", True)),
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", -1)),
+        marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", 0o1000)),
     ],
 )
 def test_a_recipe_that_does_not_read_back_whole_and_well_typed_makes_no_spare(message: bytes) -> None:
@@ -350,7 +355,7 @@ def test_a_recipe_that_does_not_read_back_whole_and_well_typed_makes_no_spare(me
 
 def test_the_fields_above_are_confinement_s_own() -> None:
     """(So that each bad message above differs from a good one by the one thing it names.)"""
-    assert read_recipe(marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/"))) is not None
+    assert read_recipe(marshal.dumps((("baseline", "t", "/c"), FIELDS, (), "/", 0o022))) is not None
 
 
 @needs_baseline
@@ -417,3 +422,43 @@ def test_a_waiting_child_stops_copying_its_pages_once_a_client_waits(tmp_path: P
             conn.close()
             after = _pending(listener)
     assert (before, waiting, after) == (False, True, False)
+
+
+CONFINED_UMASK = {
+    "mask_py": (
+        "mask_py.py",
+        'import os\n\ndef run(text: str) -> str:\n    """Say the umask.\n\n    Network: none\n    """\n'
+        '    mask = os.umask(0)\n    os.umask(mask)\n    return f"{text}|{mask:04o}"\n',
+    ),
+    "mask_sh": (
+        "mask_sh.sh",
+        "#!/usr/bin/env bash\n# @describe Say the umask.\n# @option --text! The text.\n# @meta network none\n"
+        'main() {\n    printf "%s|%s" "$argc_text" "$(umask)" >>"$LLM_OUTPUT"\n}\n',
+    ),
+}
+
+
+@pytest.mark.skipif(not baseline.usable(), reason="needs bwrap and the right to make a PID namespace")
+@pytest.mark.parametrize("tool", sorted(CONFINED_UMASK))
+def test_a_sandbox_set_up_ahead_never_runs_a_call_with_another_umask_than_its_caller_s(project: Project, tool: str) -> None:
+    """The waiting child sets the sandbox up with the server's umask (022), which its tool would keep: a caller whose
+    umask is 077 (its files private) runs its confined tool with 077, as it does cold, never with the server's."""
+    project.tool(*CONFINED_UMASK[tool])
+    config = project.configure(sandbox="declared")
+    mask = os.umask(0o022)
+    try:
+        served = Served(config)
+    finally:
+        os.umask(mask)
+
+    def run(text: str) -> tuple[int, str, bytes]:
+        command = [sys.executable, "-m", "toolexec", "--config", str(config), "run", tool, f'{{"text": "{text}"}}']
+        done = subprocess.run(["sh", "-c", 'umask 077 && exec "$@"', "sh", *command], capture_output=True, timeout=120)
+        return done.returncode, done.stdout.decode(), done.stderr
+
+    try:
+        runs = [run(text) for text in "abc"]
+    finally:
+        status, count, _ = served.stop()
+    assert runs == [(0, "a|0077", b""), (0, "b|0077", b""), (0, "c|0077", b"")]
+    assert (status, count) == (0, 3)

@@ -469,3 +469,28 @@ def test_no_spare_is_made_while_the_calls_in_flight_keep_every_cpu_busy(
         assert executor.call("noop", {}).ok  # nothing else in flight: its order is made
         assert spares.wait_made()
         assert list(spares._state.ready) == [("baseline", "noop", str(executor.config.path))]
+
+
+def test_a_spare_runs_its_call_with_its_recipe_s_umask_and_only_a_caller_with_that_umask_takes_it(
+    tmp_path: Path, went: list[Any]
+) -> None:
+    """A served call's recipe carries its caller's umask: the server's waiting child (umask 022 here) sets the next
+    sandbox up with it (077), so the next such caller's tool runs with 077; a caller with another umask runs cold."""
+    files = (str(tmp_path / "call.out"),)
+    Path(files[0]).touch()
+    confinement = sandbox.Confinement(files=files, processes=64)
+    argv = [sys.executable, "-c", "import os; m = os.umask(0); print(f'{m:04o}')"]
+    recipe = sandbox_spare.Recipe(
+        confinement=confinement, places=sandbox_spare.places(argv), cwd=os.getcwd(), umask=0o077, files=lambda: files
+    )
+    mask = os.umask(0o022)
+    try:
+        spare = sandbox_spare.make(recipe)
+        assert spare is not None
+        assert not spare.fits(confinement, argv, os.getcwd())  # (this process's umask is 022)
+        os.umask(0o077)
+        assert spare.fits(confinement, argv, os.getcwd())
+        finished = run_process(Launch(argv=argv, env=dict(os.environ), confinement=confinement, spare=spare, timeout=30))
+    finally:
+        os.umask(mask)
+    assert (finished.returncode, finished.stdout.text()[0], spare.consumed, spare in went) == (0, "0077\n", True, True)
