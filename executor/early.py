@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable, Mapping, Sequence
 
+# What a cold start's program finds at their default: Popen's (restore_signals) and the command's cancelling signals
+# (toolexec.cli.CANCELLING_SIGNALS), which the CLI handles before it starts a tool: ignored ones (nohup's SIGHUP, a
+# background job's SIGINT and SIGQUIT) are not passed on to a tool started cold, so neither to its spare
+_DEFAULT_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ", "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
 INFO = "{info-fd}"  # where the remembered argv names bwrap's --info-fd: this run's own descriptor
 SPARE_VARIABLE = "TOOLEXEC_NODE_SPARE"  # a node spare's ready and progress descriptors
 EARLY_VARIABLE = "TOOLEXEC_EARLY"  # a bootstrap waits for its call (Python's: "1", its stdin a socket; Bash's: GO:READY)
@@ -550,7 +554,7 @@ def _become(
             os.close(fd)
         for fd in passed:
             os.set_inheritable(fd, True)
-        for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+        for name in _DEFAULT_SIGNALS:
             if hasattr(_signal, name):
                 _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
         os.execve(program, list(argv), dict(env))
