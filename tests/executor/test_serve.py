@@ -347,12 +347,23 @@ def test_a_served_call_leaves_nothing_behind(tools: Project, served: Served, tmp
 
 
 def _idle(server: int) -> bool:
-    """Whether the server's processes are those of an idle server: one spare child, whose only child is its guard."""
+    """Whether the server's processes are those of an idle server: one spare child, whose children are its guard and
+    at most the tool's process it started ahead of the next call (toolexec.serve_early: the last call's tool, in its
+    bwrap under the baseline, waiting in its bootstrap)."""
     spares = _children(server)
     if len(spares) != 1:
         return False
-    guards = _children(spares[0])
-    return len(guards) == 1 and not _children(guards[0]) and _comm(guards[0]).endswith("awk")  # (the guard reads with awk)
+    children = _children(spares[0])
+    guards = [pid for pid in children if _comm(pid).endswith("awk")]  # (the guard reads with awk)
+    ahead = [pid for pid in children if pid not in guards]
+    started_ahead = all(_started_ahead(pid) for pid in ahead) and len(ahead) <= 1
+    return len(guards) == 1 and not _children(guards[0]) and started_ahead
+
+
+def _started_ahead(pid: int) -> bool:
+    """Whether ``pid`` is a tool's process started ahead: its bootstrap, or the bwrap it waits in."""
+    command = _cmdline(pid)
+    return any(name in command for name in ("python_bootstrap.py", "bash_bootstrap.sh", "bwrap"))
 
 
 # --- falling back ---------------------------------------------------------------------------------------------
