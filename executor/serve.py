@@ -470,15 +470,7 @@ class Server:
         if told is None or told.next is None or self.children != self.spares:
             return
         message, told.next = told.next, None
-        for pid in list(self._lasts):
-            fd = self._lasts.pop(pid)
-            try:
-                os.set_blocking(fd, False)  # a child that does not read never holds the server up
-                os.write(fd, message)  # (a part only, when the pipe is full: the child finds no call in it)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
+        _hand(self._lasts, message)
 
     def _hand_recipe(self) -> None:
         """Hand the recipe of the spare the next call likely needs (:mod:`toolexec.serve_spares`) to the children
@@ -487,15 +479,7 @@ class Server:
         if sandboxes is None or sandboxes.next is None or self.children != self.spares:
             return
         message, sandboxes.next = sandboxes.next, None
-        for pid in list(self._recipes):
-            fd = self._recipes.pop(pid)
-            try:
-                os.set_blocking(fd, False)  # a child that does not read never holds the server up
-                os.write(fd, message)  # (a part only, when the pipe is full: the child finds no recipe in it)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
+        _hand(self._recipes, message)
 
     def _took(self) -> None:
         """The spares that took a connection (each wrote its pid): no longer spare."""
@@ -1101,3 +1085,17 @@ def _read_some(fd: int) -> bool:
 def _say(line: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         print(line, file=sys.stderr, flush=True)
+
+
+def _hand(pipes: dict[int, int], message: bytes) -> None:
+    """Write ``message`` once down each child's pipe in ``pipes`` (pid -> its write end), closing them all: a child that
+    does not read never holds the server up, and one whose pipe was full gets a part only (and finds nothing in it)."""
+    for pid in list(pipes):
+        fd = pipes.pop(pid)
+        try:
+            os.set_blocking(fd, False)
+            os.write(fd, message)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)

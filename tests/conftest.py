@@ -314,6 +314,23 @@ def process_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
 
 
 @pytest.fixture
+def warm_calls(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each call of the test that could run warm ran in a warm server (else it ran cold)."""
+    from toolexec.runtimes import warm
+
+    seen: list[bool] = []
+    spawn = warm.WarmStart.spawn
+
+    def noted(self: warm.WarmStart, call: warm.WarmCall) -> warm.WarmProcess | None:
+        proc = spawn(self, call)
+        seen.append(proc is not None)
+        return proc
+
+    monkeypatch.setattr(warm.WarmStart, "spawn", noted)
+    return seen
+
+
+@pytest.fixture
 def no_new_zombie() -> Iterator[None]:
     """The test leaves no zombie of this process (a confined server's bwrap and its namespace's init are reaped when
     it ends: retired, refused, closed)."""

@@ -53,23 +53,6 @@ TOOLS = {
 
 
 @pytest.fixture
-def warm_calls(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each call that could run warm ran in a warm server (else it ran cold)."""
-    from toolexec.runtimes import warm
-
-    seen: list[bool] = []
-    spawn = warm.WarmStart.spawn
-
-    def noted(self: warm.WarmStart, call: warm.WarmCall) -> warm.WarmProcess | None:
-        proc = spawn(self, call)
-        seen.append(proc is not None)
-        return proc
-
-    monkeypatch.setattr(warm.WarmStart, "spawn", noted)
-    return seen
-
-
-@pytest.fixture
 def problems(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
     """Why each Bash server that did not start did not (its ``problem``)."""
     from toolexec.runtimes import warm_bash, warm_fork

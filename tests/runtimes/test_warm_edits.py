@@ -89,23 +89,6 @@ def _outcome(result: ToolResult, case: str) -> tuple[object, ...]:
 
 
 @pytest.fixture
-def warm_calls(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each call of the test that could run warm ran in a warm server (else it ran cold)."""
-    from toolexec.runtimes import warm
-
-    seen: list[bool] = []
-    spawn = warm.WarmStart.spawn
-
-    def noted(self: warm.WarmStart, call: warm.WarmCall) -> warm.WarmProcess | None:
-        proc = spawn(self, call)
-        seen.append(proc is not None)
-        return proc
-
-    monkeypatch.setattr(warm.WarmStart, "spawn", noted)
-    return seen
-
-
-@pytest.fixture
 def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Servers start as if a second after the files were written (their record then proves what they loaded: see
     :data:`loaded.RACY_NS`), so that a test can tell a server kept from one replaced."""
