@@ -109,6 +109,7 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
         for action, _ in actions.values():  # warm the catalogs, the page cache, the memos
             action(), action()
         subreaper = _become_subreaper()
+        own = _children()  # this process's own (the guard of run.py's in-process sections): never waited for
         for _ in range(runs):
             for key, (action, prepare) in actions.items():
                 if prepare is not None:
@@ -119,7 +120,7 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
                 samples[key].append((time.perf_counter() - start) * 1000)
                 adopted[key] += said == "true"
                 if subreaper:
-                    _reap_orphans()
+                    _reap_orphans(own)
                 cpu[key].append(_children_cpu() - used)  # (what it left, reaped, counted with it)
         found[language] = {key: statistics.median(values) for key, values in samples.items()}
         found[language].update({f"{key} cpu": statistics.median(values) for key, values in cpu.items()})
@@ -146,14 +147,29 @@ def _become_subreaper() -> bool:
         return False
 
 
-def _reap_orphans() -> None:
-    """Wait, untimed, until what the last run left (its guard) has ended: a run's guard still at work when the next
-    run starts would take a core from that run (on a 2-core machine, from the other mode's run)."""
-    while True:
+def _children() -> set[int]:
+    """The pids of this process's children (every thread's), zombies included."""
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
         try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
+            with open(f"/proc/self/task/{task}/children") as listing:
+                found.update(int(pid) for pid in listing.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _reap_orphans(own: set[int]) -> None:
+    """Wait, untimed, until what the last run left (its guard) has ended: a run's guard still at work when the next
+    run starts would take a core from that run (on a 2-core machine, from the other mode's run). Only orphans are
+    waited for, never ``own`` (children this process had before: run.py's in-process sections leave their guard,
+    which ends with this process; waiting for any child hung the whole ``make bench`` there)."""
+    while left := _children() - own:
+        for pid in left:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                continue
 
 
 def _runner(argv: list[str], env: dict[str, str]) -> Callable[[], str]:
