@@ -30,6 +30,7 @@ the same bytes on the wire. Every case but the plain one goes to the SDK:
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -138,16 +139,23 @@ class DirectCalls:
         server = self.server
         requester = Requester(caller=caller(None, sent, server.authenticating), modern=False, authorization=sent)
         data: bytes | None = None
-        async with anyio.create_task_group() as group:
+        with anyio.CancelScope() as call:
+            # The client closing the connection cancels its call. Watched by a bare task whose end cancels the call's
+            # scope, not a task group: one group per call costs its start, its cancellation and a turn of the event
+            # loop to join it, on the way to the answer; the watch is let go without being waited for.
+            watch = asyncio.ensure_future(_disconnected(receive))
 
-            async def gone() -> None:  # the client closed the connection: its call is cancelled
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                group.cancel_scope.cancel()
+            def ended(watch: asyncio.Future[None]) -> None:  # (a receive that failed: the connection is gone too)
+                if not watch.cancelled():
+                    watch.exception()  # (retrieved: never logged as lost)
+                call.cancel()
 
-            group.start_soon(gone)
-            data = await self._respond(plan, requester)
-            group.cancel_scope.cancel()
+            watch.add_done_callback(ended)
+            try:
+                data = await self._respond(plan, requester)
+            finally:
+                watch.remove_done_callback(ended)
+                watch.cancel()
         if data is None:
             return
         await send(start)
@@ -157,3 +165,9 @@ class DirectCalls:
         """The JSON-RPC response to the plan's request, as the SDK's runner and dispatcher write it."""
         message = await respond(self.server, plan.request_id, plan.params, plan.version, requester)
         return message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Until the client has closed the connection."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
