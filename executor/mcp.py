@@ -56,6 +56,7 @@ from toolexec.mcp_paths import scrub
 from toolexec.mcp_stdio import json_safe, stdio_transport
 from toolexec.mcp_stdio_call import DirectCalls
 from toolexec.mcp_tasks import McpTasks
+from toolexec.mcp_threads import CallThreads
 from toolexec.observe import Caller
 from toolexec.policy import enforced_tool
 from toolexec.providers import mcp as mcp_format
@@ -329,6 +330,7 @@ class ToolServer:
         self.stopping = False  # set by SIGTERM/SIGINT: calls cancelled from now on are answered "shutting down"
         self._drained: Callable[[], Awaitable[None]] | None = None  # stdio: until every request is answered
         self._call_threads: anyio.CapacityLimiter | None = None  # the calls' worker threads (made in the loop)
+        self._threads = CallThreads()  # the threads of calls that need no anyio worker (toolexec.mcp_threads)
         self.server: Server[Any] = Server(
             "toolexec",
             version=__version__,
@@ -567,6 +569,8 @@ class ToolServer:
         if self._call_threads is None:
             self._call_threads = anyio.CapacityLimiter(self.calls.max_parallel + WAITING_THREADS)
         try:
+            if latest is None and ask is None:  # nobody listens or answers: a call thread of our own (mcp_threads)
+                return await self._threads.run(work, self._call_threads)
             if latest is None:  # nobody listens for progress: no task group to make and end per call
                 return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._call_threads)
             async with anyio.create_task_group() as group:
@@ -666,6 +670,7 @@ class ToolServer:
     def close(self) -> None:
         """Stop the file watcher and the warm servers (the server keeps nothing on disk)."""
         self._stop_watching.set()
+        self._threads.close()
         self.calls.close_warm()
 
     async def announce(self) -> None:

@@ -47,6 +47,7 @@ LAYERS = [
         "toolexec.mcp_stdio",
         "toolexec.mcp_stdio_call",
         "toolexec.mcp_direct",
+        "toolexec.mcp_threads",
         "toolexec.mcp_asking",
         "toolexec.asking_terminal",
         "toolexec.mcp_results",
