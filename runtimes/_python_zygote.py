@@ -669,9 +669,6 @@ class _Spares:
         # Every isolated init says its tool's status to the zygote; where it is not early, the zygote says it once it
         # has ended the init and found nothing of the call left (:func:`_ended_alone`): the word may be the tool's
         self.word = namespaces is not None
-        # Spares are offered to toolexec (:meth:`offer`) except to root's isolated calls: root's tool keeps root's
-        # capabilities and could take what its init holds of a call sent to it directly; its calls go through here
-        self.direct = namespaces is None or os.getuid() != 0
 
     def ended(self):
         """A call's status is said: the next call's spare is made now (unless one waits). Back to back counts from
@@ -693,7 +690,7 @@ class _Spares:
         if self.offered is not None or self.waiting is not None:
             return
         self.make()
-        if self.waiting is None or not self.direct:
+        if self.waiting is None:
             return
         pid, sock, said = self.waiting
         self.waiting = None
