@@ -669,9 +669,6 @@ class _Spares:
         # Every isolated init says its tool's status to the zygote; where it is not early, the zygote says it once it
         # has ended the init and found nothing of the call left (:func:`_ended_alone`): the word may be the tool's
         self.word = namespaces is not None
-        # Spares are offered to toolexec (:meth:`offer`) except to root's isolated calls: root's tool keeps root's
-        # capabilities and could take what its init holds of a call sent to it directly; its calls go through here
-        self.direct = namespaces is None or os.getuid() != 0
 
     def ended(self):
         """A call's status is said: the next call's spare is made now (unless one waits). Back to back counts from
@@ -693,7 +690,7 @@ class _Spares:
         if self.offered is not None or self.waiting is not None:
             return
         self.make()
-        if self.waiting is None or not self.direct:
+        if self.waiting is None:
             return
         pid, sock, said = self.waiting
         self.waiting = None
@@ -1067,22 +1064,35 @@ def _heard(children, spares, pid):
 
 
 def _ended_alone(pid):
-    """Whether the call whose init is ``pid`` has nothing left but that init, which is ended first (SIGKILL: no code
-    of it runs from here on, nor can it start a process). Asked when an init that is not early (root's, under the
+    """Whether the call whose init is ``pid`` has nothing left but that init, which is then ended (SIGKILL: no code
+    of it runs from there on, nor can it start a process). Asked when an init that is not early (root's, under the
     baseline) says its tool's status: its tool kept root's capabilities, and could have taken the socket the word
     comes on (``pidfd_getfd``), or the init itself (``ptrace``). Every process of a PID namespace descends from its
     init (an orphan goes to it; none can be made with its parent outside), so an init with no child (on any of its
     threads) is alone in its namespace; a live process of the call, or one that is a zombie still, says no. No: the
-    init's kill ends the namespace, and the zygote says the status once it has reaped the init (killed)."""
+    init's kill ends the namespace, and the zygote says the status once it has reaped the init (killed).
+
+    The init is looked at before the kill: once killed, its own end kills and reaps the rest of its namespace, so a
+    look after it alone, held up meanwhile (a loaded machine), found no child where the tool still ran when the word
+    came, and took the tool's word. And once more after it: a child the init made between the two says no too."""
+    try:
+        alone = not _has_child(pid)
+    except OSError:
+        alone = False
     try:
         os.kill(pid, signal.SIGKILL)
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
-                if handle.read().strip():
-                    return False
+        return alone and not _has_child(pid)
     except OSError:
         return False
-    return True
+
+
+def _has_child(pid):
+    """Whether process ``pid`` has a child, on any of its threads (OSError: it cannot be seen)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
+            if handle.read().strip():
+                return True
+    return False
 
 
 def _serve_calls(control, spares, wake_read, hand_over, reaped=None, taken=None):

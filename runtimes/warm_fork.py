@@ -312,10 +312,9 @@ class ForkServer(ServerProcess):
             self._end()
             return False
         self.loaded = loaded.taken(loaded.parse(answer), started, started_wall)
-        # The server offers its first spare at once (a fork): the first call is sent to it, as every later one (but
-        # root's isolated server, whose calls all go through it: _python_zygote's Spares.direct)
+        # The server offers its first spare at once (a fork): the first call is sent to it, as every later one
         with contextlib.suppress(OSError):
-            if not (self.spec.isolated and os.getuid() == 0) and select.select([ours], [], [], WAKE_SECONDS)[0]:
+            if select.select([ours], [], [], WAKE_SECONDS)[0]:
                 with self._lock:
                     self._offers += [offer] if (offer := self._offer(ours)) is not None else []
         self._control = ours

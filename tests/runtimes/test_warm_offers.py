@@ -55,10 +55,7 @@ def run(secret: str) -> dict:
     seen = [data.decode("latin-1") for data in KEPT]
     return {"warm": ZYGOTE is not None, "secret": secret, "calls_seen": [s for s in seen if "SECRET" in s]}
 '''
-# Root's isolated servers offer no spare: root's tool keeps root's capabilities, so its calls go through the server
-# (runtimes/_python_zygote.py, Spares.direct; tests/runtimes/test_warm_status.py is their hostile test)
-_ROOT = pytest.mark.skipif(os.getuid() == 0, reason="root's isolated server offers no spare (its calls go through it)")
-MODES = [pytest.param("baseline", marks=_ROOT), pytest.param("strict", marks=_ROOT), "off"]
+MODES = ["baseline", "strict", "off"]
 
 
 def _servers() -> list[warm_fork.ForkServer]:

@@ -73,7 +73,16 @@ class Spares:
     made = set()
 
 
-def heard(word, with_child):
+kill = os.kill
+
+
+def ended(pid):
+    # until pid is a zombie: the rest of its namespace is killed and reaped by then
+    while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        os.sched_yield()
+
+
+def heard(word, with_child, late=False):
     read, write = os.pipe()
     pid = _python_zygote._Namespaces().clone_alone()
     if pid == 0:  # the init of a namespace: waits (with a child of its own that waits too, or none) until killed
@@ -88,11 +97,14 @@ def heard(word, with_child):
     if with_child:  # (its child made before the word comes)
         while not open(f"/proc/{pid}/task/{pid}/children").read().strip():
             os.sched_yield()
+    if late:  # the zygote is held up right after its kill: the init's own end (its namespace's) goes on meanwhile
+        os.kill = lambda target, number: (kill(target, number), number != signal.SIGKILL or ended(pid))[0]
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     said, saying = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     saying.send(word)
     children = {pid: _python_zygote._Reply(theirs.detach(), -1, said.detach())}
     taken = _python_zygote._heard(children, Spares, pid)
+    os.kill = kill
     ours.setblocking(False)
     try:
         told = ours.recv(64).decode()
@@ -103,18 +115,24 @@ def heard(word, with_child):
     return [taken, told, pid in children, os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL]
 
 
-print(json.dumps([heard(b"0", False), heard(b"0", True), heard(b"3", False), heard(b"256", False), heard(b"S", False)]))
+print(json.dumps([heard(b"0", False), heard(b"0", True), heard(b"3", False), heard(b"256", False), heard(b"S", False),
+                  heard(b"0", True, late=True), heard(b"0", False, late=True)]))
 """
 
 
 def test_a_root_inits_word_is_taken_once_it_is_ended_alone_and_only_an_exit_code() -> None:
     """The zygote ends the init first (SIGKILL), then takes its word only when it had no child left; a status past an
     exit code (a wait status the host could not read) or ``S`` (the status said elsewhere) is never taken: the
-    init's reap says the status then. [taken, what toolexec was told, still waited for, killed]"""
+    init's reap says the status then. Whether the init was alone is seen before the kill: once killed, its own end
+    kills and reaps the rest of its namespace, so a zygote held up after its kill (a loaded machine) would find no
+    child left where the tool still ran when the word came, and take the tool's word (the last two: held up so, with
+    a child and without). [taken, what toolexec was told, still waited for, killed]"""
     assert _run(HEARD) == [
         [True, "X0\n", False, True],
         [False, "", True, True],
         [True, "X768\n", False, True],
         [False, "", True, False],
         [False, "", True, False],
+        [False, "", True, True],
+        [True, "X0\n", False, True],
     ]
