@@ -440,7 +440,9 @@ def _executor(args: argparse.Namespace, control: CallControl | None = None, *, t
 
     executor.calls.caller = Caller(surface="cli")
     executor.calls.ahead = False  # one run: no second call would use a sandbox set up ahead  # who asks, for the audit log (the OS user is added when it is written)
-    if any(name.startswith("OTEL_") for name in os.environ):  # tracing is imported only where it may be configured
+    from toolexec.runtimes.environment import otel_variables  # (known once per state of os.environ: the call asks too)
+
+    if otel_variables():  # tracing is imported only where it may be configured
         from toolexec.tracing import configure_from_environment
 
         configure_from_environment()  # OpenTelemetry from the OTEL_* variables

@@ -282,16 +282,23 @@ def take(
     return None
 
 
-def remember(kind: str, argv: Sequence[str], additions: Mapping[str, str], env: Mapping[str, str]) -> None:
+def remember(
+    kind: str,
+    argv: Sequence[str],
+    additions: Mapping[str, str],
+    env: Mapping[str, str],
+    command: Mapping[str, str] | None = None,
+) -> None:
     """Write down what this run's start was (its kind, argv with INFO, the environment it added), for the next run:
     only where the next run's spare could be adopted (the call's environment is the command's own, as far as the
-    program's start reads it). An empty ``argv``: nothing (a start no spare can stand in for)."""
+    program's start reads it). An empty ``argv``: nothing (a start no spare can stand in for). ``command``: the
+    command's environment as text when the caller has it decoded already (else ``os.environ`` is read)."""
     early = _early
     if early is None:
         return
     early.written = True
     wanted = b""
-    if argv and kind in KINDS and _compatible({**os.environ, **additions}, env, additions):
+    if argv and kind in KINDS and _compatible({**(os.environ if command is None else command), **additions}, env, additions):
         fields = [kind, early.digest, *argv, "", *(f"{name}={value}" for name, value in additions.items())]
         wanted = "\0".join(fields).encode("utf-8", "surrogateescape")
     if wanted == early.known:

@@ -574,7 +574,10 @@ class Server:
             _read_ahead(self.config_path)
             if self.pages is not None:  # the copy-on-write faults a call would take, taken while waiting (not longer)
                 self.pages.copy_ahead(until=lambda: _pending(listener))
-            if self.sandboxes is not None:  # the server's end, while waiting: the sandbox set up ahead goes too
+            if self.sandboxes is not None or self.early is not None:
+                # The server's end, while waiting: out through the clean-up, so that the sandbox set up ahead and
+                # the tool's process started ahead (early's exit handler: killed and reaped) are gone before this
+                # child is (under `sandbox: off` the default action left the latter to the guard, a moment later).
                 for number in (signal.SIGTERM, signal.SIGHUP):
                     signal.signal(number, _end_waiting)
             conn = _accept_one(listener, recipe, self.sandboxes, last, self.early)

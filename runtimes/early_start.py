@@ -28,6 +28,7 @@ import select
 
 from toolexec import early
 from toolexec.runtimes import _spare_launcher, baseline, process_linux, sandbox
+from toolexec.runtimes.environment import command_environment
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def start(
     # what a version manager's shim adds (:func:`toolexec.runtimes.interpreter.launcher_for`): a PATH of its own
     additions = {"PATH": env["PATH"]} if "PATH" in env and env["PATH"] != os.environ.get("PATH") else {}
     found = early.take(kind, spare_argv, env, additions, cwd)
-    early.remember(kind, spare_argv, additions, env)
+    early.remember(kind, spare_argv, additions, env, command_environment())
     if found is None:
         return None, None, None
     call_env = dict(env)

@@ -222,6 +222,13 @@ def caller_environment(secrets: tuple[str, ...] = ()) -> Mapping[str, str]:
     return found
 
 
+def command_environment() -> Mapping[str, str]:
+    """``os.environ`` as text, whole (its secrets in it: never a tool's), made once per state of ``os.environ`` and
+    shared with :func:`caller_environment`: read-only (copy it to change it)."""
+    seen = _environ()
+    return seen.text if seen is not None else os.environ
+
+
 def otel_variables() -> bool:
     """Whether an ``OTEL_*`` variable is set (known once per state of ``os.environ``)."""
     seen = _environ()
