@@ -325,3 +325,69 @@ def test_the_early_spare_gets_no_descriptor_the_command_inherited_and_ignores_no
     if language == "bash":  # (a Python tool's interpreter ignores them itself, early or cold)
         assert not int(early_ignored, 16) & (1 << (signal.SIGPIPE - 1) | 1 << (signal.SIGXFSZ - 1))
     _no_leftovers(project, private_tmpdir)
+
+
+NOOP_HOME_PY = '''
+def run() -> str:
+    """Do nothing, under a policy that writes the home.
+
+    Network: none
+    Writes: ~/
+    """
+    return "ok"
+'''
+
+
+@pytest.mark.sandbox_modes
+def test_a_link_made_between_two_calls_is_refused_at_the_second_though_the_places_were_resolved_at_the_first(
+    project: Project,
+) -> None:
+    """A confined call's places are resolved once per config, tool, policy, working directory and environment (a warm
+    call reuses them), but what the file system says is checked per call: toolexec's cache folder turned into a link
+    (in the home the tool writes) after a first call that ran refuses the second, as a first call there would be."""
+    from toolexec.runtimes import sandbox as runtime_sandbox
+
+    if runtime_sandbox.mechanism()[0] != "bwrap":
+        pytest.skip("the view of a declared policy needs bwrap")
+    home = Path.home()
+    folder, real = home / "cache-folder", home / "real-cache"
+    folder.mkdir()
+    cache = os.environ["XDG_CACHE_HOME"]
+    project.tool("noop_home.py", NOOP_HOME_PY)
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    try:
+        with project.executor(["noop_home.py"], sandbox="declared") as executor:
+            first = executor.call("noop_home", {})
+            folder.rename(real)
+            folder.symlink_to(real)
+            second = executor.call("noop_home", {})
+    finally:
+        os.environ["XDG_CACHE_HOME"] = cache
+    assert (first.ok, first.output) == (True, "ok"), first
+    assert (second.status, second.reason) == ("unavailable", "unavailable"), second
+    assert f"reached through the link {folder}" in (second.error or ""), second.error
+
+
+def test_a_confined_calls_places_follow_the_environment_they_were_resolved_from(project: Project) -> None:
+    """The places resolved for a call are not reused once ``~``'s folders change (``XDG_CONFIG_HOME`` here): the new
+    config folder is hidden from the next call, the old one no longer named."""
+    from toolexec.confine import confinement
+    from toolexec.records import Sandbox
+
+    project.tool("noop_home.py", NOOP_HOME_PY)
+    before = os.environ.get("XDG_CONFIG_HOME")
+    with project.executor(["noop_home.py"], sandbox="declared") as executor:
+        try:
+            os.environ["XDG_CONFIG_HOME"] = str(Path.home() / "first")
+            first = confinement(executor.config, "noop_home", Sandbox(), ())
+            os.environ["XDG_CONFIG_HOME"] = str(Path.home() / "second")
+            second = confinement(executor.config, "noop_home", Sandbox(), ())
+        finally:
+            if before is None:
+                os.environ.pop("XDG_CONFIG_HOME", None)
+            else:
+                os.environ["XDG_CONFIG_HOME"] = before
+    named = [
+        (str(Path.home() / place / "toolexec") in found.hidden) for found in (first, second) for place in ("first", "second")
+    ]
+    assert named == [True, False, False, True]
