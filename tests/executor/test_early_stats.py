@@ -161,6 +161,24 @@ def test_the_childs_stats_are_the_checks_own_and_the_child_is_reaped(three: Proj
 
 
 @pytest.mark.usefixtures("fresh_module")
+def test_the_child_stats_names_beyond_ascii_as_the_check_names_them(three: Project) -> None:
+    # the child stats the memo's bytes undecoded and the memo is one encoding of the joined names: a name in another
+    # script, one whose bytes decode to no text (a surrogate escape) and a missing one are each the file the check means
+    odd = ["été.sh", os.fsdecode(b"raw\xff.sh"), "missing é.sh"]
+    for name in odd[:2]:
+        (three.tools / name).write_text("x")
+    files = [*sorted(p.name for p in three.tools.iterdir() if p.name.isascii()), *odd]
+    folder = str(three.tools)
+    assert child_of(three).pid == -1  # no memo yet: nothing forked
+    early_stats.remember(folder, files)
+    assert early_stats._memo(folder, files) == os.fsencode(folder) + b"\0\0" + b"\0".join(map(os.fsencode, files))
+    child = child_of(three)
+    assert child.pid > 0
+    assert early_stats.stats_for(folder, files) == stat_bytes(folder, files)
+    assert stat_bytes(folder, files) != stat_bytes(folder, [*files[:-3], "gone", "gone", "gone"])  # each one counted
+
+
+@pytest.mark.usefixtures("fresh_module")
 @pytest.mark.parametrize("asked", ["other names", "another order", "another folder"])
 def test_a_child_that_took_other_stats_is_ended_unused(three: Project, tmp_path: Path, asked: str) -> None:
     files = sorted(p.name for p in three.tools.iterdir())
