@@ -566,17 +566,13 @@ def breakdown_rows(b: Bench) -> list[Row]:
 
 
 ESCAPEE_PASS = """
-import json, os, statistics, sys, time
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from harness import median_ms
 from toolexec.runtimes import process_linux
-me, needle, runs = os.getpid(), b"TOOLEXEC_BENCH_NOTHING=1", int(sys.argv[1])
-def median(action):
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-print(json.dumps([median(lambda: process_linux._walk(needle, -1, me, None)), median(lambda: process_linux._scan(needle, -1, me, None))]))
+me, needle, runs = os.getpid(), b"TOOLEXEC_BENCH_NOTHING=1", int(sys.argv[2])
+walk = median_ms(lambda: process_linux._walk(needle, -1, me, None), runs=runs)
+print(json.dumps([walk, median_ms(lambda: process_linux._scan(needle, -1, me, None), runs=runs)]))
 """
 
 
@@ -584,7 +580,9 @@ def escapee_pass_ms() -> tuple[float, float]:
     """One pass of the escapee search over the descendant tree, and over all of /proc, in a fresh interpreter (no
     child of its own, as a host between calls): in run.py a pass would also read every child the earlier sections
     left it (their guards, servers, orphans re-parented to this subreaper), which is the bench's, not a call's."""
-    done = subprocess.run([sys.executable, "-c", ESCAPEE_PASS, str(RUNS)], check=True, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", ESCAPEE_PASS, str(Path(__file__).parent), str(RUNS)], check=True, capture_output=True, text=True
+    )
     walk, scan = json.loads(done.stdout)
     return walk, scan
 
