@@ -32,12 +32,14 @@ from toolexec.serve_client import config_option, fnv1a64
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
 __all__ = ["begin", "remember", "stats_for"]
 
 COMMANDS = frozenset({"list", "build"})  # the commands whose work starts with a whole no-change check
 MAX_MEMO = 64 << 20  # a folder and a few hundred thousand names
+CHUNK = 512  # the files the child stats before it sends their stats
+SHARE = 256  # the files the check stats itself at a time, from the last back, while the child is not done
 _VALUED = frozenset({"--config", "--agent", "--var"})  # the options before the command that take a value
 
 
@@ -49,9 +51,6 @@ class _Child:
         self.pid, self.fd = -1, -1
 
     def start(self) -> None:
-        folder, _, names = self.known.partition(b"\0\0")
-        files = [os.fsdecode(name) for name in names.split(b"\0")] if names else []
-        tools_dir = os.fsdecode(folder)
         read, write = os.pipe2(os.O_CLOEXEC)
         try:
             pid = os.fork()
@@ -63,28 +62,55 @@ class _Child:
             status = 1
             try:
                 os.close(read)
-                data = memoryview(stat_bytes(tools_dir, files) or b"")
-                while data:
-                    data = data[os.write(write, data) :]
+                # the names as the memo holds them, encoded: the system call takes bytes as they are (no name
+                # decoded, in either process, before the stats start); CHUNK at a time, each sent as it is taken
+                folder, _, names = self.known.partition(b"\0\0")
+                files = names.split(b"\0") if names else []
+                _send(write, (stat_bytes(folder, files[first : first + CHUNK]) or b"" for first in range(0, len(files), CHUNK)))
                 status = 0
             finally:
                 os._exit(status)
         os.close(write)
         self.pid, self.fd = pid, read
 
-    def take(self) -> bytes | None:
-        """The child's stats once it has ended well, else None."""
-        chunks = []
-        try:
-            while True:
-                chunk = os.read(self.fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        except OSError:
-            chunks = []
-        _, status = self.end()
-        return b"".join(chunks) if status == 0 and chunks else None
+    def take(self, tools_dir: str, files: Sequence[str]) -> bytes:
+        """The packed stats of ``files`` (the memo's): the child's as far as it got, the rest taken here from the
+        last file back until the two meet (a child still running when the check wants them, on a loaded machine or
+        one core, costs the check half its stats, not the wait for all of them); the child ended and reaped."""
+        count, got = len(files), bytearray()
+        times: list[bytes] = []  # the child's, chunk by chunk
+        sizes: list[bytes] = []
+        mine: list[tuple[bytes, bytes]] = []  # this process's, from the last file back
+        done, upto, ended = 0, count, False  # the child's files are [0, done); this process's [upto, count)
+        os.set_blocking(self.fd, False)
+        while done < upto:
+            if not ended:
+                try:
+                    chunk = os.read(self.fd, 1 << 20)
+                    got += chunk
+                    ended = not chunk  # the child closed its end: it is done (or it died)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    ended = True
+                while done < upto and len(got) >= (size := 32 * min(CHUNK, count - done) + 1):
+                    half = (size - 1) // 2
+                    times.append(bytes(got[:half]))
+                    sizes.append(bytes(got[half + 1 : size]))
+                    del got[:size]
+                    done += (size - 1) // 32
+            if done >= upto:
+                break
+            first = done if ended else max(done, upto - SHARE)  # the child gone: every file left is this process's
+            packed = stat_bytes(tools_dir, files[first:upto]) or b""
+            half = len(packed) // 2
+            mine.append((packed[:half], packed[half + 1 :]))
+            upto = first
+        self.end(kill=True)
+        kept = 16 * upto  # the child's stats of the files this process did not take (it may have taken more)
+        ahead = b"".join(times)[:kept], b"".join(sizes)[:kept]
+        behind = mine[::-1]
+        return b"".join((ahead[0], *(t for t, _ in behind), b"\0", ahead[1], *(z for _, z in behind)))
 
     def end(self, *, kill: bool = False) -> tuple[int, int]:
         """Reap the child (killed first with ``kill``); its status, once."""
@@ -127,7 +153,7 @@ def stats_for(tools_dir: str, files: Sequence[str]) -> bytes | None:
     if child.known != _memo(tools_dir, files):
         child.end(kill=True)
         return None
-    return child.take()
+    return child.take(tools_dir, files)
 
 
 def remember(tools_dir: str, files: Sequence[str]) -> None:
@@ -171,8 +197,29 @@ def memo_path(argv: Sequence[str]) -> str | None:
 
 
 def _memo(tools_dir: str, files: Sequence[str]) -> bytes:
-    names = b"\0".join(os.fsencode(name) for name in files)
-    return os.fsencode(tools_dir) + b"\0\0" + names
+    # one join and one encoding of it (a name's encoding is its own whatever its neighbours: NUL is ASCII's in
+    # every encoding a file system's names take), not one call per name: 10,000 names cost ~3 ms that way
+    return os.fsencode(tools_dir) + b"\0\0" + os.fsencode("\0".join(files))
+
+
+def _send(write: int, chunks: Iterable[bytes]) -> None:
+    """Write each of ``chunks`` to the pipe ``write`` as soon as it takes it, never waiting for a reader while there
+    are stats left to take (the check reads them only when it wants them), then the rest, waiting."""
+    import contextlib  # noqa: PLC0415 - in the child only (the parent imports neither before it needs them)
+    import fcntl  # noqa: PLC0415
+
+    with contextlib.suppress(OSError):  # room for 30,000 files' stats, read in one go (else the pipe as it is)
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 1 << 20)
+    os.set_blocking(write, False)
+    pending = bytearray()
+    for chunk in chunks:
+        pending += chunk
+        with contextlib.suppress(BlockingIOError):  # the pipe full: the next chunk's stats first
+            del pending[: os.write(write, pending)]
+    os.set_blocking(write, True)
+    data = memoryview(pending)
+    while data:
+        data = data[os.write(write, data) :]
 
 
 def _end() -> None:

@@ -17,13 +17,14 @@ if TYPE_CHECKING:
 __all__ = ["stat_bytes"]
 
 
-def stat_bytes(tools_dir: str, files: Iterable[str], *, links: bool = True) -> bytes | None:
+def stat_bytes(tools_dir: str | bytes, files: Iterable[str] | Iterable[bytes], *, links: bool = True) -> bytes | None:
     """The mtime, ctime, size and inode of each of ``files`` (relative to ``tools_dir``), in order, packed: what
     :func:`toolexec.catalog.files_digest` hashes. With ``links=False``, None when one of them is a symbolic link.
 
     A missing file (or a name no stat takes) counts as mtime and ctime -1, size and inode 0, as
-    :func:`toolexec.catalog.file_stat`'s None does. The loop is the cheapest form of it (names relative to one open
-    directory, no path joined, no tuple kept): the system call is most of its cost.
+    :func:`toolexec.catalog.file_stat`'s None does. Names may be given encoded, as bytes (the system call takes
+    them as they are: :mod:`toolexec.early_stats`'s child decodes none). The loop is the cheapest form of it (names
+    relative to one open directory, no path joined, no tuple kept): the system call is most of its cost.
     """
     times, sizes = array("q"), array("Q")  # mtime and ctime may be negative; size and inode may use 64 bits
     add_times, add_sizes = times.extend, sizes.extend

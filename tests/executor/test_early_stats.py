@@ -8,6 +8,8 @@ this process, where the child's pid can be watched.
 from __future__ import annotations
 
 import os
+import select
+import signal
 from pathlib import Path
 
 import pytest
@@ -158,6 +160,45 @@ def test_the_childs_stats_are_the_checks_own_and_the_child_is_reaped(three: Proj
     assert early_stats.stats_for(folder, files) == stat_bytes(folder, files)
     assert gone(pid) and child.pid == -1 and child.fd == -1
     assert early_stats.stats_for(folder, files) is None  # once
+
+
+@pytest.mark.usefixtures("fresh_module")
+def test_the_child_stats_names_beyond_ascii_as_the_check_names_them(three: Project) -> None:
+    # the child stats the memo's bytes undecoded and the memo is one encoding of the joined names: a name in another
+    # script, one whose bytes decode to no text (a surrogate escape) and a missing one are each the file the check means
+    odd = ["été.sh", os.fsdecode(b"raw\xff.sh"), "missing é.sh"]
+    for name in odd[:2]:
+        (three.tools / name).write_text("x")
+    files = [*sorted(p.name for p in three.tools.iterdir() if p.name.isascii()), *odd]
+    folder = str(three.tools)
+    assert child_of(three).pid == -1  # no memo yet: nothing forked
+    early_stats.remember(folder, files)
+    assert early_stats._memo(folder, files) == os.fsencode(folder) + b"\0\0" + b"\0".join(map(os.fsencode, files))
+    child = child_of(three)
+    assert child.pid > 0
+    assert early_stats.stats_for(folder, files) == stat_bytes(folder, files)
+    assert stat_bytes(folder, files) != stat_bytes(folder, [*files[:-3], "gone", "gone", "gone"])  # each one counted
+
+
+@pytest.mark.usefixtures("fresh_module")
+@pytest.mark.parametrize("child", ["stopped at once", "stopped after its first stats", "killed at once"])
+def test_a_child_not_done_leaves_the_rest_to_the_check_and_the_stats_are_the_same(three: Project, child: str) -> None:
+    # the check stats from the last file back while the child is not done, and takes the child's as far as they go:
+    # whatever the child managed (nothing, some chunks, part of one), the stats are the check's own, each file once
+    for n in range(3 * early_stats.CHUNK + 7):  # several of the child's chunks and of the check's shares
+        (three.tools / f"f{n}.sh").write_text("x" * (n % 5))
+    files = [*sorted(p.name for p in three.tools.iterdir()), "missing.sh"]
+    folder = str(three.tools)
+    assert child_of(three).pid == -1
+    early_stats.remember(folder, files)
+    started = child_of(three)
+    pid = started.pid
+    assert pid > 0
+    if child == "stopped after its first stats":
+        select.select([started.fd], [], [])  # (the child has sent something: the check takes what it sent)
+    os.kill(pid, signal.SIGKILL if child == "killed at once" else signal.SIGSTOP)
+    assert early_stats.stats_for(folder, files) == stat_bytes(folder, files)
+    assert gone(pid) and started.pid == -1 and started.fd == -1
 
 
 @pytest.mark.usefixtures("fresh_module")
