@@ -186,10 +186,10 @@ while IFS= read -r __toolexec_line; do
     __toolexec_slot=$__toolexec_slots/${__toolexec_line:1}
     __toolexec_mode=${__toolexec_line:0:1}
     exec {__toolexec_go}<"$__toolexec_slot/go" || exit 70
-    set -m
     while :; do
       (
         __toolexec_waiter=$BASHPID
+        set -m  # (a subshell starts without job control)
         (
           exec {__toolexec_go}<&- {__toolexec_wake}<"$__toolexec_slot/wake" || exit 70
           IFS= read -r -u "$__toolexec_wake" __toolexec_mode || exit 70
