@@ -188,6 +188,28 @@ def test_a_slot_whose_go_fifo_another_process_filled_is_not_used_again(project: 
     assert os.listdir(private_tmpdir) == []
 
 
+def test_a_line_another_process_writes_into_a_slots_wake_fifo_starts_no_call(project: Project, private_tmpdir: Path) -> None:
+    """The call's process forked ahead of a call waits on the slot's ``wake`` FIFO: a line that names no waiter of its
+    own (written by a process of the user's, or left by an earlier call) starts nothing; the next calls run as ever,
+    and the slot is used again."""
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        server, slot = _first_call(executor)
+        assert server._proc is not None
+        [slots_waiter] = process_linux._children(server._proc.pid)
+        waiter = _ahead(slots_waiter)
+        [ahead] = process_linux._children(waiter)
+        intruder = os.open(os.path.join(slot.path, "wake"), os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(intruder, b"-1\np\n-" + str(ahead).encode() + b"\n")
+        finally:
+            os.close(intruder)
+        assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+        assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
+        assert server._free == [slot]  # (the same slot: nothing of the intruder's was in it)
+    assert os.listdir(private_tmpdir) == []
+
+
 FDS = """#!/usr/bin/env bash
 # @describe The call's descriptors.
 # @meta warm
