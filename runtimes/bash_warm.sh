@@ -6,10 +6,11 @@
 # see runtimes/warm_bash.py), after one character: `p` when the call listens for progress, else `-`: the slot's first
 # call. A slot holds the call's request (`in`, the bootstrap's binding records), its script (`call`:
 # runtimes/_bash_call.py) and the FIFOs `out`, `err`, `st` and `progress`, whose read ends toolexec holds, and `go`,
-# whose write end it holds. The slot's waiter (a job of its own, forked for its first call and kept) forks each call's
-# process (a job of its own too: its own process group), which takes those as its descriptors, writes P<pid> on `st`,
-# restores the tool's shell options and traps and runs bash_bootstrap.sh's binding and main; the waiter writes
-# X<status> once it ends, then reads the slot's next call (its mode, one line) on `go`.
+# whose write end it holds, and `wake`. The slot's waiter (a job of its own, forked for its first call and kept) forks
+# each call's waiter and process ahead of the call (the process a job of its own: its own process group), which takes
+# those as its descriptors, writes P<pid> on `st`, restores the tool's shell options and traps and runs
+# bash_bootstrap.sh's binding and main; the call's waiter reads the call's mode (one line) on `go`, and writes
+# X<status> once the call's process has ended (see below).
 # The ready word is R, then each file the sourcing read, NUL-separated (see below).
 #
 # A spare (TOOLEXEC_WARM_SPARE=1, under the sandbox's baseline: see runtimes/_bash_zygote.py): process 2 of a PID
@@ -138,7 +139,7 @@ exec {__toolexec_ready}>&-
 __toolexec_code='mapfile -d "" -t __toolexec_line <"$__toolexec_script" && [[ -n ${__toolexec_line[0]-} ]] || exit 70
 eval "${__toolexec_line[0]}" || exit 70
 [[ -z ${__toolexec_memfd-} ]] || exec {__toolexec_memfd}<&-
-unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go __toolexec_held __toolexec_memfd
+unset __toolexec_spare __toolexec_line __toolexec_slots __toolexec_slot __toolexec_script __toolexec_mode __toolexec_go __toolexec_held __toolexec_memfd __toolexec_wake __toolexec_waiter __toolexec_wait
 eval "$__toolexec_restore" 2>/dev/null
 eval "$__toolexec_traps"
 unset __toolexec_restore __toolexec_traps __toolexec_ready
@@ -167,32 +168,62 @@ if [[ -n $__toolexec_spare ]]; then
 fi
 
 # A slot's waiter, forked once for the slot's first call (named on stdin) and kept for its later ones: each comes as
-# one line (its mode) on the slot's `go` FIFO, whose write end toolexec holds (its end of file ends the waiter). One
-# fork per call: a bash cannot learn a child's status while it reads its stdin, but a waiter reading only its slot's
-# FIFO between calls can. The call is a job in the foreground (`set -m`: a process group of its own): the waiter
-# starts no job in the background, so $! in the call is what the server's sourcing left, as in a cold call. (One
-# eval of the loop: the waiter and the call's code in it are parsed once, here.)
+# one line (its mode) on the slot's `go` FIFO, whose write end toolexec holds (its end of file ends the waiter). The
+# next call's processes are forked AHEAD of it, as soon as the last call's status is said: the call's own waiter (a
+# foreground job of the slot's waiter, so that the slot's waiter starts no job in the background and $! stays what
+# the server's sourcing left) and, below it, the call's process (a job in the background of the call's waiter: a
+# process group of its own, `set -m`), which waits on the slot's `wake` FIFO (the slot's waiter holds it open both
+# ways, so no open blocks; the call's process reads it through a read end of its own, whose end of file, once both
+# waiters are gone, ends it; a line is taken only when it names the call's own waiter, so none left by an earlier
+# call's starts one). When the call comes the call's waiter reads its mode on `go`, opens `st` (toolexec's read end
+# is open by then), hands the mode on `wake` and waits for the call's process, which takes its descriptors, writes
+# P<pid> <its waiter's pid> on `st` (its own, closed before the call's code runs: the waiter's holds `st` until the
+# status) and runs the call; the call's waiter writes X<status> once it has ended, and exits. So a call's way holds
+# no fork: one write on `go`. No part of it is in a condition (`a || b`): bash would run the call's code with its ERR
+# trap and -e ignored. (One eval of the loop: the waiters and the call's code in it are parsed once, here.)
 eval 'unset __toolexec_code
 while IFS= read -r __toolexec_line; do
   {
     __toolexec_slot=$__toolexec_slots/${__toolexec_line:1}
     __toolexec_mode=${__toolexec_line:0:1}
-    exec {__toolexec_go}<"$__toolexec_slot/go" || exit 70
-    set -m
+    exec {__toolexec_go}<"$__toolexec_slot/go" {__toolexec_wake}<>"$__toolexec_slot/wake" || exit 70
     while :; do
-      exec 3>"$__toolexec_slot/st" || exit 70
       (
-        exec {__toolexec_go}<&- <"$__toolexec_slot/in" >"$__toolexec_slot/out" 2>"$__toolexec_slot/err" || exit 70
-        if [[ $__toolexec_mode == p ]]; then exec {__toolexec_progress}>"$__toolexec_slot/progress" || exit 70; fi
-        echo "P$BASHPID" >&3
-        exec 3>&-
-        set +m
-        __toolexec_script=$__toolexec_slot/call
-        '"$__toolexec_code"'
+        __toolexec_waiter=$BASHPID
+        set -m  # (a subshell starts without job control)
+        (
+          exec {__toolexec_go}<&- {__toolexec_wait}<"/proc/self/fd/$__toolexec_wake" {__toolexec_wake}<&- || exit 70
+          while :; do
+            IFS= read -r -u "$__toolexec_wait" __toolexec_line || exit 70
+            [[ ${__toolexec_line:1} != "$__toolexec_waiter" ]] || break
+          done
+          __toolexec_mode=${__toolexec_line:0:1}
+          exec {__toolexec_wait}<&- <"$__toolexec_slot/in" >"$__toolexec_slot/out" 2>"$__toolexec_slot/err" 3>"$__toolexec_slot/st" || exit 70
+          if [[ $__toolexec_mode == p ]]; then exec {__toolexec_progress}>"$__toolexec_slot/progress" || exit 70; fi
+          echo "P$BASHPID $__toolexec_waiter" >&3
+          exec 3>&-
+          set +m
+          __toolexec_script=$__toolexec_slot/call
+          '"$__toolexec_code"'
+        ) &
+        __toolexec_call=$!
+        __toolexec_ended=70
+        if [[ -z $__toolexec_mode ]] && ! IFS= read -r -u "$__toolexec_go" __toolexec_mode; then
+          __toolexec_ended=3
+        elif exec 3>"$__toolexec_slot/st"; then
+          printf "%s%s\n" "$__toolexec_mode" "$__toolexec_waiter" >&"$__toolexec_wake"
+          exec {__toolexec_wake}>&-
+          wait "$__toolexec_call"
+          echo "X$?" >&3
+          exec 3>&-
+          exit 0
+        fi
+        kill -KILL "$__toolexec_call"
+        wait "$__toolexec_call"
+        exit "$__toolexec_ended"
       )
-      echo "X$?" >&3
-      exec 3>&-
-      IFS= read -r -u "$__toolexec_go" __toolexec_mode || exit 0
+      (($? == 0)) || exit 0
+      __toolexec_mode=
     done
   } &
 done'

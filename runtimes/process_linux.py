@@ -1004,12 +1004,19 @@ def _carries(needle: bytes, info: _Proc, call_start: int | None) -> bool:
 
 
 def stopped_in_group(leader: int) -> bool:
-    """Whether ``leader`` (a process group's leader), or a child of it in its group, is stopped (by a signal, or a
-    tracer): what a warm server's host looks at when a call's status is late (see warm_fork.ServerProcess.wake)."""
-    for pid in (leader, *_children(leader)):
+    """Whether ``leader`` (a process group's leader), or a descendant of it in its group, is stopped (by a signal, or
+    a tracer): what a warm server's host looks at when a call's status is late (see warm_fork.ServerProcess.wake). (A
+    warm Bash call's waiter is a grandchild of its server, in the server's group; the call's own group is not
+    followed.)"""
+    stack = [leader]
+    while stack:
+        pid = stack.pop()
         info = _stat(pid)
-        if info.state in ("T", "t") and (pid == leader or info.pgrp == leader):
+        if pid != leader and info.pgrp != leader:
+            continue
+        if info.state in ("T", "t"):
             return True
+        stack.extend(_children(pid))
     return False
 
 

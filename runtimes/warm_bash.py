@@ -1,4 +1,5 @@
-"""The host side of a warm Bash server (``bash_warm.sh``): a bash that has sourced the tool forks a subshell per call.
+"""The host side of a warm Bash server (``bash_warm.sh``): a bash that has sourced the tool forks a subshell per call,
+ahead of it.
 
 A bash cannot receive descriptors, so a call's channels are named: each call takes a **slot**, a directory (0700) of
 the server's own private directory (``toolexec-warm-…``, 0700, made once per server and removed with it, or by the
@@ -11,11 +12,15 @@ call's exit waiter (end of file without a status: the waiter died, and the call 
 the slot back, every read end of the call closed.
 
 Each slot has a **waiter** of its own: a bash forked from the server for the slot's first call (named on the
-server's stdin) and kept, which forks each call's process, waits for it, says its status, and then reads the slot's
-next call (one line, its mode) on ``go``: one fork per call (a bash cannot learn a child's status while it reads its
-stdin, so a server that forked each call itself would need a waiter forked per call as well). The waiter runs none of
-the tool's code: each call still starts from a fork of the sourced tool. Closing ``go`` (the slot removed, or the
-server closing) ends the waiter; a waiter that is gone (``go`` has no reader) is replaced by the server's next fork.
+server's stdin) and kept, which forks each call's own waiter and process *ahead* of the call, once the last call's
+status is said: the call's waiter reads the slot's next call (one line, its mode) on ``go``, hands it to the call's
+process (a FIFO ``wake``, the bash's own), waits for it and says its status. So a call's way is one write on ``go``
+and no fork (two forks per call, off its way: a bash cannot learn a child's status while it reads its stdin, and a
+background job would leave its pid in ``$!`` for the next call's process to see). No waiter runs any of the tool's
+code: each call still starts from a fork of the sourced tool. Closing ``go`` (the slot removed, or the server
+closing) ends the waiters; a slot's waiter that is gone (``go`` has no reader once the call it forked ahead is over)
+is replaced by the server's next fork. The call's waiter says its own pid beside the call's (``P<pid> <pid>``): one
+re-parented here (its slot's waiter killed) is reaped here once the call is over.
 
 A process forked from the one that started the server (a ``toolexec serve`` call's child, whose server's process never
 runs a call) uses none of that process's slots, which the other forked processes would use at once: it makes slots of
@@ -35,6 +40,7 @@ import contextlib
 import os
 import select
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -243,7 +249,8 @@ class BashServer(ServerProcess):
             process_linux.remove_at_death(root, False)
 
 
-_FIFOS = ("out", "err", "st", "progress")  # (and ``go``: its write end is this process's)
+# (and ``go``, whose write end is this process's, and ``wake``, the bash's own: see bash_warm.sh)
+_FIFOS = ("out", "err", "st", "progress")
 MEMORY_DIRECTORY = "/dev/shm"  # a tmpfs on Linux: nothing there waits for a disk's journal
 
 
@@ -268,7 +275,7 @@ class _Slot:
         self.waited = False  # a waiter serves it: a call is handed over on `go` (else named on the server's stdin)
         os.mkdir(path, 0o700)
         try:
-            for fifo in (*_FIFOS, "go"):
+            for fifo in (*_FIFOS, "go", "wake"):
                 os.mkfifo(os.path.join(path, fifo), 0o600)
             go = os.path.join(path, "go")
             # (a write end alone, never blocking: opened beside a read end that is closed at once)
@@ -395,7 +402,15 @@ class BashCall(CallProcess):
             server._forget(slot)
             raise
         self._status = _Status(fds[2], slot, server)
+        self._waiter = -1  # a pidfd of the call's own waiter (the call's process is its child; see bash_warm.sh)
         super().__init__(server, self._status, fds[0], fds[1], fds[3] if len(fds) > 3 else -1)
+
+    def _started_by(self, said: bytes) -> int:
+        """``P<pid> <its waiter's pid>``: the waiter is alive then (it waits for the call), so its pidfd is its own."""
+        pid, _, waiter = said.partition(b" ")
+        with contextlib.suppress(OSError, ValueError):
+            self._waiter = os.pidfd_open(int(waiter))
+        return int(pid)
 
     def wait(self) -> int:
         """The call's exit status (see :meth:`CallProcess.wait`), then the end of its status FIFO."""
@@ -403,8 +418,25 @@ class BashCall(CallProcess):
             super().wait()
             if self.reported:
                 self._status.drain()
+            self._reap_waiter()
         assert self.returncode is not None
         return self.returncode
+
+    def _reap_waiter(self) -> None:
+        """Reap the call's waiter when it was re-parented here (this process is a subreaper): the slot's waiter that
+        forked it ahead of the call had been killed. It is not this process's child otherwise (ECHILD at once)."""
+        fd, self._waiter = self._waiter, -1
+        if fd < 0:
+            return
+        try:
+            if os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOHANG) is None:  # ours, and about to exit (it said the status)
+                if not select.select([fd], [], [], DRAIN_SECONDS)[0]:
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)  # (stopped, say: an orphan of ours, never left)
+                os.waitid(os.P_PIDFD, fd, os.WEXITED)
+        except OSError:
+            pass  # (ECHILD: the slot's waiter reaps it, as it should)
+        finally:
+            os.close(fd)
 
     def exit_code(self, status: int) -> int:
         """As bash's ``wait`` gives it: 128 + N for a call ended by signal N."""
@@ -415,6 +447,7 @@ class BashCall(CallProcess):
         for fd in (self._out, self._err, self.progress):
             if fd >= 0 and self.stdout is None:
                 os.close(fd)
+        self._reap_waiter()
         super().abandon()
 
 

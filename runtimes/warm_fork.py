@@ -568,7 +568,7 @@ class CallProcess:
             line = self._line(REPLY_SECONDS)
         if line[:1] != b"P":
             return False
-        self.pid = int(line[1:]) if line[1:] else self._sender
+        self.pid = self._started_by(line[1:]) if line[1:] else self._sender
         if self.pid <= 0:
             return False
         if b"\n" in self._buffer:  # the status came in the same read: the channel has nothing more to say so
@@ -576,6 +576,10 @@ class CallProcess:
         self.stdout = open(self._out, "rb", buffering=0)  # noqa: SIM115 - closed by the process helper
         self.stderr = open(self._err, "rb", buffering=0)  # noqa: SIM115
         return True
+
+    def _started_by(self, said: bytes) -> int:
+        """The call's pid, from what follows ``P``."""
+        return int(said)
 
     def _read(self) -> bytes:
         return os.read(self.waiter.fileno(), 64)

@@ -539,7 +539,7 @@ def _open_descriptors() -> set[int]:
     return found
 
 
-# Each notes its server's process (sandbox off: its parent, or the Bash server's bash above the call's waiter) in
+# Each notes its server's process (sandbox off: its parent, or the Bash server's bash above the call's waiters) in
 # its cache, stops it, then hangs (Bash: unless told to return). Bash's $PPID is its shell's parent (toolexec itself):
 # parents are read from /proc.
 STOPS_ITS_SERVER = {
@@ -554,7 +554,7 @@ STOPS_ITS_SERVER = {
         "stops.sh",
         "#!/usr/bin/env bash\n# @describe Stop my server.\n# @meta warm\n# @option --whom=parent\n"
         'parent_of() { local stat; stat=$(</proc/$1/stat); stat=${stat##*) }; set -- $stat; echo "$2"; }\n'
-        'main() {\n  local me=$BASHPID pid; pid=$(parent_of "$me")\n  [[ $argc_whom == parent ]] || pid=$(parent_of "$pid")\n'
+        'main() {\n  local me=$BASHPID pid; pid=$(parent_of "$me")\n  [[ $argc_whom == parent ]] || pid=$(parent_of "$(parent_of "$pid")")\n'
         '  echo "$pid" >> "$LLM_TOOL_CACHE_DIR/servers"\n  kill -STOP "$pid"\n'
         '  [[ $argc_whom == server ]] || sleep 1000\n  echo returned >> "$LLM_OUTPUT"\n}\n'
         'eval "$(argc --argc-eval "$0" "$@")"\n',

@@ -51,6 +51,19 @@ def _first_call(executor: Any) -> tuple[warm_bash.BashServer, warm_bash._Slot]:
     return server, slot
 
 
+def _ahead(slots_waiter: int) -> int:
+    """The next call's waiter that the slot's waiter ``slots_waiter`` forked ahead of it, once it has (and its child,
+    the call's process, too): the last call's may still be ending."""
+    found: list[int] = []
+
+    def forked() -> bool:
+        found[:] = [pid for pid in process_linux._children(slots_waiter) if alive(pid) and process_linux._children(pid)]
+        return len(found) == 1
+
+    wait_until(forked, "the next call's waiter to be forked ahead of it")
+    return found[0]
+
+
 def _echo(executor: Any, text: str) -> tuple[str, str, str]:
     result = executor.call("echo", {"text": text})
     return result.status, result.output, result.stderr
@@ -73,7 +86,7 @@ def test_a_servers_slots_are_private_in_memory_and_gone_with_it(
         assert os.listdir(root) == [slot.name]
         modes = {name: os.lstat(os.path.join(slot.path, name)).st_mode for name in os.listdir(slot.path)}
         assert {name: (stat.S_IFMT(mode), stat.S_IMODE(mode)) for name, mode in modes.items()} == {
-            **{name: (stat.S_IFIFO, 0o600) for name in ("out", "err", "st", "progress", "go")},
+            **{name: (stat.S_IFIFO, 0o600) for name in ("out", "err", "st", "progress", "go", "wake")},
             **{name: (stat.S_IFREG, 0o600) for name in ("in", "call")},
         }
         assert [stat.S_IMODE(os.stat(path).st_mode) for path in (root, slot.path)] == [0o700, 0o700]
@@ -114,9 +127,11 @@ def test_a_slot_removed_from_under_its_server_is_made_again(project: Project, pr
 
 
 def test_a_slots_waiter_starts_its_later_calls_and_one_gone_is_forked_again(project: Project, private_tmpdir: Path) -> None:
-    """A slot's waiter, forked by the server for the slot's first call, forks each later call of that slot (one fork
-    per call); killed between calls, the server forks a new one for the slot's next call; none is left after the
-    executor closes."""
+    """A slot's waiter, forked by the server for the slot's first call, forks each later call of that slot ahead of
+    it (the call's waiter, and the call's process below it: two forks per call, none on the call's way); killed
+    between calls, the call it forked ahead still runs (its waiter, re-parented, is reaped here when this process
+    was the subreaper it went to), and the server forks a new slot's waiter for the slot's next call; none is left, nor a zombie, after
+    the executor closes."""
     import signal
 
     project.tool("echo.sh", ECHO)
@@ -125,11 +140,17 @@ def test_a_slots_waiter_starts_its_later_calls_and_one_gone_is_forked_again(proj
         assert server._proc is not None
         bash = server._proc.pid
         [waiter] = process_linux._children(bash)
+        ahead = _ahead(waiter)
         assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
         assert (process_linux._children(bash), server._free) == ({waiter}, [slot])  # the same waiter and slot
+        wait_until(lambda: not os.path.exists(f"/proc/{ahead}"), "the second call's waiter to be reaped by its parent")
+        ahead = _ahead(waiter)
         os.kill(waiter, signal.SIGKILL)
         wait_until(lambda: not alive(waiter), "the killed waiter to be reaped")
-        assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
+        assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")  # the call forked ahead
+        wait_until(lambda: not alive(ahead), "the call's waiter forked ahead to end")
+        assert ahead not in process_linux._children(os.getpid())  # (re-parented here, it is reaped here: no zombie)
+        assert _echo(executor, "fourth") == ("ok", "out:fourth\n", "err:fourth\n")
         [again] = process_linux._children(bash)
         assert (again != waiter, server._free) == (True, [slot])
     assert [pid for pid in (bash, again) if alive(pid)] == []
@@ -137,16 +158,18 @@ def test_a_slots_waiter_starts_its_later_calls_and_one_gone_is_forked_again(proj
 
 
 def test_a_slot_whose_go_fifo_another_process_filled_is_not_used_again(project: Project, private_tmpdir: Path) -> None:
-    """A process of the user's that fills a slot's ``go`` FIFO (its waiter stopped, so nothing reads it) keeps no
-    call from running: the call that finds it full is not handed to that waiter (it runs cold), the slot is removed
-    (the waiter, continued, ends as it finds no slot), and the next call runs warm in a new slot."""
+    """A process of the user's that fills a slot's ``go`` FIFO (the next call's waiter, forked ahead of it, stopped,
+    so nothing reads it) keeps no call from running: the call that finds it full is not handed to that waiter (it runs
+    cold), the slot is removed (the waiters, continued, end as they find no slot), and the next call runs warm in a
+    new slot."""
     import signal
 
     project.tool("echo.sh", ECHO)
     with project.executor(sandbox="off") as executor:
         server, first = _first_call(executor)
         assert server._proc is not None
-        [waiter] = process_linux._children(server._proc.pid)
+        [slots_waiter] = process_linux._children(server._proc.pid)
+        waiter = _ahead(slots_waiter)  # (the one that reads `go`; its child waits for the call)
         os.kill(waiter, signal.SIGSTOP)
         intruder = os.open(os.path.join(first.path, "go"), os.O_WRONLY | os.O_NONBLOCK)
         try:
@@ -158,10 +181,32 @@ def test_a_slot_whose_go_fifo_another_process_filled_is_not_used_again(project: 
         finally:
             os.kill(waiter, signal.SIGCONT)
             os.close(intruder)
-        wait_until(lambda: not alive(waiter), "the waiter of the removed slot to end")
+        wait_until(lambda: not alive(waiter) and not alive(slots_waiter), "the waiters of the removed slot to end")
         assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
         [second] = server._free
         assert second.path != first.path
+    assert os.listdir(private_tmpdir) == []
+
+
+def test_a_line_another_process_writes_into_a_slots_wake_fifo_starts_no_call(project: Project, private_tmpdir: Path) -> None:
+    """The call's process forked ahead of a call waits on the slot's ``wake`` FIFO: a line that names no waiter of its
+    own (written by a process of the user's, or left by an earlier call) starts nothing; the next calls run as ever,
+    and the slot is used again."""
+    project.tool("echo.sh", ECHO)
+    with project.executor(sandbox="off") as executor:
+        server, slot = _first_call(executor)
+        assert server._proc is not None
+        [slots_waiter] = process_linux._children(server._proc.pid)
+        waiter = _ahead(slots_waiter)
+        [ahead] = process_linux._children(waiter)
+        intruder = os.open(os.path.join(slot.path, "wake"), os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(intruder, b"-1\np\n-" + str(ahead).encode() + b"\n")
+        finally:
+            os.close(intruder)
+        assert _echo(executor, "second") == ("ok", "out:second\n", "err:second\n")
+        assert _echo(executor, "third") == ("ok", "out:third\n", "err:third\n")
+        assert server._free == [slot]  # (the same slot: nothing of the intruder's was in it)
     assert os.listdir(private_tmpdir) == []
 
 
@@ -459,7 +504,7 @@ def test_an_ordinary_users_warm_bash_calls_are_right_private_and_leave_nothing(o
         memory = "/dev/shm" if os.path.isdir("/dev/shm") else str(ordinary.root / "tmp")  # (not the fixture's)
         assert os.path.dirname(found["root"]) == memory
         (slot,) = {name for name in found["slots"] if name != "."}.difference(name for name in found["slots"] if "/" in name)
-        files = {f"{slot}/{name}": [True, "0o600"] for name in ("out", "err", "st", "progress", "go", "in", "call")}
+        files = {f"{slot}/{name}": [True, "0o600"] for name in ("out", "err", "st", "progress", "go", "wake", "in", "call")}
         assert found["slots"] == {".": [True, "0o700"], slot: [True, "0o700"], **files}
         assert found["loads"] == 1  # sourced once for every call
     else:
