@@ -25,6 +25,10 @@ PROGRESS_FD = 3  # toolexec.runtimes.process.WARM_PROGRESS_FD: where the call fi
 READY = b"R"  # said once it waits (toolexec.runtimes.sandbox_spare.READY)
 # Names, in a go's environment, the file this process writes ``0`` to, to join the call's pids cgroup (removed first).
 CGROUP_VARIABLE = b"TOOLEXEC_EARLY_CGROUP"
+# Names, in a go's environment, the pid_max this process sets in its PID namespace (a root call's process cap on a
+# kernel that keeps one per namespace: toolexec.runtimes.baseline.pid_max_capped), removed first.
+PID_MAX_VARIABLE = b"TOOLEXEC_EARLY_PID_MAX"
+PID_MAX = "/proc/sys/kernel/pid_max"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,13 +96,15 @@ def receive() -> tuple[list[bytes], dict[bytes, bytes]]:
     count = int(items[0])
     argv = items[1 : 1 + count]
     env = dict(item.split(b"=", 1) for item in items[1 + count : -1])
-    join = env.pop(CGROUP_VARIABLE, None)
-    if join is not None:  # moved by itself (a process moved from outside waits ~10 ms), best effort as a cold start's shell
-        try:
-            with open(join, "wb") as handle:
-                handle.write(b"0")
-        except OSError:
-            pass
+    # moved by itself (a process moved from outside waits ~10 ms), capped, best effort as a cold start's shell
+    for variable, path in ((CGROUP_VARIABLE, None), (PID_MAX_VARIABLE, PID_MAX)):
+        value = env.pop(variable, None)
+        if value is not None:
+            try:
+                with open(path or value, "wb") as handle:
+                    handle.write(value if path else b"0")
+            except OSError:
+                pass
     for target, fd in zip((0, PROGRESS_FD), fds):  # noqa: B905 - (3.8: a tool's Python) stdin first, never the progress pipe's place
         if fd != target:
             os.dup2(fd, target)  # (the control socket on 0 is closed by it: nothing of toolexec's is left here)

@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 # The process cap no ordinary tool meets (threads count too: a JVM or a browser has a few hundred at most); a fork
 # bomb stops there.
 PROCESSES = 1024
+# Where the kernel keeps ``kernel.pid_max`` per PID namespace (Linux 6.14 on), a root call's cap is its namespace's
+# pid_max, written inside it before the tool starts: no pids cgroup to make, join and remove (the removal, left to the
+# guard by a one-shot run, cost it a shell, cat and rmdir, ~5 ms of CPU). The kernel hands out a namespace's PIDs from
+# 1 up to pid_max - 1 and, once they wrap, from RESERVED_PIDS (300) up: pid_max is PROCESSES + RESERVED_PIDS, so that
+# PROCESSES tasks (threads count, as in a pids cgroup) may always run, and a fork bomb stops below PROCESSES + 300.
+RESERVED_PIDS = 300
+PID_MAX = "/proc/sys/kernel/pid_max"
 _usable: dict[str, bool] = {}  # bwrap path -> whether it makes the baseline's namespaces on this host
 
 
@@ -63,6 +70,42 @@ def processes() -> int | None:
     """The default process cap, or None where it cannot be applied to one call alone: the kernel exempts root from
     ``RLIMIT_NPROC``, and a root toolexec caps a call only through a pids cgroup, where one can be made."""
     return PROCESSES if os.geteuid() != 0 or sandbox._pids_root() is not None else None
+
+
+def pid_max_capped() -> bool:
+    """Whether a root call's process cap is its PID namespace's ``kernel.pid_max`` (:data:`PROCESSES`): root, on a
+    kernel that keeps pid_max per PID namespace (Linux 6.14 on). Never on an older one, where the same write inside a
+    namespace sets the whole host's pid_max: the kernel's version decides, never a try. ``TOOLEXEC_PIDS_CGROUP=1`` keeps
+    the pids cgroup of older kernels (its exact ``pids.max``; the tests of that path)."""
+    if os.geteuid() != 0 or os.environ.get("TOOLEXEC_PIDS_CGROUP") == "1":
+        return False
+    if not _pid_max_capped:
+        _pid_max_capped.append(kernel_at_least(os.uname().release, (6, 14)))
+    return _pid_max_capped[0]
+
+
+_pid_max_capped: list[bool] = []
+
+
+def kernel_at_least(release: str, wanted: tuple[int, int]) -> bool:
+    """Whether the kernel ``release`` (``uname -r``: ``6.18.44-fc``) is ``wanted`` (major, minor) or later; False for a
+    release that does not start with two numbers."""
+    parts = release.split(".", 2)
+    digits = [part[: len(part) - len(part.lstrip("0123456789"))] for part in parts[:2]]
+    if len(digits) < 2 or not all(digits):
+        return False
+    return (int(digits[0]), int(digits[1])) >= wanted
+
+
+def pid_max(processes: int) -> int:
+    """The pid_max of a namespace whose cap is ``processes`` (see :data:`RESERVED_PIDS`)."""
+    return processes + RESERVED_PIDS
+
+
+def pid_max_prefix(processes: int) -> list[str]:
+    """An argv prefix run inside the call's PID namespace: a shell that sets its pid_max (best effort, as the baseline's
+    cgroup was), then becomes the rest of the argv."""
+    return ["/bin/sh", "-c", f'{{ echo {pid_max(processes)} >{PID_MAX}; }} 2>/dev/null; exec "$@"', "sh"]
 
 
 def usable() -> bool:
@@ -172,7 +215,12 @@ def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None
     binary = sandbox.bwrap()
     assert binary is not None
     args = _namespaces(binary)
-    cgroup = sandbox._cgroup(confinement.processes) if confinement.processes is not None and os.geteuid() == 0 else None
+    inner: list[str] = []
+    cgroup = None
+    if confinement.processes is not None and pid_max_capped():
+        inner = pid_max_prefix(confinement.processes)
+    elif confinement.processes is not None and os.geteuid() == 0:
+        cgroup = sandbox._cgroup(confinement.processes)
     held = Held(cgroups=[cgroup] if cgroup is not None else [])
     # a shell moves itself into the cgroup, then becomes bwrap: everything after is born there (best effort)
     joining: list[str] = []
@@ -181,12 +229,12 @@ def wrap(confinement: Confinement, argv: Sequence[str], gate: Gate | None = None
 
         joining = join_prefix(held.cgroups, strict=False)
     if gate is not None:
-        return [*joining, *args, *gate.args(), "--", *argv], held
+        return [*joining, *args, *gate.args(), "--", *inner, *argv], held
     limits = sandbox._limits(confinement)
     program = sandbox._prlimit()
     if limits and program:
         args += ["--", program, *limits]
-    return [*joining, *args, "--", *argv], held
+    return [*joining, *args, "--", *inner, *argv], held
 
 
 class Gate:

@@ -28,7 +28,10 @@ if [[ -n ${TOOLEXEC_EARLY-} ]]; then
   if [[ -n ${TOOLEXEC_EARLY_CGROUP-} ]]; then
     { echo 0 >"$TOOLEXEC_EARLY_CGROUP"; } 2>/dev/null
   fi
-  unset TOOLEXEC_EARLY_CGROUP __toolexec_go __toolexec_ready __toolexec_word __toolexec_count __toolexec_env
+  if [[ -n ${TOOLEXEC_EARLY_PID_MAX-} ]]; then  # (in the spare's own PID namespace: a root call's process cap)
+    { echo "$TOOLEXEC_EARLY_PID_MAX" >/proc/sys/kernel/pid_max; } 2>/dev/null
+  fi
+  unset TOOLEXEC_EARLY_CGROUP TOOLEXEC_EARLY_PID_MAX __toolexec_go __toolexec_ready __toolexec_word __toolexec_count __toolexec_env
 fi
 # The call's file size bound (RLIMIT_FSIZE, bytes; a multiple of 1024), soft and hard so that the tool cannot raise
 # it, before any line of the tool runs: `ulimit -f` counts 1024-byte blocks, 512-byte ones in POSIX mode.

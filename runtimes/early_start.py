@@ -193,6 +193,11 @@ def _ahead(confinement: Confinement | None, env: dict[str, str]) -> tuple[dict[s
     tasks lower, and the tool's processes get the same room."""
     if confinement is None or confinement.processes is None or os.geteuid() != 0:
         return env, None if confinement is None else sandbox.Held()
+    if baseline.pid_max_capped():  # the program sets its namespace's pid_max itself, inside it, with its go
+        return {
+            **env,
+            os.fsdecode(_spare_launcher.PID_MAX_VARIABLE): str(baseline.pid_max(confinement.processes)),
+        }, sandbox.Held()
     path = sandbox._cgroup(max(1, confinement.processes - OUTSIDE_TASKS))
     if path is None:
         return env, sandbox.Held()

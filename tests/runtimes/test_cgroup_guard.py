@@ -25,6 +25,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def pids_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root's baseline caps a call with a pids cgroup (as on a kernel older than 6.14, which keeps no pid_max per PID
+    namespace): these tests are that path's, in this process and in the toolexec it starts."""
+    monkeypatch.setenv("TOOLEXEC_PIDS_CGROUP", "1")
+
+
 def _ours(pid: int) -> list[str]:
     """The call cgroups process ``pid`` made that are still there."""
     root = sandbox._pids_root()

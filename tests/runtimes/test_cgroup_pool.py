@@ -17,6 +17,14 @@ from toolexec.runtimes import baseline, cgroup, sandbox
 ROOT = sandbox._pids_root() if os.geteuid() == 0 else None
 pytestmark = pytest.mark.skipif(ROOT is None, reason="a root toolexec with a writable pids cgroup hierarchy")
 
+
+@pytest.fixture(autouse=True)
+def pids_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root's baseline caps a call with a pids cgroup (as on a kernel older than 6.14, which keeps no pid_max per PID
+    namespace): these tests are that path's, in this process and in the toolexec it starts."""
+    monkeypatch.setenv("TOOLEXEC_PIDS_CGROUP", "1")
+
+
 # Says the pids cgroup it runs in, that cgroup's pids.max and pids.current, and the processes there it can see.
 COUNTER = """#!/usr/bin/env bash
 # @describe Say my pids cgroup.
