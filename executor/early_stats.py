@@ -63,6 +63,12 @@ class _Child:
             status = 1
             try:
                 os.close(read)
+                for fd in (0, 1, 2):  # never the command's streams: a parent killed (-9) leaves its caller's pipe open
+                    if fd != write:  # (as long as this child stats, a forged memo's millions of names say)
+                        try:  # noqa: SIM105 - (contextlib is not imported before toolexec)
+                            os.close(fd)
+                        except OSError:
+                            pass
                 data = memoryview(stat_bytes(tools_dir, files) or b"")
                 while data:
                     data = data[os.write(write, data) :]
