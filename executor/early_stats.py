@@ -62,6 +62,12 @@ class _Child:
             status = 1
             try:
                 os.close(read)
+                for fd in (0, 1, 2):  # never the command's streams: a parent killed (-9) leaves its caller's pipe open
+                    if fd != write:  # (as long as this child stats, a forged memo's millions of names say)
+                        try:  # noqa: SIM105 - (contextlib is not imported before toolexec)
+                            os.close(fd)
+                        except OSError:
+                            pass
                 # the names as the memo holds them, encoded: the system call takes bytes as they are (no name
                 # decoded, in either process, before the stats start); CHUNK at a time, each sent as it is taken
                 folder, _, names = self.known.partition(b"\0\0")

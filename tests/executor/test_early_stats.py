@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import stat
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,29 @@ def test_a_child_that_took_other_stats_is_ended_unused(three: Project, tmp_path:
     }[asked]
     assert early_stats.stats_for(folder, names) is None
     assert gone(pid) and child.fd == -1
+
+
+@pytest.mark.usefixtures("fresh_module")
+def test_the_child_never_holds_the_commands_streams(three: Project) -> None:
+    """A forged memo of many names keeps the child statting (and writing) long after its command: were the command
+    killed (-9, as a harness's timeout does), a child holding its stdout or stderr would keep its caller's pipe open
+    (``$(toolexec list)`` waiting) until the last stat. It holds none of the command's streams, only its pipe."""
+    assert child_of(three).pid == -1  # no memo yet
+    early_stats.remember(str(three.tools), [f"missing-{n}.sh" for n in range(10_000)])  # stats > a pipe's buffer
+    child = child_of(three)
+    assert child.pid > 0
+    try:
+        select.select([child.fd], [], [])  # the child has written: past its start, now held in its write
+        held = {int(fd) for fd in os.listdir(f"/proc/{child.pid}/fd")}
+        pipes = [os.stat(f"/proc/{child.pid}/fd/{fd}") for fd in held]  # (and what this test process leaves open)
+        streams = {(s.st_dev, s.st_ino) for s in map(os.fstat, (0, 1, 2)) if not stat.S_ISCHR(s.st_mode)}
+        numbers = [os.stat(f"/proc/{child.pid}/fd/{fd}") for fd in held & {0, 1, 2}]  # (one it opened may be 0-2)
+        assert [n for n in numbers if (n.st_dev, n.st_ino) in streams] == []  # not the command's (pytest's captures)
+        assert [p.st_ino for p in pipes if stat.S_ISFIFO(p.st_mode)].count(os.fstat(child.fd).st_ino) == 1
+    finally:
+        pid = child.pid
+        child.end(kill=True)
+    assert gone(pid)
 
 
 def test_stats_of_a_missing_folder_are_every_file_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
