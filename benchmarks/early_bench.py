@@ -110,8 +110,9 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
             action(), action()
         subreaper = _become_subreaper()
         own = _children()  # this process's own (the guard of run.py's in-process sections): never waited for
-        for _ in range(runs):
-            for key, (action, prepare) in actions.items():
+        order = list(actions.items())
+        for turn in range(runs):
+            for key, (action, prepare) in order if turn % 2 == 0 else reversed(order):  # no mode always goes first
                 if prepare is not None:
                     prepare()
                 used = _children_cpu()
@@ -123,6 +124,9 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
                     _reap_orphans(own)
                 cpu[key].append(_children_cpu() - used)  # (what it left, reaped, counted with it)
         found[language] = {key: statistics.median(values) for key, values in samples.items()}
+        for way in WAYS:  # each turn's pair sees the same drift of a shared machine
+            pairs = zip(samples[f"baseline {way}"], samples[f"off {way}"], strict=True)
+            found[language][f"added {way}"] = statistics.median(b - o for b, o in pairs)
         found[language].update({f"{key} cpu": statistics.median(values) for key, values in cpu.items()})
         found[language].update({f"{key} adopted": float(count) for key, count in adopted.items()})
     return found
@@ -191,8 +195,10 @@ def early_rows(b: Bench) -> list[Row]:
     rows = []
     for who, found in measured:
         for language, figures in found.items():
-            added = figures["baseline early"] - figures["off early"]
+            added = figures["added early"]
             note = (
+                "added: the median of each turn's difference (the difference of the medians: "
+                f"{figures['baseline early'] - figures['off early']:+.1f} ms); "
                 f"cold (nothing started early): baseline {ms(figures['baseline cold'])}, off {ms(figures['off cold'])}; "
                 f"started by their spare: {_adopted(figures, 'early')} early runs, {_adopted(figures, 'cold')} cold ones; "
                 f"CPU per early run (its processes', its guard's included): baseline {ms(figures['baseline early cpu'])}, "
