@@ -410,13 +410,9 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                     try:
                         gate.open(confinement, held, strict=not confinement.baseline)
                     except BaseException:
-                        proc.kill()
-                        proc.wait()
+                        _abandon(proc)
                         if gate.child is not None:  # the init it killed, re-parented here: reaped, not left a zombie
                             system.reap_orphan(gate.child, gate.child_start)
-                        for stream in (proc.stdout, proc.stderr):
-                            if stream is not None:
-                                stream.close()
                         raise
         except BaseException:
             _close(progress_read)
@@ -430,13 +426,20 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
             if proxy is not None:
                 proxy.launched()
-        if getattr(proc, "progress", -1) >= 0:  # a warm server's own progress channel replaces the pipe
+        try:  # the tool runs: until its supervision begins, a failure (no guard to be had, an interrupt) ends it here
+            if getattr(proc, "progress", -1) >= 0:  # a warm server's own progress channel replaces the pipe
+                _close(progress_read)
+                progress_read = proc.progress  # type: ignore[union-attr]
+            system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after, told=not untold)
+            registered = proc.pid
+            if set_here and bound is not None:
+                limit_file_size(proc.pid, bound)
+        except BaseException:
             _close(progress_read)
-            progress_read = proc.progress  # type: ignore[union-attr]
-        system.register(proc.pid, mark, tuple(launch.private_files), started_after=started_after, told=not untold)
-        registered = proc.pid
-        if set_here and bound is not None:
-            limit_file_size(proc.pid, bound)
+            _abandon(proc)
+            if orphan is not None:
+                system.reap_orphan(*orphan)
+            raise
         namespaced = alone or (held is not None and held.pid_namespace)  # the kernel ended what the tool left
         if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
             orphan = (gate.child, gate.child_start)
@@ -1004,6 +1007,27 @@ class _ProgressLines:
         event = parse_progress(line)
         if event is not None:
             self.control.emit("progress", **event)
+
+
+def _abandon(proc: subprocess.Popen[bytes] | WarmProcess) -> None:
+    """A started tool whose call failed before its supervision began: its group killed, its pipes closed, reaped (a
+    warm call's status given up on), so that neither a process nor a descriptor of it is left."""
+    with contextlib.suppress(OSError):
+        _kill_group(proc.pid, signal.SIGKILL, reaped=_reaped(proc))
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    try:
+        if proc.returncode is None:
+            give_up = getattr(proc, "give_up", None)  # a warm call whose status may never come
+            if give_up is not None:
+                give_up()
+            proc.wait()
+    finally:
+        waiter = getattr(proc, "waiter", None)
+        if waiter is not None:
+            waiter.close()
 
 
 def _close(fd: int) -> None:
