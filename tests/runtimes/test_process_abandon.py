@@ -51,9 +51,7 @@ print(json.dumps({
 
 
 def test_a_tool_started_before_its_call_failed_is_killed_reaped_and_holds_no_descriptor() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", FAILS_AFTER_THE_START], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = subprocess.run([sys.executable, "-c", FAILS_AFTER_THE_START], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
         "said": "[Errno 24] Too many open files",
