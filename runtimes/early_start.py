@@ -121,7 +121,7 @@ def _node(
     from toolexec.runtimes.warm import WarmCall
     from toolexec.runtimes.warm_node import adopt_early
 
-    limits, held = _isolation(confinement)
+    limits, held = _isolation(confinement, own_namespace=True)  # (its node is alone in its bwrap's PID namespace)
     fsize = confinement.file_size if confinement is not None else bound
     call = WarmCall(stdin=stdin, env=env, cwd=launch.cwd or os.getcwd(), file_limit=fsize, progress=progress, isolated=limits)
     proc = adopt_early(found, call, confinement is not None)

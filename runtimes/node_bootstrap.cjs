@@ -138,12 +138,18 @@ function noted(specifier, context, resolved, files, own) {
 
 let spareProgress = -1;
 
-// The spare's call: nothing came (its server closed) ends it; else it joins the call's cgroup, takes the call's
-// environment and working directory, and goes on as a cold call would (toolexec has set its limits already).
+// The spare's call: nothing came (its server closed) ends it; else it joins the call's cgroup (or, alone in a PID
+// namespace of its own, sets that namespace's pid_max: root's cap on Linux 6.14 on), takes the call's environment and
+// working directory, and goes on as a cold call would (toolexec has set its limits already).
 function takeCall() {
   const text = readFileSync(0, "utf8");
   if (text === "") process.exit(0);
-  const { env, cwd, cgroup = null, progress = false, request } = JSON.parse(text);
+  const { env, cwd, cgroup = null, pidMax = null, progress = false, request } = JSON.parse(text);
+  if (pidMax !== null) {
+    try {
+      writeFileSync("/proc/sys/kernel/pid_max", String(pidMax));
+    } catch {} // best effort, as a cold call's: the baseline never refuses a call
+  }
   if (cgroup !== null) {
     try {
       writeFileSync(`${cgroup}/tasks`, "0"); // this thread, which starts every process of the tool

@@ -565,11 +565,15 @@ def _may_run_sealed(launch: Launch, confinement: Confinement | None, system: Mod
     )
 
 
-def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | None, Held | None]:
+def _isolation(
+    confinement: Confinement | None, *, own_namespace: bool = False
+) -> tuple[dict[str, int | str] | None, Held | None]:
     """The limits a warm call sets in its own namespace (as :func:`baseline._limit` sets a cold call's), and what it
     holds: under the baseline its pids cgroup (root's process cap); under a declared policy its memory cgroup and a
     root toolexec's pids cgroup (:func:`sandbox.cgroups`), which its process joins through descriptors toolexec opens
-    (they are read-only in its view). Given back with :func:`sandbox.release`."""
+    (they are read-only in its view). Given back with :func:`sandbox.release`. ``own_namespace``: the process is the
+    only one of a PID namespace made for this call (an early spare's): where :func:`baseline.pid_max_capped`, root's
+    cap is that namespace's pid_max (``pid_max`` in the limits, written by the process itself), and no cgroup."""
     if confinement is None:
         return None, None
     limits: dict[str, int | str] = {}
@@ -579,7 +583,9 @@ def _isolation(confinement: Confinement | None) -> tuple[dict[str, int | str] | 
     if not confinement.baseline:
         return limits, sandbox.cgroups(confinement)
     held = None
-    if confinement.processes is not None and os.geteuid() == 0:  # the kernel exempts root from RLIMIT_NPROC
+    if confinement.processes is not None and own_namespace and baseline.pid_max_capped():
+        limits["pid_max"] = baseline.pid_max(confinement.processes)
+    elif confinement.processes is not None and os.geteuid() == 0:  # the kernel exempts root from RLIMIT_NPROC
         cgroup = sandbox._cgroup(confinement.processes)
         if cgroup is not None:
             limits["cgroup"] = cgroup

@@ -165,6 +165,7 @@ class Spare:
             "env": env,
             "cwd": call.cwd or os.getcwd(),
             "cgroup": limits.get("cgroup"),
+            "pidMax": limits.get("pid_max"),
             "progress": call.progress >= 0,
             "request": json.loads(read_all(call.stdin) or b"{}"),
         }

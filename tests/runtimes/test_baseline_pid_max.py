@@ -1,12 +1,13 @@
 """Root's process cap under the baseline on a kernel that keeps ``kernel.pid_max`` per PID namespace (Linux 6.14 on,
 runtimes/baseline.py): the call's namespace gets pid_max ``PROCESSES + 300``, written inside it before the tool
-starts (by a shell in front of the tool on a cold start, by the early spare itself with its go), and no pids cgroup
+starts (by a shell in front of the tool on a cold start, by the early spare itself with its go: Bash, Python, node), and no pids cgroup
 is made. The host's pid_max never moves, whatever the tool writes in its own namespace. Real bwrap, real one-shot
 runs (cold, then started early from the memo the first wrote)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 import pytest
@@ -44,6 +45,19 @@ PYTHON = '''def run(set: str = "") -> str:
     return early + " " + open("/proc/sys/kernel/pid_max").read().strip()
 '''
 
+JAVASCRIPT = """import { readFileSync, writeFileSync } from "node:fs";
+/** Say my pid_max.
+ * @param {string} [set] - A pid_max to write first.
+ */
+export function run(set = "") {
+  const started = readFileSync("/proc/self/environ", "latin1").split("\\0");
+  const early = started.some((e) => e.startsWith("TOOLEXEC_NODE_SPARE=")) ? "early" : "cold";
+  if (set) writeFileSync("/proc/sys/kernel/pid_max", set);
+  return early + " " + readFileSync("/proc/sys/kernel/pid_max", "utf8").trim();
+}
+"""
+NODE = pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+
 
 def _host_pid_max() -> str:
     with open(baseline.PID_MAX) as handle:
@@ -69,7 +83,14 @@ def test_the_kernel_release_decides_whether_pid_max_is_per_namespace(release: st
 
 
 @CAPPED
-@pytest.mark.parametrize(("file", "name", "source"), [("say.sh", "say", BASH), ("say_py.py", "say_py", PYTHON)])
+@pytest.mark.parametrize(
+    ("file", "name", "source"),
+    [
+        ("say.sh", "say", BASH),
+        ("say_py.py", "say_py", PYTHON),
+        pytest.param("say_js.js", "say_js", JAVASCRIPT, marks=NODE),
+    ],
+)
 def test_a_root_one_shot_run_caps_its_namespace_s_pid_max_cold_and_early_and_makes_no_cgroup(
     project: Project, file: str, name: str, source: str
 ) -> None:
