@@ -765,10 +765,7 @@ def _supervise(
             _kill_group(proc.pid, signal.SIGKILL, leader, reaped=_reaped(proc))
         if namespaced:  # its own PID namespace: the kernel ended what was left (bwrap's own, too)
             escaped = 0
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
+        _close_pipes(proc)
         try:
             if proc.returncode is None:
                 give_up = getattr(proc, "give_up", None)  # a warm call whose status never came: it may never come
@@ -1020,10 +1017,7 @@ def _abandon(proc: subprocess.Popen[bytes] | WarmProcess) -> None:
     warm call's status given up on), so that neither a process nor a descriptor of it is left."""
     with contextlib.suppress(OSError):
         _kill_group(proc.pid, signal.SIGKILL, reaped=_reaped(proc))
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            with contextlib.suppress(OSError):
-                pipe.close()
+    _close_pipes(proc)
     try:
         if proc.returncode is None:
             give_up = getattr(proc, "give_up", None)  # a warm call whose status may never come
@@ -1034,6 +1028,14 @@ def _abandon(proc: subprocess.Popen[bytes] | WarmProcess) -> None:
         waiter = getattr(proc, "waiter", None)
         if waiter is not None:
             waiter.close()
+
+
+def _close_pipes(proc: subprocess.Popen[bytes] | WarmProcess) -> None:
+    """Close this process's ends of the tool's stdout and stderr."""
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _close(fd: int) -> None:
