@@ -124,9 +124,8 @@ def measure(root: Path, toolexec: str, python: str, runs: int) -> dict[str, dict
                     _reap_orphans(own)
                 cpu[key].append(_children_cpu() - used)  # (what it left, reaped, counted with it)
         found[language] = {key: statistics.median(values) for key, values in samples.items()}
-        for way in WAYS:  # each turn's pair sees the same drift of a shared machine
-            pairs = zip(samples[f"baseline {way}"], samples[f"off {way}"], strict=True)
-            found[language][f"added {way}"] = statistics.median(b - o for b, o in pairs)
+        pairs = zip(samples["baseline early"], samples["off early"], strict=True)  # a turn's pair sees the same drift
+        found[language]["added early"] = statistics.median(b - o for b, o in pairs)
         found[language].update({f"{key} cpu": statistics.median(values) for key, values in cpu.items()})
         found[language].update({f"{key} adopted": float(count) for key, count in adopted.items()})
     return found

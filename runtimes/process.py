@@ -426,6 +426,8 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
             _close(progress_write)  # only the tool's tree holds the write end: no event can outlive it
             if proxy is not None:
                 proxy.launched()
+        if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
+            orphan = (gate.child, gate.child_start)
         try:  # the tool runs: until its supervision begins, a failure (no guard to be had, an interrupt) ends it here
             if getattr(proc, "progress", -1) >= 0:  # a warm server's own progress channel replaces the pipe
                 _close(progress_read)
@@ -441,8 +443,6 @@ def run_process(launch: Launch, control: CallControl | None = None) -> Finished:
                 system.reap_orphan(*orphan)
             raise
         namespaced = alone or (held is not None and held.pid_namespace)  # the kernel ended what the tool left
-        if gate is not None and gate.child is not None:  # bwrap does not wait for its init: it may be here now
-            orphan = (gate.child, gate.child_start)
         # A cold call in a PID namespace of its own: once its init has ended, nothing of the call is left (the kernel
         # ended and reaped the rest first), so there is nothing to search for, and its files are held by no process.
         init, init_start = orphan if namespaced and not alone and system is process_linux and orphan else (0, None)

@@ -19,7 +19,6 @@ from toolexec.runtimes.process import Launch, run_process
 unraisable = []
 sys.unraisablehook = lambda u: unraisable.append(repr(u.exc_value))
 started = []
-real = process_linux.register
 
 
 def register(pid, *args, **kwargs):
